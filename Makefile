@@ -1,0 +1,47 @@
+# adrank — every verb a user needs. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
+CONFIG ?=
+CONFIG_FLAG := $(if $(CONFIG),--config $(CONFIG),)
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+help: ## list the verbs
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet "uv==$(UV_VERSION)"
+	$(BIN)/uv pip install --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
+	touch $@
+
+install: $(BIN)/.installed ## create .venv and install the locked environment plus adrank
+
+run: install ## run the whole DAG locally on the embedded default config (CONFIG=file to change)
+	$(BIN)/adrank run $(CONFIG_FLAG)
+
+test: install ## run the test suite
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+compile: install ## compile the Vertex pipeline spec (CONFIG=configs/vertex.yaml)
+	$(BIN)/adrank compile --config $(or $(CONFIG),configs/vertex.yaml) --backend vertex --output build/ranking.yaml
+
+bench: install ## print the benchmark figures
+	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+lock: ## re-resolve requirements.in into requirements.lock (Python 3.11, Linux)
+	$(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"
+	$(PYTHON) -m uv pip compile requirements.in --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o requirements.lock
+
+images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CONFIG=configs/vertex.yaml)
+	$(BIN)/adrank images build --config $(or $(CONFIG),configs/vertex.yaml)
+
+clean: ## remove build outputs and local runs (keeps .venv)
+	rm -rf build runs .pytest_cache
+
+.PHONY: help install run test compile bench lock images clean

@@ -1,0 +1,57 @@
+"""Binary ranking metrics on arrays of labels and predicted probabilities.
+
+- log-loss:  -mean(y log p + (1-y) log(1-p))
+- AUC:       P(score of a random positive > score of a random negative), ties count one half
+- normalized entropy (He et al., 2014): log-loss / H(mean(y)), the entropy of the observed positive rate;
+             below 1 means better than always predicting the average rate
+- calibration: mean(p) / mean(y)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+
+EPSILON = 1e-7
+
+
+def logloss(labels: np.ndarray, probabilities: np.ndarray) -> float:
+    y, p = _check(labels, probabilities)
+    p = np.clip(p, EPSILON, 1.0 - EPSILON)
+    return float(-np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p)))
+
+
+def auc(labels: np.ndarray, probabilities: np.ndarray) -> float:
+    """Mann-Whitney form of the ROC AUC; NaN when only one class is present."""
+    y, p = _check(labels, probabilities)
+    positives = int(y.sum())
+    negatives = y.size - positives
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    ranks = rankdata(p)  # average ranks for ties
+    return float((ranks[y == 1].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
+
+
+def normalized_entropy(labels: np.ndarray, probabilities: np.ndarray) -> float:
+    y, _ = _check(labels, probabilities)
+    rate = float(np.clip(y.mean(), EPSILON, 1.0 - EPSILON))
+    entropy = -(rate * np.log(rate) + (1.0 - rate) * np.log(1.0 - rate))
+    return logloss(labels, probabilities) / entropy
+
+
+def calibration(labels: np.ndarray, probabilities: np.ndarray) -> float:
+    y, p = _check(labels, probabilities)
+    observed = y.mean()
+    return float(p.mean() / observed) if observed > 0 else float("nan")
+
+
+def _check(labels: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(labels, dtype=np.float64).reshape(-1)
+    p = np.asarray(probabilities, dtype=np.float64).reshape(-1)
+    if y.shape != p.shape:
+        raise ValueError(f"labels and probabilities differ in length: {y.size} vs {p.size}")
+    if y.size == 0:
+        raise ValueError("metrics need at least one example")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("labels must be 0 or 1")
+    return y, p

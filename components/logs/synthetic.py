@@ -1,0 +1,212 @@
+"""`adrank logs generate`: a simulated ad server writing impression and engagement-event logs.
+
+Same config and seed → the same bytes. Next to the logs it writes `ground_truth.json` with the Bayes
+log-loss (log-loss of the true label probabilities) of each split and task: the floor any model can reach.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from components.logs.ground_truth import (
+    COUNTRIES, DEVICE_OS, MEAN_DELAY_SECONDS, PLACEMENTS, Population, label_probability,
+)
+from components.logs.records import day_start_ms, format_timestamp
+from components.logs.split import eval_start_ms
+from configs.schema import AdrankConfig
+
+GROUND_TRUTH_FILE = "ground_truth.json"
+IMPRESSIONS_DIR = "impressions"
+ENGAGEMENTS_DIR = "engagements"
+DAY_MS = 86_400_000
+EPSILON = 1e-7
+
+
+@dataclass(frozen=True)
+class GeneratedLogs:
+    directory: Path
+    impressions: int
+    engagements: int
+    malformed_lines: int
+
+    @property
+    def impressions_glob(self) -> str:
+        return str(self.directory / IMPRESSIONS_DIR / "*.jsonl")
+
+    @property
+    def engagements_glob(self) -> str:
+        return str(self.directory / ENGAGEMENTS_DIR / "*.jsonl")
+
+
+def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs:
+    spec = config.logs.synthetic
+    rng = np.random.default_rng(config.seed)
+    population = Population.draw(rng, spec.users, spec.ads, spec.advertisers, spec.interests, spec.max_interests_per_user)
+    user_weights = _zipf_weights(spec.users, 0.7)
+    ad_weights = _zipf_weights(spec.ads, 0.9)
+    placement_weights = np.array([0.35, 0.3, 0.15, 0.15, 0.05])
+
+    impression_lines: list[str] = []
+    events: list[tuple[int, str, str]] = []  # (timestamp_ms, impression_id, event_type)
+    split_labels = {"train": {t.name: [] for t in config.tasks}, "eval": {t.name: [] for t in config.tasks}}
+    split_probabilities = {"train": {t.name: [] for t in config.tasks}, "eval": {t.name: [] for t in config.tasks}}
+    boundary = eval_start_ms(spec.start_date + dt.timedelta(days=spec.days), config.split.eval_days)
+
+    for day_index in range(spec.days):
+        day = spec.start_date + dt.timedelta(days=day_index)
+        n = spec.impressions_per_day
+        timestamps = np.sort(day_start_ms(day) + rng.integers(0, DAY_MS, size=n))
+        user = rng.choice(spec.users, size=n, p=user_weights)
+        ad = rng.choice(spec.ads, size=n, p=ad_weights)
+        placement = rng.choice(len(PLACEMENTS), size=n, p=placement_weights)
+        marginal = population.event_probabilities(user, ad, placement)
+        happened = _draw_event_chain(rng, marginal)
+        delays_ms = {
+            event: np.rint(rng.exponential(MEAN_DELAY_SECONDS[event] * 1000.0, size=n)).astype(np.int64)
+            for event in MEAN_DELAY_SECONDS
+        }
+        first_id = day_index * n
+        for row in range(n):
+            impression_id = f"imp-{first_id + row:09d}"
+            u, a = int(user[row]), int(ad[row])
+            impression_lines.append(json.dumps({
+                "impression_id": impression_id,
+                "timestamp": format_timestamp(int(timestamps[row])),
+                "user_id": f"u{u}",
+                "ad_id": f"ad{a}",
+                "advertiser_id": f"adv{int(population.ad_advertiser[a])}",
+                "ad_category": f"cat{int(population.ad_category[a])}",
+                "placement": PLACEMENTS[int(placement[row])],
+                "device_os": DEVICE_OS[int(population.user_os[u])],
+                "country": COUNTRIES[int(population.user_country[u])],
+                "user_age": int(population.user_age[u]),
+                "ad_bid": float(population.ad_bid[a]),
+                "user_interests": [f"cat{int(i)}" for i in population.user_interests[u]],
+            }))
+            for event, occurred in happened.items():
+                if occurred[row]:
+                    events.append((int(timestamps[row] + delays_ms[event][row]), impression_id, event))
+        in_eval = timestamps >= boundary
+        for task in config.tasks:
+            window_ms = task.attribution_window_seconds * 1000
+            labels = happened[task.event_type] & (delays_ms[task.event_type] <= window_ms)
+            probability = label_probability(marginal[task.event_type], task.event_type, task.attribution_window_seconds)
+            for split, mask in (("train", ~in_eval), ("eval", in_eval)):
+                split_labels[split][task.name].append(labels[mask])
+                split_probabilities[split][task.name].append(probability[mask])
+
+    events.sort()
+    engagement_lines = [
+        json.dumps({"event_id": f"ev-{index:09d}", "impression_id": impression_id,
+                    "event_type": event, "timestamp": format_timestamp(timestamp)})
+        for index, (timestamp, impression_id, event) in enumerate(events)
+    ]
+    malformed = {
+        "impressions": _inject_malformed(rng, impression_lines, spec.malformed_fraction, "impression"),
+        "engagements": _inject_malformed(rng, engagement_lines, spec.malformed_fraction, "engagement"),
+    }
+
+    out = Path(output_dir)
+    _write_shards(out / IMPRESSIONS_DIR, "impressions", impression_lines, spec.shards_per_stream)
+    _write_shards(out / ENGAGEMENTS_DIR, "engagements", engagement_lines, spec.shards_per_stream)
+    truth = {
+        "seed": config.seed,
+        "impressions": spec.days * spec.impressions_per_day,
+        "engagement_events": len(events),
+        "eval_start": format_timestamp(boundary),
+        "malformed_lines": malformed,
+        "splits": {
+            split: {
+                "examples": int(sum(len(x) for x in split_labels[split][config.tasks[0].name])),
+                "tasks": {
+                    task: _bayes(np.concatenate(split_labels[split][task]), np.concatenate(split_probabilities[split][task]))
+                    for task in split_labels[split]
+                },
+            }
+            for split in ("train", "eval")
+        },
+    }
+    (out / GROUND_TRUTH_FILE).write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n")
+    injected = sum(sum(kinds.values()) for kinds in malformed.values())
+    return GeneratedLogs(out, truth["impressions"], len(events), injected)
+
+
+def read_ground_truth(logs_dir: str | Path) -> dict | None:
+    path = Path(logs_dir) / GROUND_TRUTH_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _draw_event_chain(rng: np.random.Generator, marginal: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Sample view and swipe, then install given swipe and purchase given install, matching the marginals."""
+    n = marginal["swipe"].size
+    swipe = rng.random(n) < marginal["swipe"]
+    install = swipe & (rng.random(n) < marginal["install"] / marginal["swipe"])
+    purchase = install & (rng.random(n) < marginal["purchase"] / np.maximum(marginal["install"], EPSILON))
+    view = rng.random(n) < marginal["view"]
+    return {"view": view, "swipe": swipe, "install": install, "purchase": purchase}
+
+
+def _bayes(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
+    p = np.clip(probabilities, EPSILON, 1 - EPSILON)
+    loss = -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)) if labels.size else float("nan")
+    return {
+        "bayes_logloss": float(loss),
+        "positive_rate": float(labels.mean()) if labels.size else float("nan"),
+        "mean_probability": float(probabilities.mean()) if labels.size else float("nan"),
+    }
+
+
+def _zipf_weights(n: int, exponent: float) -> np.ndarray:
+    weights = 1.0 / np.arange(1, n + 1) ** exponent
+    return weights / weights.sum()
+
+
+MALFORMED_KINDS = {
+    "impression": ("truncated_json", "missing_field", "bad_timestamp", "wrong_type"),
+    "engagement": ("truncated_json", "missing_field", "bad_timestamp", "unknown_event_type"),
+}
+
+
+def _inject_malformed(rng: np.random.Generator, lines: list[str], fraction: float, stream: str) -> dict[str, int]:
+    """Insert corrupt lines (as a flaky logger would) at random places; returns how many of each kind."""
+    count = int(round(fraction * len(lines)))
+    kinds = MALFORMED_KINDS[stream]
+    injected = {kind: 0 for kind in kinds}
+    if count == 0:
+        return injected
+    positions = np.sort(rng.integers(0, len(lines) + 1, size=count))[::-1]
+    for position in positions:
+        kind = kinds[int(rng.integers(len(kinds)))]
+        source = json.loads(lines[int(rng.integers(len(lines)))])
+        if kind == "truncated_json":
+            text = json.dumps(source)[: max(5, len(json.dumps(source)) // 2)]
+        elif kind == "missing_field":
+            source.pop("impression_id")
+            text = json.dumps(source)
+        elif kind == "bad_timestamp":
+            source["timestamp"] = "yesterday at noon"
+            text = json.dumps(source)
+        elif kind == "wrong_type":
+            source["user_age"] = "forty"
+            text = json.dumps(source)
+        else:
+            source["event_type"] = "teleport"
+            text = json.dumps(source)
+        lines.insert(int(position), text)
+        injected[kind] += 1
+    return injected
+
+
+def _write_shards(directory: Path, stem: str, lines: list[str], shards: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob(f"{stem}-*.jsonl"):
+        old.unlink()
+    for shard in range(shards):
+        chunk = lines[shard::shards]
+        path = directory / f"{stem}-{shard:05d}-of-{shards:05d}.jsonl"
+        path.write_text("".join(line + "\n" for line in chunk))

@@ -1,0 +1,72 @@
+"""The preprocess → train contract: what the transform step wrote, read back by the trainer and the report.
+
+The trainer learns every feature's shape and table size from here (written from the transform output),
+never from a second copy of the feature list.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_FILE = "manifest.json"
+TRANSFORM_FN_DIR = "transform_fn"
+
+
+class FeatureInfo(BaseModel):
+    """One transformed model input. `length` 1 is a scalar; >1 is a fixed-length padded list (pad id 0)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: Literal["categorical", "categorical_list", "numeric"]
+    dtype: Literal["int64", "float32"]
+    length: int = Field(1, ge=1)
+    vocabulary_size: int | None = Field(None, description="embedding table rows, including OOV and padding ids")
+    combiner: Literal["mean", "sum"] | None = None
+
+
+class SplitInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    examples: int
+    label_rates: dict[str, float]
+    file_pattern: str = Field(description="glob of gzip TFRecord shards, relative to the manifest's directory")
+    bayes_logloss: dict[str, float] | None = Field(
+        None, description="log-loss of the true probabilities per task (synthetic logs only)"
+    )
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[str]
+    features: list[FeatureInfo]
+    splits: dict[str, SplitInfo]
+    transform_fn_dir: str = TRANSFORM_FN_DIR
+    counts: dict[str, int] = Field(default_factory=dict, description="records read, joined, deduplicated, ...")
+    dead_letter: dict[str, int] = Field(default_factory=dict, description="invalid records per reason")
+
+    def write(self, directory: str | Path) -> Path:
+        path = Path(directory) / MANIFEST_FILE
+        path.write_text(self.model_dump_json(indent=2))
+        return path
+
+    @classmethod
+    def read(cls, directory: str | Path) -> Manifest:
+        return cls.model_validate_json((Path(directory) / MANIFEST_FILE).read_text())
+
+    def constant_ctr_logloss(self, task: str, split: str = "eval") -> float:
+        """Log-loss on `split` of always predicting the train split's label rate for `task`."""
+        train_rate = self.splits["train"].label_rates[task]
+        rate = self.splits[split].label_rates[task]
+        return binary_cross_entropy(rate, train_rate)
+
+
+def binary_cross_entropy(label_rate: float, predicted: float, eps: float = 1e-7) -> float:
+    """Mean log-loss of predicting `predicted` for every example when a share `label_rate` is positive."""
+    p = min(max(predicted, eps), 1.0 - eps)
+    return -(label_rate * math.log(p) + (1.0 - label_rate) * math.log(1.0 - p))

@@ -1,0 +1,115 @@
+"""Load a YAML config (or the embedded default), apply `--set dotted.key=value` overrides, validate once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import ValidationError
+
+from configs.errors import ConfigError
+from configs.schema import AdrankConfig
+
+EMBEDDED_DEFAULT = "local.yaml"
+
+
+def embedded_config_path() -> Path:
+    """The config `adrank run` uses when none is given: `configs/local.yaml` shipped in the package."""
+    return Path(str(resources.files("configs").joinpath(EMBEDDED_DEFAULT)))
+
+
+def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> AdrankConfig:
+    """Read `path` (default: the embedded local config), apply overrides, and validate.
+
+    Raises `ConfigError` naming the file and each offending field, e.g.
+    `configs/local.yaml: training.global_batch_size: Input should be greater than or equal to 1`.
+    """
+    source = Path(path) if path is not None else embedded_config_path()
+    try:
+        raw = yaml.safe_load(source.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: config file not found") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source}: not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: a config must be a mapping at the top level")
+    for override in overrides:
+        apply_override(raw, override)
+    return config_from_dict(raw, source=str(source))
+
+
+def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> AdrankConfig:
+    try:
+        return AdrankConfig.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(f"{source}: invalid config\n" + format_validation_error(error)) from None
+
+
+def config_from_json(text: str) -> AdrankConfig:
+    """The inverse of `config_to_json`: how a pipeline step receives the config."""
+    return config_from_dict(json.loads(text), source="<pipeline parameter config_json>")
+
+
+def config_to_json(config: AdrankConfig) -> str:
+    """Canonical JSON of a config: sorted keys, so equal configs give equal text (and equal compiled YAML)."""
+    return json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def config_hash(config: AdrankConfig) -> str:
+    return hashlib.sha256(config_to_json(config).encode()).hexdigest()[:12]
+
+
+def format_validation_error(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "<root>"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key (not part of the config schema)"
+        lines.append(f"  {field}: {message}")
+    return "\n".join(lines)
+
+
+def apply_override(raw: dict[str, Any], override: str) -> None:
+    """Set `a.b.c=value` in the raw mapping; list items are addressed by index (`targets.0.name=x`).
+
+    The value is parsed as YAML, so `3`, `0.5`, `true`, `[64, 32]` and `null` keep their types.
+    """
+    key, sep, text = override.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set {override!r}: expected dotted.key=value")
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"--set {override!r}: value is not valid YAML: {error}") from None
+    parts = key.split(".")
+    node: Any = raw
+    for depth, part in enumerate(parts[:-1]):
+        node = _child(node, part, ".".join(parts[: depth + 1]), override)
+    last = parts[-1]
+    if isinstance(node, list):
+        node[_index(node, last, key, override)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"--set {override!r}: '{'.'.join(parts[:-1])}' is not a mapping or list")
+
+
+def _child(node: Any, part: str, path: str, override: str) -> Any:
+    if isinstance(node, list):
+        return node[_index(node, part, path, override)]
+    if not isinstance(node, dict):
+        raise ConfigError(f"--set {override!r}: '{path}' is not a mapping or list")
+    if part not in node or node[part] is None:
+        node[part] = {}
+    return node[part]
+
+
+def _index(node: list, part: str, path: str, override: str) -> int:
+    if not part.isdigit() or int(part) >= len(node):
+        raise ConfigError(f"--set {override!r}: '{path}' must be an index below {len(node)}")
+    return int(part)

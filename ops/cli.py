@@ -1,0 +1,46 @@
+"""`adrank`: the command line. Each subcommand lives in `ops.commands.<name>` and registers itself here."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from configs.errors import ConfigError
+
+COMMANDS = ("logs", "run", "compile", "submit", "schedule", "runs", "report", "images")
+
+
+class CommandError(RuntimeError):
+    """A command failed for a reason the user can act on; printed without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="adrank",
+        description="Train ad-ranking models on TPU, GPU and CPU through one Kubeflow pipeline.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"ops.commands.{name}")
+        except ModuleNotFoundError as error:
+            if error.name == f"ops.commands.{name}":
+                continue  # command not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (ConfigError, CommandError) as error:
+        print(f"adrank {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

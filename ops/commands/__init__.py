@@ -1,0 +1,1 @@
+"""One module per `adrank` subcommand; each exposes `register(subparsers)`."""

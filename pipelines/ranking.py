@@ -1,0 +1,82 @@
+"""The one DAG: generate logs (synthetic source) → preprocess → train × (target × run) → report.
+
+`create_pipeline(config, backend)` builds it for `kfp.local` or for Vertex AI; the compiled spec
+depends only on the config and the backend, never on the environment.
+"""
+
+from __future__ import annotations
+
+from kfp import dsl
+
+from configs import AdrankConfig, config_to_json
+from configs.training import TargetConfig
+from pipelines import placement
+from pipelines.fan_in import report_function, summary_input_name, target_metrics_name
+from pipelines.placement import Backend
+from pipelines.steps import generate_logs_step, preprocess_step, train_step
+
+
+def train_display_name(target: str, run_index: int) -> str:
+    return f"train · {target} · run {run_index + 1}"
+
+
+def targets_for(config: AdrankConfig, backend: Backend) -> list[TargetConfig]:
+    """Every target on Vertex; locally only those this machine can run (CPU targets)."""
+    if backend == "vertex":
+        return list(config.targets)
+    return [t for t in config.targets if t.kind == "cpu"]
+
+
+def create_pipeline(config: AdrankConfig, backend: Backend):
+    targets = targets_for(config, backend)
+    if not targets:
+        raise ValueError(
+            f"no target of config '{config.name}' can run on the {backend} backend "
+            f"(targets: {[f'{t.name} ({t.kind})' for t in config.targets]})"
+        )
+    config_json = config_to_json(config)
+    image = _base_image(config, backend)
+
+    def component(function):
+        return dsl.component(function, base_image=image, install_kfp_package=False)
+
+    generate_logs_op = component(generate_logs_step)
+    preprocess_op = component(preprocess_step)
+    train_op = component(train_step)
+    runs = len(targets) * config.runs_per_target
+    report_op = component(report_function(runs, [t.name for t in targets]))
+
+    @dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")
+    def ranking():
+        if config.logs.source == "synthetic":
+            logs = generate_logs_op(config_json=config_json).set_display_name("generate logs")
+            preprocess = preprocess_op(config_json=config_json, logs=logs.outputs["logs"])
+        else:
+            preprocess = preprocess_op(config_json=config_json)
+        preprocess.set_display_name("preprocess")
+        placement.place_preprocess(preprocess, config, backend)
+
+        summaries = {}
+        for target in targets:
+            target_train_op = placement.training_component(train_op, target, config, backend)
+            for run_index in range(config.runs_per_target):
+                train = target_train_op(
+                    config_json=config_json,
+                    target=target.name,
+                    run_index=run_index,
+                    examples=preprocess.outputs["examples"],
+                ).set_display_name(train_display_name(target.name, run_index))
+                placement.place_training(train, target, config, backend)
+                summaries[summary_input_name(len(summaries))] = train.outputs["summary"]
+
+        report_op(
+            config_json=config_json, examples=preprocess.outputs["examples"], **summaries
+        ).set_display_name("report")
+
+    return ranking
+
+
+def _base_image(config: AdrankConfig, backend: Backend) -> str:
+    if backend == "vertex" and config.vertex is not None:
+        return config.vertex.images.cpu
+    return "adrank-cpu:local"

@@ -1,0 +1,48 @@
+"""The KFP component wrappers: each parses its artifacts and calls one plain function.
+
+These functions are shipped as Lightweight Python Components: their source is embedded in the
+pipeline spec and run by the KFP executor inside an image that has adrank installed, so every
+import happens inside the function body.
+"""
+
+from __future__ import annotations
+
+from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
+
+
+def generate_logs_step(config_json: str, logs: Output[Dataset]):
+    from components.logs.synthetic import generate_logs
+    from configs import config_from_json
+
+    generated = generate_logs(config_from_json(config_json), logs.path)
+    logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
+
+
+def preprocess_step(config_json: str, examples: Output[Dataset], logs: Input[Dataset] = None):
+    from components.preprocess.run import preprocess
+    from configs import config_from_json
+
+    manifest = preprocess(config_from_json(config_json), logs.path if logs else None, examples.path, examples.uri)
+    examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})
+
+
+def train_step(
+    config_json: str,
+    target: str,
+    run_index: int,
+    examples: Input[Dataset],
+    model: Output[Model],
+    summary: Output[Artifact],
+    metrics: Output[Metrics],
+):
+    from components.train.task import train
+    from configs import config_from_json
+
+    run = train(config_from_json(config_json), target, run_index, examples.path, model.path, model.uri)
+    run.write(summary.path)
+    for task, values in run.metrics.items():
+        metrics.log_metric(f"{task}_logloss", values.logloss)
+        metrics.log_metric(f"{task}_auc", values.auc)
+    metrics.log_metric("examples_per_second", run.examples_per_second)
+    metrics.log_metric("devices", run.hardware.device_count)
+    metrics.metadata["device_kind"] = run.hardware.device_kind
