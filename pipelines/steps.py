@@ -2,10 +2,10 @@
 
 These functions are shipped as Lightweight Python Components: their source is embedded in the
 pipeline spec and run by the KFP executor inside an image that has adrank installed, so every
-import happens inside the function body.
+import happens inside the function body. (No `from __future__ import annotations` here: KFP reads
+the annotations as types.)
 """
 
-from __future__ import annotations
 
 from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
 

@@ -1,0 +1,89 @@
+"""Statistics over repeated identical training runs: is a log-loss difference real or noise?
+
+- `describe`: mean, sample standard deviation (ddof=1), 95% confidence interval of the mean from
+  Student's t with n−1 degrees of freedom (mean ± t₀.₉₇₅,ₙ₋₁ · s/√n), min, max, coefficient of variation s/|mean|.
+- `welch_test`: Welch's unequal-variance t-test of two samples' means, two-sided.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy import stats as scipy_stats
+
+SIGNIFICANCE = 0.05
+
+
+class SampleStats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    mean: float
+    std: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    min: float
+    max: float
+    cv: float | None
+
+
+class Comparison(BaseModel):
+    """`difference` is mean(a) − mean(b); for log-loss, negative means `a` is better."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    difference: float
+    relative_difference: float
+    t_statistic: float | None
+    p_value: float | None
+    significant: bool | None
+    verdict: str
+
+
+def describe(values: Sequence[float]) -> SampleStats:
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        raise ValueError("describe() needs at least one value")
+    mean = float(x.mean())
+    if x.size < 2:
+        return SampleStats(n=1, mean=mean, std=None, ci95_low=None, ci95_high=None, min=mean, max=mean, cv=None)
+    std = float(x.std(ddof=1))
+    half_width = float(scipy_stats.t.ppf(0.975, x.size - 1) * std / math.sqrt(x.size))
+    return SampleStats(
+        n=int(x.size), mean=mean, std=std, ci95_low=mean - half_width, ci95_high=mean + half_width,
+        min=float(x.min()), max=float(x.max()), cv=std / abs(mean) if mean != 0 else None,
+    )
+
+
+def welch_test(a: Sequence[float], b: Sequence[float], metric: str = "log-loss", other: str = "baseline") -> Comparison:
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    difference = float(x.mean() - y.mean())
+    relative = difference / abs(float(y.mean())) if y.mean() != 0 else float("nan")
+    if x.size < 2 or y.size < 2:
+        return Comparison(
+            difference=difference, relative_difference=relative, t_statistic=None, p_value=None,
+            significant=None, verdict=f"too few runs to test (need ≥2 per side, have {x.size} and {y.size})",
+        )
+    if x.std(ddof=1) == 0 and y.std(ddof=1) == 0:
+        same = difference == 0
+        return Comparison(
+            difference=difference, relative_difference=relative, t_statistic=None, p_value=1.0 if same else 0.0,
+            significant=not same,
+            verdict="identical in every run" if same else f"{metric} differs in every run with no spread",
+        )
+    result = scipy_stats.ttest_ind(x, y, equal_var=False)
+    p_value = float(result.pvalue)
+    significant = p_value < SIGNIFICANCE
+    direction = "lower" if difference < 0 else "higher"
+    if significant:
+        verdict = (f"{metric} {abs(difference):.5f} ({abs(relative):.2%}) {direction} than {other}: "
+                   f"significant at 5% (p = {p_value:.3g})")
+    else:
+        verdict = f"no significant {metric} difference from {other} at 5% (p = {p_value:.3g})"
+    return Comparison(
+        difference=difference, relative_difference=relative, t_statistic=float(result.statistic),
+        p_value=p_value, significant=significant, verdict=verdict,
+    )

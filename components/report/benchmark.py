@@ -1,0 +1,218 @@
+"""The benchmark summary: every run of the DAG, aggregated per target and compared with the baseline.
+
+This is what `summary.json` holds and what the HTML/Markdown reports render.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict
+
+from components.evaluate.stats import Comparison, SampleStats, describe, welch_test
+from components.preprocess.manifest import Manifest
+from components.report.cost import cost_per_million_examples, cost_per_run
+from components.train.summary import RunSummary
+from configs import AdrankConfig, config_hash
+
+
+class TaskStats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    logloss: SampleStats
+    auc: SampleStats
+    normalized_entropy: SampleStats
+    calibration: SampleStats
+    vs_baseline: Comparison | None = None
+
+
+class TargetSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str
+    global_batch_size: int
+    price_per_hour: float
+    runs: int
+    hardware_seen: list[str]
+    logloss_mean: float
+    logloss_std: float | None
+    logloss_ci95: tuple[float, float] | None
+    auc_mean: float
+    examples_per_second_mean: float
+    examples_per_second_std: float | None
+    wall_time_seconds_mean: float
+    cost_per_run_usd: float
+    cost_per_million_examples_usd: float | None
+    relative_throughput: float | None
+    relative_cost: float | None
+    tasks: dict[str, TaskStats]
+
+
+class TaskFloor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bayes_logloss: float | None
+    constant_ctr_logloss: float
+    train_positive_rate: float
+    eval_positive_rate: float
+
+
+class RunRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target: str
+    run_index: int
+    seed: int
+    hardware: str
+    strategy: str
+    replicas: int
+    global_batch_size: int
+    steps: int
+    wall_time_seconds: float
+    examples_per_second: float
+    input_stall_fraction: float | None
+    logloss: dict[str, float]
+    auc: dict[str, float]
+    model_uri: str
+
+
+class BestRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target: str
+    run_index: int
+    logloss: float
+    model_uri: str
+
+
+class BenchmarkSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pipeline: str
+    config_hash: str
+    generated: dt.datetime
+    primary_task: str
+    baseline_target: str
+    bayes_logloss: float | None
+    constant_ctr_logloss: float
+    train_examples: int
+    eval_examples: int
+    tasks: dict[str, TaskFloor]
+    targets: dict[str, TargetSummary]
+    runs: list[RunRow]
+    best_run: BestRun
+    dead_letter: dict[str, int]
+
+
+def hardware_label(run: RunSummary) -> str:
+    """What the runtime reported, e.g. '1 × CPU' or '4 × GPU (NVIDIA A100-SXM4-40GB)'."""
+    hardware = run.hardware
+    label = f"{hardware.device_count} × {hardware.device_kind}"
+    descriptions = sorted(set(hardware.device_descriptions))
+    if descriptions:
+        label += f" ({', '.join(descriptions)})"
+    return label
+
+
+def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) -> BenchmarkSummary:
+    if not runs:
+        raise ValueError("the report needs at least one training run")
+    primary = manifest.tasks[0]
+    by_target: dict[str, list[RunSummary]] = defaultdict(list)
+    for run in sorted(runs, key=lambda r: (r.target, r.run_index)):
+        by_target[run.target].append(run)
+    ordered = [t.name for t in config.targets if t.name in by_target]
+    baseline = config.report.baseline_target if config.report.baseline_target in by_target else ordered[0]
+
+    targets = {name: _target_summary(config, name, by_target[name]) for name in ordered}
+    base = targets[baseline]
+    for name, summary in targets.items():
+        if summary.examples_per_second_mean > 0 and base.examples_per_second_mean > 0:
+            summary.relative_throughput = summary.examples_per_second_mean / base.examples_per_second_mean
+        if summary.cost_per_million_examples_usd is not None and base.cost_per_million_examples_usd:
+            summary.relative_cost = summary.cost_per_million_examples_usd / base.cost_per_million_examples_usd
+        if name != baseline:
+            for task in summary.tasks:
+                summary.tasks[task].vs_baseline = welch_test(
+                    [r.metrics[task].logloss for r in by_target[name]],
+                    [r.metrics[task].logloss for r in by_target[baseline]],
+                    other=baseline,
+                )
+
+    best = min(runs, key=lambda r: r.metrics[primary].logloss)
+    floors = {
+        task: TaskFloor(
+            bayes_logloss=(manifest.splits["eval"].bayes_logloss or {}).get(task),
+            constant_ctr_logloss=manifest.constant_ctr_logloss(task),
+            train_positive_rate=manifest.splits["train"].label_rates[task],
+            eval_positive_rate=manifest.splits["eval"].label_rates[task],
+        )
+        for task in manifest.tasks
+    }
+    return BenchmarkSummary(
+        pipeline=config.name,
+        config_hash=config_hash(config),
+        generated=dt.datetime.now(dt.timezone.utc),
+        primary_task=primary,
+        baseline_target=baseline,
+        bayes_logloss=floors[primary].bayes_logloss,
+        constant_ctr_logloss=floors[primary].constant_ctr_logloss,
+        train_examples=manifest.splits["train"].examples,
+        eval_examples=manifest.splits["eval"].examples,
+        tasks=floors,
+        targets=targets,
+        runs=[_run_row(r) for r in runs],
+        best_run=BestRun(target=best.target, run_index=best.run_index,
+                         logloss=best.metrics[primary].logloss, model_uri=best.model_uri),
+        dead_letter=dict(manifest.dead_letter),
+    )
+
+
+def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
+    target = config.target(name)
+    tasks = {
+        task: TaskStats(
+            logloss=describe([r.metrics[task].logloss for r in runs]),
+            auc=describe([r.metrics[task].auc for r in runs]),
+            normalized_entropy=describe([r.metrics[task].normalized_entropy for r in runs]),
+            calibration=describe([r.metrics[task].calibration for r in runs]),
+        )
+        for task in runs[0].metrics
+    }
+    primary = tasks[next(iter(tasks))]
+    throughput = describe([r.examples_per_second for r in runs])
+    wall = describe([r.wall_time_seconds for r in runs])
+    ci = primary.logloss
+    return TargetSummary(
+        name=name,
+        kind=target.kind,
+        global_batch_size=runs[0].global_batch_size,
+        price_per_hour=target.price_per_hour,
+        runs=len(runs),
+        hardware_seen=sorted({hardware_label(r) for r in runs}),
+        logloss_mean=ci.mean,
+        logloss_std=ci.std,
+        logloss_ci95=(ci.ci95_low, ci.ci95_high) if ci.ci95_low is not None else None,
+        auc_mean=primary.auc.mean,
+        examples_per_second_mean=throughput.mean,
+        examples_per_second_std=throughput.std,
+        wall_time_seconds_mean=wall.mean,
+        cost_per_run_usd=cost_per_run(target.price_per_hour, wall.mean),
+        cost_per_million_examples_usd=cost_per_million_examples(target.price_per_hour, throughput.mean),
+        relative_throughput=None,
+        relative_cost=None,
+        tasks=tasks,
+    )
+
+
+def _run_row(run: RunSummary) -> RunRow:
+    return RunRow(
+        target=run.target, run_index=run.run_index, seed=run.seed, hardware=hardware_label(run),
+        strategy=run.hardware.strategy, replicas=run.hardware.replicas, global_batch_size=run.global_batch_size,
+        steps=run.steps, wall_time_seconds=run.wall_time_seconds, examples_per_second=run.examples_per_second,
+        input_stall_fraction=run.input_stall_fraction,
+        logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
+        model_uri=run.model_uri,
+    )

@@ -1,0 +1,42 @@
+"""The Markdown summary (shown by Vertex's Markdown artifact viewer and readable in a terminal)."""
+
+from __future__ import annotations
+
+from components.report.benchmark import BenchmarkSummary
+from components.report.findings import findings
+from components.report.table import Table, per_run_table, per_target_table, statistics_table
+
+
+def render_markdown(summary: BenchmarkSummary) -> str:
+    parts = [
+        f"# adrank benchmark — {summary.pipeline}",
+        "",
+        f"Config `{summary.config_hash}`, generated {summary.generated:%Y-%m-%d %H:%M} UTC. "
+        f"Train {summary.train_examples:,} / eval {summary.eval_examples:,} examples.",
+        "",
+        *[f"- {line}" for line in findings(summary)],
+        "",
+        "## Targets",
+        "",
+        _markdown_table(per_target_table(summary)),
+        "",
+        "## Log-loss statistics per task",
+        "",
+        _markdown_table(statistics_table(summary)),
+        "",
+        "## Every run",
+        "",
+        _markdown_table(per_run_table(summary)),
+        "",
+    ]
+    if summary.dead_letter:
+        parts += ["## Dead-lettered log records", ""]
+        parts += [f"- {reason}: {count:,}" for reason, count in sorted(summary.dead_letter.items())]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _markdown_table(table: Table) -> str:
+    lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
+    return "\n".join(lines)

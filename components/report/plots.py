@@ -1,0 +1,82 @@
+"""The report's figures, as PNG bytes (embedded in the HTML as data URIs)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from components.report.benchmark import BenchmarkSummary  # noqa: E402
+from components.train.summary import RunSummary  # noqa: E402
+
+COLORS = plt.get_cmap("tab10").colors
+
+
+def logloss_per_run(summary: BenchmarkSummary) -> bytes:
+    """Every run's eval log-loss per target, its mean and 95% CI, and the floors."""
+    names = list(summary.targets)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(names) + 2), 3.6))
+    for i, name in enumerate(names):
+        values = [r.logloss[summary.primary_task] for r in summary.runs if r.target == name]
+        offsets = [i + (j - (len(values) - 1) / 2) * 0.06 for j in range(len(values))]
+        ax.scatter(offsets, values, color=COLORS[i % 10], zorder=3, s=22, label=None)
+        target = summary.targets[name]
+        if target.logloss_ci95:
+            low, high = target.logloss_ci95
+            ax.errorbar(i + 0.28, target.logloss_mean, yerr=[[target.logloss_mean - low], [high - target.logloss_mean]],
+                        fmt="D", color="black", capsize=4, markersize=4)
+    ax.axhline(summary.constant_ctr_logloss, color="#b44", linestyle="--", linewidth=1, label="constant CTR")
+    if summary.bayes_logloss is not None:
+        ax.axhline(summary.bayes_logloss, color="#484", linestyle=":", linewidth=1, label="Bayes floor")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel(f"eval log-loss ({summary.primary_task})")
+    ax.set_title("Log-loss of every run (◆ mean with 95% CI)")
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def throughput(summary: BenchmarkSummary) -> bytes:
+    names = list(summary.targets)
+    means = [summary.targets[n].examples_per_second_mean for n in names]
+    stds = [summary.targets[n].examples_per_second_std or 0.0 for n in names]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(names) + 2), 3.2))
+    bars = ax.bar(names, means, yerr=stds, capsize=4, color=[COLORS[i % 10] for i in range(len(names))])
+    for bar, value in zip(bars, means):
+        ax.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=8,
+                    xytext=(0, 3), textcoords="offset points")
+    ax.set_ylabel("training examples / s")
+    ax.set_title("Throughput per target (mean ± std over runs)")
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def training_curves(summary: BenchmarkSummary, runs: list[RunSummary]) -> bytes | None:
+    if not any(run.curve for run in runs):
+        return None
+    names = list(summary.targets)
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    for run in runs:
+        if not run.curve:
+            continue
+        color = COLORS[names.index(run.target) % 10] if run.target in names else "gray"
+        steps = [p.step for p in run.curve]
+        ax.plot(steps, [p.loss for p in run.curve], color=color, alpha=0.7, linewidth=1,
+                label=run.target if run.run_index == 0 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_title("Training curves (one line per run)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()

@@ -1,0 +1,76 @@
+"""The report's tables as plain rows of text, rendered to HTML and to Markdown alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.report.benchmark import BenchmarkSummary
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+def per_target_table(summary: BenchmarkSummary) -> Table:
+    header = ["target", "kind", "ran on", "runs", "batch", "log-loss mean ± std", "95% CI", "AUC",
+              "examples/s", "rel. speed", "cost/run", "$/M examples", "rel. cost"]
+    rows = []
+    for t in summary.targets.values():
+        rows.append([
+            t.name + (" (baseline)" if t.name == summary.baseline_target else ""),
+            t.kind,
+            ", ".join(t.hardware_seen),
+            str(t.runs),
+            f"{t.global_batch_size:,}",
+            f"{t.logloss_mean:.5f}" + (f" ± {t.logloss_std:.5f}" if t.logloss_std is not None else ""),
+            f"[{t.logloss_ci95[0]:.5f}, {t.logloss_ci95[1]:.5f}]" if t.logloss_ci95 else "—",
+            f"{t.auc_mean:.4f}",
+            f"{t.examples_per_second_mean:,.0f}" + (f" ± {t.examples_per_second_std:,.0f}" if t.examples_per_second_std else ""),
+            _ratio(t.relative_throughput),
+            f"${t.cost_per_run_usd:.4f}",
+            f"${t.cost_per_million_examples_usd:.4f}" if t.cost_per_million_examples_usd is not None else "—",
+            _ratio(t.relative_cost),
+        ])
+    return Table(header, rows)
+
+
+def statistics_table(summary: BenchmarkSummary) -> Table:
+    header = ["target", "task", "log-loss mean", "std", "min", "max", "CV", "NE", "calibration",
+              f"vs {summary.baseline_target}"]
+    rows = []
+    for t in summary.targets.values():
+        for task, s in t.tasks.items():
+            rows.append([
+                t.name, task,
+                f"{s.logloss.mean:.5f}",
+                _num(s.logloss.std, 5), f"{s.logloss.min:.5f}", f"{s.logloss.max:.5f}",
+                f"{s.logloss.cv:.3%}" if s.logloss.cv is not None else "—",
+                f"{s.normalized_entropy.mean:.4f}",
+                f"{s.calibration.mean:.3f}",
+                s.vs_baseline.verdict if s.vs_baseline else "baseline",
+            ])
+    return Table(header, rows)
+
+
+def per_run_table(summary: BenchmarkSummary) -> Table:
+    tasks = list(summary.tasks)
+    header = ["target", "run", "seed", "hardware seen", "strategy", "replicas", "batch", "steps", "wall s",
+              "examples/s", "input stall"] + [f"log-loss {t}" for t in tasks] + [f"AUC {t}" for t in tasks]
+    rows = [
+        [r.target, str(r.run_index + 1), str(r.seed), r.hardware, r.strategy, str(r.replicas),
+         f"{r.global_batch_size:,}", f"{r.steps:,}", f"{r.wall_time_seconds:.1f}", f"{r.examples_per_second:,.0f}",
+         f"{r.input_stall_fraction:.1%}" if r.input_stall_fraction is not None else "—"]
+        + [f"{r.logloss[t]:.5f}" for t in tasks] + [f"{r.auc[t]:.4f}" for t in tasks]
+        for r in summary.runs
+    ]
+    return Table(header, rows)
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}×" if value is not None else "—"
+
+
+def _num(value: float | None, digits: int) -> str:
+    return f"{value:.{digits}f}" if value is not None else "—"

@@ -1,0 +1,69 @@
+"""The report step: read every run's `RunSummary`, aggregate, and write HTML, Markdown, JSON and KFP metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from components.preprocess.manifest import Manifest
+from components.report import plots
+from components.report.benchmark import BenchmarkSummary, summarize
+from components.report.html import render_html
+from components.report.markdown import render_markdown
+from components.train.summary import RunSummary
+from configs import AdrankConfig
+
+
+def build_report(config: AdrankConfig, examples_dir: str, summary_paths: list[str]) -> tuple[BenchmarkSummary, str, str]:
+    """The summary, HTML and Markdown for these runs (plain function; the KFP step only writes them out)."""
+    manifest = Manifest.read(examples_dir)
+    runs = [RunSummary.read(path) for path in summary_paths]
+    summary = summarize(config, manifest, runs)
+    figures = {
+        "log-loss per run": plots.logloss_per_run(summary),
+        "throughput": plots.throughput(summary),
+        "training curves": plots.training_curves(summary, runs),
+    }
+    return summary, render_html(summary, figures), render_markdown(summary)
+
+
+def write_report(
+    config: AdrankConfig,
+    examples_dir: str,
+    summary_paths: list[str],
+    report_html: Any,
+    report_markdown: Any,
+    summary_json: Any,
+    metrics: Any,
+    target_metrics: dict[str, Any],
+) -> BenchmarkSummary:
+    """Write the report into KFP output artifacts (anything with `.path`, `.log_metric`, `.metadata`)."""
+    summary, html_text, markdown_text = build_report(config, examples_dir, summary_paths)
+    _write(report_html.path, html_text)
+    _write(report_markdown.path, markdown_text)
+    _write(summary_json.path, summary.model_dump_json(indent=2))
+
+    metrics.log_metric("best_logloss", summary.best_run.logloss)
+    metrics.log_metric("constant_ctr_logloss", summary.constant_ctr_logloss)
+    if summary.bayes_logloss is not None:
+        metrics.log_metric("bayes_logloss", summary.bayes_logloss)
+    metrics.metadata["best_target"] = summary.best_run.target
+    for name, artifact in target_metrics.items():
+        target = summary.targets.get(name)
+        if target is None:
+            continue
+        artifact.log_metric("runs", target.runs)
+        artifact.log_metric("logloss_mean", target.logloss_mean)
+        if target.logloss_std is not None:
+            artifact.log_metric("logloss_std", target.logloss_std)
+        artifact.log_metric("auc_mean", target.auc_mean)
+        artifact.log_metric("examples_per_second_mean", target.examples_per_second_mean)
+        if target.cost_per_million_examples_usd is not None:
+            artifact.log_metric("cost_per_million_examples_usd", target.cost_per_million_examples_usd)
+        artifact.metadata["hardware_seen"] = ", ".join(target.hardware_seen)
+    return summary
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text)

@@ -1,0 +1,25 @@
+"""`adrank compile`: write the pipeline spec (YAML) for a backend."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ops.commands.options import add_config_arguments, config_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("compile", help="compile the DAG into a KFP/Vertex pipeline spec")
+    add_config_arguments(parser)
+    parser.add_argument("--backend", choices=("local", "vertex"), default="vertex")
+    parser.add_argument("--output", required=True, metavar="FILE.yaml")
+    parser.set_defaults(handler=_compile)
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from ops.compile import compile_pipeline
+
+    config = config_from_args(args)
+    path = compile_pipeline(config, args.backend, Path(args.output))
+    print(f"compiled {config.name} ({args.backend}): {path}")
+    return 0

@@ -1,0 +1,17 @@
+"""Compile the DAG for a backend into a pipeline-spec YAML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kfp import compiler
+
+from configs import AdrankConfig
+from pipelines.placement import Backend
+from pipelines.ranking import create_pipeline
+
+
+def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path) -> Path:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    compiler.Compiler().compile(create_pipeline(config, backend), str(output))
+    return output

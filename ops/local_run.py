@@ -1,0 +1,149 @@
+"""Run the DAG on this machine with `kfp.local` and keep what it made under `runs/<run-id>/`.
+
+Layout of a run directory:
+  run.json        the run record (id, times, config hash, status, failed step and why, report paths)
+  config.yaml     the exact config the run used (after overrides)
+  pipeline.log    everything the steps printed
+  artifacts/      the kfp.local pipeline root (every step's outputs)
+  report.html, report.md, summary.json   copies of the report step's outputs
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import re
+import shutil
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import yaml
+
+from configs import AdrankConfig, config_hash
+from ops.run_record import RunRecord
+
+REPORT_FILES = {"report_html": "report.html", "report_markdown": "report.md", "summary_json": "summary.json"}
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class LocalRunFailed(RuntimeError):
+    def __init__(self, record: RunRecord):
+        super().__init__(f"step '{record.failed_step}' failed: {record.failure_reason}")
+        self.record = record
+
+
+def new_run_id(config: AdrankConfig, now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{config.name}"
+
+
+def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None) -> RunRecord:
+    """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step."""
+    from kfp import local
+
+    from pipelines.ranking import create_pipeline
+
+    run_id = run_id or new_run_id(config)
+    run_dir = runs_dir / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    record = RunRecord(
+        id=run_id, config_name=config.name, config_source=config_source, config_hash=config_hash(config),
+        started=dt.datetime.now(dt.timezone.utc), status="running",
+    )
+    record.write(run_dir)
+
+    pipeline = create_pipeline(config, "local")
+    display_names = {key: task.task_info.name for key, task in pipeline.pipeline_spec.root.dag.tasks.items()}
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"))
+    log_path = run_dir / "pipeline.log"
+    try:
+        with _quiet_tensorflow(), _tee_stdout(log_path):
+            pipeline()
+    except Exception as error:  # kfp.local raises RuntimeError naming the failed task key
+        record.status = "failed"
+        record.failed_step = _failed_step(str(error), display_names)
+        record.failure_reason = _last_error_line(log_path) or _ANSI.sub("", str(error))
+        record.finished = dt.datetime.now(dt.timezone.utc)
+        record.write(run_dir)
+        raise LocalRunFailed(record) from error
+
+    for output, name in REPORT_FILES.items():
+        source = _find_output(run_dir / "artifacts", output)
+        shutil.copyfile(source, run_dir / name)
+    record.status = "succeeded"
+    record.finished = dt.datetime.now(dt.timezone.utc)
+    record.attach_summary(run_dir / "summary.json")
+    record.write(run_dir)
+    return record
+
+
+def _find_output(artifacts: Path, output_name: str) -> Path:
+    matches = sorted(p for p in artifacts.glob(f"*/report/{output_name}") if p.is_file())
+    if not matches:
+        raise FileNotFoundError(f"the report step wrote no '{output_name}' under {artifacts}")
+    return matches[-1]
+
+
+def _failed_step(message: str, display_names: dict[str, str]) -> str:
+    plain = _ANSI.sub("", message)
+    match = re.search(r"Inner task failed: ([\w-]+)", plain)
+    if not match:
+        return "unknown"
+    key = match.group(1)
+    return display_names.get(key, key)
+
+
+def _last_error_line(log_path: Path) -> str | None:
+    if not log_path.exists():
+        return None
+    found = None
+    for line in log_path.read_text(errors="replace").splitlines():
+        match = _ERROR_LINE.match(_ANSI.sub("", line).strip())
+        if match:
+            found = f"{match.group(1)}: {match.group(2)}"
+    return found
+
+
+@contextmanager
+def _quiet_tensorflow() -> Iterator[None]:
+    """The steps inherit this environment: keep TensorFlow's C++ start-up chatter out of the progress log."""
+    saved = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+        else:
+            os.environ["TF_CPP_MIN_LOG_LEVEL"] = saved
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams):
+        self._streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self._streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self._streams:
+            stream.flush()
+
+
+@contextmanager
+def _tee_stdout(path: Path) -> Iterator[None]:
+    """kfp.local prints each step's output through this process's stdout (and its own progress to stderr)."""
+    with path.open("a") as log:
+        saved_out, saved_err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Tee(saved_out, log), _Tee(saved_err, log)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved_out, saved_err
