@@ -8,9 +8,10 @@ from configs.base import StrictModel
 from configs.features import Feature, FeaturesConfig
 from configs.logs import LogsConfig, SplitConfig, TaskConfig
 from configs.preprocess import PreprocessConfig
+from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
 from configs.training import ModelConfig, TargetConfig, TrainingConfig
-from configs.vertex import VertexConfig
+from configs.vertex import VertexConfig, check_target_machine
 
 
 class AdrankConfig(StrictModel):
@@ -26,6 +27,7 @@ class AdrankConfig(StrictModel):
     targets: list[TargetConfig] = Field(min_length=1)
     runs_per_target: int = Field(3, ge=1, le=100)
     report: ReportConfig = ReportConfig()
+    promotion: PromotionConfig = PromotionConfig()
     vertex: VertexConfig | None = None
 
     @model_validator(mode="after")
@@ -39,6 +41,12 @@ class AdrankConfig(StrictModel):
             raise ValueError(f"target names must be unique, got {targets}")
         if self.report.baseline_target is not None and self.report.baseline_target not in targets:
             raise ValueError(f"report.baseline_target '{self.report.baseline_target}' is not one of {targets}")
+        for target in self.targets:
+            if target.vertex is not None:
+                try:
+                    check_target_machine(target.kind, target.vertex)
+                except ValueError as error:
+                    raise ValueError(f"target '{target.name}': {error}") from None
         return self
 
     def target(self, name: str) -> TargetConfig:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from configs.base import StrictModel
+from configs.vertex import VertexTargetSpec
 
 
 class ModelConfig(StrictModel):
@@ -30,3 +31,4 @@ class TargetConfig(StrictModel):
     kind: Literal["cpu", "gpu", "tpu", "cpu-ps"] = "cpu"
     global_batch_size: int | None = Field(None, ge=1, description="overrides training.global_batch_size")
     price_per_hour: float = Field(0.0, ge=0, description="USD per hour of the whole machine set, for cost")
+    vertex: VertexTargetSpec | None = Field(None, description="the Vertex CustomJob machines (vertex backend)")

@@ -1,21 +1,232 @@
-"""Where the pipeline runs on Google Cloud. Only the vertex backend reads this section."""
+"""Where the pipeline runs on Google Cloud. Only the vertex backend reads this section.
+
+Two parts: `VertexConfig` (the project-wide settings under `vertex:`) and `VertexTargetSpec` (the
+machines one training target asks for, under `targets[i].vertex`). Credentials never appear here:
+jobs run as `service_account`, and the CLI authenticates with Application Default Credentials.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
 
+LABEL_KEY = r"^[a-z][a-z0-9_-]{0,62}$"
+LABEL_VALUE = r"^[a-z0-9_-]{0,63}$"
+ImageKind = Literal["cpu", "gpu", "tpu"]
+
+
+class MachineSpec(StrictModel):
+    """One Vertex `MachineSpec`: a machine type, optionally with accelerators or a TPU topology.
+
+    TPU v2/v3 (TPU node): `machine_type: cloud-tpu`, `accelerator_type: TPU_V3`, `accelerator_count: 8`.
+    TPU v5e and later (TPU VM): `machine_type: ct5lp-hightpu-4t`, `tpu_topology: 2x2`.
+    GPU: `machine_type: a2-highgpu-4g`, `accelerator_type: NVIDIA_TESLA_A100`, `accelerator_count: 4`.
+    """
+
+    machine_type: str = Field("n1-standard-8", pattern=r"^[a-z0-9-]+$")
+    accelerator_type: str | None = Field(None, pattern=r"^[A-Z][A-Z0-9_]+$")
+    accelerator_count: int = Field(0, ge=0)
+    tpu_topology: str | None = Field(None, pattern=r"^\d+x\d+(x\d+)?$")
+    boot_disk_type: Literal["pd-ssd", "pd-standard", "hyperdisk-balanced"] = "pd-ssd"
+    boot_disk_size_gb: int = Field(100, ge=10)
+
+    @model_validator(mode="after")
+    def _accelerators_come_with_a_count(self) -> MachineSpec:
+        if self.accelerator_type and self.accelerator_count < 1:
+            raise ValueError(f"accelerator_type {self.accelerator_type} needs accelerator_count >= 1")
+        if self.accelerator_count and not self.accelerator_type:
+            raise ValueError("accelerator_count is set but accelerator_type is not")
+        return self
+
+    @property
+    def is_tpu(self) -> bool:
+        return bool(self.tpu_topology) or (self.accelerator_type or "").startswith("TPU_")
+
+    @property
+    def is_gpu(self) -> bool:
+        return (self.accelerator_type or "").startswith("NVIDIA_")
+
+    def to_vertex(self) -> dict:
+        """The REST `MachineSpec` (snake_case, as GCPC's custom-job component passes it on)."""
+        spec: dict = {"machine_type": self.machine_type}
+        if self.accelerator_type:
+            spec["accelerator_type"] = self.accelerator_type
+            spec["accelerator_count"] = self.accelerator_count
+        if self.tpu_topology:
+            spec["tpu_topology"] = self.tpu_topology
+        return spec
+
+
+class ReplicaPool(StrictModel):
+    """Extra replicas beside the chief: parameter-server workers or parameter servers."""
+
+    replica_count: int = Field(ge=1)
+    machine: MachineSpec = MachineSpec()
+
+
+class VertexTargetSpec(StrictModel):
+    """The CustomJob a training target becomes: chief machine, optional worker and parameter-server pools."""
+
+    machine: MachineSpec = MachineSpec()
+    workers: ReplicaPool | None = Field(None, description="worker pool (parameter-server training)")
+    parameter_servers: ReplicaPool | None = Field(None, description="parameter-server pool")
+    image: ImageKind | None = Field(None, description="which `vertex.images` entry; default follows the target kind")
+    timeout: str = Field("86400s", pattern=r"^\d+s$")
+    restart_job_on_worker_restart: bool = False
+
+    @model_validator(mode="after")
+    def _ps_pools_come_together(self) -> VertexTargetSpec:
+        if (self.workers is None) != (self.parameter_servers is None):
+            raise ValueError("parameter-server training needs both 'workers' and 'parameter_servers' pools")
+        return self
+
+
+def check_target_machine(kind: str, spec: VertexTargetSpec) -> None:
+    """The machine a target asks for must match its kind (a `tpu` target on a GPU box is a typo)."""
+    machine = spec.machine
+    if kind == "tpu" and not machine.is_tpu:
+        raise ValueError("a 'tpu' target needs a TPU accelerator_type (e.g. TPU_V3) or a tpu_topology")
+    if kind == "gpu" and not machine.is_gpu:
+        raise ValueError("a 'gpu' target needs an NVIDIA_* accelerator_type")
+    if kind in ("cpu", "cpu-ps") and (machine.is_tpu or machine.is_gpu):
+        raise ValueError(f"a '{kind}' target must not ask for accelerators")
+    if kind == "cpu-ps" and spec.parameter_servers is None:
+        raise ValueError("a 'cpu-ps' target needs 'workers' and 'parameter_servers' pools")
+    if kind != "cpu-ps" and spec.parameter_servers is not None:
+        raise ValueError(f"only 'cpu-ps' targets take parameter-server pools, not '{kind}'")
+
+
+def default_image_kind(kind: str) -> ImageKind:
+    return {"gpu": "gpu", "tpu": "tpu"}.get(kind, "cpu")  # type: ignore[return-value]
+
 
 class ImagesConfig(StrictModel):
+    """Container images, one per hardware kind (built by `adrank images build`)."""
+
     cpu: str = "python:3.11-slim"
     gpu: str | None = None
     tpu: str | None = None
+
+    def for_kind(self, kind: ImageKind) -> str:
+        image = getattr(self, kind)
+        if not image:
+            raise ValueError(f"vertex.images.{kind} is not set but a target needs the {kind} image")
+        return image
+
+
+class DataflowConfig(StrictModel):
+    """Where the Beam preprocessing job runs when `preprocess.runner` is DataflowRunner."""
+
+    temp_location: str | None = Field(None, pattern=r"^gs://", description="default: <pipeline_root>/dataflow/tmp")
+    staging_location: str | None = Field(None, pattern=r"^gs://")
+    machine_type: str = "n2-standard-4"
+    max_num_workers: int = Field(20, ge=1)
+    disk_size_gb: int = Field(50, ge=10)
+    subnetwork: str | None = Field(None, description="regions/REGION/subnetworks/NAME or a full URL")
+    use_public_ips: bool = False
+    sdk_container_image: str | None = Field(None, description="default: vertex.images.cpu")
+
+
+class ScheduleConfig(StrictModel):
+    """Daily retraining: a native Vertex `PipelineJobSchedule`."""
+
+    display_name: str | None = Field(None, description="default: '<name>-daily'")
+    cron: str = Field("0 3 * * *", description="five-field cron, evaluated in `time_zone`")
+    time_zone: str = "Etc/UTC"
+    max_concurrent_runs: int = Field(1, ge=1)
+    max_runs: int | None = Field(None, ge=1)
+    start_time: dt.datetime | None = None
+    end_time: dt.datetime | None = None
+    allow_queueing: bool = False
+
+    @field_validator("cron")
+    @classmethod
+    def _five_fields(cls, value: str) -> str:
+        if len(value.split()) != 5 or value.startswith(("TZ=", "CRON_TZ=")):
+            raise ValueError("cron must have five fields; put the time zone in 'time_zone'")
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_time_zone(cls, value: str) -> str:
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown IANA time zone '{value}'") from None
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ScheduleConfig:
+        for name in ("start_time", "end_time"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise ValueError(f"{name} needs a UTC offset, e.g. 2026-03-01T00:00:00Z")
+        if self.start_time and self.end_time and self.end_time <= self.start_time:
+            raise ValueError("end_time must be after start_time")
+        return self
+
+    @property
+    def vertex_cron(self) -> str:
+        return f"TZ={self.time_zone} {self.cron}"
+
+
+class ModelRegistryConfig(StrictModel):
+    """The Vertex Model Registry entry daily runs upload new versions to."""
+
+    model_display_name: str | None = Field(None, description="default: the pipeline name")
+    serving_image: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
 
 class VertexConfig(StrictModel):
     project: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     region: str = "us-central1"
     pipeline_root: str = Field(pattern=r"^gs://")
-    service_account: str | None = None
+    service_account: str | None = Field(
+        None, pattern=r"^[a-z0-9-]+@[a-z0-9.-]+\.iam\.gserviceaccount\.com$",
+        description="the run-as service account; required to submit",
+    )
+    network: str | None = Field(None, pattern=r"^projects/[^/]+/global/networks/[^/]+$")
+    encryption_spec_key_name: str | None = Field(
+        None, pattern=r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$",
+        description="CMEK key for pipeline jobs, custom jobs, Dataflow and models (optional)",
+    )
+    labels: dict[str, str] = Field(default_factory=dict)
+    tensorboard: str | None = Field(
+        None, pattern=r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$",
+        description="Vertex TensorBoard instance the training CustomJobs write to",
+    )
+    base_output_directory: str | None = Field(
+        None, pattern=r"^gs://", description="CustomJob output directory; default: <pipeline_root>/custom-jobs"
+    )
+    experiment: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,127}$")
     images: ImagesConfig = ImagesConfig()
+    artifact_registry: str | None = Field(
+        None, description="REGION-docker.pkg.dev/PROJECT/REPO that Cloud Build pushes images to"
+    )
+    dataflow: DataflowConfig = DataflowConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    model_registry: ModelRegistryConfig = ModelRegistryConfig()
+
+    @field_validator("labels")
+    @classmethod
+    def _valid_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        import re
+
+        for key, value in labels.items():
+            if not re.match(LABEL_KEY, key) or not re.match(LABEL_VALUE, value):
+                raise ValueError(f"label {key}={value!r}: keys and values are lowercase letters, digits, _ and -")
+        return labels
+
+    @property
+    def custom_job_output_directory(self) -> str:
+        return self.base_output_directory or self.pipeline_root.rstrip("/") + "/custom-jobs"
+
+    @property
+    def dataflow_temp_location(self) -> str:
+        return self.dataflow.temp_location or self.pipeline_root.rstrip("/") + "/dataflow/tmp"
