@@ -1,27 +1,85 @@
-"""The model, how it trains, and the hardware targets it trains on."""
+"""The model, how it trains, and the hardware targets it trains on.
+
+A target may override any model or training setting (a batch-size or learning-rate sweep is just more
+targets); `resolve_target` is the one place those overrides are applied.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model, model_validator
 
 from configs.base import StrictModel
 from configs.vertex import VertexTargetSpec
 
 
 class ModelConfig(StrictModel):
-    kind: Literal["dcn", "linear"] = "dcn"
+    """Which ranking model and its shape. Table sizes come from the transform output, never from here."""
+
+    kind: Literal["dcn", "ple", "linear"] = "dcn"
     embedding_dim: int = Field(8, ge=1)
+    # DCN-v2
     cross_layers: int = Field(2, ge=0)
+    cross_structure: Literal["stacked", "parallel"] = Field(
+        "stacked", description="stacked: cross then deep; parallel: cross and deep side by side"
+    )
+    cross_projection_dim: int | None = Field(
+        None, ge=1, description="None: full-rank cross weight; an int: low-rank U·V^T of this rank"
+    )
+    cross_experts: int = Field(1, ge=1, description=">1: mixture of low-rank cross experts with a gate")
     deep_layers: list[int] = Field(default_factory=lambda: [64, 32])
+    # PLE
+    ple_levels: int = Field(2, ge=1, description="stacked CGC extraction layers")
+    ple_shared_experts: int = Field(2, ge=1)
+    ple_task_experts: int = Field(1, ge=1, description="experts owned by each task, per level")
+    ple_expert_layers: list[int] = Field(default_factory=lambda: [32])
+    ple_tower_layers: list[int] = Field(default_factory=lambda: [16])
+
+    @model_validator(mode="after")
+    def _mixture_needs_rank(self) -> ModelConfig:
+        if self.cross_experts > 1 and self.cross_projection_dim is None:
+            raise ValueError("cross_experts > 1 needs cross_projection_dim (the rank of each expert)")
+        return self
 
 
 class TrainingConfig(StrictModel):
     global_batch_size: int = Field(512, ge=1)
     epochs: int = Field(2, ge=1)
-    learning_rate: float = Field(0.003, gt=0)
+    learning_rate: float = Field(0.003, gt=0, description="learning rate at reference_batch_size")
+    reference_batch_size: int = Field(512, ge=1, description="batch size `learning_rate` was tuned at")
+    learning_rate_scaling: Literal["none", "linear", "sqrt"] = Field(
+        "sqrt", description="how the learning rate grows with global_batch_size / reference_batch_size"
+    )
+    warmup_steps: int = Field(0, ge=0, description="linear warm-up from 0 to the scaled learning rate")
+    embedding_learning_rate: float | None = Field(
+        None, gt=0, description="separate rate for embedding tables (scaled the same way); None: same as dense"
+    )
+    optimizer: Literal["adam", "adagrad"] = "adam"
+    gradient_clip_norm: float | None = Field(None, gt=0, description="global-norm clipping per variable group")
     shuffle_buffer: int = Field(10000, ge=1)
+    steps_per_execution: int = Field(8, ge=1)
+    checkpoints_per_epoch: int = Field(1, ge=1)
+    deterministic: bool = Field(False, description="op determinism + ordered input: same seed, same result")
+    mixed_precision: Literal["auto", "off", "on"] = Field(
+        "auto", description="auto: mixed_float16 on GPU, mixed_bfloat16 on TPU, float32 on CPU"
+    )
+
+
+def _overrides_of(model: type[StrictModel], name: str, exclude: tuple[str, ...] = ()) -> type[StrictModel]:
+    """A model with the same fields as `model`, all optional (None = not overridden)."""
+    fields: dict[str, Any] = {
+        field_name: (field.annotation | None, None)
+        for field_name, field in model.model_fields.items()
+        if field_name not in exclude
+    }
+    return create_model(name, __base__=StrictModel, __doc__=f"Per-target overrides of {model.__name__}.", **fields)
+
+
+ModelOverrides = _overrides_of(ModelConfig, "ModelOverrides")
+# The batch size has its own target field (`global_batch_size`), kept as the one way to override it.
+TrainingOverrides = _overrides_of(TrainingConfig, "TrainingOverrides", exclude=("global_batch_size",))
 
 
 class TargetConfig(StrictModel):
@@ -32,3 +90,36 @@ class TargetConfig(StrictModel):
     global_batch_size: int | None = Field(None, ge=1, description="overrides training.global_batch_size")
     price_per_hour: float = Field(0.0, ge=0, description="USD per hour of the whole machine set, for cost")
     vertex: VertexTargetSpec | None = Field(None, description="the Vertex CustomJob machines (vertex backend)")
+    allow_cpu_fallback: bool = Field(
+        False, description="train on the CPU when the target's accelerator is absent instead of failing"
+    )
+    model: ModelOverrides | None = None  # type: ignore[valid-type]
+    training: TrainingOverrides | None = None  # type: ignore[valid-type]
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A target with every override applied: what one training run actually uses."""
+
+    target: TargetConfig
+    model: ModelConfig
+    training: TrainingConfig
+
+
+def resolve_target(model: ModelConfig, training: TrainingConfig, target: TargetConfig) -> ResolvedTarget:
+    """Apply `target`'s overrides to the pipeline-wide model and training sections (the one place)."""
+
+    def merged(base: StrictModel, override: StrictModel | None, **extra: Any) -> dict[str, Any]:
+        values = base.model_dump()
+        if override is not None:
+            values.update(override.model_dump(exclude_none=True))
+        values.update({k: v for k, v in extra.items() if v is not None})
+        return values
+
+    return ResolvedTarget(
+        target=target,
+        model=ModelConfig.model_validate(merged(model, target.model)),
+        training=TrainingConfig.model_validate(
+            merged(training, target.training, global_batch_size=target.global_batch_size)
+        ),
+    )
