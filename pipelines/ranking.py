@@ -20,15 +20,28 @@ def train_display_name(target: str, run_index: int) -> str:
     return f"train · {target} · run {run_index + 1}"
 
 
-def targets_for(config: AdrankConfig, backend: Backend) -> list[TargetConfig]:
-    """Every target on Vertex; locally only those this machine can run (CPU targets)."""
+def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None) -> list[TargetConfig]:
+    """Every target on Vertex; locally only those whose hardware this machine has (CPU always).
+
+    `local_devices` is the set of device kinds present ('CPU', 'GPU'); it is probed only when the
+    config has a GPU target, so the CPU-only DAG never touches the accelerator stack at build time.
+    """
     if backend == "vertex":
         return list(config.targets)
-    return [t for t in config.targets if t.kind == "cpu"]
+    if local_devices is None:
+        local_devices = local_device_kinds() if any(t.kind == "gpu" for t in config.targets) else {"CPU"}
+    runnable = {"cpu": "CPU", "gpu": "GPU"}
+    return [t for t in config.targets if runnable.get(t.kind) in local_devices]
 
 
-def create_pipeline(config: AdrankConfig, backend: Backend):
-    targets = targets_for(config, backend)
+def local_device_kinds() -> set[str]:
+    import tensorflow as tf
+
+    return {"CPU"} | ({"GPU"} if tf.config.list_physical_devices("GPU") else set())
+
+
+def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None):
+    targets = targets_for(config, backend, local_devices)
     if not targets:
         raise ValueError(
             f"no target of config '{config.name}' can run on the {backend} backend "
@@ -48,11 +61,12 @@ def create_pipeline(config: AdrankConfig, backend: Backend):
 
     @dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")
     def ranking():
+        window_end = placement.window_end_argument(backend)
         if config.logs.source == "synthetic":
             logs = generate_logs_op(config_json=config_json).set_display_name("generate logs")
-            preprocess = preprocess_op(config_json=config_json, logs=logs.outputs["logs"])
+            preprocess = preprocess_op(config_json=config_json, logs=logs.outputs["logs"], window_end=window_end)
         else:
-            preprocess = preprocess_op(config_json=config_json)
+            preprocess = preprocess_op(config_json=config_json, window_end=window_end)
         preprocess.set_display_name("preprocess")
         placement.place_preprocess(preprocess, config, backend)
 

@@ -1,0 +1,40 @@
+import math
+
+import numpy as np
+import pytest
+
+from components.evaluate import metrics
+
+
+LABELS = np.array([1, 0, 1, 0])
+PROBS = np.array([0.9, 0.2, 0.4, 0.6])
+
+
+def test_logloss_matches_hand_computation():
+    expected = -(math.log(0.9) + math.log(0.8) + math.log(0.4) + math.log(0.4)) / 4
+    assert metrics.logloss(LABELS, PROBS) == pytest.approx(expected)
+
+
+def test_auc_counts_ordered_pairs_and_ties():
+    # positives 0.9, 0.4; negatives 0.2, 0.6 → pairs (0.9>0.2, 0.9>0.6, 0.4>0.2, 0.4<0.6) = 3/4
+    assert metrics.auc(LABELS, PROBS) == pytest.approx(0.75)
+    assert metrics.auc([1, 0], [0.5, 0.5]) == pytest.approx(0.5)
+    assert math.isnan(metrics.auc([1, 1], [0.2, 0.3]))
+
+
+def test_normalized_entropy_is_one_for_the_base_rate():
+    labels = np.array([1, 0, 0, 0])
+    assert metrics.normalized_entropy(labels, np.full(4, 0.25)) == pytest.approx(1.0)
+    entropy = -(0.5 * math.log(0.5) * 2)
+    assert metrics.normalized_entropy(LABELS, PROBS) == pytest.approx(metrics.logloss(LABELS, PROBS) / entropy)
+
+
+def test_calibration_is_mean_prediction_over_rate():
+    assert metrics.calibration(LABELS, PROBS) == pytest.approx(0.525 / 0.5)
+
+
+def test_bad_inputs_are_rejected():
+    with pytest.raises(ValueError, match="differ in length"):
+        metrics.logloss([1, 0], [0.5])
+    with pytest.raises(ValueError, match="0 or 1"):
+        metrics.logloss([2, 0], [0.5, 0.5])

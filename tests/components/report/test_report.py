@@ -1,0 +1,96 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.report.benchmark import summarize
+from components.report.task import write_report
+from components.train.summary import CurvePoint, HardwareSeen, RunSummary, TaskMetrics
+from configs import load_config
+
+
+def manifest() -> Manifest:
+    return Manifest(
+        tasks=["engagement"],
+        features=[FeatureInfo(name="ad_id", kind="categorical", dtype="int64", vocabulary_size=10)],
+        splits={
+            "train": SplitInfo(examples=900, label_rates={"engagement": 0.1}, file_pattern="train-*"),
+            "eval": SplitInfo(examples=300, label_rates={"engagement": 0.12}, file_pattern="eval-*",
+                              bayes_logloss={"engagement": 0.30}),
+        },
+        dead_letter={"bad_json": 3},
+    )
+
+
+def run(target: str, index: int, logloss: float, eps: float, wall: float = 10.0, kind: str = "CPU") -> RunSummary:
+    return RunSummary(
+        target=target, target_kind="cpu", run_index=index, seed=7 + index,
+        hardware=HardwareSeen(device_kind=kind, device_count=1, strategy="DefaultStrategy", replicas=1),
+        model_kind="dcn", global_batch_size=512, learning_rate=0.003, steps=100, epochs=1, train_examples=900,
+        wall_time_seconds=wall, examples_per_second=eps,
+        metrics={"engagement": TaskMetrics(logloss=logloss, auc=0.7, normalized_entropy=0.9, calibration=1.0,
+                                           examples=300, positive_rate=0.12)},
+        curve=[CurvePoint(step=1, loss=0.5), CurvePoint(step=100, loss=0.35)],
+        model_uri=f"/models/{target}/{index}",
+    )
+
+
+def config():
+    return load_config(overrides=[
+        "targets=[{name: cpu, kind: cpu, price_per_hour: 0.36}, {name: cpu-big, kind: cpu, global_batch_size: 2048, price_per_hour: 0.72}]",
+        "report.baseline_target=cpu",
+    ])
+
+
+def test_summary_aggregates_per_target_and_compares_with_baseline():
+    runs = [run("cpu", i, ll, 1000.0) for i, ll in enumerate([0.32, 0.33, 0.34])]
+    runs += [run("cpu-big", i, ll, 4000.0) for i, ll in enumerate([0.35, 0.36, 0.37])]
+    summary = summarize(config(), manifest(), runs)
+
+    cpu, big = summary.targets["cpu"], summary.targets["cpu-big"]
+    assert cpu.runs == 3 and cpu.logloss_mean == pytest.approx(0.33) and cpu.logloss_std == pytest.approx(0.01)
+    assert big.relative_throughput == pytest.approx(4.0)
+    # $0.72/h at 4000/s vs $0.36/h at 1000/s → half the cost per example
+    assert big.relative_cost == pytest.approx(0.5)
+    assert cpu.cost_per_million_examples_usd == pytest.approx(0.36 / 3600 / 1000 * 1e6)
+    comparison = big.tasks["engagement"].vs_baseline
+    assert comparison.significant and comparison.difference == pytest.approx(0.03)
+    assert summary.best_run.target == "cpu" and summary.best_run.logloss == 0.32
+    expected_constant = -(0.12 * __import__("math").log(0.1) + 0.88 * __import__("math").log(0.9))
+    assert summary.constant_ctr_logloss == pytest.approx(expected_constant)
+    assert summary.bayes_logloss == 0.30
+    assert cpu.hardware_seen == ["1 × CPU"]
+
+
+class FakeArtifact:
+    def __init__(self, path: Path):
+        self.path = str(path)
+        self.metadata = {}
+        self.metrics = {}
+
+    def log_metric(self, name, value):
+        self.metrics[name] = value
+
+
+def test_write_report_writes_every_output(tmp_path):
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    manifest().write(examples)
+    paths = []
+    for target, eps in (("cpu", 1000.0), ("cpu-big", 3000.0)):
+        for i in range(2):
+            paths.append(str(run(target, i, 0.33 + i * 0.01, eps).write(tmp_path / f"{target}-{i}")))
+    outputs = {name: FakeArtifact(tmp_path / name) for name in ("html", "md", "json", "metrics", "m1", "m2")}
+    write_report(config(), str(examples), paths, outputs["html"], outputs["md"], outputs["json"],
+                 outputs["metrics"], {"cpu": outputs["m1"], "cpu-big": outputs["m2"]})
+
+    summary = json.loads((tmp_path / "json").read_text())
+    assert set(summary["targets"]) == {"cpu", "cpu-big"}
+    assert summary["targets"]["cpu"]["runs"] == 2
+    html = (tmp_path / "html").read_text()
+    assert "cpu-big" in html and "data:image/png;base64," in html and "1 × CPU" in html
+    markdown = (tmp_path / "md").read_text()
+    assert "| cpu (baseline) |" in markdown and "bad_json: 3" in markdown
+    assert outputs["m2"].metrics["examples_per_second_mean"] == pytest.approx(3000.0)
+    assert outputs["metrics"].metrics["best_logloss"] == pytest.approx(0.33)

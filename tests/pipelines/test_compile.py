@@ -1,0 +1,61 @@
+"""The compiled DAG: tasks, display names, fan-in, and that the YAML is a valid PipelineSpec."""
+
+import yaml
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from configs import load_config
+from ops.cli import main
+from pipelines.fan_in import summary_input_name
+from pipelines.ranking import create_pipeline, train_display_name
+
+
+def compile_to_dict(tmp_path, *cli_args):
+    output = tmp_path / "pipeline.yaml"
+    assert main(["compile", *cli_args, "--output", str(output)]) == 0
+    documents = list(yaml.safe_load_all(output.read_text()))
+    return documents[0], output
+
+
+def test_local_compile_has_every_step_and_one_input_per_run(tmp_path):
+    spec, output = compile_to_dict(tmp_path, "--backend", "local", "--set", "runs_per_target=4")
+    pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
+    tasks = pipeline_spec.root.dag.tasks
+    names = sorted(task.task_info.name for task in tasks.values())
+    assert names == sorted(["generate logs", "preprocess", "report"] + [train_display_name("cpu", i) for i in range(4)])
+    report = next(t for t in tasks.values() if t.task_info.name == "report")
+    fed = {name for name in report.inputs.artifacts if name.startswith("run_")}
+    assert fed == {summary_input_name(i) for i in range(4)}
+    producers = {report.inputs.artifacts[name].task_output_artifact.producer_task for name in fed}
+    assert len(producers) == 4  # each run feeds its own input
+
+
+def test_compiled_yaml_depends_only_on_the_config(tmp_path, monkeypatch):
+    first, _ = compile_to_dict(tmp_path, "--backend", "local")
+    monkeypatch.setenv("ADRANK_SOMETHING", "1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    second, _ = compile_to_dict(tmp_path, "--backend", "local")
+    assert first == second
+    changed, _ = compile_to_dict(tmp_path, "--backend", "local", "--set", "seed=99")
+    assert changed != first
+
+
+def test_local_backend_runs_only_cpu_targets():
+    config = load_config(overrides=[
+        "targets=[{name: cpu, kind: cpu}, {name: tpu-v3-8, kind: tpu}]",
+    ])
+    pipeline = create_pipeline(config, "local")
+    names = {t.task_info.name for t in pipeline.pipeline_spec.root.dag.tasks.values()}
+    assert train_display_name("cpu", 0) in names
+    assert not any("tpu" in name for name in names)
+
+
+def test_local_backend_adds_gpu_targets_only_when_a_gpu_is_present():
+    config = load_config(overrides=["targets=[{name: cpu, kind: cpu}, {name: gpu-local, kind: gpu}]"])
+
+    def trained(devices):
+        pipeline = create_pipeline(config, "local", local_devices=devices)
+        return {t.task_info.name for t in pipeline.pipeline_spec.root.dag.tasks.values() if t.task_info.name.startswith("train")}
+
+    assert not any("gpu-local" in name for name in trained({"CPU"}))
+    assert train_display_name("gpu-local", 0) in trained({"CPU", "GPU"})
