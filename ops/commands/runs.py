@@ -1,0 +1,79 @@
+"""`adrank runs list|show|compare`: review pipeline runs (local run directories, or Vertex AI)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ops.commands.options import add_config_arguments
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("runs", help="review pipeline runs and their metrics")
+    actions = parser.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
+
+    listing = actions.add_parser("list", help="list runs: id, date, config, status, best log-loss")
+    _add_backend_arguments(listing)
+    listing.set_defaults(handler=_list)
+
+    show = actions.add_parser("show", help="one run: status, failed step, per-target results, report path")
+    _add_backend_arguments(show)
+    show.add_argument("run", help="run id, a unique prefix of one, or 'latest'")
+    show.set_defaults(handler=_show)
+
+    compare = actions.add_parser("compare", help="per-target deltas of log-loss and throughput (B − A)")
+    compare.add_argument("--runs-dir", default="runs", metavar="DIR")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.set_defaults(handler=_compare)
+
+
+def _add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("local", "vertex"), default="local")
+    parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="local runs directory (default: runs)")
+    add_config_arguments(parser)
+
+
+def _list(args: argparse.Namespace) -> int:
+    if args.backend == "vertex":
+        return _vertex(args, "list")
+    from ops.local_runs import format_runs_table
+
+    print(format_runs_table(Path(args.runs_dir)))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    if args.backend == "vertex":
+        return _vertex(args, "show")
+    from ops.local_runs import format_run
+
+    print(format_run(_find(args.runs_dir, args.run)))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ops.cli import CommandError
+    from ops.local_runs import RunNotFound, format_comparison
+
+    try:
+        print(format_comparison(_find(args.runs_dir, args.run_a), _find(args.runs_dir, args.run_b)))
+    except RunNotFound as error:
+        raise CommandError(str(error)) from None
+    return 0
+
+
+def _find(runs_dir: str, run: str) -> Path:
+    from ops.cli import CommandError
+    from ops.local_runs import RunNotFound, find_run
+
+    try:
+        return find_run(Path(runs_dir), run)
+    except RunNotFound as error:
+        raise CommandError(str(error)) from None
+
+
+def _vertex(args: argparse.Namespace, action: str) -> int:
+    from ops.cli import CommandError
+
+    raise CommandError(f"`runs {action} --backend vertex` is not available in this build")

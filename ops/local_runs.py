@@ -1,0 +1,114 @@
+"""Review local runs: the index under `runs/`, one run's details, and two runs side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ops.run_record import RUN_FILE, RunRecord
+
+
+class RunNotFound(LookupError):
+    pass
+
+
+def list_runs(runs_dir: Path) -> list[RunRecord]:
+    records = [RunRecord.read(path.parent) for path in runs_dir.glob(f"*/{RUN_FILE}")]
+    return sorted(records, key=lambda r: r.started, reverse=True)
+
+
+def find_run(runs_dir: Path, run: str) -> Path:
+    """A run by exact id, or by a unique prefix; `latest` is the newest run."""
+    if run == "latest":
+        records = list_runs(runs_dir)
+        if not records:
+            raise RunNotFound(f"no runs under {runs_dir}")
+        return runs_dir / records[0].id
+    if (runs_dir / run / RUN_FILE).exists():
+        return runs_dir / run
+    matches = [p.parent for p in runs_dir.glob(f"{run}*/{RUN_FILE}")]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise RunNotFound(f"no run '{run}' under {runs_dir} (see `adrank runs list`)")
+    raise RunNotFound(f"'{run}' matches {len(matches)} runs: {', '.join(sorted(m.name for m in matches))}")
+
+
+def format_runs_table(runs_dir: Path) -> str:
+    records = list_runs(runs_dir)
+    if not records:
+        return f"no runs under {runs_dir}"
+    rows = [["run", "started (UTC)", "config", "status", "best log-loss", "best target"]]
+    for r in records:
+        rows.append([
+            r.id, f"{r.started:%Y-%m-%d %H:%M}", f"{r.config_name} ({r.config_hash})", r.status,
+            f"{r.best_logloss:.5f}" if r.best_logloss is not None else "—", r.best_target or "—",
+        ])
+    return format_columns(rows)
+
+
+def format_run(run_dir: Path) -> str:
+    record = RunRecord.read(run_dir)
+    lines = [
+        f"run:      {record.id}",
+        f"status:   {record.status}",
+        f"config:   {record.config_name} ({record.config_hash}) from {record.config_source}",
+        f"started:  {record.started:%Y-%m-%d %H:%M:%S} UTC",
+    ]
+    if record.finished:
+        lines.append(f"finished: {record.finished:%Y-%m-%d %H:%M:%S} UTC "
+                     f"({(record.finished - record.started).total_seconds():.0f} s)")
+    if record.status == "failed":
+        lines.append(f"failed at step '{record.failed_step}': {record.failure_reason}")
+        lines.append(f"logs:     {run_dir / 'pipeline.log'}")
+    summary = _summary(run_dir)
+    if summary:
+        lines.append("")
+        rows = [["target", "ran on", "runs", "log-loss mean", "std", "AUC", "examples/s", "$/M examples"]]
+        for t in summary["targets"].values():
+            rows.append([
+                t["name"], ", ".join(t["hardware_seen"]), str(t["runs"]), f"{t['logloss_mean']:.5f}",
+                f"{t['logloss_std']:.5f}" if t["logloss_std"] is not None else "—", f"{t['auc_mean']:.4f}",
+                f"{t['examples_per_second_mean']:,.0f}",
+                f"{t['cost_per_million_examples_usd']:.4f}" if t["cost_per_million_examples_usd"] is not None else "—",
+            ])
+        lines.append(format_columns(rows))
+        floor = f", Bayes floor {summary['bayes_logloss']:.5f}" if summary.get("bayes_logloss") is not None else ""
+        lines.append(f"\nconstant-CTR log-loss {summary['constant_ctr_logloss']:.5f}{floor}")
+        lines.append(f"report: {(run_dir / 'report.html').resolve()}")
+    return "\n".join(lines)
+
+
+def format_comparison(run_a: Path, run_b: Path) -> str:
+    """Per-target deltas (B − A) of mean log-loss and throughput for targets present in both runs."""
+    a, b = _summary(run_a), _summary(run_b)
+    for run_dir, summary in ((run_a, a), (run_b, b)):
+        if summary is None:
+            raise RunNotFound(f"run {run_dir.name} has no summary.json (did it finish?)")
+    rows = [["target", "log-loss A", "log-loss B", "Δ log-loss", "Δ %", "examples/s A", "examples/s B", "speed B/A"]]
+    common = [name for name in a["targets"] if name in b["targets"]]
+    for name in common:
+        ta, tb = a["targets"][name], b["targets"][name]
+        delta = tb["logloss_mean"] - ta["logloss_mean"]
+        rows.append([
+            name, f"{ta['logloss_mean']:.5f}", f"{tb['logloss_mean']:.5f}", f"{delta:+.5f}",
+            f"{delta / ta['logloss_mean']:+.2%}", f"{ta['examples_per_second_mean']:,.0f}",
+            f"{tb['examples_per_second_mean']:,.0f}",
+            f"{tb['examples_per_second_mean'] / ta['examples_per_second_mean']:.2f}×",
+        ])
+    lines = [f"A: {run_a.name}", f"B: {run_b.name}", ""]
+    lines.append(format_columns(rows) if common else "no target in common")
+    only = sorted(set(a["targets"]) ^ set(b["targets"]))
+    if only:
+        lines.append(f"\nin one run only: {', '.join(only)}")
+    return "\n".join(lines)
+
+
+def format_columns(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def _summary(run_dir: Path) -> dict | None:
+    path = run_dir / "summary.json"
+    return json.loads(path.read_text()) if path.exists() else None
