@@ -118,19 +118,6 @@ class ImagesConfig(StrictModel):
         return image
 
 
-class DataflowConfig(StrictModel):
-    """Where the Beam preprocessing job runs when `preprocess.runner` is DataflowRunner."""
-
-    temp_location: str | None = Field(None, pattern=r"^gs://", description="default: <pipeline_root>/dataflow/tmp")
-    staging_location: str | None = Field(None, pattern=r"^gs://")
-    machine_type: str = "n2-standard-4"
-    max_num_workers: int = Field(20, ge=1)
-    disk_size_gb: int = Field(50, ge=10)
-    subnetwork: str | None = Field(None, description="regions/REGION/subnetworks/NAME or a full URL")
-    use_public_ips: bool = False
-    sdk_container_image: str | None = Field(None, description="default: vertex.images.cpu")
-
-
 class ScheduleConfig(StrictModel):
     """Daily retraining: a native Vertex `PipelineJobSchedule`."""
 
@@ -209,7 +196,6 @@ class VertexConfig(StrictModel):
     artifact_registry: str | None = Field(
         None, description="REGION-docker.pkg.dev/PROJECT/REPO that Cloud Build pushes images to"
     )
-    dataflow: DataflowConfig = DataflowConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     model_registry: ModelRegistryConfig = ModelRegistryConfig()
 
@@ -227,6 +213,3 @@ class VertexConfig(StrictModel):
     def custom_job_output_directory(self) -> str:
         return self.base_output_directory or self.pipeline_root.rstrip("/") + "/custom-jobs"
 
-    @property
-    def dataflow_temp_location(self) -> str:
-        return self.dataflow.temp_location or self.pipeline_root.rstrip("/") + "/dataflow/tmp"

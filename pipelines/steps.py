@@ -18,11 +18,15 @@ def generate_logs_step(config_json: str, logs: Output[Dataset]):
     logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
 
 
-def preprocess_step(config_json: str, examples: Output[Dataset], logs: Input[Dataset] = None):
+def preprocess_step(config_json: str, examples: Output[Dataset], logs: Input[Dataset] = None, window_end: str = ""):
     from components.preprocess.run import preprocess
     from configs import config_from_json
 
-    manifest = preprocess(config_from_json(config_json), logs.path if logs else None, examples.path, examples.uri)
+    # window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally
+    manifest = preprocess(
+        config_from_json(config_json), logs.path if logs else None, examples.path, examples.uri,
+        window_end=window_end or None,
+    )
     examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})
 
 
