@@ -1,0 +1,88 @@
+"""The whole DAG on kfp.local, as a user runs it: `adrank run`, then the review commands."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TINY = [
+    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=4000", "logs.synthetic.users=400",
+    "logs.synthetic.ads=80", "logs.synthetic.advertisers=12", "preprocess.direct_running_mode=in_memory",
+    "preprocess.direct_num_workers=1", "training.epochs=3", "training.global_batch_size=256",
+]
+
+
+def adrank(*args, cwd, check=True):
+    result = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True, text=True,
+                            timeout=900)
+    if check and result.returncode != 0:
+        raise AssertionError(f"adrank {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def sets(overrides):
+    return [arg for override in overrides for arg in ("--set", override)]
+
+
+@pytest.fixture(scope="module")
+def two_target_run(tmp_path_factory):
+    """2 CPU targets (batch 256 and 512) × 2 runs: the smallest DAG that exercises fan-out and fan-in."""
+    runs_dir = tmp_path_factory.mktemp("runs")
+    overrides = TINY + [
+        "runs_per_target=2",
+        "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
+        "{name: cpu-b512, kind: cpu, global_batch_size: 512, price_per_hour: 0.38}]",
+    ]
+    result = adrank("run", "--runs-dir", str(runs_dir), "--run-id", "tiny", *sets(overrides), cwd=runs_dir)
+    return runs_dir, result
+
+
+def test_run_prints_the_report_path_last(two_target_run):
+    runs_dir, result = two_target_run
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == f"report: {(runs_dir / 'tiny' / 'report.html').resolve()}"
+
+
+def test_summary_has_every_run_between_the_floors(two_target_run):
+    runs_dir, _ = two_target_run
+    summary = json.loads((runs_dir / "tiny" / "summary.json").read_text())
+    assert set(summary["targets"]) == {"cpu", "cpu-b512"}
+    for target in summary["targets"].values():
+        assert target["runs"] == 2
+        assert math.isfinite(target["logloss_mean"]) and target["logloss_std"] is not None
+        assert summary["bayes_logloss"] < target["logloss_mean"] < summary["constant_ctr_logloss"]
+        assert target["examples_per_second_mean"] > 0
+        assert target["hardware_seen"] and all("CPU" in h for h in target["hardware_seen"])
+    assert summary["targets"]["cpu-b512"]["global_batch_size"] == 512
+    assert len(summary["runs"]) == 4
+    assert {(r["target"], r["run_index"]) for r in summary["runs"]} == {
+        ("cpu", 0), ("cpu", 1), ("cpu-b512", 0), ("cpu-b512", 1)}
+    html = (runs_dir / "tiny" / "report.html").read_text()
+    assert "cpu-b512" in html and "data:image/png;base64," in html
+    assert "cpu-b512" in (runs_dir / "tiny" / "report.md").read_text()
+
+
+def test_review_commands_read_the_run(two_target_run):
+    runs_dir, _ = two_target_run
+    listing = adrank("runs", "list", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
+    assert "tiny" in listing and "succeeded" in listing
+    shown = adrank("runs", "show", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
+    assert "cpu-b512" in shown and "report:" in shown
+    compared = adrank("runs", "compare", "tiny", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
+    assert "+0.00000" in compared and "1.00×" in compared
+    assert adrank("report", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout.strip().endswith("report.html")
+
+
+def test_a_failed_run_names_the_step_and_the_reason(tmp_path):
+    overrides = TINY + ["logs.synthetic.malformed_fraction=0.3", "preprocess.max_invalid_fraction=0.01"]
+    result = adrank("run", "--runs-dir", str(tmp_path), "--run-id", "broken", *sets(overrides), cwd=tmp_path,
+                    check=False)
+    assert result.returncode == 2
+    assert "failed at step 'preprocess'" in result.stderr
+    assert "max_invalid_fraction" in result.stderr
+    record = json.loads((tmp_path / "broken" / "run.json").read_text())
+    assert record["status"] == "failed" and record["failed_step"] == "preprocess"
