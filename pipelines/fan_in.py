@@ -15,7 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-_HEADER = "from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Output\n\n\n"
+_HEADER = (
+    "from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Output\n\n\n"
+)
 
 
 def summary_input_name(index: int) -> str:
@@ -34,7 +36,8 @@ def report_function(runs: int, targets: list[str]) -> Callable:
         ["config_json: str", "examples: Input[Dataset]"]
         + [f"{name}: Input[Artifact]" for name in summaries]
         + ["report_html: Output[HTML]", "report_markdown: Output[Markdown]",
-           "summary_json: Output[Artifact]", "metrics: Output[Metrics]"]
+           "summary_json: Output[Artifact]", "metrics: Output[Metrics]",
+           "best_roc: Output[ClassificationMetrics]"]
         + [f"{name}: Output[Metrics]" for name in per_target]
     )
     target_pairs = ", ".join(f"({t!r}, {n})" for t, n in zip(targets, per_target))
@@ -51,6 +54,7 @@ def report_function(runs: int, targets: list[str]) -> Callable:
         + "        report_markdown=report_markdown,\n"
         + "        summary_json=summary_json,\n"
         + "        metrics=metrics,\n"
+        + "        best_roc=best_roc,\n"
         + f"        target_metrics=dict([{target_pairs}]),\n"
         + "    )\n"
     )

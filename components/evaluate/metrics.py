@@ -55,3 +55,19 @@ def _check(labels: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, n
     if not np.isin(y, (0.0, 1.0)).all():
         raise ValueError("labels must be 0 or 1")
     return y, p
+
+
+def roc_curve(labels: np.ndarray, probabilities: np.ndarray, points: int = 51) -> list[tuple[float, float, float]]:
+    """(false-positive rate, true-positive rate, threshold) at up to `points` thresholds taken from the observed
+    scores (evenly over their sorted unique values), from the highest threshold to the lowest, which reaches
+    (1, 1); a compact curve for KFP's ClassificationMetrics."""
+    y, p = _check(labels, probabilities)
+    positives, negatives = max(int(y.sum()), 1), max(int((1 - y).sum()), 1)
+    scores = np.unique(p)
+    thresholds = scores[np.unique(np.linspace(0, scores.size - 1, min(points, scores.size)).round().astype(int))][::-1]
+    curve = [(0.0, 0.0, 1.0)]
+    for threshold in thresholds:
+        predicted = p >= threshold
+        curve.append((float((predicted & (y == 0)).sum() / negatives), float((predicted & (y == 1)).sum() / positives),
+                      float(threshold)))
+    return curve

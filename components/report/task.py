@@ -14,10 +14,8 @@ from components.train.summary import RunSummary
 from configs import AdrankConfig
 
 
-def build_report(config: AdrankConfig, examples_dir: str, summary_paths: list[str]) -> tuple[BenchmarkSummary, str, str]:
+def build_report(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) -> tuple[BenchmarkSummary, str, str]:
     """The summary, HTML and Markdown for these runs (plain function; the KFP step only writes them out)."""
-    manifest = Manifest.read(examples_dir)
-    runs = [RunSummary.read(path) for path in summary_paths]
     summary = summarize(config, manifest, runs)
     figures = {
         "log-loss per run": plots.logloss_per_run(summary),
@@ -36,9 +34,12 @@ def write_report(
     summary_json: Any,
     metrics: Any,
     target_metrics: dict[str, Any],
+    best_roc: Any = None,
 ) -> BenchmarkSummary:
     """Write the report into KFP output artifacts (anything with `.path`, `.log_metric`, `.metadata`)."""
-    summary, html_text, markdown_text = build_report(config, examples_dir, summary_paths)
+    manifest = Manifest.read(examples_dir)
+    runs = [RunSummary.read(path) for path in summary_paths]
+    summary, html_text, markdown_text = build_report(config, manifest, runs)
     _write(report_html.path, html_text)
     _write(report_markdown.path, markdown_text)
     _write(summary_json.path, summary.model_dump_json(indent=2))
@@ -61,6 +62,12 @@ def write_report(
         if target.cost_per_million_examples_usd is not None:
             artifact.log_metric("cost_per_million_examples_usd", target.cost_per_million_examples_usd)
         artifact.metadata["hardware_seen"] = ", ".join(target.hardware_seen)
+    if best_roc is not None:
+        best = next(r for r in runs if (r.target, r.run_index) == (summary.best_run.target, summary.best_run.run_index))
+        roc = best.metrics[summary.primary_task].roc
+        if roc:
+            best_roc.log_roc_curve([p[0] for p in roc], [p[1] for p in roc], [p[2] for p in roc])
+        best_roc.metadata["run"] = f"{best.target} run {best.run_index + 1}"
     return summary
 
 

@@ -32,6 +32,9 @@ class TaskMetrics(BaseModel):
     calibration: float = Field(description="mean prediction / observed positive rate")
     examples: int
     positive_rate: float
+    roc: list[tuple[float, float, float]] = Field(
+        default_factory=list, description="(fpr, tpr, threshold) points, see components.evaluate.metrics.roc_curve"
+    )
 
 
 class CurvePoint(BaseModel):

@@ -38,3 +38,13 @@ def test_bad_inputs_are_rejected():
         metrics.logloss([1, 0], [0.5])
     with pytest.raises(ValueError, match="0 or 1"):
         metrics.logloss([2, 0], [0.5, 0.5])
+
+
+def test_roc_curve_runs_from_origin_to_corner_and_matches_counts():
+    curve = metrics.roc_curve(LABELS, PROBS, points=5)
+    assert curve[0] == (0.0, 0.0, 1.0)
+    assert curve[-1][:2] == (1.0, 1.0)
+    # at threshold 0.6: predicted positive 0.9 (pos) and 0.6 (neg) → tpr 1/2, fpr 1/2
+    assert (0.5, 0.5, 0.6) in [(f, t, round(th, 6)) for f, t, th in curve]
+    fprs = [point[0] for point in curve]
+    assert fprs == sorted(fprs)
