@@ -1,0 +1,77 @@
+"""`adrank schedule create|update|pause|resume|delete|list`: daily retraining on Vertex AI."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from ops.commands.options import add_config_arguments, config_from_args
+from ops.vertex.endpoint import add_endpoint_argument
+
+ACTIONS = {
+    "create": "create the config's schedule (updates it when one with the same display name exists)",
+    "update": "update the config's schedule (cron, limits, window, pipeline)",
+    "pause": "pause the config's schedule",
+    "resume": "resume the config's schedule",
+    "delete": "delete the config's schedule",
+    "list": "list the schedules in the config's project and region",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("schedule", help="schedule daily retraining on Vertex AI")
+    actions = parser.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    for action, help_text in ACTIONS.items():
+        sub = actions.add_parser(action, help=help_text)
+        add_config_arguments(sub, required=True)
+        add_endpoint_argument(sub)
+        if action == "resume":
+            sub.add_argument("--catch-up", action="store_true", help="also start the runs missed while paused")
+        if action == "list":
+            sub.add_argument("--all", action="store_true", help="every schedule, not only this pipeline's")
+        sub.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ops.cli import CommandError
+    from ops.vertex import schedules
+    from ops.vertex.session import VertexSetupError, session_for
+
+    config = config_from_args(args)
+    try:
+        session = session_for(config, args.api_endpoint)
+        display_name = schedules.schedule_display_name(config)
+        action = args.schedule_command
+        if action in ("create", "update"):
+            if action == "update" and not schedules.find_schedules(display_name, session):
+                raise CommandError(f"no schedule named '{display_name}' to update; use 'adrank schedule create'")
+            with tempfile.TemporaryDirectory(prefix="adrank-schedule-") as directory:
+                from ops.compile import compile_pipeline
+
+                template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
+                done, schedule = schedules.create_or_update(config, template, session)
+            cron = config.vertex.schedule.vertex_cron
+            print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
+                  f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s)")
+        elif action == "pause":
+            print(f"paused {schedules.pause(display_name, session).resource_name}")
+        elif action == "resume":
+            print(f"resumed {schedules.resume(display_name, session, catch_up=args.catch_up).resource_name}")
+        elif action == "delete":
+            print(f"deleted {schedules.delete(display_name, session)}")
+        else:
+            rows = schedules.list_schedules(session, "" if args.all else display_name)
+            print(_table(rows))
+    except (VertexSetupError, schedules.ScheduleNotFound, ValueError) as error:
+        raise CommandError(str(error)) from None
+    return 0
+
+
+def _table(rows) -> str:
+    if not rows:
+        return "no schedules"
+    header = ("DISPLAY NAME", "STATE", "CRON", "NEXT RUN", "LAST RUN")
+    cells = [header] + [(r.display_name, r.state, r.cron, r.next_run_time, r.last_run) for r in rows]
+    widths = [max(len(str(row[i])) for row in cells) for i in range(len(header))]
+    return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells)

@@ -1,0 +1,77 @@
+"""`adrank submit`: compile the DAG for Vertex and run it as a PipelineJob (optionally wait for the end)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from ops.commands.options import add_config_arguments, config_from_args
+from ops.vertex.endpoint import add_endpoint_argument
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("submit", help="run the pipeline on Vertex AI Pipelines")
+    add_config_arguments(parser, required=True)
+    parser.add_argument("--wait", action="store_true", help="follow the run, print task states, fail if it fails")
+    parser.add_argument("--experiment", metavar="NAME", help="Vertex Experiment to associate the run with "
+                        "(default: vertex.experiment)")
+    parser.add_argument("--cache", choices=("on", "off", "default"), default="default",
+                        help="step caching: on/off for every step, default: each step's own setting")
+    parser.add_argument("--param", dest="parameters", action="append", default=[], metavar="NAME=VALUE",
+                        help="a pipeline parameter value (YAML-typed)")
+    parser.add_argument("--poll-seconds", type=float, default=30.0, help="with --wait: seconds between polls")
+    parser.add_argument("--timeout-minutes", type=float, default=None, help="with --wait: give up after this long")
+    add_endpoint_argument(parser)
+    parser.set_defaults(handler=_submit)
+
+
+def parse_parameters(items: list[str]) -> dict[str, object]:
+    from ops.cli import CommandError
+
+    parameters = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise CommandError(f"--param {item!r}: expected NAME=VALUE")
+        parameters[name] = yaml.safe_load(text)
+    return parameters
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from ops.cli import CommandError
+    from ops.compile import compile_pipeline
+    from ops.vertex.jobs import submit_pipeline, wait_for_pipeline
+    from ops.vertex.session import VertexSetupError, require_service_account, session_for
+
+    config = config_from_args(args)
+    try:
+        require_service_account(config)
+        with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
+            template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
+            session = session_for(config, args.api_endpoint)
+            job, submission = submit_pipeline(
+                config, template, session, experiment=args.experiment, cache=args.cache,
+                parameters=parse_parameters(args.parameters),
+            )
+    except (VertexSetupError, ValueError) as error:
+        raise CommandError(str(error)) from None
+    print(f"submitted {submission.job_id}")
+    print(f"  labels: {', '.join(f'{k}={v}' for k, v in sorted(submission.labels.items()))}")
+    if submission.experiment:
+        print(f"  experiment: {submission.experiment}")
+    print(f"  console: {submission.console_url}")
+    if not args.wait:
+        return 0
+    timeout = args.timeout_minutes * 60 if args.timeout_minutes else None
+    result = wait_for_pipeline(job, poll_seconds=args.poll_seconds, timeout_seconds=timeout)
+    if result.succeeded:
+        print(f"{submission.job_id}: succeeded")
+        return 0
+    failed = ", ".join(result.failed_tasks) or "no task reported FAILED"
+    print(f"{submission.job_id}: {result.state} (failed tasks: {failed})"
+          + (f": {result.error}" if result.error else ""), file=sys.stderr)
+    return 1

@@ -1,0 +1,166 @@
+"""Daily retraining as a native Vertex `PipelineJobSchedule`, addressed by its display name.
+
+`create_or_update` is idempotent: when a schedule with the config's display name exists, it is
+updated in place (cron, limits, window, and the pipeline it launches), never duplicated. Every
+scheduled run starts from the same compiled template; its preprocess step reads the logs of the
+`logs.lookback_days` days before the run's own create time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from configs import AdrankConfig
+from ops.vertex.jobs import build_pipeline_job, job_labels
+from ops.vertex.retry import with_backoff
+from ops.vertex.session import VertexSession, require_service_account, vertex_section
+
+# Fields of the Schedule resource `create_or_update` sets; an update sends all of them.
+UPDATED_FIELDS = [
+    "cron", "max_concurrent_run_count", "max_run_count", "start_time", "end_time", "allow_queueing",
+    "create_pipeline_job_request",
+]
+
+
+class ScheduleNotFound(LookupError):
+    pass
+
+
+@dataclass
+class ScheduleRow:
+    display_name: str
+    state: str
+    cron: str
+    next_run_time: str
+    last_run: str
+    resource_name: str
+
+
+def schedule_display_name(config: AdrankConfig) -> str:
+    return vertex_section(config).schedule.display_name or f"{config.name}-daily"
+
+
+def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep):
+    from google.cloud import aiplatform
+
+    found = with_backoff(
+        lambda: aiplatform.PipelineJobSchedule.list(filter=f'display_name="{display_name}"'),
+        f"list schedules {display_name}", sleep=sleep,
+    )
+    return [s for s in found if s.display_name == display_name]
+
+
+def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep):
+    found = find_schedules(display_name, session, sleep)
+    if not found:
+        raise ScheduleNotFound(f"no schedule named '{display_name}' in {session.location_path}")
+    if len(found) > 1:
+        names = ", ".join(s.resource_name for s in found)
+        raise ScheduleNotFound(f"{len(found)} schedules are named '{display_name}' ({names}); delete the extras")
+    return found[0]
+
+
+def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str | None):
+    """The Schedule proto for this config: its timing and the CreatePipelineJobRequest it fires."""
+    from google.cloud import aiplatform
+
+    vertex = vertex_section(config)
+    schedule = vertex.schedule
+    job = build_pipeline_job(config, template_path, job_id=None, labels=job_labels(config, revision))
+    builder = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name=schedule_display_name(config))
+    resource = builder._gca_resource
+    resource.cron = schedule.vertex_cron
+    resource.max_concurrent_run_count = schedule.max_concurrent_runs
+    resource.allow_queueing = schedule.allow_queueing
+    if schedule.max_runs:
+        resource.max_run_count = schedule.max_runs
+    if schedule.start_time:
+        resource.start_time = schedule.start_time
+    if schedule.end_time:
+        resource.end_time = schedule.end_time
+    request_job = resource.create_pipeline_job_request.pipeline_job
+    request_job.service_account = require_service_account(config)
+    if vertex.network:
+        request_job.network = vertex.network
+    return builder, resource
+
+
+def create_or_update(
+    config: AdrankConfig,
+    template_path: Path,
+    session: VertexSession,
+    revision: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, object]:
+    """Create the config's schedule, or update the one with the same display name. Returns (action, schedule)."""
+    from google.protobuf import field_mask_pb2
+
+    builder, resource = _schedule_resource(config, template_path, revision)
+    existing = find_schedules(resource.display_name, session, sleep)
+    if len(existing) > 1:
+        raise ScheduleNotFound(f"{len(existing)} schedules are named '{resource.display_name}'; delete the extras")
+    if not existing:
+        def create():
+            builder._gca_resource = builder.api_client.create_schedule(parent=session.location_path, schedule=resource)
+        with_backoff(create, f"create schedule {resource.display_name}", sleep=sleep)
+        return "created", builder
+    schedule = existing[0]
+    resource.name = schedule.resource_name
+    mask = field_mask_pb2.FieldMask(paths=UPDATED_FIELDS)
+    schedule._gca_resource = with_backoff(
+        lambda: schedule.api_client.update_schedule(schedule=resource, update_mask=mask),
+        f"update schedule {resource.display_name}", sleep=sleep,
+    )
+    return "updated", schedule
+
+
+def pause(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep):
+    schedule = find_schedule(display_name, session, sleep)
+    with_backoff(schedule.pause, f"pause schedule {display_name}", sleep=sleep)
+    return schedule
+
+
+def resume(display_name: str, session: VertexSession, catch_up: bool = False,
+           sleep: Callable[[float], None] = time.sleep):
+    schedule = find_schedule(display_name, session, sleep)
+    with_backoff(lambda: schedule.resume(catch_up=catch_up), f"resume schedule {display_name}", sleep=sleep)
+    return schedule
+
+
+def delete(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep) -> str:
+    schedule = find_schedule(display_name, session, sleep)
+    name = schedule.resource_name
+    with_backoff(schedule.delete, f"delete schedule {display_name}", sleep=sleep)
+    return name
+
+
+def list_schedules(session: VertexSession, name_prefix: str = "",
+                   sleep: Callable[[float], None] = time.sleep) -> list[ScheduleRow]:
+    from google.cloud import aiplatform
+
+    schedules = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules", sleep=sleep)
+    rows = []
+    for schedule in schedules:
+        resource = schedule.gca_resource
+        if not resource.display_name.startswith(name_prefix):
+            continue
+        rows.append(ScheduleRow(
+            display_name=resource.display_name,
+            state=resource.state.name,
+            cron=resource.cron,
+            next_run_time=_time(resource, "next_run_time"),
+            last_run=(resource.last_scheduled_run_response.run_response
+                      if "last_scheduled_run_response" in resource else ""),
+            resource_name=resource.name,
+        ))
+    return sorted(rows, key=lambda row: row.display_name)
+
+
+def _time(resource, field: str) -> str:
+    if field not in resource:
+        return ""
+    value = getattr(resource, field)
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)

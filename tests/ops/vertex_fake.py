@@ -1,0 +1,292 @@
+"""A stand-in for the Vertex AI v1 REST API on 127.0.0.1: records every request, answers like Vertex.
+
+The real `google-cloud-aiplatform` client talks to it (REST transport, anonymous credentials), so the
+tests check what the client actually sends. Pipeline jobs advance one scripted state per GET.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+TIME = "2026-03-02T11:00:00.000000Z"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict
+    body: dict | None
+
+
+@dataclass
+class JobScript:
+    """The states a job goes through, one per GET: (pipeline state, {task name: task state})."""
+
+    steps: list[tuple[str, dict[str, str]]]
+    error: str = ""
+
+
+@dataclass
+class FakeVertex:
+    project: str
+    region: str
+    requests: list[Recorded] = field(default_factory=list)
+    pipeline_jobs: dict[str, dict] = field(default_factory=dict)
+    scripts: dict[str, JobScript] = field(default_factory=dict)
+    default_script: JobScript | None = None
+    schedules: dict[str, dict] = field(default_factory=dict)
+    contexts: dict[str, dict] = field(default_factory=dict)
+    context_children: dict[str, list[str]] = field(default_factory=dict)
+    failures: list[tuple[str, str, int]] = field(default_factory=list)  # (method, path regex, status), used once
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.region}"
+
+    def calls(self, method: str, pattern: str) -> list[Recorded]:
+        return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
+
+    # -- request handling -------------------------------------------------------------------------
+    def handle(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, dict]:
+        with self.lock:
+            self.requests.append(Recorded(method, path, query, body))
+            for index, (fail_method, pattern, status) in enumerate(self.failures):
+                if fail_method == method and re.search(pattern, path):
+                    del self.failures[index]
+                    return status, _error(status, "injected transient failure")
+            path = path.removeprefix("/v1/")
+            for route_method, pattern, handler in self._routes():
+                match = re.fullmatch(pattern, path)
+                if route_method == method and match:
+                    return handler(*match.groups(), query=query, body=body)
+            return 404, _error(404, f"no route for {method} {path}")
+
+    def _routes(self):
+        loc = r"projects/([^/]+)/locations/([^/]+)"
+        return [
+            ("POST", loc + r"/pipelineJobs", self._create_job),
+            ("GET", loc + r"/pipelineJobs", self._list_jobs),
+            ("GET", loc + r"/pipelineJobs/([^/:]+)", self._get_job),
+            ("POST", loc + r"/schedules", self._create_schedule),
+            ("GET", loc + r"/schedules", self._list_schedules),
+            ("GET", loc + r"/schedules/([^/:]+)", self._get_schedule),
+            ("PATCH", loc + r"/schedules/([^/:]+)", self._patch_schedule),
+            ("POST", loc + r"/schedules/([^/:]+):pause", self._pause_schedule),
+            ("POST", loc + r"/schedules/([^/:]+):resume", self._resume_schedule),
+            ("DELETE", loc + r"/schedules/([^/:]+)", self._delete_schedule),
+            ("GET", loc + r"/metadataStores/([^/:]+)", self._get_store),
+            ("POST", loc + r"/metadataStores/([^/:]+)/contexts", self._create_context),
+            ("GET", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+)", self._get_context),
+            ("PATCH", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+)", self._patch_context),
+            ("POST", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+):addContextChildren", self._add_children),
+            ("GET", loc + r"/metadataStores/([^/:]+)/contexts", self._list_contexts),
+        ]
+
+    # -- pipeline jobs ----------------------------------------------------------------------------
+    def _create_job(self, project, region, query, body):
+        job_id = (query.get("pipelineJobId") or [uuid.uuid4().hex[:12]])[0]
+        name = f"projects/{project}/locations/{region}/pipelineJobs/{job_id}"
+        if job_id in self.pipeline_jobs:
+            return 409, _error(409, f"PipelineJob {name} already exists")
+        job = copy.deepcopy(body)
+        job.update(name=name, state="PIPELINE_STATE_PENDING", createTime=TIME, updateTime=TIME)
+        run_context = self._store_context(project, region, "default", job_id, "system.PipelineRun", job_id)
+        job["jobDetail"] = {"pipelineRunContext": self.contexts[run_context],
+                            "pipelineContext": self.contexts[run_context]}
+        self.pipeline_jobs[job_id] = job
+        return 200, job
+
+    def _get_job(self, project, region, job_id, query, body):
+        job = self.pipeline_jobs.get(job_id)
+        if job is None:
+            return 404, _error(404, f"PipelineJob {job_id} not found")
+        script = self.scripts.get(job_id) or self.default_script
+        if script and script.steps:
+            state, tasks = script.steps.pop(0) if len(script.steps) > 1 else script.steps[0]
+            job["state"] = state
+            job["jobDetail"]["taskDetails"] = [_task(i, name, task_state, job) for i, (name, task_state) in
+                                               enumerate(tasks.items(), start=1)]
+            if state == "PIPELINE_STATE_FAILED" and script.error:
+                job["error"] = {"code": 9, "message": script.error}
+            if state in ("PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED"):
+                job["endTime"] = TIME
+        return 200, job
+
+    def _list_jobs(self, project, region, query, body):
+        jobs = list(self.pipeline_jobs.values())
+        wanted = re.search(r'display_name="([^"]+)"', (query.get("filter") or [""])[0])
+        if wanted:
+            jobs = [j for j in jobs if j.get("displayName") == wanted.group(1)]
+        return 200, {"pipelineJobs": jobs}
+
+    # -- schedules --------------------------------------------------------------------------------
+    def _create_schedule(self, project, region, query, body):
+        schedule_id = str(1000 + len(self.schedules) + 1)
+        schedule = copy.deepcopy(body)
+        schedule.update(name=f"projects/{project}/locations/{region}/schedules/{schedule_id}", state="ACTIVE",
+                        createTime=TIME, updateTime=TIME, nextRunTime=TIME)
+        self.schedules[schedule_id] = schedule
+        return 200, schedule
+
+    def _list_schedules(self, project, region, query, body):
+        schedules = list(self.schedules.values())
+        wanted = re.search(r'display_name="([^"]+)"', (query.get("filter") or [""])[0])
+        if wanted:
+            schedules = [s for s in schedules if s.get("displayName") == wanted.group(1)]
+        return 200, {"schedules": schedules}
+
+    def _get_schedule(self, project, region, schedule_id, query, body):
+        if schedule_id not in self.schedules:
+            return 404, _error(404, f"Schedule {schedule_id} not found")
+        return 200, self.schedules[schedule_id]
+
+    def _patch_schedule(self, project, region, schedule_id, query, body):
+        schedule = self.schedules.get(schedule_id)
+        if schedule is None:
+            return 404, _error(404, f"Schedule {schedule_id} not found")
+        mask = (query.get("updateMask") or [""])[0]
+        for path in filter(None, mask.split(",")):
+            key = _camel(path)
+            if key in body:
+                schedule[key] = body[key]
+            else:
+                schedule.pop(key, None)
+        schedule["updateTime"] = TIME
+        return 200, schedule
+
+    def _pause_schedule(self, project, region, schedule_id, query, body):
+        return self._set_schedule_state(schedule_id, "PAUSED")
+
+    def _resume_schedule(self, project, region, schedule_id, query, body):
+        return self._set_schedule_state(schedule_id, "ACTIVE")
+
+    def _set_schedule_state(self, schedule_id, state):
+        if schedule_id not in self.schedules:
+            return 404, _error(404, f"Schedule {schedule_id} not found")
+        self.schedules[schedule_id]["state"] = state
+        return 200, {}
+
+    def _delete_schedule(self, project, region, schedule_id, query, body):
+        if self.schedules.pop(schedule_id, None) is None:
+            return 404, _error(404, f"Schedule {schedule_id} not found")
+        return 200, {"name": f"projects/{project}/locations/{region}/operations/{uuid.uuid4().int % 10**12}",
+                     "done": True, "response": {"@type": "type.googleapis.com/google.protobuf.Empty"}}
+
+    # -- metadata (experiments) -------------------------------------------------------------------
+    def _get_store(self, project, region, store, query, body):
+        return 200, {"name": f"projects/{project}/locations/{region}/metadataStores/{store}", "createTime": TIME}
+
+    def _store_context(self, project, region, store, context_id, schema, display_name, metadata=None):
+        name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
+        self.contexts[name] = {"name": name, "displayName": display_name, "schemaTitle": schema,
+                               "schemaVersion": "0.0.1", "metadata": metadata or {}, "createTime": TIME,
+                               "updateTime": TIME, "etag": "1"}
+        return name
+
+    def _create_context(self, project, region, store, query, body):
+        context_id = (query.get("contextId") or [uuid.uuid4().hex[:12]])[0]
+        name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
+        if name in self.contexts:
+            return 409, _error(409, f"Context {name} already exists")
+        self._store_context(project, region, store, context_id, body.get("schemaTitle", ""),
+                            body.get("displayName", context_id), body.get("metadata"))
+        return 200, self.contexts[name]
+
+    def _get_context(self, project, region, store, context_id, query, body):
+        name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
+        if name not in self.contexts:
+            return 404, _error(404, f"Context {name} not found")
+        return 200, self.contexts[name]
+
+    def _patch_context(self, project, region, store, context_id, query, body):
+        name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
+        self.contexts[name].update({k: v for k, v in body.items() if k != "name"})
+        return 200, self.contexts[name]
+
+    def _add_children(self, project, region, store, context_id, query, body):
+        name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
+        self.context_children.setdefault(name, []).extend(body.get("childContexts", []))
+        return 200, {}
+
+    def _list_contexts(self, project, region, store, query, body):
+        return 200, {"contexts": list(self.contexts.values())}
+
+
+def _task(index: int, name: str, state: str, job: dict) -> dict:
+    task = {"taskId": str(index), "taskName": name, "state": state, "createTime": TIME, "parentTaskId": "0"}
+    if name.startswith("train") or name == "report":
+        task["outputs"] = {"metrics": {"artifacts": [{
+            "name": f"{job['name']}/artifacts/{index}", "displayName": "metrics", "schemaTitle": "system.Metrics",
+            "uri": f"gs://bucket/root/{index}/metrics", "metadata": {"engagement_logloss": 0.4 + index / 1000,
+                                                                       "engagement_auc": 0.7}}]}}
+    return task
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _error(status: int, message: str) -> dict:
+    names = {404: "NOT_FOUND", 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+    return {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeVertex
+
+    def _serve(self, method: str) -> None:
+        url = urlparse(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        status, payload = self.server.fake.handle(method, url.path, parse_qs(url.query), body)  # type: ignore[attr-defined]
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # noqa: N802
+        self._serve("GET")
+
+    def do_POST(self):  # noqa: N802
+        self._serve("POST")
+
+    def do_PATCH(self):  # noqa: N802
+        self._serve("PATCH")
+
+    def do_DELETE(self):  # noqa: N802
+        self._serve("DELETE")
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+
+class FakeVertexServer:
+    """`with FakeVertexServer(fake) as endpoint:` serves `fake` on 127.0.0.1 until the block ends."""
+
+    def __init__(self, fake: FakeVertex):
+        self.fake = fake
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.fake = fake  # type: ignore[attr-defined]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
