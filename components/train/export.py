@@ -1,0 +1,83 @@
+"""The serving SavedModel: raw tf.Examples → tf.Transform layer → model → P(label) per task.
+
+Signatures:
+- `serving_default`: `examples` (serialized raw tf.Examples, as logged) → {task: probability [batch]}
+- `serving_transformed`: already-transformed feature tensors → {task: probability [batch]}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tensorflow as tf
+
+from components.preprocess.manifest import Manifest
+from components.train.input import feature_spec
+
+
+def raw_serving_spec(raw_spec: dict, tasks: list[str]) -> dict:
+    """The raw feature spec without labels: serving requests carry no labels."""
+    return {
+        name: spec
+        for name, spec in raw_spec.items()
+        if not name.startswith("label") and name not in tasks
+    }
+
+
+class ServingModule(tf.Module):
+    def __init__(self, model, manifest: Manifest, transform_fn_dir: str | None):
+        super().__init__()
+        self.model = model
+        self.tasks = list(manifest.tasks)
+        self.feature_names = [f.name for f in manifest.features]
+        transformed_spec = feature_spec(manifest, with_labels=False)
+        self.transformed_signature = {
+            name: tf.TensorSpec([None, *spec.shape], spec.dtype, name=name) for name, spec in transformed_spec.items()
+        }
+        self.tft_layer = None
+        self.raw_spec = None
+        if transform_fn_dir is not None:
+            import tensorflow_transform as tft
+
+            output = tft.TFTransformOutput(transform_fn_dir)
+            self.tft_layer = output.transform_features_layer()
+            self.raw_spec = raw_serving_spec(output.raw_feature_spec(), self.tasks)
+
+    def _predict(self, features):
+        outputs = self.model({name: features[name] for name in self.feature_names}, training=False)
+        return {task: tf.reshape(outputs[task], [-1]) for task in self.tasks}
+
+    def signatures(self) -> dict:
+        signatures = {
+            "serving_transformed": tf.function(self._predict).get_concrete_function(self.transformed_signature)
+        }
+        if self.tft_layer is not None:
+            raw_spec = self.raw_spec
+
+            @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+            def serve_raw(examples):
+                raw = tf.io.parse_example(examples, raw_spec)
+                transformed = self.tft_layer(raw)
+                return self._predict(transformed)
+
+            signatures["serving_default"] = serve_raw.get_concrete_function()
+        else:
+            signatures["serving_default"] = signatures["serving_transformed"]
+        return signatures
+
+
+def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, export_dir: str | Path) -> Path:
+    """Writes the SavedModel to `export_dir` and returns it."""
+    module = ServingModule(model, manifest, tft_output_dir(examples_dir, manifest))
+    tf.saved_model.save(module, str(export_dir), signatures=module.signatures())
+    return Path(export_dir)
+
+
+def tft_output_dir(examples_dir: str | Path, manifest: Manifest) -> str | None:
+    """The tf.Transform output directory (holding `transform_fn/` and `transformed_metadata/`), if written."""
+    path = Path(examples_dir) / manifest.transform_fn_dir
+    if (path / "transform_fn").is_dir():
+        return str(path)
+    if (path / "saved_model.pb").is_file() and (path.parent / "transformed_metadata").is_dir():
+        return str(path.parent)
+    return None

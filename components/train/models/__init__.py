@@ -1,0 +1,51 @@
+"""Ranking models (Keras 3): DCN-v2, PLE and a logistic-regression baseline, built from the config."""
+
+from __future__ import annotations
+
+from components.preprocess.manifest import Manifest
+from components.train.embedding import feature_configs, numeric_features
+from components.train.models.base import RankingModel
+from components.train.models.cross import CrossLayer
+from components.train.models.dcn import DCN
+from components.train.models.linear import LogisticRegression
+from components.train.models.mlp import MLP
+from components.train.models.ple import CGC, PLE
+from configs.training import ModelConfig
+
+__all__ = ["CGC", "DCN", "MLP", "PLE", "CrossLayer", "LogisticRegression", "RankingModel", "build_model"]
+
+
+def build_model(
+    model: ModelConfig, manifest: Manifest, per_replica_batch: int, tpu_embedding: bool = False,
+    embedding_optimizer="adam",
+) -> RankingModel:
+    """The configured model, its tables sized from the transform output (the manifest)."""
+    dim = 1 if model.kind == "linear" else model.embedding_dim
+    common = dict(
+        feature_configs=feature_configs(manifest, dim, per_replica_batch, embedding_optimizer),
+        numeric_features=[f.name for f in numeric_features(manifest)],
+        tasks=list(manifest.tasks),
+        tpu_embedding=tpu_embedding,
+        name=model.kind,
+    )
+    if model.kind == "dcn":
+        return DCN(
+            cross_layers=model.cross_layers,
+            structure=model.cross_structure,
+            projection_dim=model.cross_projection_dim,
+            num_experts=model.cross_experts,
+            deep_layers=model.deep_layers,
+            **common,
+        )
+    if model.kind == "ple":
+        return PLE(
+            levels=model.ple_levels,
+            task_experts=model.ple_task_experts,
+            shared_experts=model.ple_shared_experts,
+            expert_layers=model.ple_expert_layers,
+            tower_layers=model.ple_tower_layers,
+            **common,
+        )
+    if model.kind == "linear":
+        return LogisticRegression(**common)
+    raise ValueError(f"unknown model kind '{model.kind}'")

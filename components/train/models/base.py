@@ -1,0 +1,100 @@
+"""`RankingModel`: transformed features → x_0 = [embeddings ‖ numeric] → a model body → P(label) per task.
+
+Subclasses implement `body(x0) -> {task: logit[batch, 1]}`. Training applies two optimizers: one for
+the embedding tables (its own learning rate) and one for every dense weight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import keras_rs
+import tensorflow as tf
+from keras.src.losses import loss as loss_module
+
+from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
+
+
+class RankingModel(keras.Model):
+    def __init__(
+        self,
+        feature_configs: dict[str, keras_rs.layers.FeatureConfig | dict],
+        numeric_features: list[str],
+        tasks: list[str],
+        tpu_embedding: bool = False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.feature_configs = {
+            name: c if isinstance(c, keras_rs.layers.FeatureConfig) else keras_rs.layers.FeatureConfig.from_config(c)
+            for name, c in feature_configs.items()
+        }
+        self.numeric_features = list(numeric_features)
+        self.tasks = list(tasks)
+        self.tpu_embedding = tpu_embedding
+        embedding_class = TPUFeatureEmbedding if tpu_embedding else FeatureEmbedding
+        self.embedding = embedding_class(self.feature_configs, name="embedding")
+        self.embedding_optimizer: keras.optimizers.Optimizer | None = None
+
+    # -- forward ---------------------------------------------------------------------------------
+    def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
+        embedded = self.embedding({name: inputs[name] for name in self.feature_configs})
+        parts = [embedded[name] for name in self.feature_configs]
+        if self.numeric_features:
+            numeric = keras.ops.stack([keras.ops.cast(inputs[n], self.compute_dtype) for n in self.numeric_features], -1)
+            parts.append(numeric)
+        x0 = keras.ops.concatenate([keras.ops.cast(p, self.compute_dtype) for p in parts], axis=-1)
+        logits = self.body(x0, training=training)
+        return {task: keras.ops.sigmoid(keras.ops.cast(logits[task], "float32")) for task in self.tasks}
+
+    def body(self, x0, training: bool = False) -> dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    # -- training --------------------------------------------------------------------------------
+    def compile(self, embedding_optimizer: keras.optimizers.Optimizer | None = None, **kwargs):
+        super().compile(**kwargs)
+        self.embedding_optimizer = embedding_optimizer
+
+    def variable_groups(self) -> tuple[list, list]:
+        """(embedding-table variables, every other trainable variable)."""
+        table_ids = {id(v) for v in self.embedding.trainable_variables}
+        tables = [v for v in self.trainable_variables if id(v) in table_ids]
+        dense = [v for v in self.trainable_variables if id(v) not in table_ids]
+        return tables, dense
+
+    def build_optimizers(self) -> None:
+        """Create optimizer slots now (under the strategy scope), each for its own variable group."""
+        tables, dense = self.variable_groups()
+        if self.embedding_optimizer is None:
+            self.optimizer.build(tables + dense)
+        else:
+            self.optimizer.build(dense)
+            self.embedding_optimizer.build(tables)
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self._compute_loss(x=x, y=y, y_pred=y_pred, training=True)
+            self._loss_tracker.update_state(
+                loss_module.unscale_loss_for_distribution(loss), sample_weight=tf.shape(y_pred[self.tasks[0]])[0]
+            )
+        tables, dense = self.variable_groups()
+        if self.embedding_optimizer is None:
+            variables = tables + dense
+            self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        else:
+            gradients = tape.gradient(loss, tables + dense)
+            self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
+            self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
+        return self.compute_metrics(x, y, y_pred)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "feature_configs": {name: c.get_config() for name, c in self.feature_configs.items()},
+            "numeric_features": self.numeric_features,
+            "tasks": self.tasks,
+            "tpu_embedding": self.tpu_embedding,
+        }

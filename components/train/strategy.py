@@ -1,0 +1,138 @@
+"""Which `tf.distribute` strategy to use, decided from the hardware present at run time.
+
+    TF_CONFIG has a `ps` job          → ParameterServerStrategy (asynchronous; target kind cpu-ps)
+    target tpu and a TPU answers      → TPUStrategy
+    TF_CONFIG has several workers     → MultiWorkerMirroredStrategy
+    GPUs visible (target gpu)         → MirroredStrategy over them
+    several logical CPUs              → MirroredStrategy over them
+    otherwise                         → the default strategy on one device
+
+A target whose hardware is absent fails with `HardwareUnavailableError` unless it allows a CPU fallback.
+What the run saw (device kind, count, names, strategy, replicas) is read back from the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+
+import tensorflow as tf
+
+from components.train.summary import HardwareSeen
+
+
+class HardwareUnavailableError(RuntimeError):
+    """The target asked for hardware this machine does not have."""
+
+
+@dataclass
+class Runtime:
+    strategy: tf.distribute.Strategy
+    device_kind: str
+    device_names: list[str]
+    device_descriptions: list[str] = field(default_factory=list)
+    fallback_reason: str | None = None
+
+    @property
+    def strategy_name(self) -> str:
+        return type(self.strategy).__name__
+
+    @property
+    def replicas(self) -> int:
+        return int(self.strategy.num_replicas_in_sync)
+
+    @property
+    def is_parameter_server(self) -> bool:
+        return isinstance(self.strategy, tf.distribute.experimental.ParameterServerStrategy)
+
+    @property
+    def is_tpu(self) -> bool:
+        return isinstance(self.strategy, tf.distribute.TPUStrategy)
+
+    def hardware_seen(self) -> HardwareSeen:
+        return HardwareSeen(
+            device_kind=self.device_kind,
+            device_count=len(self.device_names),
+            device_names=self.device_names,
+            device_descriptions=self.device_descriptions,
+            strategy=self.strategy_name,
+            replicas=self.replicas,
+            host=socket.gethostname(),
+        )
+
+
+def cluster_spec_from_env() -> dict:
+    raw = os.environ.get("TF_CONFIG")
+    return json.loads(raw).get("cluster", {}) if raw else {}
+
+
+def runtime_for(target_kind: str, allow_cpu_fallback: bool = False) -> Runtime:
+    """The strategy and devices for a target of `target_kind` on this machine, now."""
+    cluster = cluster_spec_from_env()
+    if cluster.get("ps"):
+        return _parameter_server_runtime(cluster)
+    if target_kind == "cpu-ps":
+        return _fallback_or_fail(
+            "target kind 'cpu-ps' needs TF_CONFIG with a 'ps' job (parameter servers)", allow_cpu_fallback
+        )
+    if target_kind == "tpu":
+        try:
+            return _tpu_runtime()
+        except HardwareUnavailableError as error:
+            return _fallback_or_fail(str(error), allow_cpu_fallback)
+    gpus = tf.config.list_logical_devices("GPU")
+    if target_kind == "gpu" and not gpus:
+        return _fallback_or_fail("target kind 'gpu' but TensorFlow sees no GPU", allow_cpu_fallback)
+    if len(cluster.get("worker", [])) + len(cluster.get("chief", [])) > 1:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        kind = "GPU" if gpus else "CPU"
+        return Runtime(strategy, kind, list(strategy.extended.worker_devices), _gpu_descriptions() if gpus else [])
+    if gpus:
+        strategy = tf.distribute.MirroredStrategy([d.name for d in gpus])
+        return Runtime(strategy, "GPU", [d.name for d in gpus], _gpu_descriptions())
+    return _cpu_runtime()
+
+
+def _cpu_runtime(fallback_reason: str | None = None) -> Runtime:
+    cpus = tf.config.list_logical_devices("CPU")
+    if len(cpus) > 1:
+        strategy: tf.distribute.Strategy = tf.distribute.MirroredStrategy([d.name for d in cpus])
+    else:
+        strategy = tf.distribute.get_strategy()
+    return Runtime(strategy, "CPU", [d.name for d in cpus], fallback_reason=fallback_reason)
+
+
+def _fallback_or_fail(reason: str, allow_cpu_fallback: bool) -> Runtime:
+    if not allow_cpu_fallback:
+        raise HardwareUnavailableError(f"{reason}; set allow_cpu_fallback: true on the target to train on CPU")
+    return _cpu_runtime(fallback_reason=reason)
+
+
+def _gpu_descriptions() -> list[str]:
+    descriptions = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        descriptions.append(str(details.get("device_name", gpu.name)))
+    return descriptions
+
+
+def _tpu_runtime() -> Runtime:
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ.get("TPU_NAME", "local"))
+        tf.config.experimental_connect_to_cluster(resolver)
+        topology = tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        raise HardwareUnavailableError(f"target kind 'tpu' but no TPU was found: {error}") from error
+    strategy = tf.distribute.TPUStrategy(resolver)
+    tpus = tf.config.list_logical_devices("TPU")
+    description = f"TPU topology {list(topology.mesh_shape)}, {topology.num_tasks} host(s)"
+    return Runtime(strategy, "TPU", [d.name for d in tpus], [description])
+
+
+def _parameter_server_runtime(cluster: dict) -> Runtime:
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster.get("worker", [])))]
+    return Runtime(strategy, "CPU", workers, [f"{len(cluster['ps'])} parameter server(s)"])

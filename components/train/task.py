@@ -1,0 +1,267 @@
+"""`train()`: one training run of one target — the plain function behind the KFP `train_step`.
+
+    resolve target overrides → seed, determinism → strategy from the hardware present → input pipeline →
+    model + optimizers under the strategy scope → restore checkpoint → fit in checkpointed chunks →
+    evaluate on the eval split → export the serving SavedModel → RunSummary
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from components.evaluate import metrics as ranking_metrics
+from components.preprocess.manifest import Manifest
+from components.train.callbacks import LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss
+from components.train.export import export_serving_model
+from components.train.input import InputOptions, make_dataset
+from components.train.models import RankingModel, build_model
+from components.train.optimization import make_optimizers, scaled_learning_rate
+from components.train.strategy import Runtime, runtime_for
+from components.train.summary import CurvePoint, RunSummary, TaskMetrics
+from configs.schema import AdrankConfig
+from configs.training import ResolvedTarget, TrainingConfig, resolve_target
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_DIR = "checkpoints"
+SAVED_MODEL_DIR = "saved_model"
+
+
+def train(
+    config: AdrankConfig,
+    target_name: str,
+    run_index: int,
+    examples_dir: str,
+    model_dir: str,
+    model_uri: str | None = None,
+) -> RunSummary:
+    """Train `target_name`'s model once (seed = config.seed + run_index) and summarize the run."""
+    started = time.perf_counter()
+    resolved = resolve_target(config.model, config.training, config.target(target_name))
+    seed = config.seed + run_index
+    seed_everything(seed, resolved.training.deterministic)
+    runtime = runtime_for(resolved.target.kind, resolved.target.allow_cpu_fallback)
+    if runtime.fallback_reason:
+        log.warning("falling back to CPU: %s", runtime.fallback_reason)
+    set_precision_policy(resolved.training, runtime)
+    manifest = Manifest.read(examples_dir)
+
+    if runtime.is_parameter_server:
+        from components.train.parameter_server import fit_parameter_server
+
+        model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed)
+    else:
+        model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed)
+
+    task_metrics = evaluate(model, manifest, examples_dir, resolved.training)
+    export_dir = Path(model_dir) / SAVED_MODEL_DIR
+    if not runtime.is_tpu:  # TPU-embedding models are exported from a CPU copy; not built here
+        export_serving_model(model, manifest, examples_dir, export_dir)
+
+    curve = [CurvePoint(step=step, loss=loss) for step, loss in fit_result.curve]
+    eval_logloss = float(np.mean([m.logloss for m in task_metrics.values()]))
+    if curve:
+        curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss})
+    return RunSummary(
+        target=resolved.target.name,
+        target_kind=resolved.target.kind,
+        run_index=run_index,
+        seed=seed,
+        hardware=runtime.hardware_seen(),
+        model_kind=resolved.model.kind,
+        global_batch_size=resolved.training.global_batch_size,
+        learning_rate=scaled_learning_rate(resolved.training),
+        steps=plan.total_steps,
+        epochs=resolved.training.epochs,
+        train_examples=manifest.splits["train"].examples,
+        wall_time_seconds=time.perf_counter() - started,
+        examples_per_second=fit_result.examples_per_second,
+        input_stall_fraction=None,
+        metrics=task_metrics,
+        curve=curve,
+        model_uri=str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}",
+    )
+
+
+# -- set-up ---------------------------------------------------------------------------------------
+def seed_everything(seed: int, deterministic: bool) -> None:
+    keras.utils.set_random_seed(seed)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+
+def set_precision_policy(training: TrainingConfig, runtime: Runtime) -> None:
+    """bfloat16 compute where the hardware has it (TPU, GPUs of compute capability ≥ 8), else float32.
+
+    bfloat16 keeps float32's exponent range, so no loss scaling is needed.
+    """
+    policy = "float32"
+    if training.mixed_precision == "on" or (
+        training.mixed_precision == "auto" and (runtime.is_tpu or _gpus_have_bfloat16(runtime))
+    ):
+        policy = "mixed_bfloat16"
+    keras.mixed_precision.set_global_policy(policy)
+
+
+def _gpus_have_bfloat16(runtime: Runtime) -> bool:
+    if runtime.device_kind != "GPU":
+        return False
+    for gpu in tf.config.list_physical_devices("GPU"):
+        capability = tf.config.experimental.get_device_details(gpu).get("compute_capability", (0, 0))
+        if tuple(capability) < (8, 0):
+            return False
+    return True
+
+
+class StepPlan:
+    """Steps of a run, grouped into equal chunks; a checkpoint is written after every chunk.
+
+    A chunk is a whole number of executions (`steps_per_execution` steps each), so a resumed run
+    restarts at a chunk boundary and ends at exactly `total_steps`.
+    """
+
+    def __init__(self, train_examples: int, training: TrainingConfig):
+        self.steps_per_epoch = train_examples // training.global_batch_size
+        if self.steps_per_epoch < 1:
+            raise ValueError(
+                f"{train_examples} train examples are fewer than one global batch of {training.global_batch_size}"
+            )
+        self.steps_per_execution = min(training.steps_per_execution, self.steps_per_epoch)
+        chunk = max(1, self.steps_per_epoch // training.checkpoints_per_epoch)
+        self.chunk_steps = max(self.steps_per_execution, chunk - chunk % self.steps_per_execution)
+        self.chunks = training.epochs * max(1, self.steps_per_epoch // self.chunk_steps)
+        self.total_steps = self.chunks * self.chunk_steps
+
+
+class FitResult:
+    def __init__(self, curve: list[tuple[int, float]], examples_per_second: float):
+        self.curve = curve
+        self.examples_per_second = examples_per_second
+
+
+def checkpoint_dir(model_dir: str) -> str:
+    """Vertex gives a preemption-safe `AIP_CHECKPOINT_DIR`; locally checkpoints live in the model dir."""
+    return os.environ.get("AIP_CHECKPOINT_DIR") or str(Path(model_dir) / CHECKPOINT_DIR)
+
+
+def checkpoint_manager(model: RankingModel, model_dir: str) -> tf.train.CheckpointManager:
+    objects = {"model": model, "optimizer": model.optimizer}
+    if model.embedding_optimizer is not None:
+        objects["embedding_optimizer"] = model.embedding_optimizer
+    return tf.train.CheckpointManager(tf.train.Checkpoint(**objects), checkpoint_dir(model_dir), max_to_keep=2)
+
+
+def compiled_model(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, sample_features: dict, steps_per_execution: int
+) -> RankingModel:
+    """The model with built variables and optimizer slots; call under the strategy scope."""
+    per_replica_batch = resolved.training.global_batch_size // runtime.replicas
+    dense_optimizer, embedding_optimizer = make_optimizers(resolved.training)
+    model = build_model(resolved.model, manifest, per_replica_batch, tpu_embedding=runtime.is_tpu)
+    model.compile(
+        optimizer=dense_optimizer,
+        embedding_optimizer=embedding_optimizer,
+        loss={task: keras.losses.BinaryCrossentropy() for task in manifest.tasks},
+        steps_per_execution=steps_per_execution,
+        jit_compile=runtime.is_tpu,
+    )
+    model(sample_features)
+    model.build_optimizers()
+    return model
+
+
+def fit_synchronous(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int
+) -> tuple[RankingModel, StepPlan, FitResult]:
+    training = resolved.training
+    if training.global_batch_size % runtime.replicas:
+        raise ValueError(
+            f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
+        )
+    plan = StepPlan(manifest.splits["train"].examples, training)
+    train_data = make_dataset(
+        examples_dir,
+        manifest,
+        "train",
+        InputOptions(
+            batch_size=training.global_batch_size,
+            training=True,
+            seed=seed,
+            shuffle_buffer=training.shuffle_buffer,
+            deterministic=training.deterministic,
+            drop_remainder=True,
+            repeat=True,
+        ),
+    )
+    sample_features, _ = next(iter(train_data.take(1)))
+    with runtime.strategy.scope():
+        model = compiled_model(resolved, runtime, manifest, sample_features, plan.steps_per_execution)
+        manager = checkpoint_manager(model, model_dir)
+        if manager.latest_checkpoint:
+            manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            log.info("resumed from %s", manager.latest_checkpoint)
+    done_steps = int(model.optimizer.iterations.numpy())
+    if done_steps % plan.chunk_steps:
+        raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")
+    curve, clock = LossCurve(), StepClock()
+    if done_steps < plan.total_steps:
+        model.fit(
+            train_data,
+            steps_per_epoch=plan.chunk_steps,
+            epochs=plan.chunks,
+            initial_epoch=done_steps // plan.chunk_steps,
+            callbacks=[StopOnNonFiniteLoss(), SaveCheckpoint(manager), curve, clock],
+            verbose=0,
+        )
+    steps_per_second = clock.steady_steps_per_second()
+    examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
+    return model, plan, FitResult(curve.points, examples_per_second)
+
+
+# -- evaluation -----------------------------------------------------------------------------------
+def predict_split(
+    model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(labels, probabilities) per task over every example of `split`, in file order."""
+    data = make_dataset(
+        examples_dir,
+        manifest,
+        split,
+        InputOptions(batch_size=batch_size, training=False, drop_remainder=False, deterministic=True),
+    )
+    predict = tf.function(lambda features: model(features, training=False))
+    labels: dict[str, list] = {task: [] for task in manifest.tasks}
+    probabilities: dict[str, list] = {task: [] for task in manifest.tasks}
+    for features, batch_labels in data:
+        outputs = predict(features)
+        for task in manifest.tasks:
+            labels[task].append(batch_labels[task].numpy().reshape(-1))
+            probabilities[task].append(outputs[task].numpy().reshape(-1))
+    return (
+        {task: np.concatenate(v) for task, v in labels.items()},
+        {task: np.concatenate(v) for task, v in probabilities.items()},
+    )
+
+
+def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig) -> dict[str, TaskMetrics]:
+    labels, probabilities = predict_split(model, manifest, examples_dir, "eval", max(training.global_batch_size, 1024))
+    result = {}
+    for task in manifest.tasks:
+        y, p = labels[task], probabilities[task]
+        result[task] = TaskMetrics(
+            logloss=ranking_metrics.logloss(y, p),
+            auc=ranking_metrics.auc(y, p),
+            normalized_entropy=ranking_metrics.normalized_entropy(y, p),
+            calibration=ranking_metrics.calibration(y, p),
+            examples=int(y.size),
+            positive_rate=float(y.mean()),
+            roc=ranking_metrics.roc_curve(y, p),
+        )
+    return result

@@ -1,0 +1,23 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fixture_data import write_transformed_examples  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def examples_dir(tmp_path_factory) -> Path:
+    """Two tasks' worth of tiny transformed examples (shared, read-only)."""
+    directory = tmp_path_factory.mktemp("examples")
+    write_transformed_examples(directory, train=2048, eval=512, tasks=("engagement", "conversion"))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def single_task_examples_dir(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("examples_single")
+    write_transformed_examples(directory, train=4096, eval=1024, tasks=("engagement",))
+    return directory
