@@ -13,6 +13,7 @@ from configs.training import TargetConfig
 from pipelines import placement
 from pipelines.fan_in import report_function, summary_input_name, target_metrics_name
 from pipelines.placement import Backend
+from pipelines.promotion_step import add_promotion
 from pipelines.steps import generate_logs_step, preprocess_step, train_step
 
 
@@ -83,9 +84,10 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                 placement.place_training(train, target, config, backend)
                 summaries[summary_input_name(len(summaries))] = train.outputs["summary"]
 
-        report_op(
+        report = report_op(
             config_json=config_json, examples=preprocess.outputs["examples"], **summaries
         ).set_display_name("report")
+        add_promotion(report, config, config_json, backend, component)
 
     return ranking
 

@@ -32,6 +32,9 @@ def _add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("local", "vertex"), default="local")
     parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="local runs directory (default: runs)")
     add_config_arguments(parser)
+    from ops.vertex.endpoint import add_endpoint_argument
+
+    add_endpoint_argument(parser)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -75,5 +78,17 @@ def _find(runs_dir: str, run: str) -> Path:
 
 def _vertex(args: argparse.Namespace, action: str) -> int:
     from ops.cli import CommandError
+    from ops.commands.options import config_from_args
+    from ops.vertex import runs as vertex_runs
+    from ops.vertex.session import VertexSetupError, session_for
 
-    raise CommandError(f"`runs {action} --backend vertex` is not available in this build")
+    try:
+        config = config_from_args(args)
+        session = session_for(config, getattr(args, "api_endpoint", None))
+        if action == "list":
+            print(vertex_runs.format_runs_table(vertex_runs.list_runs(config, session)))
+        else:
+            print(vertex_runs.format_run(vertex_runs.get_run(args.run, session), session))
+    except VertexSetupError as error:
+        raise CommandError(str(error)) from None
+    return 0

@@ -1,0 +1,1 @@
+"""The model registry step: register the best run's model and decide whether it becomes the default."""
