@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from configs import AdrankConfig, config_hash
-from ops.vertex.retry import with_backoff
+from ops.vertex.retry import pause, with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
 
 CacheMode = Literal["on", "off", "default"]
@@ -120,7 +120,7 @@ def submit_pipeline(
     parameters: dict[str, object] | None = None,
     now: dt.datetime | None = None,
     revision: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ):
     """Create the PipelineJob on Vertex; returns `(job, Submission)`. Needs `vertex.service_account`."""
     from google.api_core import exceptions
@@ -172,10 +172,11 @@ def wait_for_pipeline(
     poll_seconds: float = 30.0,
     timeout_seconds: float | None = None,
     out=sys.stdout,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> WaitResult:
     """Poll the job, print every change of the job's or a task's state, return the final state."""
+    sleep = sleep or pause
     name = job.resource_name
     seen: dict[str, str] = {}
     job_state = ""

@@ -13,15 +13,20 @@ T = TypeVar("T")
 TRANSIENT = (exceptions.TooManyRequests, exceptions.ServiceUnavailable)
 
 
+def pause(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def with_backoff(
     call: Callable[[], T],
     what: str,
     attempts: int = 6,
     initial_delay: float = 1.0,
     max_delay: float = 30.0,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> T:
     """Run `call`; on 429/503 wait (exponential, with jitter) and try again, at most `attempts` times."""
+    sleep = sleep or pause
     delay = initial_delay
     for attempt in range(1, attempts + 1):
         try:

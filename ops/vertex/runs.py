@@ -53,7 +53,7 @@ def run_from_resource(resource) -> VertexRun:
 
 
 def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
-              sleep: Callable[[float], None] = time.sleep) -> list[VertexRun]:
+              sleep: Callable[[float], None] | None = None) -> list[VertexRun]:
     """The config's pipeline runs (by display name), newest first, with their task details."""
     from google.cloud import aiplatform
 
@@ -70,7 +70,7 @@ def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
     return runs
 
 
-def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep) -> VertexRun:
+def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> VertexRun:
     from google.cloud import aiplatform
 
     name = job_id if job_id.startswith("projects/") else f"{session.location_path}/pipelineJobs/{job_id}"

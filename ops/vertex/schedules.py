@@ -43,7 +43,7 @@ def schedule_display_name(config: AdrankConfig) -> str:
     return vertex_section(config).schedule.display_name or f"{config.name}-daily"
 
 
-def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep):
+def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
     from google.cloud import aiplatform
 
     found = with_backoff(
@@ -53,7 +53,7 @@ def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[f
     return [s for s in found if s.display_name == display_name]
 
 
-def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep):
+def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
     found = find_schedules(display_name, session, sleep)
     if not found:
         raise ScheduleNotFound(f"no schedule named '{display_name}' in {session.location_path}")
@@ -93,7 +93,7 @@ def create_or_update(
     template_path: Path,
     session: VertexSession,
     revision: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> tuple[str, object]:
     """Create the config's schedule, or update the one with the same display name. Returns (action, schedule)."""
     from google.protobuf import field_mask_pb2
@@ -117,20 +117,20 @@ def create_or_update(
     return "updated", schedule
 
 
-def pause(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep):
+def pause(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
     schedule = find_schedule(display_name, session, sleep)
     with_backoff(schedule.pause, f"pause schedule {display_name}", sleep=sleep)
     return schedule
 
 
 def resume(display_name: str, session: VertexSession, catch_up: bool = False,
-           sleep: Callable[[float], None] = time.sleep):
+           sleep: Callable[[float], None] | None = None):
     schedule = find_schedule(display_name, session, sleep)
     with_backoff(lambda: schedule.resume(catch_up=catch_up), f"resume schedule {display_name}", sleep=sleep)
     return schedule
 
 
-def delete(display_name: str, session: VertexSession, sleep: Callable[[float], None] = time.sleep) -> str:
+def delete(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> str:
     schedule = find_schedule(display_name, session, sleep)
     name = schedule.resource_name
     with_backoff(schedule.delete, f"delete schedule {display_name}", sleep=sleep)
@@ -138,7 +138,7 @@ def delete(display_name: str, session: VertexSession, sleep: Callable[[float], N
 
 
 def list_schedules(session: VertexSession, name_prefix: str = "",
-                   sleep: Callable[[float], None] = time.sleep) -> list[ScheduleRow]:
+                   sleep: Callable[[float], None] | None = None) -> list[ScheduleRow]:
     from google.cloud import aiplatform
 
     schedules = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules", sleep=sleep)

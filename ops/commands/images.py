@@ -1,0 +1,70 @@
+"""`adrank images build`: build and push the cpu/gpu/tpu container images with Cloud Build.
+
+The image names come from the config (`vertex.images`); the build runs `gcloud builds submit` on
+`components/images/cloudbuild.yaml` from the repository root. The command is printed first, so it
+can be run by hand where gcloud is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from ops.commands.options import add_config_arguments, config_from_args
+
+DOCKERFILE = Path("components/images/Dockerfile")
+CLOUDBUILD = Path("components/images/cloudbuild.yaml")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("images", help="build and push the container images")
+    actions = parser.add_subparsers(dest="images_command", required=True, metavar="ACTION")
+    build = actions.add_parser("build", help="build the cpu/gpu/tpu images with Cloud Build and push them")
+    add_config_arguments(build, required=True)
+    build.add_argument("--dry-run", action="store_true", help="print the gcloud command, do not run it")
+    build.add_argument("--source", default=".", metavar="DIR", help="repository root (the build context)")
+    build.set_defaults(handler=_build)
+
+
+def build_command(config, source: str = ".") -> list[str]:
+    from ops.cli import CommandError
+
+    if config.vertex is None:
+        raise CommandError("the config has no 'vertex' section: image names live in vertex.images")
+    images = config.vertex.images
+    if "/" not in images.cpu:
+        raise CommandError(
+            f"vertex.images.cpu is '{images.cpu}': set it to a registry path, e.g. "
+            "us-central1-docker.pkg.dev/PROJECT/REPO/adrank-cpu:TAG"
+        )
+    substitutions = f"_CPU_IMAGE={images.cpu},_GPU_IMAGE={images.gpu or ''},_TPU_IMAGE={images.tpu or ''}"
+    return [
+        "gcloud", "builds", "submit", f"--project={config.vertex.project}", f"--region={config.vertex.region}",
+        f"--config={CLOUDBUILD}", f"--substitutions={substitutions}", source,
+    ]
+
+
+def _build(args: argparse.Namespace) -> int:
+    from ops.cli import CommandError
+
+    config = config_from_args(args)
+    command = build_command(config, args.source)
+    print("$ " + shlex.join(command))
+    if args.dry_run:
+        return 0
+    root = Path(args.source)
+    for needed in (DOCKERFILE, CLOUDBUILD, Path("requirements.lock"), Path("pyproject.toml")):
+        if not (root / needed).exists():
+            raise CommandError(f"{root / needed} not found: run from the repository root (or pass --source)")
+    if shutil.which("gcloud") is None:
+        raise CommandError(
+            "gcloud is not installed or not on PATH; install the Google Cloud CLI "
+            "(https://cloud.google.com/sdk/docs/install), run `gcloud auth login`, then run the command above"
+        )
+    completed = subprocess.run(command, cwd=root)
+    if completed.returncode != 0:
+        raise CommandError(f"gcloud builds submit failed with exit status {completed.returncode}")
+    return 0
