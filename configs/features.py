@@ -12,7 +12,10 @@ FEATURE_NAME = r"^[a-z][a-z0-9_]*$"
 
 
 class CategoricalFeature(StrictModel):
-    """A string id: hashed into buckets, or looked up in a vocabulary computed on the train split."""
+    """A string id: hashed into buckets, or looked up in a vocabulary computed on the train split.
+
+    Vocabulary: the `top_k` most frequent ids seen at least `frequency_threshold` times; the rest hash into
+    `oov_buckets`. Missing values become the token `__missing__` (a vocabulary entry like any other)."""
 
     kind: Literal["categorical"] = "categorical"
     name: str = Field(pattern=FEATURE_NAME)
@@ -24,24 +27,40 @@ class CategoricalFeature(StrictModel):
 
 
 class CategoricalListFeature(CategoricalFeature):
-    """A variable-length list of string ids (e.g. user interests), padded or cut to `max_length`."""
+    """A variable-length list of string ids (e.g. user interests), padded with id 0 or cut to `max_length`.
+
+    In text sources (CSV) the list is one string split on `separator`."""
 
     kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]
     max_length: int = Field(8, ge=1)
     combiner: Literal["mean", "sum"] = "mean"
+    separator: str = Field("|", min_length=1)
 
 
 class NumericFeature(StrictModel):
-    """A number, normalized with statistics of the train split."""
+    """A number, normalized with statistics of the train split.
+
+    zscore: (x − mean) / std. log1p: log(1 + max(x, 0)). log1p_zscore: both. quantile_buckets: the id of
+    the train-split quantile bucket (an int64 categorical input with `buckets` rows)."""
 
     kind: Literal["numeric"] = "numeric"
     name: str = Field(pattern=FEATURE_NAME)
-    normalization: Literal["zscore", "log1p_zscore"] = "zscore"
+    normalization: Literal["zscore", "log1p", "log1p_zscore", "quantile_buckets"] = "zscore"
+    buckets: int = Field(10, ge=2, description="quantile_buckets only")
     default: float = 0.0
 
 
+class TimeFeature(StrictModel):
+    """Derived from the impression timestamp inside the transform graph (UTC): hour of day or day of week
+    (Monday = 0). An int64 categorical input with 24 or 7 rows."""
+
+    kind: Literal["time"] = "time"
+    name: str = Field(pattern=FEATURE_NAME)
+    part: Literal["hour_of_day", "day_of_week"]
+
+
 Feature = Annotated[
-    CategoricalFeature | CategoricalListFeature | NumericFeature, Field(discriminator="kind")
+    CategoricalFeature | CategoricalListFeature | NumericFeature | TimeFeature, Field(discriminator="kind")
 ]
 
 
@@ -56,5 +75,7 @@ class FeaturesConfig(StrictModel):
         for feature in self.features:
             if feature.name in seen:
                 raise ValueError(f"feature '{feature.name}' is defined twice")
+            if feature.name.startswith("label_") or feature.name == "timestamp_ms":
+                raise ValueError(f"feature name '{feature.name}' is reserved (labels and the impression time)")
             seen.add(feature.name)
         return self

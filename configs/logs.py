@@ -1,4 +1,12 @@
-"""Where ad-engagement logs come from and how impressions become labelled examples."""
+"""Where ad-engagement logs come from and how impressions become labelled examples.
+
+Two label modes:
+  `engagements`: two streams, impressions and engagement events; a task's label is 1 when an event of its
+                 `event_type` follows the impression within `attribution_window_seconds` (both edges inclusive).
+  `outcome`:     one table whose rows already carry the outcome; a task's label is a column's value
+                 (`positive_when: truthy`) or whether a column is set (`positive_when: present`),
+                 e.g. a click log's `attributed_time`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,14 @@ from pydantic import Field, model_validator
 from configs.base import StrictModel
 
 EVENT_TYPES = ("swipe", "view", "install", "purchase")
+NAME = r"^[a-z][a-z0-9_]*$"
+
+# The names adrank uses for the fields it needs besides features; `*_fields` maps them (and feature names)
+# to the columns of the source when those are spelled differently.
+IMPRESSION_ID = "impression_id"
+TIMESTAMP = "timestamp"
+EVENT_TYPE = "event_type"
+EVENT_ID = "event_id"
 
 
 class SyntheticLogsConfig(StrictModel):
@@ -30,27 +46,69 @@ class SyntheticLogsConfig(StrictModel):
 
 
 class LogsConfig(StrictModel):
-    """`synthetic`: the local DAG generates logs first. `files`: impressions and engagements already exist."""
+    """`synthetic`: the local DAG generates logs first. `files`: the logs already exist (files or BigQuery)."""
 
     source: Literal["synthetic", "files"] = "synthetic"
     synthetic: SyntheticLogsConfig = SyntheticLogsConfig()
-    format: Literal["jsonl"] = "jsonl"
-    impressions: str | None = Field(None, description="path glob of impression logs (source: files)")
-    engagements: str | None = Field(None, description="path glob of engagement-event logs (source: files)")
+    label_mode: Literal["engagements", "outcome"] = "engagements"
+    format: Literal["jsonl", "csv", "parquet", "bigquery"] = "jsonl"
+    impressions: str | None = Field(
+        None,
+        description="path glob of impression logs (or of the one outcome table); may contain {date} (YYYY-MM-DD), "
+        "expanded per day of the lookback. With format bigquery: a table `project.dataset.table` or a SQL query",
+    )
+    engagements: str | None = Field(None, description="path glob (or BigQuery table/query) of engagement events")
+    impression_fields: dict[str, str] = Field(
+        default_factory=dict, description="adrank name (impression_id, timestamp, a feature) → column in the source"
+    )
+    engagement_fields: dict[str, str] = Field(
+        default_factory=dict, description="adrank name (impression_id, event_type, timestamp, event_id) → column"
+    )
+    timestamp_format: str = Field(
+        "rfc3339",
+        description="rfc3339 (ISO 8601; naive = UTC), epoch_seconds, epoch_millis, or a strptime pattern with '%'",
+    )
+    csv_delimiter: str = Field(",", min_length=1, max_length=1)
+    event_types: list[str] = Field(
+        default_factory=lambda: list(EVENT_TYPES), description="known event types; others are dead letters"
+    )
+    lookback_days: int | None = Field(
+        None, ge=1, description="with a window end (scheduled runs), read only this many days of logs before it"
+    )
 
     @model_validator(mode="after")
     def _files_need_paths(self) -> LogsConfig:
-        if self.source == "files" and not (self.impressions and self.engagements):
-            raise ValueError("source 'files' needs both 'impressions' and 'engagements' path globs")
+        if self.source == "files":
+            if not self.impressions:
+                raise ValueError("source 'files' needs an 'impressions' path glob (or BigQuery table/query)")
+            if self.label_mode == "engagements" and not self.engagements:
+                raise ValueError("label_mode 'engagements' with source 'files' needs an 'engagements' path glob")
+        if self.source == "synthetic" and (self.label_mode != "engagements" or self.format != "jsonl"):
+            raise ValueError("source 'synthetic' writes two JSONL streams: use label_mode engagements, format jsonl")
         return self
+
+    def impression_column(self, name: str) -> str:
+        return self.impression_fields.get(name, name)
+
+    def engagement_column(self, name: str) -> str:
+        return self.engagement_fields.get(name, name)
 
 
 class TaskConfig(StrictModel):
-    """One label: the impression is positive when an event of `event_type` follows it within the window."""
+    """One label. Engagements mode: an event of `event_type` within the window after the impression.
+    Outcome mode: the row's `label_column` (truthy value, or merely present)."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    event_type: Literal["swipe", "view", "install", "purchase"]
+    name: str = Field(pattern=NAME)
+    event_type: str | None = Field(None, min_length=1)
     attribution_window_seconds: int = Field(3600, gt=0)
+    label_column: str | None = Field(None, min_length=1)
+    positive_when: Literal["truthy", "present"] = "truthy"
+
+    @model_validator(mode="after")
+    def _one_label_source(self) -> TaskConfig:
+        if (self.event_type is None) == (self.label_column is None):
+            raise ValueError(f"task '{self.name}' needs exactly one of 'event_type' (engagements) or 'label_column' (outcome)")
+        return self
 
 
 class SplitConfig(StrictModel):

@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from configs.base import StrictModel
+
+
+class DataflowConfig(StrictModel):
+    """DataflowRunner options (see `components.preprocess.options.beam_pipeline_options`)."""
+
+    project: str = Field(min_length=1)
+    region: str = "us-central1"
+    temp_location: str = Field(pattern=r"^gs://")
+    staging_location: str | None = Field(None, pattern=r"^gs://")
+    worker_image: str | None = Field(None, description="sdk_container_image with adrank installed")
+    machine_type: str = "n1-standard-4"
+    num_workers: int | None = Field(None, ge=1)
+    max_workers: int = Field(10, ge=1)
+    service_account: str | None = None
+    network: str | None = None
+    subnetwork: str | None = None
+    use_public_ips: bool = True
+    disk_size_gb: int | None = Field(None, ge=10)
 
 
 class PreprocessConfig(StrictModel):
@@ -15,3 +33,10 @@ class PreprocessConfig(StrictModel):
     direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = "multi_processing"
     output_shards: int = Field(4, ge=1)
     max_invalid_fraction: float = Field(0.05, ge=0.0, le=1.0)
+    dataflow: DataflowConfig | None = None
+
+    @model_validator(mode="after")
+    def _dataflow_needs_options(self) -> PreprocessConfig:
+        if self.runner == "DataflowRunner" and self.dataflow is None:
+            raise ValueError("runner DataflowRunner needs a 'dataflow' section (project, region, temp_location, ...)")
+        return self

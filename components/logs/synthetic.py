@@ -180,9 +180,10 @@ def _inject_malformed(rng: np.random.Generator, lines: list[str], fraction: floa
     if count == 0:
         return injected
     positions = np.sort(rng.integers(0, len(lines) + 1, size=count))[::-1]
+    originals = list(lines)  # corrupt copies of well-formed lines only, never of an already corrupt one
     for position in positions:
         kind = kinds[int(rng.integers(len(kinds)))]
-        source = json.loads(lines[int(rng.integers(len(lines)))])
+        source = json.loads(originals[int(rng.integers(len(originals)))])
         if kind == "truncated_json":
             text = json.dumps(source)[: max(5, len(json.dumps(source)) // 2)]
         elif kind == "missing_field":

@@ -27,6 +27,7 @@ class FeatureInfo(BaseModel):
     length: int = Field(1, ge=1)
     vocabulary_size: int | None = Field(None, description="embedding table rows, including OOV and padding ids")
     combiner: Literal["mean", "sum"] | None = None
+    missing_rate: float | None = Field(None, description="share of examples where the raw value was absent")
 
 
 class SplitInfo(BaseModel):
@@ -38,6 +39,7 @@ class SplitInfo(BaseModel):
     bayes_logloss: dict[str, float] | None = Field(
         None, description="log-loss of the true probabilities per task (synthetic logs only)"
     )
+    positives: dict[str, int] = Field(default_factory=dict, description="positive labels per task")
 
 
 class Manifest(BaseModel):
@@ -49,6 +51,12 @@ class Manifest(BaseModel):
     transform_fn_dir: str = TRANSFORM_FN_DIR
     counts: dict[str, int] = Field(default_factory=dict, description="records read, joined, deduplicated, ...")
     dead_letter: dict[str, int] = Field(default_factory=dict, description="invalid records per reason")
+    dead_letter_pattern: str | None = Field(None, description="glob of dead-letter JSONL ({stream, reason, raw})")
+    invalid_fraction: float = Field(0.0, description="dead letters / records read")
+    feature_spec: dict[str, dict] = Field(
+        default_factory=dict, description="transformed feature spec: name → {dtype, shape}"
+    )
+    window: dict[str, str | None] | None = Field(None, description="impression time window read (scheduled runs)")
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / MANIFEST_FILE

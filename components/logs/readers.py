@@ -1,0 +1,116 @@
+"""Read raw log records described by config: JSONL, CSV, Parquet files or a BigQuery table/query.
+
+Records come out raw (a text line, or a dict for Parquet/BigQuery rows) so that a record that fails to
+parse can go to the dead-letter output exactly as it was read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from components.logs.records import parse_timestamp
+
+DATE_PLACEHOLDER = "{date}"
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class LogWindow:
+    """Impressions with start_ms <= t < end_ms are read (None: unbounded on that side)."""
+
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+    @classmethod
+    def ending_at(cls, window_end: str | None, lookback_days: int | None) -> LogWindow:
+        if window_end is None:
+            return cls()
+        end = parse_timestamp(window_end)
+        return cls(end - lookback_days * DAY_MS if lookback_days else None, end)
+
+    def contains(self, timestamp_ms: int) -> bool:
+        return (self.start_ms is None or timestamp_ms >= self.start_ms) and (
+            self.end_ms is None or timestamp_ms < self.end_ms
+        )
+
+    def dates(self) -> list[dt.date] | None:
+        """The UTC days the window touches, or None when it has no start (read every day)."""
+        if self.start_ms is None or self.end_ms is None:
+            return None
+        first = _date_of(self.start_ms)
+        last = _date_of(self.end_ms - 1)
+        return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def expand_pattern(pattern: str, window: LogWindow, extra_days_after: int = 0) -> list[str]:
+    """`{date}` → one pattern per day of the window (plus `extra_days_after` days for late events),
+    or `*` when the window has no start."""
+    if DATE_PLACEHOLDER not in pattern:
+        return [pattern]
+    dates = window.dates()
+    if dates is None:
+        return [pattern.replace(DATE_PLACEHOLDER, "*")]
+    dates += [dates[-1] + dt.timedelta(days=i + 1) for i in range(extra_days_after)]
+    return [pattern.replace(DATE_PLACEHOLDER, day.isoformat()) for day in dates]
+
+
+def matching_patterns(patterns: list[str]) -> list[str]:
+    """The patterns that match at least one file (a day without logs is not an error; no logs at all is)."""
+    matched = [p for p in patterns if any(r.metadata_list for r in FileSystems.match([p]))]
+    if not matched:
+        raise FileNotFoundError(f"no log files match {patterns}")
+    return matched
+
+
+def csv_header(pattern: str, delimiter: str) -> list[str]:
+    """Column names from the first line of the first file matching `pattern`."""
+    import csv
+
+    first = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)[0]
+    with FileSystems.open(first) as handle:
+        line = handle.readline().decode("utf-8")
+    return next(csv.reader([line], delimiter=delimiter))
+
+
+class ReadLogRecords(beam.PTransform):
+    """Every record of one stream: text lines (JSONL, CSV without its header) or dicts (Parquet, BigQuery)."""
+
+    def __init__(self, source: str, file_format: str, window: LogWindow = LogWindow(), extra_days_after: int = 0):
+        super().__init__()
+        self.source = source
+        self.file_format = file_format
+        self.window = window
+        self.extra_days_after = extra_days_after
+
+    def expand(self, pbegin):
+        if self.file_format == "bigquery":
+            is_query = self.source.lstrip().lower().startswith(("select", "with"))
+            read = (
+                beam.io.ReadFromBigQuery(query=self.source, use_standard_sql=True)
+                if is_query
+                else beam.io.ReadFromBigQuery(table=self.source)
+            )
+            return pbegin | "ReadBigQuery" >> read | "JsonSafe" >> beam.Map(_json_safe)
+        patterns = matching_patterns(expand_pattern(self.source, self.window, self.extra_days_after))
+        reads = []
+        for index, pattern in enumerate(patterns):
+            if self.file_format == "parquet":
+                read = beam.io.ReadFromParquet(pattern) | f"JsonSafe{index}" >> beam.Map(_json_safe)
+            else:
+                read = beam.io.ReadFromText(pattern, skip_header_lines=1 if self.file_format == "csv" else 0)
+            reads.append(pbegin | f"Read{index}" >> read)
+        return reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
+
+
+def _json_safe(row: dict) -> dict:
+    """Parquet/BigQuery values (datetimes, decimals, numpy) as JSON-representable Python values."""
+    return json.loads(json.dumps(row, default=str))
+
+
+def _date_of(timestamp_ms: int) -> dt.date:
+    return dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.timezone.utc).date()

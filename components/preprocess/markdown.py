@@ -1,0 +1,29 @@
+"""The manifest as Markdown for the Vertex UI and local runs: splits, labels, features, dead letters."""
+
+from __future__ import annotations
+
+from components.preprocess.manifest import Manifest
+
+
+def manifest_markdown(manifest: Manifest) -> str:
+    lines = ["# Preprocess", "", "## Splits", ""]
+    lines += ["| split | examples | " + " | ".join(f"{t} rate" for t in manifest.tasks) + " |"]
+    lines += ["|---|---:|" + "---:|" * len(manifest.tasks)]
+    for split, info in manifest.splits.items():
+        rates = " | ".join(f"{info.label_rates.get(t, 0.0):.4f}" for t in manifest.tasks)
+        lines.append(f"| {split} | {info.examples} | {rates} |")
+    lines += ["", "## Features", "", "| feature | kind | dtype | length | vocabulary size | missing rate |",
+              "|---|---|---|---:|---:|---:|"]
+    for feature in manifest.features:
+        size = "" if feature.vocabulary_size is None else str(feature.vocabulary_size)
+        missing = "" if feature.missing_rate is None else f"{feature.missing_rate:.4f}"
+        lines.append(f"| {feature.name} | {feature.kind} | {feature.dtype} | {feature.length} | {size} | {missing} |")
+    lines += ["", "## Counts", "", "| count | value |", "|---|---:|"]
+    lines += [f"| {name} | {value} |" for name, value in sorted(manifest.counts.items())]
+    lines += ["", f"## Dead letters ({manifest.invalid_fraction:.2%} of records read)", ""]
+    if manifest.dead_letter:
+        lines += ["| stream:reason | records |", "|---|---:|"]
+        lines += [f"| {reason} | {n} |" for reason, n in sorted(manifest.dead_letter.items(), key=lambda kv: -kv[1])]
+    else:
+        lines.append("none")
+    return "\n".join(lines) + "\n"

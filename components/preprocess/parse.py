@@ -1,0 +1,297 @@
+"""Raw log record → typed record, or a dead letter carrying the raw record and the reason.
+
+`ImpressionParser` and `EngagementParser` are plain callables (unit-testable without Beam); `ParseRecords`
+runs one inside Beam with two tagged outputs, so every record read leaves as exactly one valid record or
+one dead letter.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import apache_beam as beam
+
+from components.logs.records import parse_timestamp
+from configs.logs import EVENT_ID, EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
+
+VALID = "valid"
+DEAD_LETTER = "dead_letter"
+MISSING_TOKEN = "__missing__"
+MISSING = "_missing"  # the record key listing the features whose value was absent
+TIMESTAMP_MS = "timestamp_ms"
+_FALSE = {"", "0", "false", "no", "n", "f", "0.0"}
+_TRUE = {"1", "true", "yes", "y", "t", "1.0"}
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+class InvalidRecord(ValueError):
+    """The record cannot become an example; `reason` is its dead-letter bucket."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RecordDecoder:
+    """Raw record (a JSON or CSV line, or a dict) → dict of source columns."""
+
+    file_format: str = "jsonl"
+    csv_columns: tuple[str, ...] = ()
+    csv_delimiter: str = ","
+
+    def __call__(self, raw: Any) -> dict:
+        if isinstance(raw, dict):
+            return raw
+        if not isinstance(raw, str) or not raw.strip():
+            raise InvalidRecord("empty_record")
+        if self.file_format == "csv":
+            rows = list(csv.reader([raw], delimiter=self.csv_delimiter))
+            if len(rows) != 1 or len(rows[0]) != len(self.csv_columns):
+                raise InvalidRecord("bad_csv_row")
+            return {column: (value if value != "" else None) for column, value in zip(self.csv_columns, rows[0])}
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            raise InvalidRecord("bad_json") from None
+        if not isinstance(record, dict):
+            raise InvalidRecord("not_an_object")
+        return record
+
+
+@dataclass(frozen=True)
+class TimestampParser:
+    """rfc3339 | epoch_seconds | epoch_millis | a strptime pattern (naive times are UTC) → epoch ms."""
+
+    timestamp_format: str = "rfc3339"
+
+    def __call__(self, value: Any) -> int:
+        try:
+            if self.timestamp_format in ("epoch_seconds", "epoch_millis"):
+                if isinstance(value, bool):
+                    raise ValueError(value)
+                number = float(value)
+                if not math.isfinite(number):
+                    raise ValueError(value)
+                return int(round(number * (1000 if self.timestamp_format == "epoch_seconds" else 1)))
+            if not isinstance(value, str):
+                raise ValueError(value)
+            if self.timestamp_format == "rfc3339":
+                return parse_timestamp(value.strip())
+            moment = dt.datetime.strptime(value.strip(), self.timestamp_format)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.timezone.utc)
+            return int(round((moment - _EPOCH).total_seconds() * 1000))
+        except (ValueError, TypeError, OverflowError):
+            raise InvalidRecord("bad_timestamp") from None
+
+
+def _required(record: dict, name: str, column: str) -> Any:
+    value = record.get(column)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InvalidRecord(f"missing_field:{name}")
+    return value
+
+
+def _identifier(value: Any, name: str) -> str | None:
+    """A categorical value as a string id; None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        value = value.strip()
+        return value or None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise InvalidRecord(f"wrong_type:{name}")
+
+
+def _number(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidRecord(f"wrong_type:{name}")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidRecord(f"wrong_type:{name}") from None
+    else:
+        raise InvalidRecord(f"wrong_type:{name}")
+    return number if math.isfinite(number) else None
+
+
+def _flag(value: Any, name: str, positive_when: str) -> float:
+    """Outcome label: `present` → the column is set; `truthy` → 1/true/yes or a non-zero number."""
+    if positive_when == "present":
+        return 0.0 if value is None or (isinstance(value, str) and not value.strip()) else 1.0
+    if value is None:
+        raise InvalidRecord(f"missing_field:{name}")
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise InvalidRecord(f"wrong_type:{name}")
+        return 1.0 if value != 0 else 0.0
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _FALSE:
+            return 0.0
+        if text in _TRUE:
+            return 1.0
+        number = _number(value, name)
+        return 1.0 if number else 0.0
+    raise InvalidRecord(f"wrong_type:{name}")
+
+
+@dataclass(frozen=True)
+class FeatureField:
+    """How one raw feature is read: `kind` is the config kind; `column` the source column."""
+
+    name: str
+    kind: str
+    column: str
+    separator: str = "|"
+    default: float = 0.0
+
+
+@dataclass(frozen=True)
+class OutcomeLabel:
+    name: str  # the example key, label_<task>
+    column: str
+    positive_when: str
+
+
+@dataclass(frozen=True)
+class ImpressionParser:
+    """Source record → {impression_id, timestamp_ms, <features…>, [label_<task>…], _missing}."""
+
+    decoder: RecordDecoder
+    timestamps: TimestampParser
+    features: tuple[FeatureField, ...]
+    id_column: str = IMPRESSION_ID
+    timestamp_column: str = TIMESTAMP
+    id_required: bool = True
+    outcome_labels: tuple[OutcomeLabel, ...] = field(default_factory=tuple)
+
+    def __call__(self, raw: Any) -> dict:
+        record = self.decoder(raw)
+        if self.id_required:
+            impression_id = _identifier(_required(record, IMPRESSION_ID, self.id_column), IMPRESSION_ID)
+        else:
+            impression_id = _identifier(record.get(self.id_column), IMPRESSION_ID)
+        example: dict[str, Any] = {
+            IMPRESSION_ID: impression_id,
+            TIMESTAMP_MS: self.timestamps(_required(record, TIMESTAMP, self.timestamp_column)),
+        }
+        missing = []
+        for feature in self.features:
+            value = record.get(feature.column)
+            if feature.kind == "categorical":
+                parsed = _identifier(value, feature.name)
+                if parsed is None:
+                    missing.append(feature.name)
+                    parsed = MISSING_TOKEN
+            elif feature.kind == "categorical_list":
+                parsed = self._id_list(value, feature)
+                if not parsed:
+                    missing.append(feature.name)
+            elif feature.kind == "numeric":
+                parsed = _number(value, feature.name)
+                if parsed is None:
+                    missing.append(feature.name)
+                    parsed = feature.default
+            else:  # time-derived: computed in the transform graph from timestamp_ms
+                continue
+            example[feature.name] = parsed
+        for label in self.outcome_labels:
+            example[label.name] = _flag(record.get(label.column), label.column, label.positive_when)
+        example[MISSING] = missing
+        return example
+
+    @staticmethod
+    def _id_list(value: Any, feature: FeatureField) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [token.strip() for token in value.split(feature.separator) if token.strip()]
+        if not isinstance(value, list):
+            raise InvalidRecord(f"wrong_type:{feature.name}")
+        ids = []
+        for item in value:
+            if isinstance(item, (list, dict)):
+                raise InvalidRecord(f"wrong_type:{feature.name}")
+            parsed = _identifier(item, feature.name)
+            if parsed is not None:
+                ids.append(parsed)
+        return ids
+
+
+@dataclass(frozen=True)
+class EngagementParser:
+    """Source record → {impression_id, event_type, timestamp_ms}; unknown event types are dead letters."""
+
+    decoder: RecordDecoder
+    timestamps: TimestampParser
+    event_types: frozenset[str]
+    id_column: str = IMPRESSION_ID
+    type_column: str = EVENT_TYPE
+    timestamp_column: str = TIMESTAMP
+    event_id_column: str = EVENT_ID
+
+    def __call__(self, raw: Any) -> dict:
+        record = self.decoder(raw)
+        impression_id = _identifier(_required(record, IMPRESSION_ID, self.id_column), IMPRESSION_ID)
+        event_type = _required(record, EVENT_TYPE, self.type_column)
+        if not isinstance(event_type, str):
+            raise InvalidRecord(f"wrong_type:{EVENT_TYPE}")
+        if event_type not in self.event_types:
+            raise InvalidRecord("unknown_event_type")
+        return {
+            IMPRESSION_ID: impression_id,
+            EVENT_TYPE: event_type,
+            TIMESTAMP_MS: self.timestamps(_required(record, TIMESTAMP, self.timestamp_column)),
+        }
+
+
+def dead_letter(stream: str, reason: str, raw: Any) -> dict:
+    return {"stream": stream, "reason": reason, "raw": raw if isinstance(raw, str) else json.dumps(raw, default=str)}
+
+
+class ParseRecords(beam.DoFn):
+    """Main output: parsed records. Tagged `dead_letter`: {stream, reason, raw} for everything else."""
+
+    def __init__(self, stream: str, parser):
+        super().__init__()
+        self.stream = stream
+        self.parser = parser
+
+    def process(self, raw):
+        try:
+            yield self.parser(raw)
+        except InvalidRecord as error:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, error.reason, raw))
+        except Exception as error:  # noqa: BLE001 - a record must never be lost, whatever went wrong
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, f"unparsable:{type(error).__name__}", raw))
+
+
+def parse_stream(records, stream: str, parser):
+    """(valid, dead_letters) PCollections of one stream."""
+    outputs = records | f"Parse{stream.title()}" >> beam.ParDo(ParseRecords(stream, parser)).with_outputs(
+        DEAD_LETTER, main=VALID
+    )
+    return outputs[VALID], outputs[DEAD_LETTER]

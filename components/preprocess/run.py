@@ -1,0 +1,255 @@
+"""`preprocess()`: logs → labelled examples → time split → tf.Transform → gzip TFRecords + manifest.
+
+    read ──► parse ──► join / dedup ──► split by time ──► analyze (train) ──► transform (both) ──► TFRecords
+              │dead letters           │counters                                      │transform_fn
+              ▼                       ▼                                              ▼
+        dead_letter/*.jsonl     stats/counters.jsonl ──────────────────────────► manifest.json, manifest.md
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import apache_beam as beam
+import tensorflow_transform as tft
+import tensorflow_transform.beam as tft_beam
+from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+from components.logs.readers import LogWindow, ReadLogRecords, csv_header
+from components.logs.split import eval_start_for_latest, split_of
+from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, read_ground_truth
+from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
+from components.preprocess.manifest import TRANSFORM_FN_DIR, Manifest, SplitInfo
+from components.preprocess.markdown import manifest_markdown
+from components.preprocess.options import beam_pipeline_options, temp_location
+from components.preprocess.parse import (
+    TIMESTAMP_MS, EngagementParser, FeatureField, ImpressionParser, OutcomeLabel, RecordDecoder,
+    TimestampParser, parse_stream,
+)
+from components.preprocess.stats import WriteCounters, count_all, count_split, read_counters
+from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
+from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
+from configs.schema import AdrankConfig
+
+SPLITS = ("train", "eval")
+DEAD_LETTER_DIR = "dead_letter"
+MARKDOWN_FILE = "manifest.md"
+DAY_SECONDS = 86_400
+
+
+class TooManyInvalidRecords(RuntimeError):
+    """The share of dead letters exceeds `preprocess.max_invalid_fraction`."""
+
+
+def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
+               window_end: str | None = None, beam_args: list[str] | None = None) -> Manifest:
+    """Run the Beam pipeline and write examples, `transform_fn`, `manifest.json` and `manifest.md`.
+
+    `logs_dir`: the generator's output (synthetic source); otherwise the config's globs/tables are read.
+    `output_uri`: where Beam writes when workers cannot see `output_dir` (Dataflow writes to gs://).
+    `window_end` (RFC 3339): read only impressions of the `logs.lookback_days` days before it.
+    """
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    on_dataflow = config.preprocess.runner == "DataflowRunner"
+    root = (output_uri if on_dataflow and output_uri else output_dir).rstrip("/")
+    window = LogWindow.ending_at(window_end, config.logs.lookback_days)
+    local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
+    try:
+        options = beam_pipeline_options(config, extra_args=beam_args)
+        with beam.Pipeline(options=options) as pipeline:
+            _build(pipeline, config, logs_dir, root, window, temp_location(config, local_temp))
+    finally:
+        shutil.rmtree(local_temp, ignore_errors=True)
+    manifest = _manifest(config, logs_dir, root, window)
+    manifest.write(output_dir)
+    (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
+    if manifest.invalid_fraction > config.preprocess.max_invalid_fraction:
+        top = sorted(manifest.dead_letter.items(), key=lambda kv: -kv[1])[:3]
+        raise TooManyInvalidRecords(
+            f"{manifest.invalid_fraction:.2%} of the records read are invalid, above "
+            f"preprocess.max_invalid_fraction {config.preprocess.max_invalid_fraction:.2%}; top reasons: "
+            + ", ".join(f"{reason} ({n})" for reason, n in top)
+            + f"; dead letters in {manifest.dead_letter_pattern}"
+        )
+    return manifest
+
+
+def _stream_paths(config: AdrankConfig, logs_dir: str | None) -> tuple[str, str | None]:
+    if config.logs.source == "synthetic":
+        if logs_dir is None:
+            raise ValueError("logs source 'synthetic' needs the generated logs directory")
+        return f"{logs_dir}/{IMPRESSIONS_DIR}/*.jsonl", f"{logs_dir}/{ENGAGEMENTS_DIR}/*.jsonl"
+    return config.logs.impressions, config.logs.engagements  # type: ignore[return-value]
+
+
+def impression_parser(config: AdrankConfig, impressions_path: str) -> ImpressionParser:
+    logs = config.logs
+    columns: tuple[str, ...] = ()
+    if logs.format == "csv":
+        columns = tuple(csv_header(impressions_path.replace("{date}", "*"), logs.csv_delimiter))
+    outcome = logs.label_mode == "outcome"
+    return ImpressionParser(
+        decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter),
+        timestamps=TimestampParser(logs.timestamp_format),
+        features=tuple(
+            FeatureField(f.name, f.kind, logs.impression_column(f.name), getattr(f, "separator", "|"),
+                         getattr(f, "default", 0.0))
+            for f in config.features
+        ),
+        id_column=logs.impression_column(IMPRESSION_ID),
+        timestamp_column=logs.impression_column(TIMESTAMP),
+        id_required=not outcome,
+        outcome_labels=tuple(
+            OutcomeLabel(label_key(t.name), t.label_column, t.positive_when) for t in config.tasks if outcome
+        ),
+    )
+
+
+def engagement_parser(config: AdrankConfig, engagements_path: str) -> EngagementParser:
+    logs = config.logs
+    columns: tuple[str, ...] = ()
+    if logs.format == "csv":
+        columns = tuple(csv_header(engagements_path.replace("{date}", "*"), logs.csv_delimiter))
+    return EngagementParser(
+        decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter),
+        timestamps=TimestampParser(logs.timestamp_format),
+        event_types=frozenset(logs.event_types),
+        id_column=logs.engagement_column(IMPRESSION_ID),
+        type_column=logs.engagement_column(EVENT_TYPE),
+        timestamp_column=logs.engagement_column(TIMESTAMP),
+    )
+
+
+def event_tasks(config: AdrankConfig) -> tuple[EventTask, ...]:
+    return tuple(
+        EventTask(label_key(t.name), t.event_type, t.attribution_window_seconds * 1000)
+        for t in config.tasks if t.event_type is not None
+    )
+
+
+def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, window: LogWindow, tft_temp: str):
+    impressions_path, engagements_path = _stream_paths(config, logs_dir)
+    fmt = config.logs.format
+    raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(impressions_path, fmt, window)
+    impressions, impression_dead = parse_stream(
+        raw_impressions, "impressions", impression_parser(config, impressions_path)
+    )
+    counters = [count_all(raw_impressions, "impressions_read")]
+    dead_letters = [impression_dead]
+    if config.logs.label_mode == "engagements":
+        late_days = max(t.attribution_window_seconds for t in config.tasks) // DAY_SECONDS + 1
+        raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(engagements_path, fmt, window, late_days)
+        events, event_dead = parse_stream(raw_events, "engagements", engagement_parser(config, engagements_path))
+        examples, join_counts = (impressions, events) | "Join" >> JoinEngagements(event_tasks(config), window)
+        counters += [count_all(raw_events, "engagements_read")]
+        dead_letters.append(event_dead)
+    else:
+        examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
+    counters.append(join_counts)
+
+    dead = tuple(dead_letters) | "AllDeadLetters" >> beam.Flatten()
+    _ = dead | "DeadLetterJson" >> beam.Map(_json_line) | "WriteDeadLetters" >> beam.io.WriteToText(
+        f"{root}/{DEAD_LETTER_DIR}/dead_letter", file_name_suffix=".jsonl"
+    )
+    counters.append(dead | "DeadLetterReason" >> beam.Map(lambda d: (f"dead_letter:{d['stream']}:{d['reason']}", 1)))
+
+    latest = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS]) | "Latest" >> beam.CombineGlobally(
+        lambda stamps: max(stamps, default=0)
+    )
+    boundary = latest | "EvalStart" >> beam.Map(eval_start_for_latest, config.split.eval_days)
+    by_split = examples | "SplitByTime" >> beam.Partition(
+        lambda e, n, start: SPLITS.index(split_of(e[TIMESTAMP_MS], start)), len(SPLITS), beam.pvalue.AsSingleton(boundary)
+    )
+    labels = tuple(label_key(t.name) for t in config.tasks)
+    for split, collection in zip(SPLITS, by_split):
+        counters.append(count_split(collection, split, labels))
+    _ = tuple(counters) | "Counters" >> WriteCounters(root)
+
+    spec = raw_feature_spec(config.features, config.tasks)
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
+    keys = tuple(spec)
+    instances = [
+        collection | f"{split.title()}Instances" >> beam.Map(lambda e: {k: e[k] for k in keys})
+        for split, collection in zip(SPLITS, by_split)
+    ]
+    with tft_beam.Context(temp_dir=tft_temp, force_tf_compat_v1=False):
+        transform_fn = (instances[0], metadata) | "Analyze" >> tft_beam.AnalyzeDataset(
+            build_preprocessing_fn(config.features, config.tasks)
+        )
+        for split, split_instances in zip(SPLITS, instances):
+            transformed, transformed_metadata = ((split_instances, metadata), transform_fn) | (
+                f"Transform{split.title()}" >> tft_beam.TransformDataset()
+            )
+            coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
+            _ = (
+                transformed
+                | f"Encode{split.title()}" >> beam.Map(coder.encode)
+                | f"Write{split.title()}" >> beam.io.WriteToTFRecord(
+                    f"{root}/{split}/part", file_name_suffix=".tfrecord.gz",
+                    num_shards=config.preprocess.output_shards,
+                    compression_type=beam.io.filesystem.CompressionTypes.GZIP,
+                )
+            )
+        _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(root)
+
+
+def _json_line(dead: dict) -> str:
+    import json
+
+    return json.dumps(dead, sort_keys=True)
+
+
+def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: LogWindow) -> Manifest:
+    counters = read_counters(root)
+    tasks = [t.name for t in config.tasks]
+    truth = read_ground_truth(logs_dir) if logs_dir else None
+    splits = {}
+    for split in SPLITS:
+        n = counters.get(f"split:{split}:examples", 0)
+        positives = {t: counters.get(f"split:{split}:positives:{label_key(t)}", 0) for t in tasks}
+        bayes = None
+        if truth and split in truth.get("splits", {}):
+            bayes = {t: v["bayes_logloss"] for t, v in truth["splits"][split]["tasks"].items() if t in tasks}
+        splits[split] = SplitInfo(
+            examples=n,
+            label_rates={t: positives[t] / n if n else 0.0 for t in tasks},
+            file_pattern=f"{split}/part-*.tfrecord.gz",
+            bayes_logloss=bayes,
+            positives=positives,
+        )
+    examples = sum(s.examples for s in splits.values())
+    missing_rates = {
+        f.name: sum(counters.get(f"split:{s}:missing:{f.name}", 0) for s in SPLITS) / examples if examples else 0.0
+        for f in config.features if f.kind != "time"
+    }
+    tft_output = tft.TFTransformOutput(root)
+    dead_letter = {k.removeprefix("dead_letter:"): v for k, v in counters.items() if k.startswith("dead_letter:")}
+    read = counters.get("impressions_read", 0) + counters.get("engagements_read", 0)
+    invalid = sum(dead_letter.values())
+    return Manifest(
+        tasks=tasks,
+        features=feature_infos(config.features, tft_output, missing_rates),
+        splits=splits,
+        transform_fn_dir=TRANSFORM_FN_DIR,
+        counts={k: v for k, v in counters.items() if not k.startswith(("dead_letter:", "split:"))}
+        | {"examples": examples, "dead_letters": invalid},
+        dead_letter=dead_letter,
+        dead_letter_pattern=f"{DEAD_LETTER_DIR}/dead_letter-*.jsonl",
+        invalid_fraction=invalid / read if read else 0.0,
+        feature_spec={
+            name: {"dtype": spec.dtype.name, "shape": [int(d) for d in spec.shape]}
+            for name, spec in tft_output.transformed_feature_spec().items()
+        },
+        window=None if window.end_ms is None else {"start": _str(window.start_ms), "end": _str(window.end_ms)},
+    )
+
+
+def _str(value: int | None) -> str | None:
+    from components.logs.records import format_timestamp
+
+    return None if value is None else format_timestamp(value)
+
+
+__all__ = ["TooManyInvalidRecords", "preprocess"]

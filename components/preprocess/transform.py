@@ -1,0 +1,124 @@
+"""The tf.Transform side: raw feature spec and `preprocessing_fn` built from the feature config.
+
+Transformed-example contract (the trainer depends on it):
+  categorical      → int64 [] ids in [0, vocabulary_size)          (vocabulary ids, then OOV buckets; or hash)
+  categorical_list → int64 [max_length], 0 = padding, ids 1..vocabulary_size−1
+  numeric          → float32 [] normalized; `quantile_buckets` → int64 [] bucket id (a categorical input)
+  time             → int64 [] hour of day (24 rows) or day of week (7 rows), from the impression time
+  label_<task>     → float32 [] 0/1
+The graph reads raw features only, so a model wrapping it (`TFTransformOutput.transform_features_layer`)
+serves raw log fields.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from components.preprocess.join import label_key
+from components.preprocess.manifest import FeatureInfo
+from components.preprocess.parse import TIMESTAMP_MS
+
+HOURS, WEEKDAYS = 24, 7
+MS_PER_HOUR, MS_PER_DAY = 3_600_000, 86_400_000
+EPOCH_WEEKDAY = 3  # 1970-01-01 was a Thursday (Monday = 0)
+
+
+def vocabulary_file(feature_name: str) -> str:
+    return f"vocab_{feature_name}"
+
+
+def raw_feature_spec(features, tasks) -> dict:
+    spec: dict = {TIMESTAMP_MS: tf.io.FixedLenFeature([], tf.int64)}
+    for feature in features:
+        if feature.kind == "categorical":
+            spec[feature.name] = tf.io.FixedLenFeature([], tf.string)
+        elif feature.kind == "categorical_list":
+            spec[feature.name] = tf.io.VarLenFeature(tf.string)
+        elif feature.kind == "numeric":
+            spec[feature.name] = tf.io.FixedLenFeature([], tf.float32)
+    for task in tasks:
+        spec[label_key(task.name)] = tf.io.FixedLenFeature([], tf.float32)
+    return spec
+
+
+def _ids(tokens: tf.Tensor, feature) -> tf.Tensor:
+    if feature.encoding == "hash":
+        return tf.strings.to_hash_bucket_fast(tokens, feature.hash_buckets)
+    return tft.compute_and_apply_vocabulary(
+        tokens,
+        top_k=feature.top_k,
+        frequency_threshold=feature.frequency_threshold,
+        num_oov_buckets=feature.oov_buckets,
+        vocab_filename=vocabulary_file(feature.name),
+    )
+
+
+def build_preprocessing_fn(features, tasks):
+    features, task_names = tuple(features), tuple(t.name for t in tasks)
+
+    def preprocessing_fn(inputs):
+        outputs = {}
+        for feature in features:
+            if feature.kind == "categorical":
+                outputs[feature.name] = _ids(inputs[feature.name], feature)
+            elif feature.kind == "categorical_list":
+                tokens = tf.RaggedTensor.from_sparse(inputs[feature.name])
+                ids = tokens.with_flat_values(_ids(tokens.flat_values, feature) + 1)
+                outputs[feature.name] = ids.to_tensor(default_value=0, shape=[None, feature.max_length])
+            elif feature.kind == "numeric":
+                value = inputs[feature.name]
+                if feature.normalization == "quantile_buckets":
+                    outputs[feature.name] = tft.bucketize(value, feature.buckets)
+                elif feature.normalization == "zscore":
+                    outputs[feature.name] = tft.scale_to_z_score(value)
+                else:
+                    logged = tf.math.log1p(tf.maximum(value, 0.0))
+                    outputs[feature.name] = (
+                        tft.scale_to_z_score(logged) if feature.normalization == "log1p_zscore" else logged
+                    )
+            else:
+                timestamp = inputs[TIMESTAMP_MS]
+                if feature.part == "hour_of_day":
+                    outputs[feature.name] = tf.math.floormod(tf.math.floordiv(timestamp, MS_PER_HOUR), HOURS)
+                else:
+                    days = tf.math.floordiv(timestamp, MS_PER_DAY)
+                    outputs[feature.name] = tf.math.floormod(days + EPOCH_WEEKDAY, WEEKDAYS)
+        for name in task_names:
+            outputs[label_key(name)] = tf.identity(inputs[label_key(name)])
+        return outputs
+
+    return preprocessing_fn
+
+
+def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: dict[str, float]) -> list[FeatureInfo]:
+    """The manifest's feature list: shapes and table sizes read from the transform output."""
+    spec = tft_output.transformed_feature_spec()
+    infos = []
+    for feature in features:
+        out = spec[feature.name]
+        length = int(out.shape[0]) if out.shape else 1
+        dtype = "int64" if out.dtype == tf.int64 else "float32"
+        kind, size, combiner = "categorical", None, None
+        if feature.kind in ("categorical", "categorical_list"):
+            size = _table_rows(feature, tft_output)
+            if feature.kind == "categorical_list":
+                kind, size, combiner = "categorical_list", size + 1, feature.combiner
+        elif feature.kind == "numeric":
+            if feature.normalization == "quantile_buckets":
+                size = feature.buckets
+            else:
+                kind = "numeric"
+        else:
+            size = HOURS if feature.part == "hour_of_day" else WEEKDAYS
+        infos.append(FeatureInfo(
+            name=feature.name, kind=kind, dtype=dtype, length=length, vocabulary_size=size, combiner=combiner,
+            missing_rate=missing_rates.get(feature.name),
+        ))
+    return infos
+
+
+def _table_rows(feature, tft_output: tft.TFTransformOutput) -> int:
+    if feature.encoding == "hash":
+        return feature.hash_buckets
+    return tft_output.vocabulary_size_by_name(vocabulary_file(feature.name)) + feature.oov_buckets

@@ -1,0 +1,153 @@
+"""preprocess() end to end on a hand-written two-stream log: join, labels, split and transformed values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from components.preprocess.manifest import Manifest
+from components.preprocess.run import TooManyInvalidRecords, preprocess
+
+DAY1, DAY2 = "2026-01-01", "2026-01-02"
+
+
+def impression(i, ts, ad, age, interests, user="u1"):
+    return {"impression_id": f"imp-{i}", "timestamp": ts, "user_id": user, "ad_id": ad, "user_age": age,
+            "user_interests": interests}
+
+
+def event(i, imp, kind, ts):
+    return {"event_id": f"ev-{i}", "impression_id": imp, "event_type": kind, "timestamp": ts}
+
+
+IMPRESSIONS = [
+    impression(1, f"{DAY1}T10:00:00.000Z", "a1", 20, ["x", "y", "z"]),
+    impression(2, f"{DAY1}T11:00:00.000Z", "a1", 30, ["y"]),
+    impression(3, f"{DAY1}T12:00:00.000Z", "a2", 40, []),
+    impression(3, f"{DAY1}T12:30:00.000Z", "a9", 99, ["w"]),  # duplicate id: the earliest record is kept
+    impression(4, f"{DAY2}T09:00:00.000Z", "a3", 50, ["y", "q"]),
+    '{"impression_id": "imp-5", "timestamp": ',  # truncated line
+]
+EVENTS = [
+    event(1, "imp-1", "swipe", f"{DAY1}T11:00:00.000Z"),  # exactly the window: positive
+    event(2, "imp-2", "swipe", f"{DAY1}T12:00:00.001Z"),  # 1 ms late: negative, counted late
+    event(3, "imp-3", "swipe", f"{DAY1}T12:00:00.000Z"),  # zero delay: positive
+    event(4, "imp-4", "swipe", f"{DAY2}T08:59:59.999Z"),  # before the impression: counted early
+    event(5, "imp-4", "install", f"{DAY2}T10:59:00.000Z"),  # within the 2 h install window
+    event(6, "imp-999", "swipe", f"{DAY1}T10:00:00.000Z"),  # orphan
+    event(7, "imp-1", "teleport", f"{DAY1}T10:00:00.000Z"),  # unknown event type
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, config_for, log_writer):
+    root = tmp_path_factory.mktemp("tiny")
+    imps = log_writer(root / "logs" / "impressions.jsonl", IMPRESSIONS)
+    evs = log_writer(root / "logs" / "engagements.jsonl", EVENTS)
+    config = config_for(
+        logs={"source": "files", "impressions": imps, "engagements": evs},
+        tasks=[{"name": "engagement", "event_type": "swipe", "attribution_window_seconds": 3600},
+               {"name": "conversion", "event_type": "install", "attribution_window_seconds": 7200}],
+        features=[
+            {"name": "user_id", "kind": "categorical", "encoding": "hash", "hash_buckets": 10},
+            {"name": "ad_id", "kind": "categorical", "encoding": "vocabulary", "oov_buckets": 1},
+            {"name": "user_interests", "kind": "categorical_list", "max_length": 2},
+            {"name": "user_age", "kind": "numeric", "normalization": "zscore"},
+            {"name": "hour", "kind": "time", "part": "hour_of_day"},
+            {"name": "weekday", "kind": "time", "part": "day_of_week"},
+        ],
+    )
+    out = root / "out"
+    manifest = preprocess(config, None, str(out))
+    return manifest, out
+
+
+def read_split(out, manifest: Manifest, split: str) -> list[dict]:
+    spec = tft.TFTransformOutput(str(out)).transformed_feature_spec()
+    files = tf.io.gfile.glob(str(out / manifest.splits[split].file_pattern))
+    rows = []
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+        parsed = tf.io.parse_single_example(record, spec)
+        rows.append({k: v.numpy() for k, v in parsed.items()})
+    return sorted(rows, key=lambda r: int(r["hour"]))
+
+
+def test_labels_follow_the_attribution_window(tiny_run):
+    manifest, out = tiny_run
+    train, evaluation = read_split(out, manifest, "train"), read_split(out, manifest, "eval")
+    assert [int(r["hour"]) for r in train] == [10, 11, 12]
+    assert [float(r["label_engagement"]) for r in train] == [1.0, 0.0, 1.0]
+    assert [float(r["label_conversion"]) for r in train] == [0.0, 0.0, 0.0]
+    assert [(int(r["hour"]), float(r["label_engagement"]), float(r["label_conversion"])) for r in evaluation] == [
+        (9, 0.0, 1.0)
+    ]
+    assert manifest.splits["train"].label_rates == pytest.approx({"engagement": 2 / 3, "conversion": 0.0})
+    assert manifest.splits["eval"].label_rates == {"engagement": 0.0, "conversion": 1.0}
+
+
+def test_counts_and_dead_letters(tiny_run):
+    manifest, out = tiny_run
+    counts = manifest.counts
+    assert counts["impressions_read"] == 6 and counts["engagements_read"] == 7
+    assert counts["duplicate_impressions"] == 1
+    assert counts["orphan_engagements"] == 1
+    assert counts["late_events:label_engagement"] == 1
+    assert counts["early_events:label_engagement"] == 1
+    assert counts["examples"] == 4
+    assert manifest.dead_letter == {"impressions:bad_json": 1, "engagements:unknown_event_type": 1}
+    assert manifest.invalid_fraction == pytest.approx(2 / 13)
+    letters = [json.loads(line) for path in out.glob("dead_letter/*.jsonl") for line in path.read_text().splitlines()]
+    assert sorted(d["reason"] for d in letters) == ["bad_json", "unknown_event_type"]
+    assert any(d["raw"] == IMPRESSIONS[-1] for d in letters)
+    assert (out / "manifest.md").read_text().startswith("# Preprocess")
+
+
+def test_transformed_values_and_feature_contract(tiny_run):
+    manifest, out = tiny_run
+    train, evaluation = read_split(out, manifest, "train"), read_split(out, manifest, "eval")
+    features = {f.name: f for f in manifest.features}
+    # ad_id vocabulary on train: a1 (twice) then a2; unseen a3 lands in the single OOV bucket.
+    assert [int(r["ad_id"]) for r in train] == [0, 0, 1]
+    assert int(evaluation[0]["ad_id"]) == 2
+    assert features["ad_id"].vocabulary_size == 3 and features["ad_id"].kind == "categorical"
+    assert features["user_id"].vocabulary_size == 10
+    assert all(0 <= int(r["user_id"]) < 10 for r in train + evaluation)
+    # lists: fixed length 2, id 0 pads, vocabulary ids shifted by one; y (twice) is the most frequent token.
+    lists = [r["user_interests"].tolist() for r in train]
+    assert lists[1] == [1, 0] and lists[2] == [0, 0]
+    assert len(lists[0]) == 2 and all(i >= 1 for i in lists[0])
+    assert features["user_interests"].length == 2
+    assert features["user_interests"].vocabulary_size == 5  # x, y, z + 1 OOV + padding
+    assert evaluation[0]["user_interests"].tolist()[0] == 1
+    assert evaluation[0]["user_interests"].tolist()[1] == 4  # q is OOV: 3 + 1
+    assert features["user_interests"].missing_rate == pytest.approx(0.25)
+    # z-score with train mean 30 and population std sqrt(200/3).
+    std = math.sqrt(200 / 3)
+    np.testing.assert_allclose([float(r["user_age"]) for r in train], [-10 / std, 0.0, 10 / std], atol=1e-5)
+    np.testing.assert_allclose(float(evaluation[0]["user_age"]), 20 / std, atol=1e-5)
+    assert int(evaluation[0]["weekday"]) == 4  # 2026-01-02 is a Friday
+    assert features["hour"].vocabulary_size == 24 and features["weekday"].vocabulary_size == 7
+    assert manifest.feature_spec["user_interests"] == {"dtype": "int64", "shape": [2]}
+    assert manifest.feature_spec["ad_id"] == {"dtype": "int64", "shape": []}
+    assert manifest.feature_spec["label_engagement"] == {"dtype": "float32", "shape": []}
+    assert Manifest.read(out) == manifest
+
+
+def test_too_many_invalid_records_fail_naming_share_and_reasons(tmp_path, config_for, log_writer):
+    imps = log_writer(tmp_path / "i.jsonl", IMPRESSIONS[:2] + ["not json"] * 3)
+    evs = log_writer(tmp_path / "e.jsonl", EVENTS[:1])
+    config = config_for(
+        logs={"source": "files", "impressions": imps, "engagements": evs},
+        tasks=[{"name": "engagement", "event_type": "swipe"}],
+        features=[{"name": "ad_id", "kind": "categorical"}],
+        preprocess={"direct_running_mode": "in_memory", "direct_num_workers": 1, "output_shards": 1,
+                    "max_invalid_fraction": 0.1},
+        split={"eval_days": 1},
+    )
+    with pytest.raises(TooManyInvalidRecords, match=r"50\.00% .*impressions:bad_json \(3\)"):
+        preprocess(config, None, str(tmp_path / "out"))
