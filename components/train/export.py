@@ -24,6 +24,26 @@ def raw_serving_spec(raw_spec: dict, tasks: list[str]) -> dict:
     }
 
 
+def raw_feature_spec(output) -> dict:
+    """The raw parse spec: from the raw metadata if written, else from the transform graph's inputs."""
+    try:
+        return output.raw_feature_spec()
+    except OSError:
+        pass
+    loaded = tf.saved_model.load(output.transform_savedmodel_dir)
+    function = loaded.transform_fn
+    if hasattr(function, "concrete_functions"):
+        function = function.concrete_functions[0]
+    inputs = function.structured_input_signature[0][0]
+    spec = {}
+    for name, tensor_spec in inputs.items():
+        if isinstance(tensor_spec, tf.SparseTensorSpec):
+            spec[name] = tf.io.VarLenFeature(tensor_spec.dtype)
+        else:
+            spec[name] = tf.io.FixedLenFeature(tensor_spec.shape[1:], tensor_spec.dtype)
+    return spec
+
+
 class ServingModule(tf.Module):
     def __init__(self, model, manifest: Manifest, transform_fn_dir: str | None):
         super().__init__()
@@ -41,7 +61,8 @@ class ServingModule(tf.Module):
 
             output = tft.TFTransformOutput(transform_fn_dir)
             self.tft_layer = output.transform_features_layer()
-            self.raw_spec = raw_serving_spec(output.raw_feature_spec(), self.tasks)
+            self.raw_spec = raw_serving_spec(raw_feature_spec(output), self.tasks)
+            self.label_inputs = [name for name in raw_feature_spec(output) if name not in self.raw_spec]
 
     def _predict(self, features):
         outputs = self.model({name: features[name] for name in self.feature_names}, training=False)
@@ -57,6 +78,9 @@ class ServingModule(tf.Module):
             @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
             def serve_raw(examples):
                 raw = tf.io.parse_example(examples, raw_spec)
+                # The transform graph passes labels through; serving requests have none, so feed zeros.
+                for name in self.label_inputs:
+                    raw[name] = tf.zeros_like(examples, dtype=tf.float32)
                 transformed = self.tft_layer(raw)
                 return self._predict(transformed)
 
