@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from configs import AdrankConfig, config_hash
-from ops.vertex.retry import pause, with_backoff
+from ops.vertex import retry
+from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
 
 CacheMode = Literal["on", "off", "default"]
@@ -171,12 +172,13 @@ def wait_for_pipeline(
     *,
     poll_seconds: float = 30.0,
     timeout_seconds: float | None = None,
-    out=sys.stdout,
+    out=None,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> WaitResult:
     """Poll the job, print every change of the job's or a task's state, return the final state."""
-    sleep = sleep or pause
+    sleep = sleep or retry.pause
+    out = out or sys.stdout
     name = job.resource_name
     seen: dict[str, str] = {}
     job_state = ""

@@ -52,6 +52,10 @@ class FakeVertex:
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.region}"
 
+    def script_jobs(self, steps: list[tuple[str, dict[str, str]]], error: str = "") -> None:
+        """Every job created from now on goes through `steps` (the last one repeats)."""
+        self.default_script = JobScript(list(steps), error)
+
     def calls(self, method: str, pattern: str) -> list[Recorded]:
         return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
 
@@ -109,7 +113,9 @@ class FakeVertex:
         job = self.pipeline_jobs.get(job_id)
         if job is None:
             return 404, _error(404, f"PipelineJob {job_id} not found")
-        script = self.scripts.get(job_id) or self.default_script
+        script = self.scripts.get(job_id)
+        if script is None and self.default_script is not None:
+            script = self.scripts[job_id] = JobScript(list(self.default_script.steps), self.default_script.error)
         if script and script.steps:
             state, tasks = script.steps.pop(0) if len(script.steps) > 1 else script.steps[0]
             job["state"] = state
