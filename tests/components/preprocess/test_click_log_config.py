@@ -1,0 +1,40 @@
+"""A user's CSV click log (single-table outcome mode) preprocessed with configs/examples/click_log.yaml alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from components.preprocess.run import preprocess
+from configs import load_config
+
+REPO = Path(__file__).resolve().parents[3]
+CLICK_LOG = Path(__file__).parent / "data" / "click_log.csv"
+
+
+def test_click_log_preprocesses_from_config_only(tmp_path):
+    config = load_config(
+        REPO / "configs" / "examples" / "click_log.yaml",
+        overrides=[f"logs.impressions={CLICK_LOG}", "preprocess.direct_running_mode=in_memory",
+                   "preprocess.direct_num_workers=1"],
+    )
+    manifest = preprocess(config, None, str(tmp_path))
+
+    assert manifest.counts["impressions_read"] == 19
+    assert manifest.dead_letter == {"impressions:bad_timestamp": 1}
+    assert manifest.splits["train"].examples == 13 and manifest.splits["eval"].examples == 5
+    assert manifest.splits["train"].positives == {"download": 3}
+    assert manifest.splits["eval"].positives == {"download": 1}
+    features = {f.name: f for f in manifest.features}
+    assert features["ip"].vocabulary_size == 50000
+    assert features["device"].vocabulary_size == 2 + 2  # devices 1 and 2 on train, 2 OOV buckets
+    assert features["click_hour"].vocabulary_size == 24
+
+    spec = tft.TFTransformOutput(str(tmp_path)).transformed_feature_spec()
+    files = tf.io.gfile.glob(str(tmp_path / manifest.splits["eval"].file_pattern))
+    rows = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+    by_hour = {int(r["click_hour"]): float(r["label_download"]) for r in rows}
+    assert by_hour == {0: 0.0, 1: 0.0, 5: 1.0, 7: 0.0, 9: 0.0}
+    assert {int(r["click_weekday"]) for r in rows} == {4}  # 2017-11-10 was a Friday
