@@ -1,0 +1,88 @@
+"""`adrank schedule` lifecycle against the local Vertex double: create → update (no duplicate) →
+pause → resume → list → delete."""
+
+from __future__ import annotations
+
+from ops.cli import main
+
+SCHEDULES = r"/schedules$"
+
+
+def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+
+    assert main(["schedule", "create", *args]) == 0
+    creates = fake.calls("POST", SCHEDULES)
+    assert len(creates) == 1
+    body = creates[0].body
+    assert body["displayName"] == "adrank-daily-retrain"
+    assert body["cron"] == "TZ=America/Los_Angeles 0 3 * * *"
+    assert int(body["maxConcurrentRunCount"]) == 1
+    assert body["startTime"].startswith("2026-03-01T00:00:00")
+    job = body["createPipelineJobRequest"]["pipelineJob"]
+    assert body["createPipelineJobRequest"]["parent"] == "projects/adrank-prod/locations/us-central1"
+    assert job["serviceAccount"] == "adrank-pipelines@adrank-prod.iam.gserviceaccount.com"
+    assert job["runtimeConfig"]["gcsOutputDirectory"] == "gs://adrank-prod-pipelines/root"
+    assert "adrank-config" in job["labels"]
+    # one template serves every day: the preprocess step reads the window ending at the run's create time
+    preprocess = job["pipelineSpec"]["root"]["dag"]["tasks"]["preprocess-step"]
+    window_end = preprocess["inputs"]["parameters"]["window_end"]["runtimeValue"]["constant"]
+    assert window_end == "{{$.pipeline_job_create_time_utc}}"
+    assert "created schedule adrank-daily-retrain" in capsys.readouterr().out
+
+    # create again with a changed cron: the same schedule is updated, not duplicated
+    assert main(["schedule", "create", *args, "--set", "vertex.schedule.cron=30 4 * * *",
+                 "--set", "vertex.schedule.max_concurrent_runs=2"]) == 0
+    assert len(fake.calls("POST", SCHEDULES)) == 1
+    assert len(fake.schedules) == 1
+    patch = fake.calls("PATCH", r"/schedules/\d+$")[-1]
+    mask = patch.query["updateMask"][0].split(",")
+    assert {"cron", "maxConcurrentRunCount", "createPipelineJobRequest"} <= set(mask)
+    (schedule,) = fake.schedules.values()
+    assert schedule["cron"] == "TZ=America/Los_Angeles 30 4 * * *"
+    assert int(schedule["maxConcurrentRunCount"]) == 2
+    assert "updated schedule" in capsys.readouterr().out
+
+    assert main(["schedule", "update", *args]) == 0
+    assert schedule["cron"] == "TZ=America/Los_Angeles 0 3 * * *"
+
+    assert main(["schedule", "pause", *args]) == 0
+    assert fake.calls("POST", r"/schedules/\d+:pause$")
+    assert schedule["state"] == "PAUSED"
+    assert main(["schedule", "list", *args]) == 0
+    listing = capsys.readouterr().out
+    assert "adrank-daily-retrain" in listing and "PAUSED" in listing
+
+    assert main(["schedule", "resume", *args]) == 0
+    assert schedule["state"] == "ACTIVE"
+    capsys.readouterr()
+    assert main(["schedule", "list", *args]) == 0
+    listing = capsys.readouterr().out
+    assert "ACTIVE" in listing and "TZ=America/Los_Angeles 0 3 * * *" in listing
+
+    assert main(["schedule", "delete", *args]) == 0
+    assert fake.calls("DELETE", r"/schedules/\d+$")
+    assert fake.schedules == {}
+    capsys.readouterr()
+    assert main(["schedule", "list", *args]) == 0
+    assert "no schedules" in capsys.readouterr().out
+
+
+def test_schedule_actions_on_a_missing_schedule_fail_clearly(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    assert main(["schedule", "pause", *args]) == 2
+    assert "no schedule named 'adrank-daily-retrain'" in capsys.readouterr().err
+    assert main(["schedule", "update", *args]) == 2
+    assert "adrank schedule create" in capsys.readouterr().err
+    assert not fake.calls("POST", SCHEDULES)
+
+
+def test_schedule_needs_a_service_account(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    code = main(["schedule", "create", *vertex_args, "--set", "vertex.service_account=null",
+                 "--api-endpoint", endpoint])
+    assert code == 2
+    assert "vertex.service_account is not set" in capsys.readouterr().err
+    assert not fake.calls("POST", SCHEDULES)
