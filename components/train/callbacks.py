@@ -17,11 +17,14 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     """Raises (not just stops) so the run fails with a clear error instead of saving a broken model."""
 
     def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
+        logs = logs or {}
+        loss, gradient_norm = logs.get("loss"), logs.get("gradient_norm")
+        loss_finite = loss is None or math.isfinite(float(loss))
+        if not loss_finite or (gradient_norm is not None and not math.isfinite(float(gradient_norm))):
             step = int(self.model.optimizer.iterations.numpy())
+            what = f"training loss is {float(loss)}" if not loss_finite else f"gradient norm is {float(gradient_norm)}"
             raise NonFiniteLossError(
-                f"training loss is {float(loss)} at step {step}; lower the learning rate, enable "
+                f"{what} at step {step} (non-finite loss); lower the learning rate, enable "
                 "gradient_clip_norm, or check the input features"
             )
 

@@ -81,14 +81,16 @@ class RankingModel(keras.Model):
                 loss_module.unscale_loss_for_distribution(loss), sample_weight=tf.shape(y_pred[self.tasks[0]])[0]
             )
         tables, dense = self.variable_groups()
+        gradients = tape.gradient(loss, tables + dense)
         if self.embedding_optimizer is None:
-            variables = tables + dense
-            self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            self.optimizer.apply_gradients(zip(gradients, tables + dense))
         else:
-            gradients = tape.gradient(loss, tables + dense)
             self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
             self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
-        return self.compute_metrics(x, y, y_pred)
+        logs = self.compute_metrics(x, y, y_pred)
+        # The clipped log-loss can stay finite while gradients are NaN: report their norm too.
+        logs["gradient_norm"] = tf.linalg.global_norm([tf.convert_to_tensor(g) for g in gradients if g is not None])
+        return logs
 
     def get_config(self) -> dict[str, Any]:
         return {

@@ -50,13 +50,17 @@ def synthetic_rows(count: int, tasks: list[str], rng: np.random.Generator) -> li
 
 def write_transformed_examples(
     directory: str | Path, train: int = 2048, eval: int = 512, tasks: tuple[str, ...] = ("engagement",),
-    shards: int = 2, seed: int = 0,
+    shards: int = 2, seed: int = 0, corrupt_numeric: bool = False,
 ) -> Manifest:
+    """`corrupt_numeric`: every numeric value is NaN (to test the non-finite-loss stop)."""
     directory = Path(directory)
     rng = np.random.default_rng(seed)
     splits = {}
     for split, count in (("train", train), ("eval", eval)):
         rows = synthetic_rows(count, list(tasks), rng)
+        if corrupt_numeric:
+            for row in rows:
+                row["ad_bid"] = float("nan")
         (directory / split).mkdir(parents=True, exist_ok=True)
         for shard in range(shards):
             path = directory / split / f"part-{shard:05d}-of-{shards:05d}.tfrecord.gz"
