@@ -1,0 +1,174 @@
+"""The compiled Vertex pipeline: every training target is a CustomJob with its machines, preprocess
+runs on Dataflow, and the spec depends only on the config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.preprocess.options import beam_pipeline_args
+from configs import config_from_json, load_config
+from ops.cli import main
+
+VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
+IMAGES = "us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-{}:0.1.0"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> tuple[dict, str]:
+    output = tmp_path_factory.mktemp("vertex") / "ranking.yaml"
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output)]) == 0
+    text = output.read_text()
+    return yaml.safe_load(text), text
+
+
+def _train_tasks(spec: dict) -> dict[str, dict]:
+    return {name: task for name, task in spec["root"]["dag"]["tasks"].items() if name.startswith("train")}
+
+
+def _custom_job(task: dict) -> dict:
+    parameters = task["inputs"]["parameters"]
+    return {name: value["runtimeValue"]["constant"] for name, value in parameters.items()
+            if "runtimeValue" in value}
+
+
+def _with_defaults(spec: dict, task: dict) -> dict:
+    """The task's CustomJob inputs: its component's defaults overlaid with the task's own constants."""
+    component = spec["components"][task["componentRef"]["name"]]
+    defaults = {name: p["defaultValue"] for name, p in component["inputDefinitions"]["parameters"].items()
+                if "defaultValue" in p}
+    return {**defaults, **_custom_job(task)}
+
+
+def _by_target(spec: dict) -> dict[str, list[dict]]:
+    jobs: dict[str, list[dict]] = {}
+    for task in _train_tasks(spec).values():
+        job = _with_defaults(spec, task)
+        jobs.setdefault(job["target"], []).append(job)
+    return jobs
+
+
+def test_every_target_and_run_is_a_custom_job(compiled):
+    spec, _ = compiled
+    config = load_config(VERTEX_CONFIG)
+    tasks = _train_tasks(spec)
+    assert len(tasks) == len(config.targets) * config.runs_per_target == 25
+    jobs = _by_target(spec)
+    assert sorted(jobs) == sorted(t.name for t in config.targets)
+    assert all(len(runs) == 5 for runs in jobs.values())
+    assert sorted(j["run_index"] for j in jobs["cpu"]) == [0, 1, 2, 3, 4]
+    executor = spec["deploymentSpec"]["executors"]
+    for task in tasks.values():
+        component = spec["components"][task["componentRef"]["name"]]
+        assert "worker_pool_specs" in component["inputDefinitions"]["parameters"]
+    # the CustomJob launcher of Google Cloud Pipeline Components runs each one
+    assert any("custom_job" in json.dumps(e) for e in executor.values())
+
+
+def test_tpu_gpu_and_parameter_server_machines(compiled):
+    spec, _ = compiled
+    pools = {target: runs[0]["worker_pool_specs"] for target, runs in _by_target(spec).items()}
+
+    (v3,) = pools["tpu-v3-8"]
+    assert v3["machine_spec"] == {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8}
+    assert v3["container_spec"]["image_uri"] == IMAGES.format("tpu")
+
+    (v5e,) = pools["tpu-v5e-4"]
+    assert v5e["machine_spec"] == {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x2"}
+    assert v5e["container_spec"]["image_uri"] == IMAGES.format("tpu")
+
+    (gpu,) = pools["gpu-a100x4"]
+    assert gpu["machine_spec"] == {"machine_type": "a2-highgpu-4g", "accelerator_type": "NVIDIA_TESLA_A100",
+                                   "accelerator_count": 4}
+    assert gpu["container_spec"]["image_uri"] == IMAGES.format("gpu")
+
+    chief, workers, servers = pools["cpu-ps"]
+    assert (chief["replica_count"], workers["replica_count"], servers["replica_count"]) == (1, 4, 2)
+    assert chief["machine_spec"] == {"machine_type": "n1-standard-8"}
+    assert servers["machine_spec"] == {"machine_type": "n1-highmem-8"}
+    assert {p["container_spec"]["image_uri"] for p in (chief, workers, servers)} == {IMAGES.format("cpu")}
+
+    (cpu,) = pools["cpu"]
+    assert cpu["machine_spec"] == {"machine_type": "n1-standard-16"} and cpu["replica_count"] == 1
+    # every replica runs the training component through the KFP executor
+    assert "train_step" in " ".join(cpu["container_spec"]["args"] + cpu["container_spec"]["command"])
+
+
+def test_custom_job_settings_come_from_config(compiled):
+    spec, _ = compiled
+    for target, runs in _by_target(spec).items():
+        job = runs[0]
+        assert job["service_account"] == "adrank-pipelines@adrank-prod.iam.gserviceaccount.com"
+        assert job["network"] == "projects/123456789012/global/networks/adrank-vpc"
+        assert job["encryption_spec_key_name"].endswith("/keyRings/adrank/cryptoKeys/pipelines")
+        assert job["tensorboard"] == "projects/adrank-prod/locations/us-central1/tensorboards/1234567890"
+        assert job["base_output_directory"] == f"gs://adrank-prod-pipelines/root/custom-jobs/{target}"
+        assert job["labels"]["adrank-target"] == target and job["labels"]["team"] == "ads-ranking"
+
+
+def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
+    spec, text = compiled
+    task = spec["root"]["dag"]["tasks"]["preprocess-step"]
+    parameters = task["inputs"]["parameters"]
+    assert parameters["window_end"]["runtimeValue"]["constant"] == "{{$.pipeline_job_create_time_utc}}"
+    config = config_from_json(parameters["config_json"]["runtimeValue"]["constant"])
+    args = beam_pipeline_args(config)
+    for expected in ("--runner=DataflowRunner", "--project=adrank-prod", "--region=us-central1",
+                     "--temp_location=gs://adrank-prod-pipelines/dataflow/tmp",
+                     "--subnetwork=regions/us-central1/subnetworks/adrank-dataflow",
+                     f"--sdk_container_image={IMAGES.format('cpu')}", "--no_use_public_ips",
+                     "--service_account_email=adrank-pipelines@adrank-prod.iam.gserviceaccount.com"):
+        assert expected in args
+    assert '"runner":"DataflowRunner"' in text
+    assert config.logs.lookback_days == 14
+
+
+def test_promotion_follows_the_report(compiled):
+    spec, _ = compiled
+    tasks = spec["root"]["dag"]["tasks"]
+    promote = tasks["promote-step"]
+    assert promote["dependentTasks"] == ["report"]
+    assert promote["inputs"]["artifacts"]["summary_json"]["taskOutputArtifact"]["producerTask"] == "report"
+    assert promote["inputs"]["parameters"]["backend"]["runtimeValue"]["constant"] == "vertex"
+
+
+def test_compiled_yaml_depends_only_on_config_and_holds_no_secrets(compiled, tmp_path, monkeypatch):
+    _, text = compiled
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "some-other-project")
+    monkeypatch.setenv("ADRANK_IMAGE", "elsewhere/image:latest")
+    again = tmp_path / "again.yaml"
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(again)]) == 0
+    assert again.read_text() == text
+    lowered = text.lower()
+    for marker in ("private_key", "begin rsa", "begin private", "client_secret", "access_token", "password"):
+        assert marker not in lowered
+
+
+def test_local_backend_keeps_the_plain_components(tmp_path):
+    output = tmp_path / "local.yaml"
+    assert main(["compile", "--backend", "local", "--output", str(output)]) == 0
+    text = output.read_text()
+    assert "worker_pool_specs" not in text and "custom_job" not in text
+    spec = yaml.safe_load(text)
+    window_end = spec["root"]["dag"]["tasks"]["preprocess-step"]["inputs"]["parameters"]["window_end"]
+    assert window_end["runtimeValue"]["constant"] == ""
+
+
+def test_vertex_backend_needs_a_machine_spec_per_target():
+    from pipelines.ranking import create_pipeline
+
+    config = load_config(VERTEX_CONFIG, ["targets.2.vertex=null", "runs_per_target=1"])
+    with pytest.raises(ValueError, match="target 'gpu-a100x4' has no 'vertex' machine spec"):
+        create_pipeline(config, "vertex")
+
+
+def test_machine_spec_must_match_the_target_kind():
+    from configs import ConfigError
+
+    with pytest.raises(ConfigError, match="a 'tpu' target needs a TPU accelerator_type"):
+        load_config(VERTEX_CONFIG, ["targets.0.vertex.machine={machine_type: n1-standard-8}"])
+    with pytest.raises(ConfigError, match="parameter_servers"):
+        load_config(VERTEX_CONFIG, ["targets.3.vertex.parameter_servers=null"])
