@@ -59,7 +59,7 @@ def test_submit_associates_the_run_with_the_experiment(fake_vertex, vertex_args)
     assert fake.context_children[f"{store}/contexts/ranking-daily"] == [f"{store}/contexts/{identifier}"]
 
 
-def test_submit_parameters_reach_the_runtime_config(fake_vertex, vertex_args):
+def test_submit_refuses_parameters_the_pipeline_does_not_declare(fake_vertex, vertex_args):
     fake, endpoint = fake_vertex
     # the compiled DAG declares no pipeline parameters: an unknown one is refused before any request
     assert main(["submit", *vertex_args, "--param", "window_days=3", "--api-endpoint", endpoint]) == 2
