@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -62,7 +63,8 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"))
     log_path = run_dir / "pipeline.log"
     try:
-        with _quiet_tensorflow(), _tee_stdout(log_path):
+        print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
+        with _quiet_tensorflow(), _progress_output(log_path, display_names):
             pipeline()
     except Exception as error:  # kfp.local raises RuntimeError naming the failed task key
         record.status = "failed"
@@ -123,26 +125,52 @@ def _quiet_tensorflow() -> Iterator[None]:
             os.environ["TF_CPP_MIN_LOG_LEVEL"] = saved
 
 
-class _Tee(io.TextIOBase):
-    def __init__(self, *streams):
-        self._streams = streams
+_TASK_STARTED = re.compile(r"Executing task '([\w-]+)'")
+_TASK_FINISHED = re.compile(r"Task '([\w-]+)' finished with status (\w+)")
+
+
+class _ProgressStream(io.TextIOBase):
+    """Everything goes to the log file; the terminal gets one line when a step starts and one when it ends."""
+
+    def __init__(self, log, terminal, display_names: dict[str, str]):
+        self._log, self._terminal, self._names = log, terminal, display_names
+        self._pending = ""
+        self._started: dict[str, float] = {}
 
     def write(self, text: str) -> int:
-        for stream in self._streams:
-            stream.write(text)
+        self._log.write(text)
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._progress(_ANSI.sub("", line))
         return len(text)
 
+    def _progress(self, line: str) -> None:
+        started = _TASK_STARTED.search(line)
+        if started:
+            key = started.group(1)
+            self._started[key] = time.monotonic()
+            self._terminal.write(f"  ▶ {self._names.get(key, key)}\n")
+        finished = _TASK_FINISHED.search(line)
+        if finished:
+            key, status = finished.groups()
+            seconds = time.monotonic() - self._started.get(key, time.monotonic())
+            mark = "✓" if status == "SUCCESS" else "✗"
+            self._terminal.write(f"  {mark} {self._names.get(key, key)}: {status.lower()} ({seconds:.0f} s)\n")
+        self._terminal.flush()
+
     def flush(self) -> None:
-        for stream in self._streams:
-            stream.flush()
+        self._log.flush()
+        self._terminal.flush()
 
 
 @contextmanager
-def _tee_stdout(path: Path) -> Iterator[None]:
-    """kfp.local prints each step's output through this process's stdout (and its own progress to stderr)."""
+def _progress_output(path: Path, display_names: dict[str, str]) -> Iterator[None]:
+    """kfp.local prints each step's output through this process's stdout and its own status to stderr."""
     with path.open("a") as log:
         saved_out, saved_err = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = _Tee(saved_out, log), _Tee(saved_err, log)
+        sys.stdout = _ProgressStream(log, saved_out, display_names)
+        sys.stderr = _ProgressStream(log, saved_out, display_names)
         try:
             yield
         finally:
