@@ -210,7 +210,7 @@ def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> 
 def _run_row(run: RunSummary) -> RunRow:
     return RunRow(
         target=run.target, run_index=run.run_index, seed=run.seed, hardware=hardware_label(run),
-        strategy=run.hardware.strategy, replicas=run.hardware.replicas, global_batch_size=run.global_batch_size,
+        strategy=run.hardware.strategy.lstrip("_"), replicas=run.hardware.replicas, global_batch_size=run.global_batch_size,
         steps=run.steps, wall_time_seconds=run.wall_time_seconds, examples_per_second=run.examples_per_second,
         input_stall_fraction=run.input_stall_fraction,
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},

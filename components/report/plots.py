@@ -46,8 +46,8 @@ def throughput(summary: BenchmarkSummary) -> bytes:
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(names) + 2), 3.2))
     bars = ax.bar(names, means, yerr=stds, capsize=4, color=[COLORS[i % 10] for i in range(len(names))])
     for bar, value in zip(bars, means):
-        ax.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=8,
-                    xytext=(0, 3), textcoords="offset points")
+        ax.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() * 0.05, value / 2), ha="left", va="center",
+                    fontsize=8, color="white", fontweight="bold")
     ax.set_ylabel("training examples / s")
     ax.set_title("Throughput per target (mean ± std over runs)")
     ax.grid(axis="y", alpha=0.3)
