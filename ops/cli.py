@@ -1,4 +1,6 @@
-"""`adrank`: the command line. Each subcommand lives in `ops.commands.<name>` and registers itself here."""
+"""`adrank`: the command line. Each subcommand lives in `ops.commands.<name>` and registers itself here.
+
+`CommandError` is re-exported for callers that import it from here."""
 
 from __future__ import annotations
 
@@ -7,12 +9,9 @@ import importlib
 import sys
 
 from configs.errors import ConfigError
+from ops.errors import CommandError
 
 COMMANDS = ("logs", "run", "compile", "submit", "schedule", "runs", "report", "images")
-
-
-class CommandError(RuntimeError):
-    """A command failed for a reason the user can act on; printed without a traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:

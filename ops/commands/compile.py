@@ -18,8 +18,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _compile(args: argparse.Namespace) -> int:
     from ops.compile import compile_pipeline
+    from ops.errors import CommandError
 
     config = config_from_args(args)
-    path = compile_pipeline(config, args.backend, Path(args.output))
+    try:
+        path = compile_pipeline(config, args.backend, Path(args.output))
+    except ValueError as error:  # a config that validates but cannot become this backend's DAG
+        raise CommandError(str(error)) from None
     print(f"compiled {config.name} ({args.backend}): {path}")
     return 0

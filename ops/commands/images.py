@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_command(config, source: str = ".") -> list[str]:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
 
     if config.vertex is None:
         raise CommandError("the config has no 'vertex' section: image names live in vertex.images")
@@ -48,7 +48,7 @@ def build_command(config, source: str = ".") -> list[str]:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
 
     config = config_from_args(args)
     command = build_command(config, args.source)

@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.local_runs import RunNotFound, find_run
 
     try:

@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from configs.loader import embedded_config_path
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.local_run import LocalRunFailed, run_locally
 
     config = config_from_args(args)

@@ -56,7 +56,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.local_runs import RunNotFound, format_comparison
 
     try:
@@ -67,7 +67,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _find(runs_dir: str, run: str) -> Path:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.local_runs import RunNotFound, find_run
 
     try:
@@ -77,7 +77,7 @@ def _find(runs_dir: str, run: str) -> Path:
 
 
 def _vertex(args: argparse.Namespace, action: str) -> int:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.commands.options import config_from_args
     from ops.vertex import runs as vertex_runs
     from ops.vertex.session import VertexSetupError, session_for

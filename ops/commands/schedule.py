@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.vertex import schedules
     from ops.vertex.session import VertexSetupError, session_for
 

@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def parse_parameters(items: list[str]) -> dict[str, object]:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
 
     parameters = {}
     for item in items:
@@ -42,7 +42,7 @@ def parse_parameters(items: list[str]) -> dict[str, object]:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from ops.cli import CommandError
+    from ops.errors import CommandError
     from ops.compile import compile_pipeline
     from ops.vertex.jobs import submit_pipeline, wait_for_pipeline
     from ops.vertex.session import VertexSetupError, require_service_account, session_for

@@ -1,0 +1,5 @@
+"""Errors a command reports to the user as one clear message, without a traceback."""
+
+
+class CommandError(RuntimeError):
+    """A command failed for a reason the user can act on."""
