@@ -201,8 +201,11 @@ def fit_synchronous(
         ),
     )
     sample_features, _ = next(iter(train_data.take(1)))
+    # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
+    # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
+    steps_per_execution = plan.steps_per_execution if runtime.replicas == 1 or runtime.is_tpu else 1
     with runtime.strategy.scope():
-        model = compiled_model(resolved, runtime, manifest, sample_features, plan.steps_per_execution)
+        model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
         manager = checkpoint_manager(model, model_dir)
         if manager.latest_checkpoint:
             manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()

@@ -1,0 +1,89 @@
+"""Asynchronous training with parameter servers: a `ClusterCoordinator` loop (Keras `fit` has none).
+
+The coordinator (this process, the chief) schedules steps on the workers; each worker reads its own
+input pipeline and pushes updates to the variables held by the parameter servers, without waiting for
+the other workers. A checkpoint is written after every chunk, as in the synchronous path.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import keras
+import tensorflow as tf
+
+from components.preprocess.manifest import Manifest
+from components.train.callbacks import NonFiniteLossError
+from components.train.input import InputOptions, make_dataset
+from components.train.strategy import Runtime
+from configs.training import ResolvedTarget
+
+
+def fit_parameter_server(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int
+):
+    from components.train.task import FitResult, StepPlan, checkpoint_manager, compiled_model
+
+    training = resolved.training
+    strategy = runtime.strategy
+    plan = StepPlan(manifest.splits["train"].examples, training)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    options = InputOptions(
+        batch_size=training.global_batch_size, training=True, seed=seed, shuffle_buffer=training.shuffle_buffer,
+        deterministic=training.deterministic, drop_remainder=True, repeat=True,
+    )
+
+    def dataset_fn(input_context):
+        return make_dataset(examples_dir, manifest, "train", options, input_context)
+
+    per_worker_iterator = iter(
+        coordinator.create_per_worker_dataset(strategy.distribute_datasets_from_function(dataset_fn))
+    )
+    sample_features, _ = next(iter(make_dataset(examples_dir, manifest, "eval", InputOptions(8, training=False))))
+    with strategy.scope():
+        model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution=1)
+        manager = checkpoint_manager(model, model_dir)
+        if manager.latest_checkpoint:
+            manager.checkpoint.restore(manager.latest_checkpoint)
+    losses = {task: keras.losses.BinaryCrossentropy() for task in manifest.tasks}
+    tables, dense = model.variable_groups()
+
+    @tf.function
+    def worker_step(iterator):
+        def replica_step(features, labels):
+            with tf.GradientTape() as tape:
+                predictions = model(features, training=True)
+                loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
+            gradients = tape.gradient(loss, tables + dense)
+            if model.embedding_optimizer is None:
+                model.optimizer.apply_gradients(zip(gradients, tables + dense))
+            else:
+                model.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
+                model.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
+            return loss, tf.linalg.global_norm(gradients)
+
+        features, labels = next(iterator)
+        return strategy.run(replica_step, args=(features, labels))
+
+    done = int(model.optimizer.iterations.numpy())
+    done -= done % plan.chunk_steps
+    curve: list[tuple[int, float]] = []
+    steady_started, steady_steps = None, 0
+    for _chunk in range(done // plan.chunk_steps, plan.chunks):
+        results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
+        coordinator.join()
+        done += plan.chunk_steps
+        fetched = [r.fetch() for r in results]
+        mean_loss = float(sum(float(loss) for loss, _ in fetched) / len(fetched))
+        if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm in fetched):
+            raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
+        curve.append((done, mean_loss))
+        manager.save(checkpoint_number=done)
+        if steady_started is None:
+            steady_started = time.perf_counter()  # after the first chunk: tracing and start-up excluded
+        else:
+            steady_steps += plan.chunk_steps
+    elapsed = time.perf_counter() - steady_started if steady_started else 0.0
+    examples_per_second = steady_steps * training.global_batch_size / elapsed if elapsed > 0 and steady_steps else 0.0
+    return model, plan, FitResult(curve, examples_per_second)
