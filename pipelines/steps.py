@@ -18,14 +18,21 @@ def generate_logs_step(config_json: str, logs: Output[Dataset]):
     logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
 
 
-def preprocess_step(config_json: str, examples: Output[Dataset], logs: Input[Dataset] = None, window_end: str = ""):
+def preprocess_step(
+    config_json: str, examples: Output[Dataset], logs: Input[Dataset] = None, window_end: str = "",
+    beam_args_json: str = "",
+):
+    import json
+
     from components.preprocess.run import preprocess
     from configs import config_from_json
 
-    # window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally
+    # window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally.
+    # beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
+    # beam_pipeline_args(config)); "" builds the same options from config_json at run time.
     manifest = preprocess(
         config_from_json(config_json), logs.path if logs else None, examples.path, examples.uri,
-        window_end=window_end or None,
+        window_end=window_end or None, beam_args=json.loads(beam_args_json) if beam_args_json else None,
     )
     examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})
 

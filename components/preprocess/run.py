@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
@@ -50,6 +51,7 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     `logs_dir`: the generator's output (synthetic source); otherwise the config's globs/tables are read.
     `output_uri`: where Beam writes when workers cannot see `output_dir` (Dataflow writes to gs://).
     `window_end` (RFC 3339): read only impressions of the `logs.lookback_days` days before it.
+    `beam_args`: a complete Beam argv (as compiled into the DAG) replacing the options built from config.
     """
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     on_dataflow = config.preprocess.runner == "DataflowRunner"
@@ -57,7 +59,7 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     window = LogWindow.ending_at(window_end, config.logs.lookback_days)
     local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
     try:
-        options = beam_pipeline_options(config, extra_args=beam_args)
+        options = PipelineOptions(beam_args) if beam_args else beam_pipeline_options(config)
         with beam.Pipeline(options=options) as pipeline:
             _build(pipeline, config, logs_dir, root, window, temp_location(config, local_temp))
     finally:
