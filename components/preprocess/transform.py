@@ -48,7 +48,7 @@ def _ids(tokens: tf.Tensor, feature) -> tf.Tensor:
     return tft.compute_and_apply_vocabulary(
         tokens,
         top_k=feature.top_k,
-        frequency_threshold=feature.frequency_threshold,
+        frequency_threshold=feature.frequency_threshold if feature.frequency_threshold > 1 else None,
         num_oov_buckets=feature.oov_buckets,
         vocab_filename=vocabulary_file(feature.name),
     )
