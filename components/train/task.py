@@ -133,11 +133,18 @@ class StepPlan:
             raise ValueError(
                 f"{train_examples} train examples are fewer than one global batch of {training.global_batch_size}"
             )
-        self.steps_per_execution = min(training.steps_per_execution, self.steps_per_epoch)
         chunk = max(1, self.steps_per_epoch // training.checkpoints_per_epoch)
-        self.chunk_steps = max(self.steps_per_execution, chunk - chunk % self.steps_per_execution)
+        self.steps_per_execution = steps_per_execution_for(chunk, training.steps_per_execution)
+        self.chunk_steps = chunk - chunk % self.steps_per_execution
         self.chunks = training.epochs * max(1, self.steps_per_epoch // self.chunk_steps)
         self.total_steps = self.chunks * self.chunk_steps
+
+
+def steps_per_execution_for(chunk: int, configured: int, max_waste: float = 0.05) -> int:
+    """The largest steps-per-execution ≤ `configured` that wastes at most `max_waste` of a chunk's steps
+    (a chunk holds whole executions); 1 always qualifies. E.g. chunk 15, configured 8 → 5, not 8 (which
+    would drop 7 of 15 steps every epoch)."""
+    return max(d for d in range(1, min(configured, chunk) + 1) if chunk % d <= max_waste * chunk)
 
 
 class FitResult:

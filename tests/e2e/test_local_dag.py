@@ -30,12 +30,14 @@ def sets(overrides):
 
 @pytest.fixture(scope="module")
 def two_target_run(tmp_path_factory):
-    """2 CPU targets (batch 256 and 512) × 2 runs: the smallest DAG that exercises fan-out and fan-in."""
+    """2 CPU targets × 2 runs, two tasks: DCN-v2 at batch 256 and PLE at batch 512, fanned out and in."""
     runs_dir = tmp_path_factory.mktemp("runs")
     overrides = TINY + [
         "runs_per_target=2",
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
-        "{name: cpu-b512, kind: cpu, global_batch_size: 512, price_per_hour: 0.38}]",
+        "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}}]",
+        "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
+        "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
     ]
     result = adrank("run", "--runs-dir", str(runs_dir), "--run-id", "tiny", *sets(overrides), cwd=runs_dir)
     return runs_dir, result
@@ -50,20 +52,24 @@ def test_run_prints_the_report_path_last(two_target_run):
 def test_summary_has_every_run_between_the_floors(two_target_run):
     runs_dir, _ = two_target_run
     summary = json.loads((runs_dir / "tiny" / "summary.json").read_text())
-    assert set(summary["targets"]) == {"cpu", "cpu-b512"}
+    assert set(summary["targets"]) == {"cpu", "cpu-ple"}
     for target in summary["targets"].values():
         assert target["runs"] == 2
         assert math.isfinite(target["logloss_mean"]) and target["logloss_std"] is not None
         assert summary["bayes_logloss"] < target["logloss_mean"] < summary["constant_ctr_logloss"]
         assert target["examples_per_second_mean"] > 0
         assert target["hardware_seen"] and all("CPU" in h for h in target["hardware_seen"])
-    assert summary["targets"]["cpu-b512"]["global_batch_size"] == 512
+    assert summary["targets"]["cpu-ple"]["global_batch_size"] == 512
     assert len(summary["runs"]) == 4
     assert {(r["target"], r["run_index"]) for r in summary["runs"]} == {
-        ("cpu", 0), ("cpu", 1), ("cpu-b512", 0), ("cpu-b512", 1)}
+        ("cpu", 0), ("cpu", 1), ("cpu-ple", 0), ("cpu-ple", 1)}
+    for target in summary["targets"].values():  # both models learn the rarer conversion task too
+        conversion = target["tasks"]["conversion"]["logloss"]["mean"]
+        assert conversion < summary["tasks"]["conversion"]["constant_ctr_logloss"]
+        assert target["tasks"]["conversion"]["vs_baseline"] is None or "p =" in target["tasks"]["conversion"]["vs_baseline"]["verdict"]
     html = (runs_dir / "tiny" / "report.html").read_text()
-    assert "cpu-b512" in html and "data:image/png;base64," in html
-    assert "cpu-b512" in (runs_dir / "tiny" / "report.md").read_text()
+    assert "cpu-ple" in html and "data:image/png;base64," in html and "conversion" in html
+    assert "cpu-ple" in (runs_dir / "tiny" / "report.md").read_text()
 
 
 def test_review_commands_read_the_run(two_target_run):
@@ -71,7 +77,7 @@ def test_review_commands_read_the_run(two_target_run):
     listing = adrank("runs", "list", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
     assert "tiny" in listing and "succeeded" in listing
     shown = adrank("runs", "show", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
-    assert "cpu-b512" in shown and "report:" in shown
+    assert "cpu-ple" in shown and "report:" in shown
     compared = adrank("runs", "compare", "tiny", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
     assert "+0.00000" in compared and "1.00×" in compared
     assert adrank("report", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout.strip().endswith("report.html")
