@@ -6,8 +6,11 @@ depends only on the config and the backend, never on the environment.
 
 from __future__ import annotations
 
+import json
+
 from kfp import dsl
 
+from components.preprocess.options import beam_pipeline_args
 from configs import AdrankConfig, config_to_json
 from configs.training import TargetConfig
 from pipelines import placement
@@ -49,6 +52,8 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
             f"(targets: {[f'{t.name} ({t.kind})' for t in config.targets]})"
         )
     config_json = config_to_json(config)
+    # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
+    beam_args_json = json.dumps(beam_pipeline_args(config)) if backend == "vertex" else ""
     image = _base_image(config, backend)
 
     def component(function):
@@ -63,11 +68,12 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     @dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")
     def ranking():
         window_end = placement.window_end_argument(backend)
+        preprocess_args = {"config_json": config_json, "window_end": window_end, "beam_args_json": beam_args_json}
         if config.logs.source == "synthetic":
             logs = generate_logs_op(config_json=config_json).set_display_name("generate logs")
-            preprocess = preprocess_op(config_json=config_json, logs=logs.outputs["logs"], window_end=window_end)
+            preprocess = preprocess_op(logs=logs.outputs["logs"], **preprocess_args)
         else:
-            preprocess = preprocess_op(config_json=config_json, window_end=window_end)
+            preprocess = preprocess_op(**preprocess_args)
         preprocess.set_display_name("preprocess")
         placement.place_preprocess(preprocess, config, backend)
 

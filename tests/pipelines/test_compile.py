@@ -1,5 +1,7 @@
 """The compiled DAG: tasks, display names, fan-in, and that the YAML is a valid PipelineSpec."""
 
+import json
+
 import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
@@ -22,7 +24,7 @@ def test_local_compile_has_every_step_and_one_input_per_run(tmp_path):
     pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     tasks = pipeline_spec.root.dag.tasks
     names = sorted(task.task_info.name for task in tasks.values())
-    assert names == sorted(["generate logs", "preprocess", "report"] + [train_display_name("cpu", i) for i in range(4)])
+    assert names == sorted(["generate logs", "preprocess", "report", "promote model"] + [train_display_name("cpu", i) for i in range(4)])
     report = next(t for t in tasks.values() if t.task_info.name == "report")
     fed = {name for name in report.inputs.artifacts if name.startswith("run_")}
     assert fed == {summary_input_name(i) for i in range(4)}
@@ -59,3 +61,20 @@ def test_local_backend_adds_gpu_targets_only_when_a_gpu_is_present():
 
     assert not any("gpu-local" in name for name in trained({"CPU"}))
     assert train_display_name("gpu-local", 0) in trained({"CPU", "GPU"})
+
+
+def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
+    spec, _ = compile_to_dict(tmp_path, "--config", "configs/vertex.yaml", "--backend", "vertex")
+    pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
+    preprocess = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "preprocess")
+    args = json.loads(preprocess.inputs.parameters["beam_args_json"].runtime_value.constant.string_value)
+    assert "--runner=DataflowRunner" in args
+    config = load_config("configs/vertex.yaml")
+    assert f"--project={config.preprocess.dataflow.project}" in args
+    assert any(arg.startswith("--temp_location=gs://") for arg in args)
+    trains = [t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name.startswith("train")]
+    kinds = {t.kind for t in config.targets}
+    assert {"tpu", "gpu", "cpu-ps"} <= kinds
+    assert len(trains) == len(config.targets) * config.runs_per_target == len(config.targets) * 5
+    report = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "report")
+    assert len([a for a in report.inputs.artifacts if a.startswith("run_")]) == len(trains)
