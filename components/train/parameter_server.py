@@ -7,6 +7,7 @@ the other workers. A checkpoint is written after every chunk, as in the synchron
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
@@ -18,6 +19,8 @@ from components.train.callbacks import NonFiniteLossError
 from components.train.input import InputOptions, make_dataset
 from components.train.strategy import Runtime
 from configs.training import ResolvedTarget
+
+log = logging.getLogger(__name__)
 
 
 def fit_parameter_server(
@@ -37,9 +40,10 @@ def fit_parameter_server(
     def dataset_fn(input_context):
         return make_dataset(examples_dir, manifest, "train", options, input_context)
 
-    per_worker_iterator = iter(
-        coordinator.create_per_worker_dataset(strategy.distribute_datasets_from_function(dataset_fn))
-    )
+    def per_worker_dataset_fn():
+        return strategy.distribute_datasets_from_function(dataset_fn)
+
+    per_worker_iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
     sample_features, _ = next(iter(make_dataset(examples_dir, manifest, "eval", InputOptions(8, training=False))))
     with strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution=1)
@@ -70,16 +74,25 @@ def fit_parameter_server(
     done -= done % plan.chunk_steps
     curve: list[tuple[int, float]] = []
     steady_started, steady_steps = None, 0
+    log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
+             len(runtime.device_names))
     for _chunk in range(done // plan.chunk_steps, plan.chunks):
         results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
         coordinator.join()
         done += plan.chunk_steps
         fetched = [r.fetch() for r in results]
+        # Keras 3 counts steps with `iterations.assign_add(1)`, which on a Keras variable is a read then an
+        # assign: workers updating the ps at once lose increments (seen: 6 of 8). The chief knows how many
+        # steps completed, so it writes the count before the checkpoint (resume and schedules rely on it).
+        for optimizer in (model.optimizer, model.embedding_optimizer):
+            if optimizer is not None:
+                optimizer.iterations.assign(done)
         mean_loss = float(sum(float(loss) for loss, _ in fetched) / len(fetched))
         if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm in fetched):
             raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
         curve.append((done, mean_loss))
         manager.save(checkpoint_number=done)
+        log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
         if steady_started is None:
             steady_started = time.perf_counter()  # after the first chunk: tracing and start-up excluded
         else:

@@ -37,6 +37,8 @@ class Runtime:
 
     @property
     def strategy_name(self) -> str:
+        if self.is_parameter_server:  # the public name, not the class behind it (ParameterServerStrategyV2)
+            return "ParameterServerStrategy"
         return type(self.strategy).__name__
 
     @property
@@ -63,16 +65,20 @@ class Runtime:
         )
 
 
-def cluster_spec_from_env() -> dict:
+def tf_config_from_env() -> dict:
     raw = os.environ.get("TF_CONFIG")
-    return json.loads(raw).get("cluster", {}) if raw else {}
+    return json.loads(raw) if raw else {}
+
+
+def cluster_spec_from_env() -> dict:
+    return tf_config_from_env().get("cluster", {})
 
 
 def runtime_for(target_kind: str, allow_cpu_fallback: bool = False) -> Runtime:
     """The strategy and devices for a target of `target_kind` on this machine, now."""
     cluster = cluster_spec_from_env()
     if cluster.get("ps"):
-        return _parameter_server_runtime(cluster)
+        return _parameter_server_runtime(tf_config_from_env())
     if target_kind == "cpu-ps":
         return _fallback_or_fail(
             "target kind 'cpu-ps' needs TF_CONFIG with a 'ps' job (parameter servers)", allow_cpu_fallback
@@ -131,8 +137,24 @@ def _tpu_runtime() -> Runtime:
     return Runtime(strategy, "TPU", [d.name for d in tpus], [description])
 
 
-def _parameter_server_runtime(cluster: dict) -> Runtime:
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+def _parameter_server_runtime(tf_config: dict) -> Runtime:
+    """This process is the coordinator: TF_CONFIG must name it task `chief` in a cluster with a `chief` job
+    (the workers and ps are `tf.distribute.Server`s that filter their devices to `/job:chief`)."""
+    cluster = tf_config["cluster"]
+    task = tf_config.get("task", {})
+    task_type = task.get("type", "chief")
+    if task_type != "chief" or not cluster.get("chief") or not cluster.get("worker"):
+        raise HardwareUnavailableError(
+            "a parameter-server run trains from the coordinator: TF_CONFIG needs task type 'chief' and a cluster "
+            f"with 'chief', 'worker' and 'ps' jobs (got task {task!r}, jobs {sorted(cluster)}); workers and "
+            "ps run tf.distribute.Server, not train()"
+        )
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster),
+        task_type="chief",
+        task_id=int(task.get("index", 0)),
+        rpc_layer=tf_config.get("rpc_layer", "grpc"),
+    )
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
-    workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster.get("worker", [])))]
+    workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster["worker"]))]
     return Runtime(strategy, "CPU", workers, [f"{len(cluster['ps'])} parameter server(s)"])
