@@ -14,11 +14,14 @@ What the run saw (device kind, count, names, strategy, replicas) is read back fr
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
 
 import tensorflow as tf
+
+log = logging.getLogger(__name__)
 
 from components.train.summary import HardwareSeen
 
@@ -158,3 +161,30 @@ def _parameter_server_runtime(tf_config: dict) -> Runtime:
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster["worker"]))]
     return Runtime(strategy, "CPU", workers, [f"{len(cluster['ps'])} parameter server(s)"])
+
+
+def parameter_server_role() -> str | None:
+    """'worker' or 'ps' when TF_CONFIG makes this process a server of a parameter-server cluster, else None."""
+    config = tf_config_from_env()
+    task_type = config.get("task", {}).get("type")
+    if "ps" in config.get("cluster", {}) and task_type in ("worker", "ps"):
+        return task_type
+    return None
+
+
+def serve_parameter_server_task() -> None:
+    """Run this replica as a gRPC server of the parameter-server cluster until the job ends.
+
+    On Vertex a `cpu-ps` CustomJob runs the same command in every pool; the chief (pool 0) coordinates
+    and the job finishes when it does, so workers and parameter servers only serve.
+    """
+    config = tf_config_from_env()
+    cluster = tf.train.ClusterSpec(config["cluster"])
+    task = config["task"]
+    workers = len(config["cluster"].get("worker", []))
+    server = tf.distribute.Server(
+        cluster, job_name=task["type"], task_index=int(task.get("index", 0)), protocol="grpc",
+        config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=workers + 2), start=True,
+    )
+    log.info("serving as %s %s of a parameter-server cluster", task["type"], task.get("index", 0))
+    server.join()

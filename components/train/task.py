@@ -23,7 +23,7 @@ from components.train.export import export_serving_model
 from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel, build_model
 from components.train.optimization import make_optimizers, scaled_learning_rate
-from components.train.strategy import Runtime, runtime_for
+from components.train.strategy import Runtime, parameter_server_role, runtime_for, serve_parameter_server_task
 from components.train.summary import CurvePoint, RunSummary, TaskMetrics
 from configs.schema import AdrankConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
@@ -42,7 +42,12 @@ def train(
     model_dir: str,
     model_uri: str | None = None,
 ) -> RunSummary:
-    """Train `target_name`'s model once (seed = config.seed + run_index) and summarize the run."""
+    """Train `target_name`'s model once (seed = config.seed + run_index) and summarize the run.
+
+    In a parameter-server cluster only the chief trains; a worker or ps replica serves until the job ends.
+    """
+    if parameter_server_role() is not None:
+        serve_parameter_server_task()  # does not return
     started = time.perf_counter()
     resolved = resolve_target(config.model, config.training, config.target(target_name))
     seed = config.seed + run_index
