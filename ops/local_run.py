@@ -93,7 +93,7 @@ def _find_output(artifacts: Path, output_name: str) -> Path:
 
 def _failed_step(message: str, display_names: dict[str, str]) -> str:
     plain = _ANSI.sub("", message)
-    match = re.search(r"Inner task failed: ([\w-]+)", plain)
+    match = re.search(r"Inner task failed: '?([\w-]+)", plain)
     if not match:
         return "unknown"
     key = match.group(1)
@@ -101,14 +101,27 @@ def _failed_step(message: str, display_names: dict[str, str]) -> str:
 
 
 def _last_error_line(log_path: Path) -> str | None:
+    """The exception line that ends the last traceback a step printed (e.g. `TooManyInvalidRecords: ...`)."""
     if not log_path.exists():
         return None
+    lines = [_ANSI.sub("", line) for line in log_path.read_text(errors="replace").splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.strip() == "Traceback (most recent call last):"]
+    if starts:
+        base = _indent(lines[starts[-1]])
+        for line in lines[starts[-1] + 1:]:
+            if line.strip() and _indent(line) <= base:
+                name, sep, message = line.strip().partition(": ")
+                return f"{name.rsplit('.', 1)[-1]}{sep}{message}"
     found = None
-    for line in log_path.read_text(errors="replace").splitlines():
-        match = _ERROR_LINE.match(_ANSI.sub("", line).strip())
+    for line in lines:
+        match = _ERROR_LINE.match(line.strip())
         if match:
             found = f"{match.group(1)}: {match.group(2)}"
     return found
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 @contextmanager
