@@ -7,50 +7,22 @@ DIR is a preprocess output (manifest.json); without it a synthetic one is writte
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import tensorflow as tf
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from training_setup import examples_per_second, training_bench  # noqa: E402  (puts the repo on sys.path)
 
-from components.preprocess.manifest import Manifest  # noqa: E402
-from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.strategy import runtime_for  # noqa: E402
 from components.train.task import compiled_model  # noqa: E402
-from configs import load_config  # noqa: E402
-from configs.training import resolve_target  # noqa: E402
-
-
-def examples_per_second(model, data, steps: int, batch: int) -> float:
-    model.fit(data, steps_per_epoch=min(steps, 16), epochs=1, verbose=0)  # trace and warm up
-    start = time.perf_counter()
-    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-    return steps * batch / (time.perf_counter() - start)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", help="preprocess output directory")
-    parser.add_argument("--steps", type=int, default=400)
-    args = parser.parse_args()
-    examples = args.examples
-    if examples is None:
-        sys.path.insert(0, str(ROOT / "tests/components/train"))
-        from fixture_data import write_transformed_examples
-
-        examples = tempfile.mkdtemp()
-        write_transformed_examples(examples, train=45_000, eval=1024, shards=4)
-    config = load_config(None)
-    resolved = resolve_target(config.model, config.training, config.target("cpu"))
-    manifest = Manifest.read(examples)
-    batch = resolved.training.global_batch_size
-    options = InputOptions(batch_size=batch, training=True, shuffle_buffer=resolved.training.shuffle_buffer, repeat=True)
-    real = make_dataset(examples, manifest, "train", options)
+    bench = training_bench(__doc__.splitlines()[0])
+    resolved, manifest, batch, args = bench.resolved, bench.manifest, bench.batch, bench
+    real = bench.real_dataset()
     cached_batches = list(real.take(32))
     cached = tf.data.Dataset.from_tensor_slices(tf.range(len(cached_batches))).repeat().map(
         lambda i: tf.nest.map_structure(lambda *t: tf.gather(tf.stack(t), i), *cached_batches)

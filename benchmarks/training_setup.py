@@ -1,0 +1,57 @@
+"""What both trainer benchmarks share: the data they train on and how examples/s is timed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from components.preprocess.manifest import Manifest  # noqa: E402
+from components.train.input import InputOptions, make_dataset  # noqa: E402
+from configs import load_config  # noqa: E402
+from configs.training import ResolvedTarget, resolve_target  # noqa: E402
+
+
+@dataclass
+class TrainingBench:
+    examples: str
+    manifest: Manifest
+    resolved: ResolvedTarget
+    batch: int
+    steps: int
+
+    def real_dataset(self):
+        training = self.resolved.training
+        options = InputOptions(batch_size=self.batch, training=True, shuffle_buffer=training.shuffle_buffer, repeat=True)
+        return make_dataset(self.examples, self.manifest, "train", options)
+
+
+def training_bench(description: str) -> TrainingBench:
+    """Parse `--examples DIR --steps N`; without DIR, write 45k synthetic transformed examples to a temp dir."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--examples", help="preprocess output directory (with manifest.json)")
+    parser.add_argument("--steps", type=int, default=400)
+    args = parser.parse_args()
+    examples = args.examples
+    if examples is None:
+        sys.path.insert(0, str(ROOT / "tests/components/train"))
+        from fixture_data import write_transformed_examples
+
+        examples = tempfile.mkdtemp()
+        write_transformed_examples(examples, train=45_000, eval=1024, shards=4)
+    config = load_config(None)
+    resolved = resolve_target(config.model, config.training, config.target("cpu"))
+    return TrainingBench(examples, Manifest.read(examples), resolved, resolved.training.global_batch_size, args.steps)
+
+
+def examples_per_second(model, data, steps: int, batch: int) -> float:
+    model.fit(data, steps_per_epoch=min(steps, 16), epochs=1, verbose=0)  # trace and warm up
+    start = time.perf_counter()
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+    return steps * batch / (time.perf_counter() - start)
