@@ -60,11 +60,7 @@ def fit_parameter_server(
                 predictions = model(features, training=True)
                 loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
             gradients = tape.gradient(loss, tables + dense)
-            if model.embedding_optimizer is None:
-                model.optimizer.apply_gradients(zip(gradients, tables + dense))
-            else:
-                model.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
-                model.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
+            model.apply_split_gradients(gradients, tables, dense)
             return loss, tf.linalg.global_norm(gradients)
 
         features, labels = next(iterator)

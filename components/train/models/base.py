@@ -72,6 +72,15 @@ class RankingModel(keras.Model):
             self.optimizer.build(dense)
             self.embedding_optimizer.build(tables)
 
+    def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
+        """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when
+        there is one, everything else with the dense optimizer."""
+        if self.embedding_optimizer is None:
+            self.optimizer.apply_gradients(zip(gradients, tables + dense))
+        else:
+            self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
+            self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
+
     def train_step(self, data):
         x, y = data
         with tf.GradientTape() as tape:
@@ -82,11 +91,7 @@ class RankingModel(keras.Model):
             )
         tables, dense = self.variable_groups()
         gradients = tape.gradient(loss, tables + dense)
-        if self.embedding_optimizer is None:
-            self.optimizer.apply_gradients(zip(gradients, tables + dense))
-        else:
-            self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
-            self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
+        self.apply_split_gradients(gradients, tables, dense)
         logs = self.compute_metrics(x, y, y_pred)
         # The clipped log-loss can stay finite while gradients are NaN: report their norm too.
         logs["gradient_norm"] = tf.linalg.global_norm([tf.convert_to_tensor(g) for g in gradients if g is not None])
