@@ -20,6 +20,10 @@ class ModelConfig(StrictModel):
 
     kind: Literal["dcn", "ple", "linear"] = "dcn"
     embedding_dim: int = Field(8, ge=1)
+    embedding_initializer: Literal["uniform", "truncated_normal"] = Field(
+        "uniform",
+        description="uniform: Keras's Embedding default U(-0.05, 0.05); truncated_normal: N(0, 1/dim) truncated",
+    )
     # DCN-v2
     cross_layers: int = Field(2, ge=0)
     cross_structure: Literal["stacked", "parallel"] = Field(

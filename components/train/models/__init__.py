@@ -22,7 +22,9 @@ def build_model(
     """The configured model, its tables sized from the transform output (the manifest)."""
     dim = 1 if model.kind == "linear" else model.embedding_dim
     common = dict(
-        feature_configs=feature_configs(manifest, dim, per_replica_batch, embedding_optimizer),
+        feature_configs=feature_configs(
+            manifest, dim, per_replica_batch, embedding_optimizer, initializer=model.embedding_initializer
+        ),
         numeric_features=[f.name for f in numeric_features(manifest)],
         tasks=list(manifest.tasks),
         tpu_embedding=tpu_embedding,
