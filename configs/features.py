@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from configs.base import StrictModel
 
 FEATURE_NAME = r"^[a-z][a-z0-9_]*$"
+MAX_TABLE_ROWS = 2**31 - 1  # the most rows an int32 id can index; tables near it fail the memory estimate
 
 
 class CategoricalFeature(StrictModel):
@@ -20,10 +21,10 @@ class CategoricalFeature(StrictModel):
     kind: Literal["categorical"] = "categorical"
     name: str = Field(pattern=FEATURE_NAME)
     encoding: Literal["hash", "vocabulary"] = "vocabulary"
-    hash_buckets: int = Field(1000, ge=2)
-    top_k: int | None = Field(None, ge=1)
+    hash_buckets: int = Field(1000, ge=2, le=MAX_TABLE_ROWS)
+    top_k: int | None = Field(None, ge=1, le=MAX_TABLE_ROWS)
     frequency_threshold: int = Field(1, ge=1)
-    oov_buckets: int = Field(1, ge=1)
+    oov_buckets: int = Field(1, ge=1, le=1_000_000)
 
 
 class CategoricalListFeature(CategoricalFeature):
@@ -32,7 +33,7 @@ class CategoricalListFeature(CategoricalFeature):
     In text sources (CSV) the list is one string split on `separator`."""
 
     kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]
-    max_length: int = Field(8, ge=1)
+    max_length: int = Field(8, ge=1, le=4096)
     combiner: Literal["mean", "sum"] = "mean"
     separator: str = Field("|", min_length=1)
 
@@ -46,7 +47,7 @@ class NumericFeature(StrictModel):
     kind: Literal["numeric"] = "numeric"
     name: str = Field(pattern=FEATURE_NAME)
     normalization: Literal["zscore", "log1p", "log1p_zscore", "quantile_buckets"] = "zscore"
-    buckets: int = Field(10, ge=2, description="quantile_buckets only")
+    buckets: int = Field(10, ge=2, le=1_000_000, description="quantile_buckets only")
     default: float = 0.0
 
 

@@ -33,6 +33,12 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
         raw = yaml.safe_load(source.read_text())
     except FileNotFoundError:
         raise ConfigError(f"{source}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a directory, not a YAML config file") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{source}: not UTF-8 text (byte {error.start}): a config must be a YAML text file") from None
+    except OSError as error:
+        raise ConfigError(f"{source}: cannot read the config file: {error.strerror or error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{source}: not valid YAML: {error}") from None
     if not isinstance(raw, dict):
@@ -46,7 +52,7 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> AdrankCon
     try:
         return AdrankConfig.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(f"{source}: invalid config\n" + format_validation_error(error)) from None
+        raise ConfigError(f"{source}: invalid config: " + format_validation_error(error)) from None
 
 
 def config_from_json(text: str) -> AdrankConfig:
@@ -64,14 +70,15 @@ def config_hash(config: AdrankConfig) -> str:
 
 
 def format_validation_error(error: ValidationError) -> str:
-    lines = []
+    """One line: `field: message` per error, joined by '; '. Cross-field rules put the field in their message."""
+    parts = []
     for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "<root>"
-        message = item["msg"]
+        field = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown key (not part of the config schema)"
-        lines.append(f"  {field}: {message}")
-    return "\n".join(lines)
+        parts.append(f"{field}: {message}" if field else message)
+    return "; ".join(parts)
 
 
 def apply_override(raw: dict[str, Any], override: str) -> None:

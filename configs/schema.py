@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+import re
+
+from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.embedding_memory import check_embedding_memory
 from configs.features import Feature, FeaturesConfig
-from configs.logs import LogsConfig, SplitConfig, TaskConfig
+from configs.logs import EVENT_TYPES, LogsConfig, SplitConfig, TaskConfig
 from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
-from configs.training import ModelConfig, TargetConfig, TrainingConfig
+from configs.training import ModelConfig, TargetConfig, TrainingConfig, resolve_target
 from configs.vertex import VertexConfig, check_target_machine
 
 
+# The name becomes the KFP pipeline name, the Vertex display name and a label value: at most 63 characters.
+PIPELINE_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
+MAX_NAME_LENGTH = 63
+
+
 class AdrankConfig(StrictModel):
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]*$", description="pipeline name; also the Vertex display name")
+    name: str = Field(description="pipeline name; also the Vertex display name and the adrank-pipeline label")
     seed: int = 0
     logs: LogsConfig = LogsConfig()
     tasks: list[TaskConfig] = Field(min_length=1)
@@ -29,6 +37,16 @@ class AdrankConfig(StrictModel):
     report: ReportConfig = ReportConfig()
     promotion: PromotionConfig = PromotionConfig()
     vertex: VertexConfig | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _valid_pipeline_name(cls, name: str) -> str:
+        if len(name) > MAX_NAME_LENGTH:
+            raise ValueError(f"{len(name)} characters, over {MAX_NAME_LENGTH} (the Vertex label value limit)")
+        if not PIPELINE_NAME.match(name):
+            raise ValueError(f"'{name}' is not a pipeline name: lowercase letters, digits and '-', starting with a "
+                             "letter and not ending with '-'")
+        return name
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> AdrankConfig:
@@ -47,7 +65,31 @@ class AdrankConfig(StrictModel):
                     check_target_machine(target.kind, target.vertex)
                 except ValueError as error:
                     raise ValueError(f"target '{target.name}': {error}") from None
+        self._check_task_labels()
+        for target in self.targets:
+            resolved = resolve_target(self.model, self.training, target)
+            check_embedding_memory(self.features, resolved.model, resolved.training, target.name)
         return self
+
+    def _check_task_labels(self) -> None:
+        """Every task must be able to get a positive label from the configured logs."""
+        mode = self.logs.label_mode
+        known = list(self.logs.event_types)
+        if self.logs.source == "synthetic":
+            known = [event for event in known if event in EVENT_TYPES]
+        for index, task in enumerate(self.tasks):
+            if mode == "outcome" and task.label_column is None:
+                raise ValueError(f"tasks.{index}.label_column: task '{task.name}' needs a label_column "
+                                 "(logs.label_mode is 'outcome')")
+            if mode == "engagements" and task.event_type is None:
+                raise ValueError(f"tasks.{index}.event_type: task '{task.name}' needs an event_type "
+                                 "(logs.label_mode is 'engagements')")
+            if mode == "engagements" and task.event_type not in known:
+                where = ("the synthetic generator writes " + ", ".join(EVENT_TYPES)
+                         + (f" and logs.event_types keeps {known}" if known != list(EVENT_TYPES) else "")
+                         if self.logs.source == "synthetic" else f"logs.event_types is {known}")
+                raise ValueError(f"tasks.{index}.event_type: '{task.event_type}' never occurs in the logs ({where}); "
+                                 "its labels would all be 0")
 
     def target(self, name: str) -> TargetConfig:
         for target in self.targets:

@@ -7,39 +7,46 @@ targets); `resolve_target` is the one place those overrides are applied.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
 from configs.base import StrictModel
 from configs.vertex import VertexTargetSpec
 
+# Upper bounds that catch typos (1e8 for 8) at load time instead of an out-of-memory crash hours later.
+MAX_EMBEDDING_DIM = 4096
+MAX_LAYER_WIDTH = 65536
+MAX_LEARNING_RATE = 10.0
+LayerWidths = list[Annotated[int, Field(ge=1, le=MAX_LAYER_WIDTH)]]
+
 
 class ModelConfig(StrictModel):
     """Which ranking model and its shape. Table sizes come from the transform output, never from here."""
 
     kind: Literal["dcn", "ple", "linear"] = "dcn"
-    embedding_dim: int = Field(8, ge=1)
+    embedding_dim: int = Field(8, ge=1, le=MAX_EMBEDDING_DIM)
     embedding_initializer: Literal["uniform", "truncated_normal"] = Field(
         "uniform",
         description="uniform: Keras's Embedding default U(-0.05, 0.05); truncated_normal: N(0, 1/dim) truncated",
     )
     # DCN-v2
-    cross_layers: int = Field(2, ge=0)
+    cross_layers: int = Field(2, ge=0, le=64)
     cross_structure: Literal["stacked", "parallel"] = Field(
         "stacked", description="stacked: cross then deep; parallel: cross and deep side by side"
     )
     cross_projection_dim: int | None = Field(
-        None, ge=1, description="None: full-rank cross weight; an int: low-rank U·V^T of this rank"
+        None, ge=1, le=MAX_LAYER_WIDTH,
+        description="None: full-rank cross weight; an int: low-rank U·V^T of this rank",
     )
-    cross_experts: int = Field(1, ge=1, description=">1: mixture of low-rank cross experts with a gate")
-    deep_layers: list[int] = Field(default_factory=lambda: [64, 32])
+    cross_experts: int = Field(1, ge=1, le=64, description=">1: mixture of low-rank cross experts with a gate")
+    deep_layers: LayerWidths = Field(default_factory=lambda: [64, 32])
     # PLE
-    ple_levels: int = Field(2, ge=1, description="stacked CGC extraction layers")
-    ple_shared_experts: int = Field(2, ge=1)
-    ple_task_experts: int = Field(1, ge=1, description="experts owned by each task, per level")
-    ple_expert_layers: list[int] = Field(default_factory=lambda: [32])
-    ple_tower_layers: list[int] = Field(default_factory=lambda: [16])
+    ple_levels: int = Field(2, ge=1, le=16, description="stacked CGC extraction layers")
+    ple_shared_experts: int = Field(2, ge=1, le=64)
+    ple_task_experts: int = Field(1, ge=1, le=64, description="experts owned by each task, per level")
+    ple_expert_layers: LayerWidths = Field(default_factory=lambda: [32])
+    ple_tower_layers: LayerWidths = Field(default_factory=lambda: [16])
 
     @model_validator(mode="after")
     def _mixture_needs_rank(self) -> ModelConfig:
@@ -51,14 +58,17 @@ class ModelConfig(StrictModel):
 class TrainingConfig(StrictModel):
     global_batch_size: int = Field(512, ge=1)
     epochs: int = Field(2, ge=1)
-    learning_rate: float = Field(0.003, gt=0, description="learning rate at reference_batch_size")
+    learning_rate: float = Field(
+        0.003, gt=0, le=MAX_LEARNING_RATE, description="learning rate at reference_batch_size"
+    )
     reference_batch_size: int = Field(512, ge=1, description="batch size `learning_rate` was tuned at")
     learning_rate_scaling: Literal["none", "linear", "sqrt"] = Field(
         "sqrt", description="how the learning rate grows with global_batch_size / reference_batch_size"
     )
     warmup_steps: int = Field(0, ge=0, description="linear warm-up from 0 to the scaled learning rate")
     embedding_learning_rate: float | None = Field(
-        None, gt=0, description="separate rate for embedding tables (scaled the same way); None: same as dense"
+        None, gt=0, le=MAX_LEARNING_RATE,
+        description="separate rate for embedding tables (scaled the same way); None: same as dense",
     )
     optimizer: Literal["adam", "adagrad"] = "adam"
     gradient_clip_norm: float | None = Field(None, gt=0, description="global-norm clipping per variable group")
@@ -68,6 +78,13 @@ class TrainingConfig(StrictModel):
     deterministic: bool = Field(False, description="op determinism + ordered input: same seed, same result")
     mixed_precision: Literal["auto", "off", "on"] = Field(
         "auto", description="auto: mixed_float16 on GPU, mixed_bfloat16 on TPU, float32 on CPU"
+    )
+    max_embedding_memory_gb: float = Field(
+        16.0, gt=0, description="load-time limit on the estimated embedding tables + optimizer slots (GiB), "
+        "see configs.embedding_memory",
+    )
+    untruncated_vocabulary_rows: int = Field(
+        100_000, ge=1, description="tokens assumed for a vocabulary feature without top_k in that estimate",
     )
 
 

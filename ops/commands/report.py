@@ -16,13 +16,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from ops.commands.runs import find_local_run
     from ops.errors import CommandError
-    from ops.local_runs import RunNotFound, find_run
 
-    try:
-        run_dir = find_run(Path(args.runs_dir), args.run)
-    except RunNotFound as error:
-        raise CommandError(str(error)) from None
+    run_dir = find_local_run(args.runs_dir, args.run)
     html = (run_dir / "report.html").resolve()
     if not html.exists():
         raise CommandError(f"run {run_dir.name} has no report (status: see `adrank runs show {run_dir.name}`)")

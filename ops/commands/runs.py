@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from ops.commands.options import add_config_arguments
+
+# A run id names one directory directly under the runs directory: no separators, no '..', no glob characters.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,14 +70,35 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find(runs_dir: str, run: str) -> Path:
+def checked_run_id(run: str) -> str:
+    """`run` if it can only name a directory inside the runs directory, else a CommandError."""
+    from ops.errors import CommandError
+
+    if not RUN_ID.match(run) or ".." in run:
+        raise CommandError(f"run id {run!r}: a run id is a directory name under the runs directory "
+                           "(letters, digits, '.', '_' and '-'; no '/' or '..'), see `adrank runs list`")
+    return run
+
+
+def find_local_run(runs_dir: str | Path, run: str) -> Path:
+    """The run directory for an id, unique prefix or 'latest', always inside `runs_dir`."""
     from ops.errors import CommandError
     from ops.local_runs import RunNotFound, find_run
 
+    root = Path(runs_dir)
+    if root.exists() and not root.is_dir():
+        raise CommandError(f"--runs-dir {root}: not a directory")
     try:
-        return find_run(Path(runs_dir), run)
+        found = find_run(root, checked_run_id(run))
     except RunNotFound as error:
         raise CommandError(str(error)) from None
+    if not found.resolve().is_relative_to(root.resolve()):
+        raise CommandError(f"run {run!r} resolves to {found.resolve()}, outside the runs directory {root}")
+    return found
+
+
+def _find(runs_dir: str, run: str) -> Path:
+    return find_local_run(runs_dir, run)
 
 
 def _vertex(args: argparse.Namespace, action: str) -> int:

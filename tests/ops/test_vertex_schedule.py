@@ -26,7 +26,8 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     assert job["runtimeConfig"]["gcsOutputDirectory"] == "gs://adrank-prod-pipelines/root"
     assert "adrank-config" in job["labels"]
     # one template serves every day: the preprocess step reads the window ending at the run's create time
-    preprocess = job["pipelineSpec"]["root"]["dag"]["tasks"]["preprocess-step"]
+    tasks = job["pipelineSpec"]["root"]["dag"]["tasks"]
+    (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]
     window_end = preprocess["inputs"]["parameters"]["window_end"]["runtimeValue"]["constant"]
     assert window_end == "{{$.pipeline_job_create_time_utc}}"
     assert "created schedule adrank-daily-retrain" in capsys.readouterr().out

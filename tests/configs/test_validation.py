@@ -1,0 +1,127 @@
+"""Load-time validation: unreadable files, unbounded values, embedding memory, impossible labels, names."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from configs import ConfigError, load_config
+from configs.embedding_memory import estimate_embedding_memory
+from configs.loader import embedded_config_path
+from configs.training import resolve_target
+
+REPO = Path(__file__).parents[2]
+
+
+def test_a_directory_or_binary_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+    binary = tmp_path / "latin1.yaml"
+    binary.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(binary)
+
+
+@pytest.mark.parametrize("override, field, message", [
+    ("model.deep_layers=[0, -3]", "model.deep_layers.0", "greater than or equal to 1"),
+    ("model.ple_tower_layers=[16, 0]", "model.ple_tower_layers.1", "greater than or equal to 1"),
+    ("training.learning_rate=.inf", "training.learning_rate", "finite number"),
+    ("training.learning_rate=.nan", "training.learning_rate", "finite number"),
+    ("training.learning_rate=50", "training.learning_rate", "less than or equal to 10"),
+    ("training.gradient_clip_norm=.inf", "training.gradient_clip_norm", "finite number"),
+    ("targets.0.training.learning_rate=-.inf", "targets.0.training.learning_rate", "finite number"),
+    ("model.embedding_dim=100000000", "model.embedding_dim", "less than or equal to 4096"),
+    ("model.embedding_dim=1e8", "model.embedding_dim", "valid integer"),  # YAML reads 1e8 as a string
+    ("features.0.hash_buckets=10000000000", "features.0.categorical.hash_buckets", "less than or equal to"),
+    ("promotion.logloss_tolerance=.inf", "promotion.logloss_tolerance", "finite number"),
+])
+def test_unbounded_values_fail_naming_the_field(override, field, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=[override])
+    text = str(error.value)
+    assert f"{field}: " in text and message in text
+    assert "\n" not in text
+
+
+def test_embedding_memory_over_the_limit_names_the_largest_table():
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=["features.0.hash_buckets=1000000000"])  # user_id: 1e9 rows × 8 × 4 B × 3
+    text = str(error.value)
+    assert "training.max_embedding_memory_gb: target 'cpu' needs about" in text
+    assert "user_id with 1,000,000,000 rows from features.0.hash_buckets" in text
+    # the same config loads when the limit is raised explicitly
+    config = load_config(overrides=["features.0.hash_buckets=1000000000", "training.max_embedding_memory_gb=100"])
+    assert config.features[0].hash_buckets == 10**9
+
+
+def test_embedding_memory_counts_a_target_override():
+    with pytest.raises(ConfigError, match="target 'cpu' needs about"):
+        load_config(overrides=["targets.0.model={embedding_dim: 4096}", "features.0.hash_buckets=2000000"])
+
+
+def test_embedding_memory_estimate_follows_the_formula():
+    config = load_config(REPO / "configs" / "vertex.yaml")
+    resolved = resolve_target(config.model, config.training, config.targets[0])
+    memory = estimate_embedding_memory(config.features, resolved.model, resolved.training)
+    rows = {table.feature: table.rows for table in memory.tables}
+    assert rows["user_id"] == 2_000_000                      # hash_buckets
+    assert rows["ad_id"] == 200_000 + 100                    # top_k + oov_buckets
+    assert rows["user_interests"] == 5000 + 1 + 1            # top_k + oov + padding row of a list
+    assert rows["country"] == config.training.untruncated_vocabulary_rows + 1  # the stated assumption
+    assert "user_age" not in rows and "ad_bid" not in rows   # normalized numbers have no table
+    slots = memory.slots_per_value
+    assert memory.bytes == sum(rows.values()) * 32 * 4 * (1 + slots)
+    # the production example (2M×32 + 200k×32 tables) stays well inside the default limit
+    assert memory.gib < config.training.max_embedding_memory_gb / 4
+
+
+def test_vocabulary_without_top_k_uses_the_configured_assumption():
+    small = load_config(overrides=["training.untruncated_vocabulary_rows=10"])
+    with pytest.raises(ConfigError, match=r"from training\.untruncated_vocabulary_rows \(no top_k\)"):
+        load_config(overrides=["training.untruncated_vocabulary_rows=500000000"])
+    assert small.training.untruncated_vocabulary_rows == 10
+
+
+@pytest.mark.parametrize("override, message", [
+    ("tasks.0.event_type=click", "tasks.0.event_type: 'click' never occurs in the logs (the synthetic generator"),
+    ("logs.event_types=[view, install]", "tasks.0.event_type: 'swipe' never occurs in the logs"),
+])
+def test_a_task_whose_event_never_occurs_is_a_config_error(override, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=[override])
+    assert message in str(error.value)
+
+
+def test_file_logs_check_event_types_against_logs_event_types():
+    vertex = REPO / "configs" / "vertex.yaml"
+    with pytest.raises(ConfigError, match=r"tasks\.1\.event_type: 'install' never occurs .*logs\.event_types is"):
+        load_config(vertex, ["logs.event_types=[swipe, view]"])
+    config = load_config(vertex, ["logs.event_types=[swipe, install, add_to_cart]", "tasks.1.event_type=add_to_cart"])
+    assert config.tasks[1].event_type == "add_to_cart"
+
+
+def test_label_source_must_match_the_label_mode():
+    click_log = REPO / "configs" / "examples" / "click_log.yaml"
+    with pytest.raises(ConfigError, match=r"tasks\.0\.label_column: task 'download' needs a label_column"):
+        load_config(click_log, ["tasks.0={name: download, event_type: install}"])
+    with pytest.raises(ConfigError, match=r"tasks\.0\.event_type: task 'engagement' needs an event_type"):
+        load_config(overrides=["tasks.0={name: engagement, label_column: clicked}"])
+
+
+@pytest.mark.parametrize("name, message", [
+    ("a" * 64, "name: 64 characters, over 63 (the Vertex label value limit)"),
+    ("ranker-", "is not a pipeline name"),
+    ("Ranker", "is not a pipeline name"),
+    ("9ranker", "is not a pipeline name"),
+])
+def test_the_config_name_must_be_a_vertex_label_value(name, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(overrides=[f"name={name}"])
+    assert load_config(overrides=["name=" + "a" * 63]).name == "a" * 63
+
+
+def test_every_shipped_config_still_loads():
+    for path in [embedded_config_path(), *sorted((REPO / "configs").rglob("*.yaml"))]:
+        data = yaml.safe_load(Path(path).read_text())
+        assert load_config(path).name == data["name"]

@@ -1,0 +1,65 @@
+"""Bad input on the command line: exit status 2 and one line on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ops.cli import main
+
+
+def _one_line_error(capsys, argv: list[str]) -> str:
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    return captured.err
+
+
+@pytest.mark.parametrize("override, field", [
+    ("model.deep_layers=[0,-3]", "model.deep_layers.0"),
+    ("training.learning_rate=.inf", "training.learning_rate"),
+    ("model.embedding_dim=100000000", "model.embedding_dim"),
+    ("features.0.hash_buckets=1000000000", "features.0.hash_buckets"),
+    ("tasks.0.event_type=click", "tasks.0.event_type"),
+    ("name=" + "x" * 64, "name"),
+])
+def test_invalid_values_are_one_line_errors_naming_the_field(capsys, tmp_path, override, field):
+    err = _one_line_error(capsys, ["logs", "generate", "--output", str(tmp_path / "logs"), "--set", override])
+    assert err.startswith("adrank logs: error: ") and field in err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_unreadable_config_files_are_one_line_errors(capsys, tmp_path):
+    assert "is a directory" in _one_line_error(capsys, ["logs", "generate", "--config", str(tmp_path), "--output", "x"])
+    binary = tmp_path / "config.yaml"
+    binary.write_bytes(b"\xff\xfe name: x\n")
+    assert "not UTF-8 text" in _one_line_error(capsys, ["logs", "generate", "--config", str(binary), "--output", "x"])
+
+
+@pytest.mark.parametrize("run", ["/etc", "../x", "..", "a/../../b", "run*"])
+@pytest.mark.parametrize("verb", [["runs", "show"], ["report"]])
+def test_run_ids_cannot_leave_the_runs_directory(capsys, tmp_path, run, verb):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "run.json").write_text("{}")  # a run-looking directory outside runs/
+    err = _one_line_error(capsys, [*verb, run, "--runs-dir", str(runs)])
+    assert "a run id is a directory name under the runs directory" in err
+
+
+def test_run_ids_in_compare_are_checked(capsys, tmp_path):
+    assert "run id '/etc'" in _one_line_error(capsys, ["runs", "compare", "/etc", "x", "--runs-dir", str(tmp_path)])
+
+
+def test_a_directory_as_config_prints_no_traceback_from_the_console_script(tmp_path):
+    adrank = Path(sys.executable).with_name("adrank")
+    completed = subprocess.run([str(adrank), "logs", "generate", "--config", str(tmp_path), "--output", "x"],
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    assert completed.stderr.strip() == f"adrank logs: error: {tmp_path}: is a directory, not a YAML config file"
