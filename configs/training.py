@@ -41,6 +41,9 @@ class ModelConfig(StrictModel):
     )
     cross_experts: int = Field(1, ge=1, le=64, description=">1: mixture of low-rank cross experts with a gate")
     deep_layers: LayerWidths = Field(default_factory=lambda: [64, 32])
+    shared_tables: dict[str, list[str]] = Field(
+        default_factory=dict, description="table name → categorical features looked up in that one table"
+    )
     # PLE
     ple_levels: int = Field(2, ge=1, le=16, description="stacked CGC extraction layers")
     ple_shared_experts: int = Field(2, ge=1, le=64)
@@ -71,6 +74,15 @@ class TrainingConfig(StrictModel):
         description="separate rate for embedding tables (scaled the same way); None: same as dense",
     )
     optimizer: Literal["adam", "adagrad"] = "adam"
+    embedding_optimizer: Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd"] = Field(
+        "lazy_adam", description="sparse optimizer of the embedding tables: only looked-up rows are updated"
+    )
+    host_table_bytes: int | None = Field(
+        4 * 2**30, ge=1, description="on GPU, stacked tables above this many bytes live in host memory"
+    )
+    ps_table_shard_bytes: int = Field(
+        64 * 2**20, ge=1, description="with parameter servers, tables above this are split over every ps task"
+    )
     gradient_clip_norm: float | None = Field(None, gt=0, description="global-norm clipping per variable group")
     shuffle_buffer: int = Field(10000, ge=1)
     steps_per_execution: int = Field(8, ge=1)

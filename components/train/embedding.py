@@ -2,7 +2,8 @@
 
 The same configs drive both lookups:
 - on TPU, `keras_rs.layers.DistributedEmbedding` (the TPU embedding API, tables sharded across cores);
-- on CPU/GPU, `FeatureEmbedding`: one ordinary `keras.layers.Embedding` per table.
+- on CPU/GPU/parameter servers, `FeatureEmbedding`: tables of one dim stacked into one variable (one gather
+  and one sparse optimizer update per group, however many features), sparse updates only.
 
 Fixed-length list features (pad id 0) are combined with the table's combiner over non-padding ids:
     e = Σ_j m_j E[x_j] / max(1, Σ_j m_j)   (mean)     or   Σ_j m_j E[x_j]   (sum),   m_j = [x_j ≠ 0]
@@ -10,6 +11,7 @@ Fixed-length list features (pad id 0) are combined with the table's combiner ove
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import keras
@@ -44,28 +46,58 @@ def feature_configs(
     batch_size: int,
     optimizer: Any = "adam",
     initializer: str = "uniform",
+    shared_tables: dict[str, list[str]] | None = None,
 ) -> dict[str, keras_rs.layers.FeatureConfig]:
     """Table and feature configs for every categorical feature, with static per-batch shapes.
 
-    `batch_size` is the per-replica batch: TPU embedding lookups need it fixed.
+    `batch_size` is the per-replica batch: TPU embedding lookups need it fixed. `shared_tables` maps a table
+    name to the features looked up in it (rows: the largest of their vocabularies); other features own a table.
     """
-    configs: dict[str, keras_rs.layers.FeatureConfig] = {}
-    for feature in categorical_features(manifest):
+    features = categorical_features(manifest)
+    table_of = shared_table_names(shared_tables or {}, [f.name for f in features])
+    vocabulary = {}
+    for feature in features:
         if not feature.vocabulary_size:
             raise ValueError(f"categorical feature '{feature.name}' has no vocabulary_size in the manifest")
-        table = keras_rs.layers.TableConfig(
-            name=f"{feature.name}_table",
-            vocabulary_size=feature.vocabulary_size,
-            embedding_dim=embedding_dim,
-            initializer=table_initializer(initializer, embedding_dim),
-            optimizer=optimizer,
-            combiner=feature.combiner or "mean",
-        )
+        name = table_of[feature.name]
+        vocabulary[name] = max(vocabulary.get(name, 0), feature.vocabulary_size)
+    tables: dict[str, keras_rs.layers.TableConfig] = {}
+    configs: dict[str, keras_rs.layers.FeatureConfig] = {}
+    for feature in features:
+        name = table_of[feature.name]
+        if name not in tables:
+            tables[name] = keras_rs.layers.TableConfig(
+                name=name,
+                vocabulary_size=vocabulary[name],
+                embedding_dim=embedding_dim,
+                initializer=table_initializer(initializer, embedding_dim),
+                optimizer=optimizer,
+                combiner=feature.combiner or "mean",
+            )
+        table = tables[name]
         input_shape = (batch_size, feature.length) if feature.kind == "categorical_list" else (batch_size,)
         configs[feature.name] = keras_rs.layers.FeatureConfig(
             name=feature.name, table=table, input_shape=input_shape, output_shape=(batch_size, embedding_dim)
         )
     return configs
+
+
+def shared_table_names(shared_tables: dict[str, list[str]], categorical: list[str]) -> dict[str, str]:
+    """Table name per categorical feature: `<table>_shared_table` when shared, else `<feature>_table`."""
+    table_of = {name: f"{name}_table" for name in categorical}
+    claimed: dict[str, str] = {}
+    for table, members in shared_tables.items():
+        for member in members:
+            if member not in table_of:
+                raise ValueError(
+                    f"model.shared_tables['{table}'] names '{member}', which is not a categorical feature "
+                    f"of the transform output ({', '.join(categorical)})"
+                )
+            if member in claimed:
+                raise ValueError(f"feature '{member}' is in two shared tables: '{claimed[member]}' and '{table}'")
+            claimed[member] = table
+            table_of[member] = f"{table}_shared_table"
+    return table_of
 
 
 def check_static_shapes(configs: dict[str, keras_rs.layers.FeatureConfig]) -> None:
@@ -76,41 +108,155 @@ def check_static_shapes(configs: dict[str, keras_rs.layers.FeatureConfig]) -> No
                 raise ValueError(f"feature '{name}' has a dynamic shape {shape}; TPU embeddings need static shapes")
 
 
+@dataclass(frozen=True)
+class TablePlacement:
+    """Where a stacked table lives: on the host when it is above `host_table_bytes` (GPU runs), and split into
+    `shards` row ranges when it is above `shard_bytes` (parameter-server runs: one range per ps task)."""
+
+    host_table_bytes: int | None = None
+    shards: int = 1
+    shard_bytes: int | None = None
+
+    def device_for(self, table_bytes: int) -> str | None:
+        if self.host_table_bytes is not None and table_bytes > self.host_table_bytes:
+            return "/CPU:0"
+        return None
+
+    def shards_for(self, table_bytes: int, rows: int) -> int:
+        if self.shards > 1 and self.shard_bytes is not None and table_bytes > self.shard_bytes:
+            return min(self.shards, rows)
+        return 1
+
+    def get_config(self) -> dict[str, Any]:
+        return {"host_table_bytes": self.host_table_bytes, "shards": self.shards, "shard_bytes": self.shard_bytes}
+
+
+@dataclass(frozen=True)
+class TableGroup:
+    """Tables of one embedding dim (and initializer) stacked into one variable: table t's row r is row
+    `offsets[t] + r`. Every feature of the group is looked up with one gather and updated with one sparse apply."""
+
+    name: str
+    embedding_dim: int
+    tables: tuple[keras_rs.layers.TableConfig, ...]
+    offsets: tuple[int, ...]
+    rows: int
+
+    @property
+    def parameter_bytes(self) -> int:
+        return self.rows * self.embedding_dim * 4
+
+    def offset_of(self, table_name: str) -> int:
+        return self.offsets[[t.name for t in self.tables].index(table_name)]
+
+
+def table_groups(configs: dict[str, keras_rs.layers.FeatureConfig]) -> list[TableGroup]:
+    """Distinct tables grouped by (embedding dim, initializer), in first-use order."""
+    grouped: dict[tuple, list[keras_rs.layers.TableConfig]] = {}
+    for config in configs.values():
+        table = config.table
+        initializer = keras.initializers.get(table.initializer)
+        key = (table.embedding_dim, type(initializer).__name__, repr(sorted(initializer.get_config().items())))
+        members = grouped.setdefault(key, [])
+        if all(t.name != table.name for t in members):
+            members.append(table)
+    groups = []
+    for index, ((dim, _, _), tables) in enumerate(grouped.items()):
+        offsets, rows = [], 0
+        for table in tables:
+            offsets.append(rows)
+            rows += table.vocabulary_size
+        same_dim_before = sum(1 for g in groups if g.embedding_dim == dim)
+        name = f"tables_dim{dim}" + (f"_{same_dim_before}" if same_dim_before else "")
+        groups.append(TableGroup(name, dim, tuple(tables), tuple(offsets), rows))
+    return groups
+
+
+def shard_rows(rows: int, shards: int) -> list[int]:
+    """Row counts of `shards` contiguous ranges, as `tf.nn.embedding_lookup` splits ids over a list of tables
+    (the first `rows % shards` ranges hold one row more)."""
+    return [rows // shards + (1 if s < rows % shards else 0) for s in range(shards)]
+
+
 class FeatureEmbedding(keras.layers.Layer):
-    """Looks up each categorical feature in its own table (ordinary lookups, for CPU and GPU).
+    """Looks up every categorical feature in its table group's stacked variable (for CPU, GPU and parameter servers).
 
     Input: {feature: int ids [batch] or [batch, length]}; output: {feature: [batch, embedding_dim]}.
+    Reads are sparse (`ResourceGather`), so gradients are `tf.IndexedSlices` of the looked-up rows only.
     """
 
-    def __init__(self, feature_configs: dict[str, keras_rs.layers.FeatureConfig], **kwargs):
+    def __init__(
+        self,
+        feature_configs: dict[str, keras_rs.layers.FeatureConfig],
+        placement: TablePlacement | dict | None = None,
+        **kwargs,
+    ):
+        kwargs.setdefault("autocast", False)  # a mixed policy must not cast whole tables each step
         super().__init__(**kwargs)
         self.feature_configs = feature_configs
-        self.tables = {
-            name: keras.layers.Embedding(
-                config.table.vocabulary_size,
-                config.table.embedding_dim,
-                embeddings_initializer=config.table.initializer,
-                name=config.table.name,
-            )
-            for name, config in feature_configs.items()
-        }
+        self.placement = placement if isinstance(placement, TablePlacement) else TablePlacement(**(placement or {}))
+        self.groups = table_groups(feature_configs)
+        self.group_features = [
+            [n for n, c in feature_configs.items() if c.table.name in {t.name for t in group.tables}]
+            for group in self.groups
+        ]
+        self.group_variables: list[list] = []
+        for group in self.groups:
+            shards = self.placement.shards_for(group.parameter_bytes, group.rows)
+            initializer = keras.initializers.get(group.tables[0].initializer)
+            parts = []
+            with tf.device(self.placement.device_for(group.parameter_bytes)):
+                for index, rows in enumerate(shard_rows(group.rows, shards)):
+                    name = group.name if shards == 1 else f"{group.name}_part{index}"
+                    parts.append(self.add_weight(shape=(rows, group.embedding_dim), initializer=initializer, name=name))
+            self.group_variables.append(parts)
+
+    def build(self, input_shape=None):
+        self.built = True
+
+    def _lookup(self, group_index: int, ids: tf.Tensor) -> tf.Tensor:
+        parts = [v.value for v in self.group_variables[group_index]]
+        group = self.groups[group_index]
+        with tf.device(self.placement.device_for(group.parameter_bytes)):
+            if len(parts) == 1:
+                return tf.gather(parts[0], ids)
+            return tf.nn.embedding_lookup(parts, ids)  # "div": contiguous row ranges, as `shard_rows`
 
     def call(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         outputs = {}
-        for name, config in self.feature_configs.items():
-            ids = inputs[name]
-            vectors = self.tables[name](ids)
-            if len(config.input_shape) == 2:  # a padded list: combine over non-padding ids
-                mask = keras.ops.expand_dims(keras.ops.cast(keras.ops.not_equal(ids, 0), vectors.dtype), -1)
-                vectors = keras.ops.sum(vectors * mask, axis=1)
-                if config.table.combiner == "mean":
-                    vectors = vectors / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
-            outputs[name] = vectors
-        return outputs
+        for group_index, group in enumerate(self.groups):
+            names = self.group_features[group_index]
+            flat_ids, sizes = [], []
+            for name in names:
+                ids = tf.reshape(tf.cast(inputs[name], tf.int64), [-1])
+                flat_ids.append(ids + group.offset_of(self.feature_configs[name].table.name))
+                sizes.append(tf.size(ids))
+            vectors = self._lookup(group_index, tf.concat(flat_ids, 0) if len(flat_ids) > 1 else flat_ids[0])
+            pieces = tf.split(vectors, tf.stack(sizes), num=len(names)) if len(names) > 1 else [vectors]
+            for name, piece in zip(names, pieces):
+                outputs[name] = self._combine(name, inputs[name], piece)
+        return {name: outputs[name] for name in self.feature_configs}
+
+    def _combine(self, name: str, ids: tf.Tensor, vectors: tf.Tensor) -> tf.Tensor:
+        config = self.feature_configs[name]
+        dim = config.table.embedding_dim
+        if len(config.input_shape) != 2:
+            return tf.reshape(vectors, [-1, dim])
+        # a padded list: combine over non-padding ids
+        vectors = tf.reshape(vectors, [-1, ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1], dim])
+        mask = tf.expand_dims(tf.cast(tf.not_equal(ids, 0), vectors.dtype), -1)
+        combined = tf.reduce_sum(vectors * mask, axis=1)
+        if config.table.combiner == "mean":
+            combined = combined / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+        return combined
+
+    def table_variables(self) -> list[tuple[TableGroup, list]]:
+        return list(zip(self.groups, self.group_variables))
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config["feature_configs"] = {name: c.get_config() for name, c in self.feature_configs.items()}
+        config["placement"] = self.placement.get_config()
         return config
 
     @classmethod

@@ -1,4 +1,5 @@
-"""Large-batch learning rates: scaled with the global batch, warmed up, and separate for embeddings.
+"""Optimizers: a dense one for every dense weight, a sparse one for the embedding tables (see
+`embedding_optimizers`). Large-batch learning rates are scaled with the global batch and warmed up:
 
     scale = 1                 (none)
             B / B_ref         (linear, Goyal et al., 2017)
@@ -13,6 +14,7 @@ from typing import Any
 
 import keras
 
+from components.train.embedding_optimizers import SparseEmbeddingOptimizer, tpu_table_optimizer
 from configs.training import TrainingConfig
 
 
@@ -59,9 +61,24 @@ def make_optimizer(training: TrainingConfig, learning_rate: float) -> keras.opti
     return keras.optimizers.Adam(**kwargs)
 
 
-def make_optimizers(training: TrainingConfig) -> tuple[keras.optimizers.Optimizer, keras.optimizers.Optimizer | None]:
-    """(dense optimizer, embedding optimizer or None when embeddings share the dense rate)."""
-    dense = make_optimizer(training, scaled_learning_rate(training))
-    embedding_rate = scaled_embedding_learning_rate(training)
-    embedding = None if embedding_rate is None else make_optimizer(training, embedding_rate)
-    return dense, embedding
+def embedding_learning_rate(training: TrainingConfig) -> float:
+    """The tables' rate: `embedding_learning_rate` when set, else the dense rate (both batch-scaled)."""
+    rate = scaled_embedding_learning_rate(training)
+    return scaled_learning_rate(training) if rate is None else rate
+
+
+def make_embedding_optimizer(training: TrainingConfig) -> SparseEmbeddingOptimizer:
+    kwargs: dict[str, Any] = {"learning_rate": LinearWarmup(embedding_learning_rate(training), training.warmup_steps)}
+    if training.gradient_clip_norm is not None:
+        kwargs["global_clipnorm"] = training.gradient_clip_norm
+    return SparseEmbeddingOptimizer(training.embedding_optimizer, **kwargs)
+
+
+def make_optimizers(training: TrainingConfig) -> tuple[keras.optimizers.Optimizer, SparseEmbeddingOptimizer]:
+    """(dense optimizer, sparse embedding-table optimizer `training.embedding_optimizer`)."""
+    return make_optimizer(training, scaled_learning_rate(training)), make_embedding_optimizer(training)
+
+
+def tpu_embedding_optimizer(training: TrainingConfig) -> keras.optimizers.Optimizer:
+    """`training.embedding_optimizer` as the keras-rs TableConfig optimizer the TPU embedding API applies."""
+    return tpu_table_optimizer(training.embedding_optimizer, embedding_learning_rate(training))

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
 from components.train.callbacks import NonFiniteLossError
+from components.train.embedding_optimizers import gradient_norm
 from components.train.input import InputOptions, make_dataset
 from components.train.strategy import Runtime
 from configs.training import ResolvedTarget
@@ -61,7 +62,7 @@ def fit_parameter_server(
                 loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
             gradients = tape.gradient(loss, tables + dense)
             model.apply_split_gradients(gradients, tables, dense)
-            return loss, tf.linalg.global_norm(gradients)
+            return loss, gradient_norm(gradients)
 
         features, labels = next(iterator)
         return strategy.run(replica_step, args=(features, labels))

@@ -23,7 +23,9 @@ import tensorflow as tf
 
 log = logging.getLogger(__name__)
 
+from components.train.embedding import TablePlacement
 from components.train.summary import HardwareSeen
+from configs.training import TrainingConfig
 
 
 class HardwareUnavailableError(RuntimeError):
@@ -161,6 +163,21 @@ def _parameter_server_runtime(tf_config: dict) -> Runtime:
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster["worker"]))]
     return Runtime(strategy, "CPU", workers, [f"{len(cluster['ps'])} parameter server(s)"])
+
+
+def table_placement(training: TrainingConfig, runtime: Runtime) -> TablePlacement:
+    """Large embedding tables: in host memory on GPU (the dense part stays on the GPU), split over every
+    parameter server in a ps cluster, where they are otherwise (on CPU, TPU) left as they are."""
+    return placement_rule(training, runtime.device_kind, len(cluster_spec_from_env().get("ps", []))
+                          if runtime.is_parameter_server else 0)
+
+
+def placement_rule(training: TrainingConfig, device_kind: str, ps_tasks: int) -> TablePlacement:
+    return TablePlacement(
+        host_table_bytes=training.host_table_bytes if device_kind == "GPU" else None,
+        shards=max(1, ps_tasks),
+        shard_bytes=training.ps_table_shard_bytes if ps_tasks > 1 else None,
+    )
 
 
 def parameter_server_role() -> str | None:

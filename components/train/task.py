@@ -22,8 +22,10 @@ from components.train.callbacks import LossCurve, SaveCheckpoint, StepClock, Sto
 from components.train.export import export_serving_model
 from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel, build_model
-from components.train.optimization import make_optimizers, scaled_learning_rate
-from components.train.strategy import Runtime, parameter_server_role, runtime_for, serve_parameter_server_task
+from components.train.optimization import make_optimizers, scaled_learning_rate, tpu_embedding_optimizer
+from components.train.strategy import (
+    Runtime, parameter_server_role, runtime_for, serve_parameter_server_task, table_placement,
+)
 from components.train.summary import CurvePoint, RunSummary, TaskMetrics
 from configs.schema import AdrankConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
@@ -176,7 +178,10 @@ def compiled_model(
     """The model with built variables and optimizer slots; call under the strategy scope."""
     per_replica_batch = resolved.training.global_batch_size // runtime.replicas
     dense_optimizer, embedding_optimizer = make_optimizers(resolved.training)
-    model = build_model(resolved.model, manifest, per_replica_batch, tpu_embedding=runtime.is_tpu)
+    model = build_model(
+        resolved.model, manifest, per_replica_batch, tpu_embedding=runtime.is_tpu,
+        embedding_optimizer=tpu_embedding_optimizer(resolved.training), placement=table_placement(resolved.training, runtime),
+    )
     model.compile(
         optimizer=dense_optimizer,
         embedding_optimizer=embedding_optimizer,

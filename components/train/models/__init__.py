@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.preprocess.manifest import Manifest
-from components.train.embedding import feature_configs, numeric_features
+from components.train.embedding import TablePlacement, feature_configs, numeric_features
 from components.train.models.base import RankingModel
 from components.train.models.cross import CrossLayer
 from components.train.models.dcn import DCN
@@ -17,17 +17,23 @@ __all__ = ["CGC", "DCN", "MLP", "PLE", "CrossLayer", "LogisticRegression", "Rank
 
 def build_model(
     model: ModelConfig, manifest: Manifest, per_replica_batch: int, tpu_embedding: bool = False,
-    embedding_optimizer="adam",
+    embedding_optimizer="adam", placement: TablePlacement | None = None,
 ) -> RankingModel:
-    """The configured model, its tables sized from the transform output (the manifest)."""
+    """The configured model, its tables sized from the transform output (the manifest).
+
+    `embedding_optimizer` is the TableConfig optimizer the TPU embedding API applies (unused off TPU, where
+    the model's sparse embedding optimizer updates the tables); `placement` puts large tables on the host or
+    splits them over parameter servers."""
     dim = 1 if model.kind == "linear" else model.embedding_dim
     common = dict(
         feature_configs=feature_configs(
-            manifest, dim, per_replica_batch, embedding_optimizer, initializer=model.embedding_initializer
+            manifest, dim, per_replica_batch, embedding_optimizer, initializer=model.embedding_initializer,
+            shared_tables=model.shared_tables,
         ),
         numeric_features=[f.name for f in numeric_features(manifest)],
         tasks=list(manifest.tasks),
         tpu_embedding=tpu_embedding,
+        placement=placement,
         name=model.kind,
     )
     if model.kind == "dcn":

@@ -1,7 +1,8 @@
 """`RankingModel`: transformed features → x_0 = [embeddings ‖ numeric] → a model body → P(label) per task.
 
-Subclasses implement `body(x0) -> {task: logit[batch, 1]}`. Training applies two optimizers: one for
-the embedding tables (its own learning rate) and one for every dense weight.
+Subclasses implement `body(x0) -> {task: logit[batch, 1]}`. Training applies two optimizers: a sparse one
+for the embedding tables (only looked-up rows change; see `embedding_optimizers`) and one for every dense
+weight. On TPU the embedding API updates the tables with the TableConfig optimizer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import keras_rs
 import tensorflow as tf
 from keras.src.losses import loss as loss_module
 
-from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
+from components.train.embedding import FeatureEmbedding, TablePlacement, TPUFeatureEmbedding
+from components.train.embedding_optimizers import gradient_norm
 
 
 class RankingModel(keras.Model):
@@ -23,6 +25,7 @@ class RankingModel(keras.Model):
         numeric_features: list[str],
         tasks: list[str],
         tpu_embedding: bool = False,
+        placement: TablePlacement | dict | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -33,8 +36,10 @@ class RankingModel(keras.Model):
         self.numeric_features = list(numeric_features)
         self.tasks = list(tasks)
         self.tpu_embedding = tpu_embedding
-        embedding_class = TPUFeatureEmbedding if tpu_embedding else FeatureEmbedding
-        self.embedding = embedding_class(self.feature_configs, name="embedding")
+        if tpu_embedding:
+            self.embedding = TPUFeatureEmbedding(self.feature_configs, name="embedding")
+        else:
+            self.embedding = FeatureEmbedding(self.feature_configs, placement=placement, name="embedding")
         self.embedding_optimizer: keras.optimizers.Optimizer | None = None
 
     # -- forward ---------------------------------------------------------------------------------
@@ -66,7 +71,7 @@ class RankingModel(keras.Model):
     def build_optimizers(self) -> None:
         """Create optimizer slots now (under the strategy scope), each for its own variable group."""
         tables, dense = self.variable_groups()
-        if self.embedding_optimizer is None:
+        if self.embedding_optimizer is None or self.tpu_embedding:
             self.optimizer.build(tables + dense)
         else:
             self.optimizer.build(dense)
@@ -75,7 +80,7 @@ class RankingModel(keras.Model):
     def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
         """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when
         there is one, everything else with the dense optimizer."""
-        if self.embedding_optimizer is None:
+        if self.embedding_optimizer is None or self.tpu_embedding:
             self.optimizer.apply_gradients(zip(gradients, tables + dense))
         else:
             self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
@@ -94,8 +99,35 @@ class RankingModel(keras.Model):
         self.apply_split_gradients(gradients, tables, dense)
         logs = self.compute_metrics(x, y, y_pred)
         # The clipped log-loss can stay finite while gradients are NaN: report their norm too.
-        logs["gradient_norm"] = tf.linalg.global_norm([tf.convert_to_tensor(g) for g in gradients if g is not None])
+        logs["gradient_norm"] = gradient_norm(gradients)  # never densifies a table's gradient
         return logs
+
+    # -- memory ----------------------------------------------------------------------------------
+    def table_memory(self) -> list[dict[str, Any]]:
+        """Per stacked table: rows, dim, parameter bytes and its optimizer's slot bytes, and where it lives."""
+        if self.tpu_embedding:
+            return []
+        result = []
+        for group, parts in self.embedding.table_variables():
+            slots = 0
+            for part in parts:
+                if self.embedding_optimizer is not None and hasattr(self.embedding_optimizer, "slot_bytes"):
+                    slots += self.embedding_optimizer.slot_bytes(part)
+                elif self.optimizer is not None and self.optimizer.built:  # Keras Adam: m and v, dense
+                    slots += 2 * group.parameter_bytes // len(parts)
+            result.append(
+                {
+                    "name": group.name,
+                    "tables": [t.name for t in group.tables],
+                    "rows": group.rows,
+                    "embedding_dim": group.embedding_dim,
+                    "parameter_bytes": group.parameter_bytes,
+                    "optimizer_slot_bytes": slots,
+                    "shards": len(parts),
+                    "devices": sorted({str(p.value.device) for p in parts}),
+                }
+            )
+        return result
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -104,4 +136,5 @@ class RankingModel(keras.Model):
             "numeric_features": self.numeric_features,
             "tasks": self.tasks,
             "tpu_embedding": self.tpu_embedding,
+            "placement": None if self.tpu_embedding else self.embedding.placement.get_config(),
         }

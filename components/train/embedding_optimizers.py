@@ -1,0 +1,176 @@
+"""Sparse embedding optimizers: per step only the table rows looked up in the batch are read and written.
+
+A lookup's gradient is `tf.IndexedSlices` (ids, row gradients); duplicate ids are summed first,
+g_i = Σ_{j: id_j = i} ∂L/∂e_j, then for each unique id i only (lr = the scheduled rate, t = step + 1):
+
+    sgd              E_i ← E_i − lr·g_i
+    adagrad          A_i ← A_i + g_i²;                  E_i ← E_i − lr·g_i / (√A_i + ε)
+    rowwise_adagrad  a_i ← a_i + mean_d(g_i²) (a scalar per row: slot memory = 1/dim of the table);
+                     E_i ← E_i − lr·g_i / (√a_i + ε)
+    lazy_adam        m_i ← β1·m_i + (1−β1)·g_i;  v_i ← β2·v_i + (1−β2)·g_i²;
+                     E_i ← E_i − lr·√(1−β2^t)/(1−β1^t) · m_i / (√v_i + ε)   (rows not looked up keep m, v)
+
+SGD and Adagrad use TF's fused `ResourceScatterSub` / `ResourceSparseApplyAdagradV2` kernels; the others
+gather and scatter the touched slot rows. Dense tensors (never produced by a lookup) update every row.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import keras
+import tensorflow as tf
+
+EmbeddingOptimizerKind = Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd"]
+EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
+
+
+def sum_duplicate_rows(gradient) -> tf.IndexedSlices:
+    """(unique ids, summed row gradients); a dense gradient becomes every row's slice."""
+    if not isinstance(gradient, tf.IndexedSlices):
+        gradient = tf.convert_to_tensor(gradient)
+        return tf.IndexedSlices(gradient, tf.range(tf.shape(gradient, out_type=tf.int64)[0]), tf.shape(gradient))
+    unique_ids, positions = tf.unique(tf.cast(gradient.indices, tf.int64))
+    values = tf.math.unsorted_segment_sum(gradient.values, positions, tf.shape(unique_ids)[0])
+    return tf.IndexedSlices(values, unique_ids, gradient.dense_shape)
+
+
+def gradient_norm(gradients: list) -> tf.Tensor:
+    """Global L2 norm of dense and sparse gradients, never densifying a table-sized gradient."""
+    parts = []
+    for gradient in gradients:
+        if gradient is None:
+            continue
+        if isinstance(gradient, tf.IndexedSlices):
+            gradient = sum_duplicate_rows(gradient).values
+        parts.append(tf.cast(gradient, tf.float32))
+    return tf.linalg.global_norm(parts)
+
+
+@keras.saving.register_keras_serializable(package="adrank")
+class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
+    """One of `EMBEDDING_OPTIMIZERS`, updating only the rows in each batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        kind: str = "lazy_adam",
+        learning_rate: Any = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        initial_accumulator_value: float = 0.1,
+        name: str = "sparse_embedding_optimizer",
+        **kwargs,
+    ):
+        if kind not in EMBEDDING_OPTIMIZERS:
+            raise ValueError(f"training.embedding_optimizer '{kind}' is not one of {list(EMBEDDING_OPTIMIZERS)}")
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.kind = kind
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.initial_accumulator_value = initial_accumulator_value
+        self._slots: list[list] = []
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        accumulator = keras.initializers.Constant(self.initial_accumulator_value)
+        for variable in var_list:
+            if self.kind == "sgd":
+                slots = []
+            elif self.kind == "adagrad":
+                slots = [self.add_variable_from_reference(variable, "accumulator", initializer=accumulator)]
+            elif self.kind == "rowwise_adagrad":
+                slots = [self._row_slot(variable, accumulator)]
+            else:
+                slots = [self.add_variable_from_reference(variable, name) for name in ("momentum", "velocity")]
+            self._slots.append(slots)
+
+    def _row_slot(self, variable, initializer):
+        """One accumulator per table row: shape [rows, 1], on the table's device."""
+        colocate = variable.value if isinstance(variable, keras.Variable) else variable
+        name = variable.path.replace("/", "_") + "_row_accumulator"
+        with self._distribution_strategy.extended.colocate_vars_with(colocate):
+            return self.add_variable((variable.shape[0], 1), initializer=initializer, dtype=variable.dtype, name=name)
+
+    def slot_variables(self, variable) -> list:
+        return self._slots[self._get_variable_index(variable)]
+
+    def _clip_gradients(self, grads):
+        """Clip by global norm using only the looked-up rows (Keras's clipping would densify the slices)."""
+        if not self.global_clipnorm:
+            return super()._clip_gradients(grads)
+        norm = gradient_norm(grads)
+        scale = tf.minimum(1.0, self.global_clipnorm / tf.maximum(norm, 1e-12))
+        clipped = []
+        for g in grads:
+            if isinstance(g, tf.IndexedSlices):
+                clipped.append(tf.IndexedSlices(g.values * tf.cast(scale, g.values.dtype), g.indices, g.dense_shape))
+            else:
+                clipped.append(None if g is None else g * tf.cast(scale, g.dtype))
+        return clipped
+
+    def update_step(self, gradient, variable, learning_rate):
+        table = variable.value if isinstance(variable, keras.Variable) else variable
+        rows = sum_duplicate_rows(gradient)
+        ids, values = rows.indices, tf.cast(rows.values, table.dtype)
+        lr = tf.cast(learning_rate, table.dtype)
+        slots = [s.value if isinstance(s, keras.Variable) else s for s in self.slot_variables(variable)]
+        if self.kind == "sgd":
+            table.scatter_sub(tf.IndexedSlices(lr * values, ids))
+        elif self.kind == "adagrad":
+            tf.raw_ops.ResourceSparseApplyAdagradV2(
+                var=table.handle, accum=slots[0].handle, lr=lr, epsilon=tf.cast(self.epsilon, table.dtype),
+                grad=values, indices=ids, update_slots=True,
+            )
+        elif self.kind == "rowwise_adagrad":
+            accumulator = slots[0]
+            accumulator.scatter_add(tf.IndexedSlices(tf.reduce_mean(tf.square(values), axis=1, keepdims=True), ids))
+            scale = tf.sqrt(tf.gather(accumulator, ids)) + self.epsilon
+            table.scatter_sub(tf.IndexedSlices(lr * values / scale, ids))
+        else:
+            momentum, velocity = slots
+            step = tf.cast(self.iterations + 1, table.dtype)
+            alpha = lr * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, table.dtype), step)) / (
+                1.0 - tf.pow(tf.cast(self.beta_1, table.dtype), step)
+            )
+            m = self.beta_1 * tf.gather(momentum, ids) + (1.0 - self.beta_1) * values
+            v = self.beta_2 * tf.gather(velocity, ids) + (1.0 - self.beta_2) * tf.square(values)
+            momentum.scatter_update(tf.IndexedSlices(m, ids))
+            velocity.scatter_update(tf.IndexedSlices(v, ids))
+            table.scatter_sub(tf.IndexedSlices(alpha * m / (tf.sqrt(v) + self.epsilon), ids))
+
+    def slot_bytes(self, variable) -> int:
+        """Bytes of this table's optimizer slots."""
+        return sum(_elements(s.shape) * tf.as_dtype(s.dtype).size for s in self.slot_variables(variable))
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(
+            kind=self.kind, beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+            initial_accumulator_value=self.initial_accumulator_value,
+        )
+        return config
+
+
+def _elements(shape) -> int:
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    return count
+
+
+def tpu_table_optimizer(kind: str, learning_rate: Any) -> keras.optimizers.Optimizer:
+    """The same setting for `keras_rs` TableConfig on TPU (the TPU embedding API applies it, sparsely there too).
+
+    The TPU embedding API has no row-wise Adagrad, so `rowwise_adagrad` maps to its full Adagrad;
+    `lazy_adam` maps to Keras Adam, which keras-rs turns into the TPU API's Adam (lazy by default)."""
+    if kind == "sgd":
+        return keras.optimizers.SGD(learning_rate=learning_rate)
+    if kind in ("adagrad", "rowwise_adagrad"):
+        return keras.optimizers.Adagrad(learning_rate=learning_rate)
+    if kind == "lazy_adam":
+        return keras.optimizers.Adam(learning_rate=learning_rate)
+    raise ValueError(f"training.embedding_optimizer '{kind}' is not one of {list(EMBEDDING_OPTIMIZERS)}")

@@ -1,0 +1,127 @@
+"""Sparse embedding optimizers against dense Keras references on a tiny table."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras_rs.src.layers.embedding.tensorflow.config_conversion import to_tf_tpu_optimizer
+
+from components.train.embedding_optimizers import SparseEmbeddingOptimizer, gradient_norm, tpu_table_optimizer
+
+ROWS, DIM = 10, 4
+# rows 7, 8, 9 are in no batch; ids repeat inside a batch
+BATCHES = [[0, 1, 1, 3], [2, 2, 2, 0], [4, 5, 6, 1], [3, 0, 6, 6], [5, 5, 4, 2]]
+
+
+def _train(optimizer, dense_gradients: bool, batches=BATCHES, steps_initial=None) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    initial = rng.normal(size=(ROWS, DIM)).astype("float32") if steps_initial is None else steps_initial
+    table = keras.Variable(initial, name="table")
+    optimizer.build([table])
+    weights = tf.constant(rng.normal(size=(4, DIM)).astype("float32"))
+    for ids in batches:
+        with tf.GradientTape() as tape:
+            vectors = tf.gather(table.value, tf.constant(ids))
+            loss = tf.reduce_sum(tf.square(vectors * weights - 0.5))
+        (gradient,) = tape.gradient(loss, [table])
+        assert isinstance(gradient, tf.IndexedSlices)
+        optimizer.apply_gradients([(tf.convert_to_tensor(gradient) if dense_gradients else gradient, table)])
+    return table.numpy()
+
+
+def _initial() -> np.ndarray:
+    return np.random.default_rng(0).normal(size=(ROWS, DIM)).astype("float32")
+
+
+@pytest.mark.parametrize(
+    "kind, reference",
+    [
+        ("sgd", lambda: keras.optimizers.SGD(learning_rate=0.05)),
+        ("adagrad", lambda: keras.optimizers.Adagrad(learning_rate=0.05)),
+    ],
+)
+def test_sparse_sgd_and_adagrad_match_the_dense_keras_optimizer_and_leave_unseen_rows_untouched(kind, reference):
+    sparse = _train(SparseEmbeddingOptimizer(kind, learning_rate=0.05), dense_gradients=False)
+    dense = _train(reference(), dense_gradients=True)
+    np.testing.assert_allclose(sparse, dense, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(sparse[:7], _initial()[:7])  # trained
+    np.testing.assert_array_equal(sparse[7:], _initial()[7:])  # bit-identical
+
+
+def test_lazy_adam_matches_dense_adam_when_every_row_is_looked_up_and_leaves_unseen_rows_alone():
+    every_row = [[r % ROWS for r in range(s, s + ROWS)] for s in range(3)]
+
+    def train_all(optimizer, dense):
+        rng = np.random.default_rng(1)
+        table = keras.Variable(_initial(), name="table")
+        optimizer.build([table])
+        weights = tf.constant(rng.normal(size=(ROWS, DIM)).astype("float32"))
+        for ids in every_row:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(tf.gather(table.value, tf.constant(ids)) * weights - 0.5))
+            (gradient,) = tape.gradient(loss, [table])
+            optimizer.apply_gradients([(tf.convert_to_tensor(gradient) if dense else gradient, table)])
+        return table.numpy()
+
+    np.testing.assert_allclose(
+        train_all(SparseEmbeddingOptimizer("lazy_adam", learning_rate=0.01), False),
+        train_all(keras.optimizers.Adam(learning_rate=0.01), True),
+        rtol=1e-5, atol=1e-6,
+    )
+    lazy = _train(SparseEmbeddingOptimizer("lazy_adam", learning_rate=0.01), dense_gradients=False)
+    np.testing.assert_array_equal(lazy[7:], _initial()[7:])
+    assert not np.allclose(lazy[:7], _initial()[:7])
+
+
+def test_rowwise_adagrad_keeps_one_accumulator_per_row_and_follows_its_update_rule():
+    optimizer = SparseEmbeddingOptimizer("rowwise_adagrad", learning_rate=0.1)
+    trained = _train(optimizer, dense_gradients=False, batches=BATCHES[:1])
+    (table,) = optimizer._trainable_variables
+    (accumulator,) = optimizer.slot_variables(table)
+    assert tuple(accumulator.shape) == (ROWS, 1)
+    assert optimizer.slot_bytes(table) * DIM == ROWS * DIM * 4  # slot memory = 1/dim of the table
+
+    # numpy reference for the one step: duplicate ids summed, a_i += mean(g_i²), E_i -= lr g_i / (√a_i + ε)
+    rng = np.random.default_rng(0)
+    initial = rng.normal(size=(ROWS, DIM)).astype("float32")
+    weights = rng.normal(size=(4, DIM)).astype("float32")
+    gradient = np.zeros((ROWS, DIM), "float32")
+    for position, row in enumerate(BATCHES[0]):
+        gradient[row] += 2 * (initial[row] * weights[position] - 0.5) * weights[position]
+    touched = sorted(set(BATCHES[0]))
+    expected = initial.copy()
+    for row in touched:
+        accumulated = 0.1 + np.mean(gradient[row] ** 2)
+        expected[row] -= 0.1 * gradient[row] / (np.sqrt(accumulated) + 1e-7)
+    np.testing.assert_allclose(trained, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(accumulator.numpy()[[7, 8, 9]], np.full((3, 1), 0.1, "float32"))
+
+
+def test_gradient_norm_sums_duplicate_ids_like_the_dense_gradient():
+    sparse = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0], [1.0, 0.0]]), tf.constant([2, 5, 2]), [8, 2])
+    dense = tf.convert_to_tensor(sparse)
+    assert float(gradient_norm([sparse, None, tf.ones([3])])) == pytest.approx(
+        float(tf.linalg.global_norm([dense, tf.ones([3])]))
+    )
+
+
+def test_unknown_embedding_optimizer_is_a_clear_error():
+    with pytest.raises(ValueError, match="training.embedding_optimizer 'ftrl' is not one of"):
+        SparseEmbeddingOptimizer("ftrl")
+
+
+@pytest.mark.parametrize(
+    "kind, tpu_class",
+    [
+        ("sgd", tf.tpu.experimental.embedding.SGD),
+        ("adagrad", tf.tpu.experimental.embedding.Adagrad),
+        ("rowwise_adagrad", tf.tpu.experimental.embedding.Adagrad),
+        ("lazy_adam", tf.tpu.experimental.embedding.Adam),
+    ],
+)
+def test_the_setting_maps_to_the_tpu_embedding_api_optimizer(kind, tpu_class):
+    tpu = to_tf_tpu_optimizer(tpu_table_optimizer(kind, 0.02))
+    assert isinstance(tpu, tpu_class)
+    assert tpu.learning_rate == pytest.approx(0.02)
+    if kind == "lazy_adam":
+        assert tpu.lazy_adam
