@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +13,8 @@ from components.registry.local import LocalModelRegistry
 from components.registry.promotion import Candidate, decide, read_candidate
 from components.registry.task import promote_best_run
 from configs import load_config
+
+REPO = Path(__file__).parents[2]
 
 
 def _candidate(logloss: float, model_uri: str = "/nonexistent") -> Candidate:
@@ -62,3 +67,53 @@ def test_promote_best_run_reads_the_report_summary(tmp_path):
     decision = promote_best_run(config, "local", str(summary))
     assert decision.is_default and decision.model == "adrank-local"
     assert (tmp_path / "registry" / "adrank-local" / "default.json").exists()
+
+
+PROMOTER = """
+import sys
+from components.registry.local import LocalModelRegistry
+from components.registry.promotion import Candidate
+
+root, model_dir, worker = sys.argv[1], sys.argv[2], int(sys.argv[3])
+registry = LocalModelRegistry(root)
+for index in range({promotions}):
+    logloss = 0.4 + ((worker * 7 + index * 3) % 11) / 1000
+    candidate = Candidate("adrank-local", f"w{{worker}}", "engagement", "cpu", index, logloss, model_dir)
+    registry.register("ranker", candidate, tolerance=0.0)
+"""
+
+
+def test_concurrent_promotions_lose_nothing(tmp_path):
+    """8 processes × 10 promotions at once: every one succeeds, 80 distinct versions, valid JSON throughout."""
+    processes, promotions = 8, 10
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "saved_model.pb").write_bytes(b"model" * 1000)
+    script = PROMOTER.format(promotions=promotions)
+    workers = [
+        subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "registry"), str(model_dir), str(worker)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        for worker in range(processes)
+    ]
+    results = [(worker.wait(timeout=120), worker.stderr.read()) for worker in workers]
+    for worker in workers:
+        worker.stdout.close()
+        worker.stderr.close()
+    assert [code for code, _ in results] == [0] * processes, [err for _, err in results if err]
+
+    registry = LocalModelRegistry(tmp_path / "registry")
+    versions = registry.versions("ranker")
+    assert versions == [str(n) for n in range(1, processes * promotions + 1)]
+    evaluations = [registry.evaluation("ranker", version) for version in versions]
+    assert sorted((e["config_hash"], e["run_index"]) for e in evaluations) == sorted(
+        (f"w{worker}", index) for worker in range(processes) for index in range(promotions)
+    )
+    for version in versions:
+        assert (tmp_path / "registry/ranker/versions" / version / "model/saved_model.pb").stat().st_size == 5000
+    default = registry.default("ranker")
+    assert default["logloss"] == registry.evaluation("ranker", default["version"])["logloss"]
+    # tolerance 0: the default has the lowest log-loss seen (ties go to the later version)
+    best = min(evaluations, key=lambda e: e["logloss"])["logloss"]
+    assert default["logloss"] == best
+    leftovers = [p.name for p in (tmp_path / "registry/ranker/versions").iterdir() if not p.name.isdigit()]
+    assert leftovers == []
