@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 .DEFAULT_GOAL := help
 
 help: ## list the verbs
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,9 +34,12 @@ compile: install ## compile the Vertex pipeline spec (CONFIG=configs/vertex.yaml
 bench: install ## print the benchmark figures
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
-lock: ## re-resolve requirements.in into requirements.lock (Python 3.11, Linux)
+lock: ## re-resolve every lock: requirements.lock, requirements-gpu.lock, requirements-tpu.lock
 	$(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"
-	$(PYTHON) -m uv pip compile requirements.in --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o requirements.lock
+	$(PYTHON) components/images/locks.py compile --uv "$(PYTHON) -m uv"
+
+locks-check: install ## check each image's lock resolves on PyPI as pinned and agrees with requirements.lock
+	$(BIN)/python components/images/locks.py check --uv "$(BIN)/python -m uv"
 
 images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CONFIG=configs/vertex.yaml)
 	$(BIN)/adrank images build --config $(or $(CONFIG),configs/vertex.yaml)
@@ -44,4 +47,4 @@ images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CON
 clean: ## remove build outputs and local runs (keeps .venv)
 	rm -rf build runs .pytest_cache
 
-.PHONY: help install run test compile bench lock images clean
+.PHONY: help install run test compile bench lock locks-check images clean

@@ -1,7 +1,8 @@
 """`adrank images build`: build and push the cpu/gpu/tpu container images with Cloud Build.
 
 The image names come from the config (`vertex.images`); the build runs `gcloud builds submit` on
-`components/images/cloudbuild.yaml` from the repository root. The command is printed first, so it
+`components/images/cloudbuild.yaml` from the repository root. Each target installs its own lock
+(`components/images/locks.py`). The command is printed first, so it
 can be run by hand where gcloud is installed.
 """
 
@@ -55,8 +56,11 @@ def _build(args: argparse.Namespace) -> int:
     print("$ " + shlex.join(command))
     if args.dry_run:
         return 0
+    from components.images.locks import LOCKS
+
     root = Path(args.source)
-    for needed in (DOCKERFILE, CLOUDBUILD, Path("requirements.lock"), Path("pyproject.toml")):
+    needed_files = (DOCKERFILE, CLOUDBUILD, Path("pyproject.toml"), *(Path(lock.path) for lock in LOCKS))
+    for needed in needed_files:
         if not (root / needed).exists():
             raise CommandError(f"{root / needed} not found: run from the repository root (or pass --source)")
     if shutil.which("gcloud") is None:

@@ -1,54 +1,154 @@
-"""The container images install the lock and the package; `adrank images build` runs Cloud Build."""
+"""The container images: each Dockerfile target installs exactly its lock, every lock resolves on PyPI
+as pinned, the cpu image starts as a Dataflow worker, and `adrank images build` runs Cloud Build."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
+from components.images import locks
 from ops.cli import main
 
 REPO = Path(__file__).parents[2]
 DOCKERFILE = REPO / "components" / "images" / "Dockerfile"
 CLOUDBUILD = REPO / "components" / "images" / "cloudbuild.yaml"
+VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
+UV = [sys.executable, "-m", "uv"]
+LOCK_BY_TARGET = {lock.target: lock for lock in locks.LOCKS}
 
 
 def _stages() -> dict[str, str]:
-    """Stage name → its instructions (the text up to the next FROM)."""
+    """Stage name → its instructions (the text up to the next FROM), continuation lines joined."""
     stages: dict[str, str] = {}
     current = None
-    for line in DOCKERFILE.read_text().splitlines():
+    for line in DOCKERFILE.read_text().replace("\\\n", " ").splitlines():
         match = re.match(r"FROM\s+(\S+)\s+AS\s+(\S+)", line, re.IGNORECASE)
         if match:
             current = match.group(2)
             stages[current] = line + "\n"
-        elif current:
+        elif current and not line.lstrip().startswith("#"):
             stages[current] += line + "\n"
     return stages
 
 
-def test_each_target_installs_the_lock_then_the_package():
+def _arg_defaults() -> dict[str, str]:
+    return dict(re.findall(r"^ARG\s+(\w+)=(\S+)", DOCKERFILE.read_text(), re.MULTILINE))
+
+
+def test_each_target_installs_exactly_its_lock_then_the_package():
     stages = _stages()
-    assert {"cpu", "gpu", "tpu"} <= set(stages)
-    assert "COPY requirements.lock" in stages["lock"]
-    for target in ("cpu", "gpu", "tpu"):
+    assert set(LOCK_BY_TARGET) <= set(stages)
+    for target, lock in LOCK_BY_TARGET.items():
         text = stages[target]
         assert text.startswith("FROM lock AS")
-        assert re.search(r"uv pip install --system -r \S*requirements\S*lock", text), target
-        install_package = text.index("uv pip install --system --no-deps .")
-        assert text.index("requirements") < text.index("COPY pyproject.toml") < install_package
+        installs = re.findall(r"(?:uv )?pip install ([^&\n]*)", text)
+        requirement_files = re.findall(r"-r (\S+)", " ".join(installs))
+        assert requirement_files == [lock.path], (target, installs)
+        # nothing beside the lock is resolved: the only other install is the package, without deps
+        assert [i.strip() for i in installs if "-r " not in i] == ["--system --no-deps ."], (target, installs)
+        assert lock.path == "requirements.lock" or f"COPY {lock.path} ./" in text
+        package = text.index("uv pip install --system --no-deps .")
+        assert text.index(f"-r {lock.path}") < text.index("COPY pyproject.toml") < package
         for package_dir in ("configs", "components", "pipelines", "ops"):
             assert f"COPY {package_dir} ./{package_dir}" in text
-    assert "tensorflow[and-cuda]==$(sed -n 's/^tensorflow==//p' requirements.lock)" in stages["gpu"]
-    assert "grep -v '^tensorflow==' requirements.lock" in stages["tpu"]
-    assert "tensorflow-tpu==" in stages["tpu"] and "libtpu" in stages["tpu"]
+    assert "COPY requirements.lock ./" in stages["lock"]
 
 
-def test_the_lock_pins_what_the_images_version_from_it():
-    lock = (REPO / "requirements.lock").read_text()
-    assert re.search(r"^tensorflow==\d", lock, re.MULTILINE)
-    assert re.search(r"^uv==\d", lock, re.MULTILINE)
+def test_the_cpu_image_boots_as_a_dataflow_worker_with_the_locked_beam():
+    stages, args = _stages(), _arg_defaults()
+    cpu_pins = locks.CPU_LOCK.read()
+    assert args["BEAM_VERSION"] == cpu_pins["apache-beam"]
+    assert args["PYTHON_VERSION"] == locks.PYTHON_VERSION
+    assert stages["beam_sdk"].startswith("FROM apache/beam_python${PYTHON_VERSION}_sdk:${BEAM_VERSION} AS beam_sdk")
+    assert "COPY --from=beam_sdk /opt/apache/beam /opt/apache/beam" in stages["cpu"]
+    assert stages["cpu"].rstrip().splitlines()[-1] == 'ENTRYPOINT ["/opt/apache/beam/boot"]'
+
+
+@pytest.fixture(scope="module")
+def vertex_spec(tmp_path_factory) -> dict:
+    output = tmp_path_factory.mktemp("vertex") / "ranking.yaml"
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output)]) == 0
+    return yaml.safe_load(output.read_text())
+
+
+def _worker_pool_specs(spec: dict) -> list[dict]:
+    pools = []
+    for task in spec["root"]["dag"]["tasks"].values():
+        component = spec["components"][task["componentRef"]["name"]]
+        defaults = component.get("inputDefinitions", {}).get("parameters", {})
+        value = task.get("inputs", {}).get("parameters", {}).get("worker_pool_specs", {})
+        pools += value.get("runtimeValue", {}).get("constant") or defaults.get("worker_pool_specs", {}).get(
+            "defaultValue") or []
+    return pools
+
+
+def test_vertex_sets_every_command_so_the_beam_entrypoint_never_runs_a_step(vertex_spec):
+    """The cpu image's ENTRYPOINT is Beam's boot; KFP and CustomJobs must always replace it."""
+    from configs import load_config
+
+    images = load_config(VERTEX_CONFIG).vertex.images
+    ours = {images.cpu, images.gpu, images.tpu}
+    containers = [e["container"] for e in vertex_spec["deploymentSpec"]["executors"].values() if "container" in e]
+    step_containers = [c for c in containers if c["image"] in ours]
+    pools = [pool["container_spec"] for pool in _worker_pool_specs(vertex_spec)]
+    assert step_containers and pools
+    assert {c["image_uri"] for c in pools} == {images.cpu, images.gpu, images.tpu}
+    for container in step_containers:
+        assert container.get("command"), container["image"]
+    for container in pools:
+        assert container.get("command"), container["image_uri"]
+
+
+def test_gpu_and_tpu_locks_keep_the_dev_environment_except_tensorflow():
+    cpu, gpu, tpu = (LOCK_BY_TARGET[t].read() for t in ("cpu", "gpu", "tpu"))
+    for lock in locks.LOCKS:
+        assert locks.consistency_problems(lock) == [], lock.path
+    assert gpu["tensorflow"] == cpu["tensorflow"]
+    assert any(name.startswith("nvidia-cudnn") for name in gpu)
+    assert "tensorflow" not in tpu and "libtpu" in tpu
+    # the serving/dev TensorFlow and the TPU build share major.minor or sit one minor release apart
+    cpu_minor = tuple(int(part) for part in cpu["tensorflow"].split(".")[:2])
+    tpu_minor = tuple(int(part) for part in tpu["tensorflow-tpu"].split(".")[:2])
+    assert cpu_minor[0] == tpu_minor[0] and 0 <= cpu_minor[1] - tpu_minor[1] <= 1
+    assert tpu["tf-keras"].split(".")[:2] == tpu["tensorflow-tpu"].split(".")[:2]
+
+
+def test_a_drifted_pin_is_reported(tmp_path):
+    for lock in locks.LOCKS:
+        shutil.copy(REPO / lock.path, tmp_path / lock.path)
+    gpu = LOCK_BY_TARGET["gpu"]
+    text = (tmp_path / gpu.path).read_text()
+    numpy = locks.CPU_LOCK.read()["numpy"]
+    (tmp_path / gpu.path).write_text(text.replace(f"numpy=={numpy}", "numpy==1.0.0"))
+    tpu = LOCK_BY_TARGET["tpu"]
+    (tmp_path / tpu.path).write_text((tmp_path / tpu.path).read_text() + "tensorflow==2.21.0\n")
+    assert locks.consistency_problems(gpu, tmp_path) == [
+        f"requirements-gpu.lock: numpy==1.0.0 but requirements.lock pins numpy=={numpy}"]
+    assert locks.consistency_problems(tpu, tmp_path) == [
+        "requirements-tpu.lock: pins tensorflow==2.21.0, which the tpu image must not install"]
+
+
+@pytest.mark.parametrize("target", sorted(LOCK_BY_TARGET))
+def test_each_lock_resolves_on_pypi_as_pinned(target):
+    """uv resolves the lock's own pins for the image's platform: all exist and fit together."""
+    assert locks.resolution_problems(LOCK_BY_TARGET[target], UV) == []
+
+
+def test_a_lock_naming_an_unpublished_version_does_not_resolve(tmp_path):
+    """The old tpu image asked for tensorflow-tpu at the TF 2.21 version, which was never published."""
+    tpu = LOCK_BY_TARGET["tpu"]
+    shutil.copy(REPO / tpu.overrides, tmp_path / tpu.overrides)
+    pinned = (REPO / tpu.path).read_text()
+    version = tpu.read()["tensorflow-tpu"]
+    (tmp_path / tpu.path).write_text(pinned.replace(f"tensorflow-tpu=={version}", "tensorflow-tpu==2.21.0"))
+    problems = locks.resolution_problems(tpu, UV, tmp_path)
+    assert len(problems) == 1 and problems[0].startswith("requirements-tpu.lock does not resolve:")
+    assert "tensorflow-tpu" in problems[0]
 
 
 def test_cloud_build_builds_and_pushes_every_target():
@@ -60,8 +160,15 @@ def test_cloud_build_builds_and_pushes_every_target():
         assert name in build["substitutions"]
 
 
+def test_the_build_context_keeps_every_lock():
+    for ignore_file in (".dockerignore", ".gcloudignore"):
+        ignored = {line.strip().rstrip("/") for line in (REPO / ignore_file).read_text().splitlines()}
+        for lock in locks.LOCKS:
+            assert lock.path not in ignored and "requirements*" not in ignored
+
+
 def test_images_build_prints_the_command(capsys):
-    config = str(REPO / "configs" / "vertex.yaml")
+    config = str(VERTEX_CONFIG)
     assert main(["images", "build", "--config", config, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("$ gcloud builds submit --project=adrank-prod --region=us-central1 "
@@ -70,9 +177,18 @@ def test_images_build_prints_the_command(capsys):
     assert "_TPU_IMAGE=us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-tpu:0.1.0" in out
 
 
+def test_images_build_without_a_lock_fails_clearly(tmp_path, capsys):
+    for needed in ("components/images/Dockerfile", "components/images/cloudbuild.yaml", "pyproject.toml",
+                   "requirements.lock", "requirements-gpu.lock"):
+        (tmp_path / needed).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / needed, tmp_path / needed)
+    assert main(["images", "build", "--config", str(VERTEX_CONFIG), "--source", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'requirements-tpu.lock'} not found" in capsys.readouterr().err
+
+
 def test_images_build_without_gcloud_fails_clearly(monkeypatch, capsys):
     monkeypatch.setenv("PATH", "/nonexistent")
-    config = str(REPO / "configs" / "vertex.yaml")
+    config = str(VERTEX_CONFIG)
     assert main(["images", "build", "--config", config, "--source", str(REPO)]) == 2
     captured = capsys.readouterr()
     assert "$ gcloud builds submit" in captured.out
