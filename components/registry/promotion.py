@@ -50,10 +50,22 @@ def decide(logloss: float, current_default_logloss: float | None, tolerance: flo
     return False, f"log-loss {logloss:.5f} > default {current_default_logloss:.5f} + tolerance {tolerance:g}"
 
 
+class NoExportedModel(ValueError):
+    """No run of the pipeline exported a model (e.g. only TPU runs), so there is nothing to register."""
+
+
 def read_candidate(summary_json: str | Path) -> Candidate:
-    """The best run from the report's summary JSON (`best_run: {target, run_index, model_uri, logloss}`)."""
+    """The best run that exported a model, from the report's summary JSON (`best_exported_run`, else
+    `best_run` when it has a `model_uri`: {target, run_index, model_uri, logloss}). A run without a model
+    (TPU runs export none) is never promoted, even when its log-loss is the best."""
     summary = json.loads(Path(summary_json).read_text())
-    best = summary["best_run"]
+    best = summary.get("best_exported_run")
+    if best is None and "best_exported_run" not in summary and (summary.get("best_run") or {}).get("model_uri"):
+        best = summary["best_run"]  # a summary written before `best_exported_run` existed
+    if best is None or not best.get("model_uri"):
+        raise NoExportedModel(
+            f"{summary_json}: no training run exported a model (TPU runs do not export one); nothing to promote"
+        )
     auc = None
     for run in summary.get("runs", []):
         if (run.get("target"), run.get("run_index")) == (best["target"], best["run_index"]):

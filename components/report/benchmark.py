@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from components.evaluate.stats import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
@@ -33,6 +33,12 @@ class TargetSummary(BaseModel):
     name: str
     kind: str
     global_batch_size: int
+    learning_rate: float = Field(description="effective (batch-scaled) peak learning rate of the runs")
+    learning_rate_note: str = Field("", description="how it was scaled, e.g. '0.001 × sqrt(1024/512)'")
+    eval_curve: list[tuple[int, float]] = Field(
+        default_factory=list, description="(epoch, eval log-loss mean over runs) for every evaluated epoch"
+    )
+    dropped_steps: int = Field(0, description="full batches left untrained by step chunking, per run")
     price_per_hour: float
     runs: int
     hardware_seen: list[str]
@@ -48,6 +54,7 @@ class TargetSummary(BaseModel):
     relative_throughput: float | None
     relative_cost: float | None
     tasks: dict[str, TaskStats]
+    embedding_memory_mib: float | None = None  # one run's embedding tables + optimizer slots
 
 
 class TaskFloor(BaseModel):
@@ -75,7 +82,10 @@ class RunRow(BaseModel):
     input_stall_fraction: float | None
     logloss: dict[str, float]
     auc: dict[str, float]
-    model_uri: str
+    learning_rate: float
+    dropped_steps: int = 0
+    eval_curve: list[tuple[int, float]] = Field(default_factory=list, description="(epoch, eval log-loss)")
+    model_uri: str | None
 
 
 class BestRun(BaseModel):
@@ -84,7 +94,7 @@ class BestRun(BaseModel):
     target: str
     run_index: int
     logloss: float
-    model_uri: str
+    model_uri: str | None
 
 
 class BenchmarkSummary(BaseModel):
@@ -103,6 +113,9 @@ class BenchmarkSummary(BaseModel):
     targets: dict[str, TargetSummary]
     runs: list[RunRow]
     best_run: BestRun
+    best_exported_run: BestRun | None = Field(
+        None, description="the best run that exported a model (what promotion registers); None if none did"
+    )
     dead_letter: dict[str, int]
 
 
@@ -142,6 +155,8 @@ def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) 
                 )
 
     best = min(runs, key=lambda r: r.metrics[primary].logloss)
+    exported = [r for r in runs if r.model_uri]
+    best_exported = min(exported, key=lambda r: r.metrics[primary].logloss) if exported else None
     floors = {
         task: TaskFloor(
             bayes_logloss=(manifest.splits["eval"].bayes_logloss or {}).get(task),
@@ -164,10 +179,44 @@ def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) 
         tasks=floors,
         targets=targets,
         runs=[_run_row(r) for r in runs],
-        best_run=BestRun(target=best.target, run_index=best.run_index,
-                         logloss=best.metrics[primary].logloss, model_uri=best.model_uri),
+        best_run=_best(best, primary),
+        best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
     )
+
+
+def _best(run: RunSummary, task: str) -> BestRun:
+    return BestRun(target=run.target, run_index=run.run_index, logloss=run.metrics[task].logloss,
+                   model_uri=run.model_uri)
+
+
+def eval_curve(run: RunSummary) -> list[tuple[int, float]]:
+    """(epoch, eval log-loss) of every epoch the run evaluated."""
+    return [(p.epoch, p.eval_logloss) for p in run.curve if p.epoch is not None and p.eval_logloss is not None]
+
+
+def mean_eval_curve(runs: list[RunSummary]) -> list[tuple[int, float]]:
+    """The eval log-loss per epoch averaged over the runs that evaluated that epoch."""
+    by_epoch: dict[int, list[float]] = defaultdict(list)
+    for run in runs:
+        for epoch, value in eval_curve(run):
+            by_epoch[epoch].append(value)
+    return [(epoch, sum(values) / len(values)) for epoch, values in sorted(by_epoch.items())]
+
+
+def learning_rate_note(run: RunSummary) -> str:
+    """How the effective learning rate came about, e.g. '0.001 × 1.41 (sqrt batch scaling)'."""
+    configured = run.configured_learning_rate
+    if not configured or run.learning_rate_scaling in (None, "none") or run.learning_rate == configured:
+        return ""
+    return f"{configured:g} × {run.learning_rate / configured:.3g} ({run.learning_rate_scaling} batch scaling)"
+
+
+def embedding_memory_mib(run: RunSummary) -> float | None:
+    """Embedding tables + their optimizer slots of one run, MiB (None when the run recorded none)."""
+    if not run.embedding_tables:
+        return None
+    return sum(t.parameter_bytes + t.optimizer_slot_bytes for t in run.embedding_tables) / 2**20
 
 
 def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
@@ -189,6 +238,10 @@ def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> 
         name=name,
         kind=target.kind,
         global_batch_size=runs[0].global_batch_size,
+        learning_rate=runs[0].learning_rate,
+        learning_rate_note=learning_rate_note(runs[0]),
+        eval_curve=mean_eval_curve(runs),
+        dropped_steps=max(r.dropped_steps for r in runs),
         price_per_hour=target.price_per_hour,
         runs=len(runs),
         hardware_seen=sorted({hardware_label(r) for r in runs}),
@@ -204,6 +257,7 @@ def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> 
         relative_throughput=None,
         relative_cost=None,
         tasks=tasks,
+        embedding_memory_mib=embedding_memory_mib(runs[0]),
     )
 
 
@@ -214,5 +268,6 @@ def _run_row(run: RunSummary) -> RunRow:
         steps=run.steps, wall_time_seconds=run.wall_time_seconds, examples_per_second=run.examples_per_second,
         input_stall_fraction=run.input_stall_fraction,
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
+        learning_rate=run.learning_rate, dropped_steps=run.dropped_steps, eval_curve=eval_curve(run),
         model_uri=run.model_uri,
     )

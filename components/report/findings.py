@@ -5,6 +5,23 @@ from __future__ import annotations
 from components.report.benchmark import BenchmarkSummary
 
 
+def overfitting(name: str, curve: list[tuple[int, float]]) -> str | None:
+    """A sentence when the eval log-loss was lowest before the last epoch (over-fitting), or still falling
+    by more than 1% in the last epoch (under-fitting: more epochs would help)."""
+    if len(curve) < 2:
+        return None
+    best_epoch, best = min(curve, key=lambda point: point[1])
+    last_epoch, last = curve[-1]
+    if best_epoch != last_epoch and last > best * 1.001:
+        return (f"{name}: eval log-loss was lowest after epoch {best_epoch} ({best:.5f}) and {last:.5f} after "
+                f"epoch {last_epoch}: over-fitting, fewer epochs would do better.")
+    previous = curve[-2][1]
+    if last < previous * 0.99:
+        return (f"{name}: eval log-loss still fell {1 - last / previous:.1%} in the last epoch ({previous:.5f} → "
+                f"{last:.5f}): under-fitting, more epochs may help.")
+    return None
+
+
 def findings(summary: BenchmarkSummary) -> list[str]:
     task = summary.primary_task
     best = summary.best_run
@@ -33,6 +50,19 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         comparison = target.tasks[task].vs_baseline
         if comparison is not None:
             lines.append(f"{target.name} vs {summary.baseline_target}: {comparison.verdict}.")
+    for target in targets:
+        line = overfitting(target.name, target.eval_curve)
+        if line:
+            lines.append(line)
+        if target.dropped_steps:
+            lines.append(f"{target.name}: {target.dropped_steps:,} full batches per run were not trained "
+                         "(steps per execution could not split the epoch evenly).")
+    if summary.best_exported_run is None:
+        lines.append("No run exported a model (TPU runs do not export): nothing can be promoted.")
+    elif (summary.best_exported_run.target, summary.best_exported_run.run_index) != (best.target, best.run_index):
+        e = summary.best_exported_run
+        lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "
+                     f"{e.run_index + 1} (log-loss {e.logloss:.5f}).")
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""
         lines.append(

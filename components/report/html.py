@@ -7,7 +7,7 @@ import html
 
 from components.report.benchmark import BenchmarkSummary
 from components.report.findings import findings
-from components.report.table import Table, per_run_table, per_target_table, statistics_table
+from components.report.table import Table, eval_curve_table, per_run_table, per_target_table, statistics_table
 
 STYLE = """
 body { font-family: -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif; margin: 24px auto;
@@ -43,6 +43,7 @@ def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> 
         "<p class='meta'>Standard deviation over repeated identical runs (different seeds); 95% CI of the mean "
         "from Student's t; the baseline comparison is Welch's t-test.</p>",
         _table(statistics_table(summary), text_columns={len(statistics_table(summary).header) - 1}),
+        *_eval_curve_section(summary),
         "<h2>Every run</h2>",
         "<p class='meta'>Hardware as reported by the runtime of each run, not as requested.</p>",
         _table(per_run_table(summary)),
@@ -55,6 +56,15 @@ def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> 
         f"<title>adrank benchmark — {_e(summary.pipeline)}</title><style>{STYLE}</style></head><body>"
         + "\n".join(body) + "</body></html>\n"
     )
+
+
+def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:
+    table = eval_curve_table(summary)
+    if table is None:
+        return []
+    return ["<h2>Eval log-loss per epoch</h2>",
+            "<p class='meta'>Mean over each target's runs, measured after every epoch: rising values mean "
+            "over-fitting, values still falling at the end mean more epochs would help.</p>", _table(table)]
 
 
 def _table(table: Table, text_columns: set[int] = frozenset()) -> str:

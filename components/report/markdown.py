@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.report.benchmark import BenchmarkSummary
 from components.report.findings import findings
-from components.report.table import Table, per_run_table, per_target_table, statistics_table
+from components.report.table import Table, eval_curve_table, per_run_table, per_target_table, statistics_table
 
 
 def render_markdown(summary: BenchmarkSummary) -> str:
@@ -24,6 +24,7 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         "",
         _markdown_table(statistics_table(summary)),
         "",
+        *_eval_curve_section(summary),
         "## Every run",
         "",
         _markdown_table(per_run_table(summary)),
@@ -34,6 +35,13 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         parts += [f"- {reason}: {count:,}" for reason, count in sorted(summary.dead_letter.items())]
         parts.append("")
     return "\n".join(parts)
+
+
+def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:
+    table = eval_curve_table(summary)
+    if table is None:
+        return []
+    return ["## Eval log-loss per epoch (mean over runs)", "", _markdown_table(table), ""]
 
 
 def _markdown_table(table: Table) -> str:

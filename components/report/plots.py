@@ -66,9 +66,12 @@ def training_curves(summary: BenchmarkSummary, runs: list[RunSummary]) -> bytes 
         steps = [p.step for p in run.curve]
         ax.plot(steps, [p.loss for p in run.curve], color=color, alpha=0.7, linewidth=1,
                 label=run.target if run.run_index == 0 else None)
+        evaluated = [p for p in run.curve if p.eval_logloss is not None]
+        ax.plot([p.step for p in evaluated], [p.eval_logloss for p in evaluated], color=color, linestyle="--",
+                marker="o", markersize=3, linewidth=1, label=f"{run.target} eval" if run.run_index == 0 else None)
     ax.set_xlabel("step")
-    ax.set_ylabel("training loss")
-    ax.set_title("Training curves (one line per run)")
+    ax.set_ylabel("log-loss")
+    ax.set_title("Training loss per chunk (—) and eval log-loss per epoch (- - o)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _png(fig)

@@ -14,8 +14,9 @@ class Table:
 
 
 def per_target_table(summary: BenchmarkSummary) -> Table:
-    header = ["target", "kind", "ran on", "runs", "batch", "log-loss mean ± std", "95% CI", "AUC",
-              "examples/s", "rel. speed", "cost/run", "$/M examples", "rel. cost"]
+    header = ["target", "kind", "ran on", "runs", "batch", "learning rate", "log-loss mean ± std", "95% CI", "AUC",
+              "examples/s", "rel. speed", "cost/run", "$/M examples", "rel. cost",
+              "tables + slots MiB"]
     rows = []
     for t in summary.targets.values():
         rows.append([
@@ -24,6 +25,7 @@ def per_target_table(summary: BenchmarkSummary) -> Table:
             ", ".join(t.hardware_seen),
             str(t.runs),
             f"{t.global_batch_size:,}",
+            f"{t.learning_rate:.3g}" + (f" = {t.learning_rate_note}" if t.learning_rate_note else ""),
             f"{t.logloss_mean:.5f}" + (f" ± {t.logloss_std:.5f}" if t.logloss_std is not None else ""),
             f"[{t.logloss_ci95[0]:.5f}, {t.logloss_ci95[1]:.5f}]" if t.logloss_ci95 else "—",
             f"{t.auc_mean:.4f}",
@@ -32,6 +34,7 @@ def per_target_table(summary: BenchmarkSummary) -> Table:
             f"${t.cost_per_run_usd:.4f}",
             f"${t.cost_per_million_examples_usd:.4f}" if t.cost_per_million_examples_usd is not None else "—",
             _ratio(t.relative_cost),
+            f"{t.embedding_memory_mib:,.1f}" if t.embedding_memory_mib is not None else "—",
         ])
     return Table(header, rows)
 
@@ -54,15 +57,33 @@ def statistics_table(summary: BenchmarkSummary) -> Table:
     return Table(header, rows)
 
 
+def eval_curve_table(summary: BenchmarkSummary) -> Table | None:
+    """Eval log-loss after each epoch, mean over each target's runs; None when no run evaluated per epoch."""
+    epochs = sorted({epoch for t in summary.targets.values() for epoch, _ in t.eval_curve})
+    if not epochs:
+        return None
+    header = ["target"] + [f"epoch {e}" for e in epochs] + ["best epoch"]
+    rows = []
+    for t in summary.targets.values():
+        values = dict(t.eval_curve)
+        best = min(values, key=values.get) if values else None
+        rows.append([t.name] + [f"{values[e]:.5f}" if e in values else "—" for e in epochs]
+                    + [str(best) if best is not None else "—"])
+    return Table(header, rows)
+
+
 def per_run_table(summary: BenchmarkSummary) -> Table:
     tasks = list(summary.tasks)
-    header = ["target", "run", "seed", "hardware seen", "strategy", "replicas", "batch", "steps", "wall s",
-              "examples/s", "input stall"] + [f"log-loss {t}" for t in tasks] + [f"AUC {t}" for t in tasks]
+    header = ["target", "run", "seed", "hardware seen", "strategy", "replicas", "batch", "lr", "steps",
+              "dropped steps", "wall s", "examples/s", "input stall"] + [f"log-loss {t}" for t in tasks] + [
+              f"AUC {t}" for t in tasks] + ["model"]
     rows = [
         [r.target, str(r.run_index + 1), str(r.seed), r.hardware, r.strategy, str(r.replicas),
-         f"{r.global_batch_size:,}", f"{r.steps:,}", f"{r.wall_time_seconds:.1f}", f"{r.examples_per_second:,.0f}",
+         f"{r.global_batch_size:,}", f"{r.learning_rate:.3g}", f"{r.steps:,}", f"{r.dropped_steps:,}",
+         f"{r.wall_time_seconds:.1f}", f"{r.examples_per_second:,.0f}",
          f"{r.input_stall_fraction:.1%}" if r.input_stall_fraction is not None else "—"]
         + [f"{r.logloss[t]:.5f}" for t in tasks] + [f"{r.auc[t]:.4f}" for t in tasks]
+        + ["exported" if r.model_uri else "not exported"]
         for r in summary.runs
     ]
     return Table(header, rows)

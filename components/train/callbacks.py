@@ -1,12 +1,21 @@
-"""Keras callbacks of a training run: checkpoints, a NaN stop, the loss curve and the step clock."""
+"""Keras callbacks of a training run: checkpoints, a NaN stop, the loss curve with per-epoch evaluation,
+TensorBoard scalars and the step clock. Keras's 'epoch' here is a chunk of the run (see `StepPlan`)."""
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+# TensorBoard's scalar plugin reads float32 rank-0 tensors tagged with this plugin name; writing them with
+# the core `tf.summary.write` op needs no tensorboard package in the training image.
+SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+)
 
 
 class NonFiniteLossError(RuntimeError):
@@ -40,16 +49,64 @@ class SaveCheckpoint(keras.callbacks.Callback):
         self.manager.save(checkpoint_number=int(self.model.optimizer.iterations.numpy()))
 
 
+class EpochEvaluation(keras.callbacks.Callback):
+    """After each chunk that ends a training epoch (`ends_epoch(chunk)`), except the run's last (the final
+    evaluation measures that one), puts the eval log-loss into the chunk's logs as `eval_logloss` and its
+    1-based epoch number as `epoch`, so over- and underfitting are visible epoch by epoch."""
+
+    def __init__(self, ends_epoch: Callable[[int], bool], chunks_per_epoch: int, last_chunk: int,
+                 eval_logloss: Callable[[], float]):
+        super().__init__()
+        self.ends_epoch = ends_epoch
+        self.chunks_per_epoch = chunks_per_epoch
+        self.last_chunk = last_chunk
+        self.eval_logloss = eval_logloss
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None or not self.ends_epoch(epoch):
+            return
+        logs["epoch"] = (epoch + 1) // self.chunks_per_epoch
+        if epoch != self.last_chunk:
+            logs["eval_logloss"] = float(self.eval_logloss())
+
+
 class LossCurve(keras.callbacks.Callback):
-    """(step, mean training loss of the chunk) at the end of every chunk."""
+    """(step, mean training loss of the chunk, epoch or None, eval log-loss or None) at the end of every chunk."""
 
     def __init__(self):
         super().__init__()
-        self.points: list[tuple[int, float]] = []
+        self.points: list[tuple[int, float, int | None, float | None]] = []
 
     def on_epoch_end(self, epoch, logs=None):
         if logs and "loss" in logs:
-            self.points.append((int(self.model.optimizer.iterations.numpy()), float(logs["loss"])))
+            step = int(self.model.optimizer.iterations.numpy())
+            self.points.append((step, float(logs["loss"]), logs.get("epoch"), logs.get("eval_logloss")))
+
+
+class TensorBoardScalars(keras.callbacks.Callback):
+    """Writes `train/loss` after every chunk and `eval/logloss` after every evaluated epoch, by global step,
+    to `log_dir` (Vertex sets `AIP_TENSORBOARD_LOG_DIR` when a TensorBoard instance is attached)."""
+
+    def __init__(self, log_dir: str):
+        super().__init__()
+        self.writer = tf.summary.create_file_writer(log_dir)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        step = int(self.model.optimizer.iterations.numpy())
+        if "loss" in logs:
+            self.write("train/loss", step, float(logs["loss"]))
+        if logs.get("eval_logloss") is not None:
+            self.write("eval/logloss", step, float(logs["eval_logloss"]))
+
+    def write(self, tag: str, step: int, value: float) -> None:
+        with self.writer.as_default():
+            tf.summary.write(tag, tf.constant(value, tf.float32), step=step, metadata=SCALAR_METADATA)
+        self.writer.flush()
+
+    def write_eval(self, step: int, logloss: float) -> None:
+        """The final evaluation, after training."""
+        self.write("eval/logloss", step, logloss)
 
 
 class StepClock(keras.callbacks.Callback):

@@ -41,8 +41,24 @@ class CurvePoint(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     step: int
-    loss: float
-    eval_logloss: float | None = None
+    loss: float = Field(description="mean training loss of the chunk ending at `step`")
+    epoch: int | None = Field(None, description="the epoch (1-based) this chunk completes, if it ends one")
+    eval_logloss: float | None = Field(None, description="eval log-loss after the epoch (mean over tasks)")
+
+
+class EmbeddingTableMemory(BaseModel):
+    """One stacked embedding table (the tables of one dim) and its optimizer's slots."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    tables: list[str] = Field(default_factory=list, description="the feature tables stacked in it")
+    rows: int
+    embedding_dim: int
+    parameter_bytes: int
+    optimizer_slot_bytes: int = Field(description="e.g. lazy Adam 2x the table, row-wise Adagrad 1/dim of it")
+    shards: int = 1
+    devices: list[str] = Field(default_factory=list)
 
 
 class RunSummary(BaseModel):
@@ -55,16 +71,23 @@ class RunSummary(BaseModel):
     hardware: HardwareSeen
     model_kind: str
     global_batch_size: int
-    learning_rate: float
+    learning_rate: float = Field(description="effective peak learning rate of dense weights, after batch scaling")
+    configured_learning_rate: float | None = Field(None, description="training.learning_rate before scaling")
+    learning_rate_scaling: str | None = Field(None, description="none, linear or sqrt in global / reference batch")
+    embedding_learning_rate: float | None = Field(None, description="effective embedding-table rate, if separate")
     steps: int
     epochs: int
+    steps_per_epoch: int | None = None
+    steps_per_execution: int | None = None
+    dropped_steps: int = Field(0, description="full batches of the epochs left untrained by chunking (normally 0)")
     train_examples: int
     wall_time_seconds: float
     examples_per_second: float
     input_stall_fraction: float | None = Field(None, description="share of step time spent waiting for input")
     metrics: dict[str, TaskMetrics]
     curve: list[CurvePoint] = Field(default_factory=list)
-    model_uri: str = ""
+    embedding_tables: list[EmbeddingTableMemory] = Field(default_factory=list, description="table memory")
+    model_uri: str | None = Field(None, description="the exported serving model; None when nothing was exported")
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / SUMMARY_FILE

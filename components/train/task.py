@@ -1,8 +1,9 @@
 """`train()`: one training run of one target — the plain function behind the KFP `train_step`.
 
     resolve target overrides → seed, determinism → strategy from the hardware present → input pipeline →
-    model + optimizers under the strategy scope → restore checkpoint → fit in checkpointed chunks →
-    evaluate on the eval split → export the serving SavedModel → RunSummary
+    model + optimizers under the strategy scope → restore checkpoint → fit in checkpointed chunks (eval
+    log-loss after each epoch; TensorBoard scalars when `AIP_TENSORBOARD_LOG_DIR` is set) → evaluate on the
+    eval split → export the serving SavedModel (not on TPU: `model_uri` None) → RunSummary
 """
 
 from __future__ import annotations
@@ -18,15 +19,19 @@ import tensorflow as tf
 
 from components.evaluate import metrics as ranking_metrics
 from components.preprocess.manifest import Manifest
-from components.train.callbacks import LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss
+from components.train.callbacks import (
+    EpochEvaluation, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
+)
 from components.train.export import export_serving_model
 from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel, build_model
-from components.train.optimization import make_optimizers, scaled_learning_rate, tpu_embedding_optimizer
+from components.train.optimization import (
+    make_optimizers, scaled_embedding_learning_rate, scaled_learning_rate, tpu_embedding_optimizer,
+)
 from components.train.strategy import (
     Runtime, parameter_server_role, runtime_for, serve_parameter_server_task, table_placement,
 )
-from components.train.summary import CurvePoint, RunSummary, TaskMetrics
+from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TaskMetrics
 from configs.schema import AdrankConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
 
@@ -34,6 +39,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "checkpoints"
 SAVED_MODEL_DIR = "saved_model"
+TENSORBOARD_ENV = "AIP_TENSORBOARD_LOG_DIR"
 
 
 def train(
@@ -68,14 +74,20 @@ def train(
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed)
 
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training)
-    export_dir = Path(model_dir) / SAVED_MODEL_DIR
-    if not runtime.is_tpu:  # TPU-embedding models are exported from a CPU copy; not built here
+    exported_uri = None
+    if not runtime.is_tpu:  # TPU-embedding tables are not exported here: the run records no model
+        export_dir = Path(model_dir) / SAVED_MODEL_DIR
         export_serving_model(model, manifest, examples_dir, export_dir)
+        exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
-    curve = [CurvePoint(step=step, loss=loss) for step, loss in fit_result.curve]
+    curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
+             for step, loss, epoch, value in fit_result.curve]
     eval_logloss = float(np.mean([m.logloss for m in task_metrics.values()]))
     if curve:
-        curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss})
+        last_epoch = curve[-1].epoch if curve[-1].epoch is not None else resolved.training.epochs
+        curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss, "epoch": last_epoch})
+    if fit_result.tensorboard is not None and curve:
+        fit_result.tensorboard.write_eval(curve[-1].step, eval_logloss)
     return RunSummary(
         target=resolved.target.name,
         target_kind=resolved.target.kind,
@@ -85,15 +97,22 @@ def train(
         model_kind=resolved.model.kind,
         global_batch_size=resolved.training.global_batch_size,
         learning_rate=scaled_learning_rate(resolved.training),
+        configured_learning_rate=resolved.training.learning_rate,
+        learning_rate_scaling=resolved.training.learning_rate_scaling,
+        embedding_learning_rate=scaled_embedding_learning_rate(resolved.training),
         steps=plan.total_steps,
         epochs=resolved.training.epochs,
+        steps_per_epoch=plan.steps_per_epoch,
+        steps_per_execution=plan.steps_per_execution,
+        dropped_steps=plan.dropped_steps,
         train_examples=manifest.splits["train"].examples,
         wall_time_seconds=time.perf_counter() - started,
         examples_per_second=fit_result.examples_per_second,
         input_stall_fraction=None,
         metrics=task_metrics,
         curve=curve,
-        model_uri=str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}",
+        embedding_tables=[EmbeddingTableMemory(**table) for table in model.table_memory()],
+        model_uri=exported_uri,
     )
 
 
@@ -130,8 +149,11 @@ def _gpus_have_bfloat16(runtime: Runtime) -> bool:
 class StepPlan:
     """Steps of a run, grouped into equal chunks; a checkpoint is written after every chunk.
 
-    A chunk is a whole number of executions (`steps_per_execution` steps each), so a resumed run
-    restarts at a chunk boundary and ends at exactly `total_steps`.
+    A chunk is a whole number of executions (`steps_per_execution` steps each) and an epoch a whole number
+    of chunks, so a resumed run restarts at a chunk boundary, each epoch trains every full batch, and the run
+    ends at exactly `total_steps`. Only when no such split is possible without collapsing to one step per
+    execution are a few steps per epoch left out: `dropped_steps_per_epoch` says how many (RunSummary and
+    the report show it).
     """
 
     def __init__(self, train_examples: int, training: TrainingConfig):
@@ -140,29 +162,72 @@ class StepPlan:
             raise ValueError(
                 f"{train_examples} train examples are fewer than one global batch of {training.global_batch_size}"
             )
-        chunk = max(1, self.steps_per_epoch // training.checkpoints_per_epoch)
+        self.chunks_per_epoch = chunks_per_epoch_for(self.steps_per_epoch, training.checkpoints_per_epoch)
+        chunk = self.steps_per_epoch // self.chunks_per_epoch
         self.steps_per_execution = steps_per_execution_for(chunk, training.steps_per_execution)
         self.chunk_steps = chunk - chunk % self.steps_per_execution
-        self.chunks = training.epochs * max(1, self.steps_per_epoch // self.chunk_steps)
+        self.epochs = training.epochs
+        self.chunks = training.epochs * self.chunks_per_epoch
         self.total_steps = self.chunks * self.chunk_steps
+        self.dropped_steps_per_epoch = self.steps_per_epoch - self.chunks_per_epoch * self.chunk_steps
+
+    @property
+    def dropped_steps(self) -> int:
+        return self.dropped_steps_per_epoch * self.epochs
+
+    def ends_epoch(self, chunk_index: int) -> bool:
+        """Whether chunk `chunk_index` (0-based over the run) is an epoch's last."""
+        return (chunk_index + 1) % self.chunks_per_epoch == 0
+
+
+def chunks_per_epoch_for(steps_per_epoch: int, checkpoints_per_epoch: int) -> int:
+    """The fewest chunks ≥ `checkpoints_per_epoch` (and ≤ twice that) that split the epoch evenly; else
+    `checkpoints_per_epoch` itself (the remainder steps are then dropped and reported)."""
+    wanted = min(checkpoints_per_epoch, steps_per_epoch)
+    for chunks in range(wanted, min(2 * wanted, steps_per_epoch) + 1):
+        if steps_per_epoch % chunks == 0:
+            return chunks
+    return wanted
 
 
 def steps_per_execution_for(chunk: int, configured: int, max_waste: float = 0.05) -> int:
-    """The largest steps-per-execution ≤ `configured` that wastes at most `max_waste` of a chunk's steps
-    (a chunk holds whole executions); 1 always qualifies. E.g. chunk 15, configured 8 → 5, not 8 (which
-    would drop 7 of 15 steps every epoch)."""
-    return max(d for d in range(1, min(configured, chunk) + 1) if chunk % d <= max_waste * chunk)
+    """The largest steps-per-execution ≤ `configured` that divides a chunk, so no step is dropped (chunk 279,
+    configured 8 → 3, not 8, which would drop 7 steps every epoch). Only when that divisor is below a quarter
+    of `configured` (a prime chunk: it would be 1) does speed win: the largest value that drops at most
+    `max_waste` of the chunk."""
+    limit = min(configured, chunk)
+    divisor = max(d for d in range(1, limit + 1) if chunk % d == 0)
+    if 4 * divisor >= configured:
+        return divisor
+    return max(d for d in range(1, limit + 1) if chunk % d <= max_waste * chunk)
 
 
 class FitResult:
-    def __init__(self, curve: list[tuple[int, float]], examples_per_second: float):
-        self.curve = curve
+    """`curve`: (step, chunk training loss) or (step, loss, epoch or None, eval log-loss or None) per chunk."""
+
+    def __init__(self, curve: list[tuple], examples_per_second: float, tensorboard: TensorBoardScalars | None = None):
+        self.curve = [(*point, None, None) if len(point) == 2 else tuple(point) for point in curve]
         self.examples_per_second = examples_per_second
+        self.tensorboard = tensorboard
+
+
+def tensorboard_scalars() -> TensorBoardScalars | None:
+    """TensorBoard scalars to `AIP_TENSORBOARD_LOG_DIR` when Vertex (or the user) sets it."""
+    log_dir = os.environ.get(TENSORBOARD_ENV)
+    return TensorBoardScalars(log_dir) if log_dir else None
 
 
 def checkpoint_dir(model_dir: str) -> str:
-    """Vertex gives a preemption-safe `AIP_CHECKPOINT_DIR`; locally checkpoints live in the model dir."""
-    return os.environ.get("AIP_CHECKPOINT_DIR") or str(Path(model_dir) / CHECKPOINT_DIR)
+    """Locally checkpoints live in the model dir. On Vertex they go under the preemption-safe
+    `AIP_CHECKPOINT_DIR`, nested by this run's model dir (its own output artifact, the same when the job
+    restarts): a task resumes its own checkpoints, never those of another run sharing the variable."""
+    import hashlib
+
+    shared = os.environ.get("AIP_CHECKPOINT_DIR")
+    if not shared:
+        return str(Path(model_dir) / CHECKPOINT_DIR)
+    run_key = hashlib.sha256(str(model_dir).rstrip("/").encode()).hexdigest()[:16]
+    return f"{shared.rstrip('/')}/run-{run_key}"
 
 
 def checkpoint_manager(model: RankingModel, model_dir: str) -> tf.train.CheckpointManager:
@@ -230,19 +295,24 @@ def fit_synchronous(
     done_steps = int(model.optimizer.iterations.numpy())
     if done_steps % plan.chunk_steps:
         raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")
-    curve, clock = LossCurve(), StepClock()
+    curve, clock, tensorboard = LossCurve(), StepClock(), tensorboard_scalars()
+    callbacks: list[keras.callbacks.Callback] = [StopOnNonFiniteLoss(), SaveCheckpoint(manager)]
+    if plan.epochs > 1:
+        eval_split = EvalSplit(model, manifest, examples_dir, training)
+        callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss))
+    callbacks += [curve, clock] + ([tensorboard] if tensorboard else [])
     if done_steps < plan.total_steps:
         model.fit(
             train_data,
             steps_per_epoch=plan.chunk_steps,
             epochs=plan.chunks,
             initial_epoch=done_steps // plan.chunk_steps,
-            callbacks=[StopOnNonFiniteLoss(), SaveCheckpoint(manager), curve, clock],
+            callbacks=callbacks,
             verbose=0,
         )
     steps_per_second = clock.steady_steps_per_second()
     examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
-    return model, plan, FitResult(curve.points, examples_per_second)
+    return model, plan, FitResult(curve.points, examples_per_second, tensorboard)
 
 
 # -- evaluation -----------------------------------------------------------------------------------
@@ -268,6 +338,33 @@ def predict_split(
         {task: np.concatenate(v) for task, v in labels.items()},
         {task: np.concatenate(v) for task, v in probabilities.items()},
     )
+
+
+class EvalSplit:
+    """The eval split's mean log-loss over tasks, with one traced prediction function reused every epoch."""
+
+    def __init__(self, model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig):
+        self.data = make_dataset(
+            examples_dir,
+            manifest,
+            "eval",
+            InputOptions(batch_size=max(training.global_batch_size, 1024), training=False, drop_remainder=False,
+                         deterministic=True),
+        )
+        self.tasks = list(manifest.tasks)
+        self.predict = tf.function(lambda features: model(features, training=False))
+
+    def logloss(self) -> float:
+        labels: dict[str, list] = {task: [] for task in self.tasks}
+        probabilities: dict[str, list] = {task: [] for task in self.tasks}
+        for features, batch_labels in self.data:
+            outputs = self.predict(features)
+            for task in self.tasks:
+                labels[task].append(batch_labels[task].numpy().reshape(-1))
+                probabilities[task].append(outputs[task].numpy().reshape(-1))
+        return float(np.mean([
+            ranking_metrics.logloss(np.concatenate(labels[t]), np.concatenate(probabilities[t])) for t in self.tasks
+        ]))
 
 
 def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig) -> dict[str, TaskMetrics]:

@@ -1,16 +1,41 @@
-from components.train.task import StepPlan, steps_per_execution_for
+import pytest
+
+from components.train.task import StepPlan, chunks_per_epoch_for, steps_per_execution_for
 from configs.training import TrainingConfig
 
 
-def test_steps_per_execution_never_drops_much_of_an_epoch():
+def test_steps_per_execution_divides_the_chunk_so_no_step_is_dropped():
     assert steps_per_execution_for(15, 8) == 5
-    assert steps_per_execution_for(87, 8) == 7
+    assert steps_per_execution_for(87, 8) == 3  # 87 = 3 · 29: 3 steps per execution, none dropped
+    assert steps_per_execution_for(279, 8) == 3  # the reported case: 8 dropped 7 steps of 279 every epoch
     assert steps_per_execution_for(64, 8) == 8
     assert steps_per_execution_for(3, 8) == 3
 
 
-def test_step_plan_covers_every_full_batch_of_each_epoch():
-    plan = StepPlan(8000, TrainingConfig(global_batch_size=512, epochs=3, steps_per_execution=8))
-    assert plan.steps_per_epoch == 15
-    assert plan.total_steps == 45
+def test_a_prime_chunk_keeps_speed_and_drops_at_most_five_percent():
+    assert steps_per_execution_for(89, 8) == 8  # only 1 divides 89: 8 per execution, 1 step dropped
+    assert steps_per_execution_for(89, 2) == 1  # with 2 configured, 1 costs little speed and drops nothing
+
+
+@pytest.mark.parametrize("examples, batch", [(71_424, 256), (8000, 512), (45_000, 512), (179_690, 512), (60_000, 96)])
+def test_step_plan_trains_every_full_batch_of_each_epoch(examples, batch):
+    plan = StepPlan(examples, TrainingConfig(global_batch_size=batch, epochs=3, steps_per_execution=8))
+    assert plan.steps_per_epoch == examples // batch
+    assert plan.dropped_steps == 0
+    assert plan.total_steps == 3 * plan.steps_per_epoch
     assert plan.chunk_steps % plan.steps_per_execution == 0
+
+
+def test_step_plan_reports_the_steps_it_cannot_fit():
+    plan = StepPlan(89 * 512, TrainingConfig(global_batch_size=512, epochs=2, steps_per_execution=8))
+    assert (plan.steps_per_epoch, plan.steps_per_execution) == (89, 8)
+    assert plan.dropped_steps_per_epoch == 1 and plan.dropped_steps == 2
+    assert plan.total_steps + plan.dropped_steps == 2 * 89
+
+
+def test_checkpoints_per_epoch_split_the_epoch_evenly_and_mark_epoch_ends():
+    assert chunks_per_epoch_for(279, 2) == 3  # 279 = 3 · 93: 3 chunks, not 2 that drop a step
+    assert chunks_per_epoch_for(100, 3) == 4
+    plan = StepPlan(279 * 256, TrainingConfig(global_batch_size=256, epochs=2, checkpoints_per_epoch=2))
+    assert plan.chunks_per_epoch == 3 and plan.chunks == 6 and plan.dropped_steps == 0
+    assert [plan.ends_epoch(chunk) for chunk in range(plan.chunks)] == [False, False, True, False, False, True]
