@@ -1,0 +1,202 @@
+"""Examples/s and peak RSS of adrank's trainer vs a straightforward Keras model as embedding tables grow.
+
+Points: one table of 10^3, 10^5, 10^6, 10^7 rows (dim 32), and 10, 100, 1,000 categorical features
+(1,000 rows each, dim 8, low-rank cross so the dense part stays small). adrank: `compiled_model` (stacked
+tables, sparse `training.embedding_optimizer`) + `model.fit`; plain Keras: one `keras.layers.Embedding` per
+feature, the same DCN body, default Adam, `model.fit`. Both train on the same synthetic in-memory batches;
+each (point, model) runs in its own process, so peak RSS is that run's own.
+
+    .venv/bin/python benchmarks/embeddings.py [--steps 40] [--points rows=1000,rows=10000000,features=1000]
+                                              [--embedding-optimizer rowwise_adagrad]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_POINTS = "rows=1000,rows=100000,rows=1000000,rows=10000000,features=10,features=100,features=1000"
+BATCH = 512
+EXAMPLES = BATCH * 32  # distinct synthetic examples, cycled
+
+
+def point_shape(point: str) -> dict:
+    """rows=N: one table of N rows, dim 32; features=F: F tables of 1,000 rows, dim 8, rank-16 cross."""
+    kind, value = point.split("=")
+    if kind == "rows":
+        return {"tables": [int(value)], "dim": 32, "cross_projection_dim": None}
+    if kind == "features":
+        return {"tables": [1000] * int(value), "dim": 8, "cross_projection_dim": 16}
+    raise ValueError(f"--points: '{point}' is neither rows=N nor features=N")
+
+
+def synthetic_data(manifest, seed: int = 0):
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    features = {}
+    for feature in manifest.features:
+        if feature.kind == "numeric":
+            features[feature.name] = rng.normal(size=EXAMPLES).astype("float32")
+        else:
+            features[feature.name] = rng.integers(0, feature.vocabulary_size, size=EXAMPLES)
+    labels = {task: (rng.random(EXAMPLES) < 0.2).astype("float32") for task in manifest.tasks}
+    return tf.data.Dataset.from_tensor_slices((features, labels)).batch(BATCH, drop_remainder=True).cache().repeat()
+
+
+def bench_manifest(shape: dict):
+    from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+
+    features = [
+        FeatureInfo(name=f"id_{i}", kind="categorical", dtype="int64", vocabulary_size=rows)
+        for i, rows in enumerate(shape["tables"])
+    ]
+    features.append(FeatureInfo(name="bid", kind="numeric", dtype="float32"))
+    split = SplitInfo(examples=EXAMPLES, label_rates={"engagement": 0.2}, file_pattern="unused")
+    return Manifest(tasks=["engagement"], features=features, splits={"train": split, "eval": split})
+
+
+def plain_keras_dcn(manifest, dim: int, cross_layers: int, projection: int | None, deep_layers: list[int]):
+    """The textbook model: one Embedding per feature, x_{l+1} = x0 ⊙ W(x_l) + x_l, default Adam."""
+    import keras
+
+    inputs, parts = {}, []
+    for feature in manifest.features:
+        if feature.kind == "numeric":
+            inputs[feature.name] = keras.Input((), name=feature.name, dtype="float32")
+            parts.append(keras.layers.Reshape((1,))(inputs[feature.name]))
+        else:
+            inputs[feature.name] = keras.Input((), name=feature.name, dtype="int64")
+            parts.append(keras.layers.Embedding(feature.vocabulary_size, dim)(inputs[feature.name]))
+    x0 = keras.layers.Concatenate()(parts)
+    x = x0
+    for _ in range(cross_layers):
+        projected = x if projection is None else keras.layers.Dense(projection, use_bias=False)(x)
+        x = keras.layers.Add()([keras.layers.Multiply()([x0, keras.layers.Dense(x0.shape[-1])(projected)]), x])
+    for units in deep_layers:
+        x = keras.layers.Dense(units, activation="relu")(x)
+    outputs = {task: keras.layers.Dense(1, activation="sigmoid", name=task)(x) for task in manifest.tasks}
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss={task: "binary_crossentropy" for task in manifest.tasks})
+    return model
+
+
+def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str | None, repeats: int = 2) -> dict:
+    """One (point, model) in this process: the best examples/s of `repeats` runs of `steps` steps after a warm-up."""
+    from components.train.strategy import runtime_for
+    from components.train.task import compiled_model
+    from configs import load_config
+    from configs.training import resolve_target
+
+    shape = point_shape(point)
+    manifest = bench_manifest(shape)
+    data = synthetic_data(manifest)
+    config = load_config(None)
+    model_config = config.model.model_copy(
+        update={"embedding_dim": shape["dim"], "cross_projection_dim": shape["cross_projection_dim"]}
+    )
+    training = config.training.model_copy(update={"global_batch_size": BATCH})
+    if embedding_optimizer:
+        training = training.model_copy(update={"embedding_optimizer": embedding_optimizer})
+    built = time.perf_counter()
+    if model_name == "adrank":
+        resolved = resolve_target(model_config, training, config.target("cpu"))
+        sample = next(iter(data))[0]
+        model = compiled_model(resolved, runtime_for("cpu"), manifest, sample, training.steps_per_execution)
+    else:
+        model = plain_keras_dcn(
+            manifest, shape["dim"], model_config.cross_layers, shape["cross_projection_dim"], model_config.deep_layers
+        )
+    build_seconds = time.perf_counter() - built
+    warmup = max(training.steps_per_execution, 8)
+    model.fit(data, steps_per_epoch=warmup, epochs=1, verbose=0)  # trace, warm caches
+    rates = []
+    for _ in range(repeats):  # best of `repeats`: the machine is shared, a slow repeat is someone else's load
+        start = time.perf_counter()
+        model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+        rates.append(steps * BATCH / (time.perf_counter() - start))
+    return {
+        "point": point,
+        "model": model_name,
+        "examples_per_second": max(rates),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "build_seconds": build_seconds,
+    }
+
+
+def measure(point: str, model_name: str, steps: int, embedding_optimizer: str | None, timeout: int) -> dict | None:
+    command = [sys.executable, __file__, "--one", point, "--model", model_name, "--steps", str(steps)]
+    if embedding_optimizer:
+        command += ["--embedding-optimizer", embedding_optimizer]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"  {point} {model_name}: over {timeout} s, skipped", flush=True)
+        return None
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"  {point} {model_name}: failed ({tail})", flush=True)
+        return None
+    result = json.loads(lines[-1])
+    print(f"  {point:>16} {model_name:>6}: {result['examples_per_second']:>9,.0f} ex/s, "
+          f"peak RSS {result['peak_rss_mib']:,.0f} MiB", flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40, help="timed steps per point (after a warm-up)")
+    parser.add_argument("--points", default=DEFAULT_POINTS)
+    parser.add_argument("--embedding-optimizer", help="adrank's training.embedding_optimizer (default: config's)")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per (point, model) process")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=["adrank", "keras"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_point(args.one, args.model, args.steps, args.embedding_optimizer)))
+        return
+
+    points = args.points.split(",")
+    for point in points:
+        point_shape(point)  # bad --points fail before anything runs
+    results: dict[tuple[str, str], dict | None] = {}
+    for point in points:
+        for model_name in ("adrank", "keras"):
+            results[point, model_name] = measure(point, model_name, args.steps, args.embedding_optimizer, args.timeout)
+
+    print(f"\nbatch {BATCH}, best of 2 x {args.steps} timed steps per point, CPU ({os.cpu_count()} cores)")
+    print(f"{'point':>16} {'adrank ex/s':>12} {'keras ex/s':>11} {'adrank/keras':>13} "
+          f"{'adrank RSS MiB':>15} {'keras RSS MiB':>14}")
+    for point in points:
+        ours, plain = results[point, "adrank"], results[point, "keras"]
+
+        def cell(result, key, fmt):
+            return format(result[key], fmt) if result else "-"
+
+        ratio = f"{ours['examples_per_second'] / plain['examples_per_second']:.1f}x" if ours and plain else "-"
+        print(f"{point:>16} {cell(ours, 'examples_per_second', ',.0f'):>12} "
+              f"{cell(plain, 'examples_per_second', ',.0f'):>11} {ratio:>13} "
+              f"{cell(ours, 'peak_rss_mib', ',.0f'):>15} {cell(plain, 'peak_rss_mib', ',.0f'):>14}")
+    row_points = [p for p in points if p.startswith("rows=") and results[p, "adrank"]]
+    if len(row_points) > 1:
+        smallest = min(row_points, key=lambda p: int(p.split("=")[1]))
+        base = results[smallest, "adrank"]["examples_per_second"]
+        for point in row_points:
+            if point != smallest:
+                print(f"adrank {point} / {smallest}: {results[point, 'adrank']['examples_per_second'] / base:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
