@@ -43,9 +43,23 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
         raise ConfigError(f"{source}: not valid YAML: {error}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: a config must be a mapping at the top level")
+    resolve_log_paths(raw, source.parent)
     for override in overrides:
         apply_override(raw, override)
     return config_from_dict(raw, source=str(source))
+
+
+def resolve_log_paths(raw: dict[str, Any], config_dir: Path) -> None:
+    """Relative `logs.impressions` / `logs.engagements` file globs in a config file are relative to that
+    file (as in `configs/examples/click_log.yaml`), wherever adrank is started; `--set` values stay
+    relative to the working directory. URIs (gs://...) and BigQuery tables/queries are left alone."""
+    logs = raw.get("logs")
+    if not isinstance(logs, dict) or logs.get("format") == "bigquery":
+        return
+    for key in ("impressions", "engagements"):
+        value = logs.get(key)
+        if isinstance(value, str) and value and "://" not in value and not Path(value).is_absolute():
+            logs[key] = str((config_dir / value).resolve())
 
 
 def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> AdrankConfig:

@@ -37,9 +37,36 @@ class LocalRunFailed(RuntimeError):
         self.record = record
 
 
+class RunIdError(ValueError):
+    """A --run-id that is taken or is not one plain directory name."""
+
+
 def new_run_id(config: AdrankConfig, now: dt.datetime | None = None) -> str:
     now = now or dt.datetime.now(dt.timezone.utc)
     return f"{now:%Y%m%d-%H%M%S}-{config.name}"
+
+
+def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> Path:
+    """A new, empty run directory. A given id must be free; the default id (UTC second + config name)
+    gets a `-2`, `-3`, ... suffix when runs start in the same second (mkdir decides, so it is race-free)."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    if run_id is not None and not re.fullmatch(r"[\w][\w.-]*", run_id):
+        raise RunIdError(f"--run-id {run_id!r}: use letters, digits, '_', '-' and '.' (one directory under {runs_dir})")
+    if run_id is not None:
+        try:
+            (runs_dir / run_id).mkdir()
+        except FileExistsError:
+            raise RunIdError(f"run id '{run_id}' is already taken under {runs_dir}; choose another --run-id") from None
+        return runs_dir / run_id
+    base = new_run_id(config)
+    for attempt in range(1, 1000):
+        candidate = runs_dir / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RunIdError(f"999 runs named '{base}*' under {runs_dir} this second; pass --run-id")
 
 
 def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None) -> RunRecord:
@@ -48,28 +75,35 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
 
     from pipelines.ranking import create_pipeline
 
-    run_id = run_id or new_run_id(config)
-    run_dir = runs_dir / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir = create_run_dir(runs_dir, run_id, config)
+    run_id = run_dir.name
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     record = RunRecord(
         id=run_id, config_name=config.name, config_source=config_source, config_hash=config_hash(config),
         started=dt.datetime.now(dt.timezone.utc), status="running",
     )
+    record.claim_process()
     record.write(run_dir)
 
     pipeline = create_pipeline(config, "local")
     display_names = {key: task.task_info.name for key, task in pipeline.pipeline_spec.root.dag.tasks.items()}
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"))
     log_path = run_dir / "pipeline.log"
+    progress = _StepProgress()
     try:
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
-        with _quiet_tensorflow(), _progress_output(log_path, display_names):
+        with _quiet_tensorflow(), _progress_output(log_path, display_names, progress):
             pipeline()
+    except KeyboardInterrupt:
+        record.status = "interrupted"
+        record.failure_reason = "interrupted (Ctrl-C)"
+        record.finished = dt.datetime.now(dt.timezone.utc)
+        record.write(run_dir)
+        raise
     except Exception as error:  # kfp.local raises RuntimeError naming the failed task key
         record.status = "failed"
-        record.failed_step = _failed_step(str(error), display_names)
-        record.failure_reason = _last_error_line(log_path) or _ANSI.sub("", str(error))
+        record.failed_step = failed_step(str(error), display_names, progress)
+        record.failure_reason = _last_error_line(log_path) or _exception_line(error)
         record.finished = dt.datetime.now(dt.timezone.utc)
         record.write(run_dir)
         raise LocalRunFailed(record) from error
@@ -91,13 +125,36 @@ def _find_output(artifacts: Path, output_name: str) -> Path:
     return matches[-1]
 
 
-def _failed_step(message: str, display_names: dict[str, str]) -> str:
-    plain = _ANSI.sub("", message)
-    match = re.search(r"Inner task failed: '?([\w-]+)", plain)
-    if not match:
-        return "unknown"
-    key = match.group(1)
-    return display_names.get(key, key)
+class _StepProgress:
+    """Which tasks kfp.local started and how each ended, as read from its log lines."""
+
+    def __init__(self):
+        self.started: list[str] = []
+        self.finished: dict[str, str] = {}
+
+    def unsuccessful(self) -> list[str]:
+        return [key for key, status in self.finished.items() if status != "SUCCESS"]
+
+    def unfinished(self) -> list[str]:
+        return [key for key in self.started if key not in self.finished]
+
+
+def failed_step(message: str, display_names: dict[str, str], progress: _StepProgress) -> str:
+    """The display name of the step that failed: the task kfp.local names, else the one that ended unsuccessfully,
+    else the one that was running; an error before any step started is the DAG's own (`pipeline set-up`)."""
+    match = re.search(r"Inner task failed: '?([\w-]+)", _ANSI.sub("", message))
+    candidates = ([match.group(1)] if match else []) + progress.unsuccessful() + progress.unfinished()
+    candidates = [key for key in candidates if key in display_names] or candidates
+    if candidates:
+        return display_names.get(candidates[0], candidates[0])
+    next_steps = [name for key, name in display_names.items() if key not in progress.finished]
+    return f"pipeline set-up, before '{next_steps[0]}'" if next_steps else "pipeline set-up"
+
+
+def _exception_line(error: BaseException) -> str:
+    """`KeyError: 'logs'`, not just `'logs'`."""
+    text = _ANSI.sub("", str(error)).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _last_error_line(log_path: Path) -> str | None:
@@ -145,8 +202,8 @@ _TASK_FINISHED = re.compile(r"Task '([\w-]+)' finished with status (\w+)")
 class _ProgressStream(io.TextIOBase):
     """Everything goes to the log file; the terminal gets one line when a step starts and one when it ends."""
 
-    def __init__(self, log, terminal, display_names: dict[str, str]):
-        self._log, self._terminal, self._names = log, terminal, display_names
+    def __init__(self, log, terminal, display_names: dict[str, str], progress: _StepProgress):
+        self._log, self._terminal, self._names, self._progress_seen = log, terminal, display_names, progress
         self._pending = ""
         self._started: dict[str, float] = {}
 
@@ -163,10 +220,12 @@ class _ProgressStream(io.TextIOBase):
         if started:
             key = started.group(1)
             self._started[key] = time.monotonic()
+            self._progress_seen.started.append(key)
             self._terminal.write(f"  ▶ {self._names.get(key, key)}\n")
         finished = _TASK_FINISHED.search(line)
         if finished:
             key, status = finished.groups()
+            self._progress_seen.finished[key] = status
             seconds = time.monotonic() - self._started.get(key, time.monotonic())
             mark = "✓" if status == "SUCCESS" else "✗"
             self._terminal.write(f"  {mark} {self._names.get(key, key)}: {status.lower()} ({seconds:.0f} s)\n")
@@ -178,12 +237,12 @@ class _ProgressStream(io.TextIOBase):
 
 
 @contextmanager
-def _progress_output(path: Path, display_names: dict[str, str]) -> Iterator[None]:
+def _progress_output(path: Path, display_names: dict[str, str], progress: _StepProgress) -> Iterator[None]:
     """kfp.local prints each step's output through this process's stdout and its own status to stderr."""
     with path.open("a") as log:
         saved_out, saved_err = sys.stdout, sys.stderr
-        sys.stdout = _ProgressStream(log, saved_out, display_names)
-        sys.stderr = _ProgressStream(log, saved_out, display_names)
+        sys.stdout = _ProgressStream(log, saved_out, display_names, progress)
+        sys.stderr = _ProgressStream(log, saved_out, display_names, progress)
         try:
             yield
         finally:

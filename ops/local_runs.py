@@ -61,6 +61,9 @@ def format_run(run_dir: Path) -> str:
     if record.status == "failed":
         lines.append(f"failed at step '{record.failed_step}': {record.failure_reason}")
         lines.append(f"logs:     {run_dir / 'pipeline.log'}")
+    if record.status == "interrupted":
+        lines.append(f"interrupted: {record.failure_reason}")
+        lines.append(f"logs:     {run_dir / 'pipeline.log'}")
     summary = _summary(run_dir)
     if summary:
         lines.append("")

@@ -1,9 +1,15 @@
-"""`run.json`: the record of one local DAG run, read by `adrank runs list|show|compare`."""
+"""`run.json`: the record of one local DAG run, read by `adrank runs list|show|compare`.
+
+A running record names the process that runs it (pid, host, and the process's start time, so a reused pid
+is not mistaken for it): a run whose process is gone was killed, and reads as `interrupted`.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import socket
 from pathlib import Path
 from typing import Literal
 
@@ -21,23 +27,73 @@ class RunRecord(BaseModel):
     config_hash: str
     started: dt.datetime
     finished: dt.datetime | None = None
-    status: Literal["running", "succeeded", "failed"]
+    status: Literal["running", "succeeded", "failed", "interrupted"]
     failed_step: str | None = None
     failure_reason: str | None = None
     best_logloss: float | None = None
     best_target: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    process_start: str | None = None
 
     def write(self, run_dir: Path) -> Path:
+        """Replace `run.json` atomically, so a reader never sees half a record."""
         path = run_dir / RUN_FILE
-        path.write_text(self.model_dump_json(indent=2))
+        partial = path.with_name(f".{RUN_FILE}.{os.getpid()}")
+        partial.write_text(self.model_dump_json(indent=2))
+        os.replace(partial, path)
         return path
 
     @classmethod
     def read(cls, run_dir: Path) -> RunRecord:
-        return cls.model_validate_json((run_dir / RUN_FILE).read_text())
+        """The record as written, except that a `running` run whose process is gone reads as `interrupted`."""
+        record = cls.model_validate_json((run_dir / RUN_FILE).read_text())
+        if record.status == "running" and not record.process_alive():
+            record.status = "interrupted"
+            record.failure_reason = f"process {record.pid} on {record.host} ended without finishing the run"
+        return record
+
+    def claim_process(self) -> None:
+        """Record this process as the one running the run."""
+        self.pid, self.host, self.process_start = os.getpid(), socket.gethostname(), process_start(os.getpid())
+
+    def process_alive(self) -> bool:
+        """False only when certain: same host, and no process `pid` (or a different one that reused it).
+        Records from another host, or without a pid, are taken as alive."""
+        if self.pid is None or self.host != socket.gethostname():
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # exists, owned by another user
+        if _process_state(self.pid) == "Z":
+            return False  # killed, not yet reaped by its parent
+        return self.process_start is None or process_start(self.pid) in (None, self.process_start)
 
     def attach_summary(self, summary_path: Path) -> None:
         summary = json.loads(summary_path.read_text())
         best = summary.get("best_run") or {}
         self.best_logloss = best.get("logloss")
         self.best_target = best.get("target")
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux `/proc/<pid>/stat` field 22); None elsewhere."""
+    fields = _stat_fields(pid)
+    return fields[19] if len(fields) > 19 else None
+
+
+def _process_state(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """`/proc/<pid>/stat` from field 3 (state) on; the command name (field 2) may hold spaces and parentheses."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return stat[stat.rindex(")") + 2:].split()

@@ -51,13 +51,25 @@ def training_component(component, target: TargetConfig, config: AdrankConfig, ba
         network=vertex.network or "",
         encryption_spec_key_name=vertex.encryption_spec_key_name or "",
         tensorboard=vertex.tensorboard or "",
-        base_output_directory=f"{vertex.custom_job_output_directory}/{target.name}",
         labels=custom_job_labels(config, target),
     )
     default_pools = custom_job_op.component_spec.inputs["worker_pool_specs"].default
     container = copy.deepcopy(default_pools[0]["container_spec"])
     container["image_uri"] = vertex.images.for_kind(spec.image or default_image_kind(target.kind))
-    return functools.partial(custom_job_op, worker_pool_specs=worker_pool_specs(spec, container))
+    return functools.partial(
+        custom_job_op,
+        worker_pool_specs=worker_pool_specs(spec, container),
+        base_output_directory=custom_job_output_directory(vertex, target),
+    )
+
+
+def custom_job_output_directory(vertex: VertexConfig, target: TargetConfig) -> str:
+    """The CustomJob's `baseOutputDirectory`, one per training task: Vertex derives `AIP_CHECKPOINT_DIR`
+    (`<dir>/checkpoints`) from it, so a directory per target only would let every run of the target, and
+    every scheduled run, resume from another run's finished checkpoint. The pipeline job id and the task id
+    are resolved by Vertex at run time; a CustomJob restarted after preemption keeps both, so it resumes."""
+    return (f"{vertex.custom_job_output_directory}/{target.name}/"
+            f"{dsl.PIPELINE_JOB_ID_PLACEHOLDER}/{dsl.PIPELINE_TASK_ID_PLACEHOLDER}")
 
 
 def place_training(

@@ -17,7 +17,7 @@ from pipelines import placement
 from pipelines.fan_in import report_function, summary_input_name, target_metrics_name
 from pipelines.placement import Backend
 from pipelines.promotion_step import add_promotion
-from pipelines.steps import generate_logs_step, preprocess_step, train_step
+from pipelines.steps import generate_logs_step, preprocess_files_step, preprocess_step, train_step
 
 
 def train_display_name(target: str, run_index: int) -> str:
@@ -60,7 +60,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         return dsl.component(function, base_image=image, install_kfp_package=False)
 
     generate_logs_op = component(generate_logs_step)
-    preprocess_op = component(preprocess_step)
+    preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
     train_op = component(train_step)
     runs = len(targets) * config.runs_per_target
     report_op = component(report_function(runs, [t.name for t in targets]))

@@ -19,19 +19,38 @@ def generate_logs_step(config_json: str, logs: Output[Dataset]):
 
 
 def preprocess_step(
-    config_json: str, examples: Output[Dataset], logs: Input[Dataset] = None, window_end: str = "",
-    beam_args_json: str = "",
+    config_json: str, logs: Input[Dataset], examples: Output[Dataset], window_end: str = "", beam_args_json: str = "",
 ):
+    """Preprocess the logs the `generate logs` step wrote (synthetic source)."""
+    from pipelines.steps import run_preprocess
+
+    run_preprocess(config_json, logs.path, examples, window_end, beam_args_json)
+
+
+def preprocess_files_step(config_json: str, examples: Output[Dataset], window_end: str = "", beam_args_json: str = ""):
+    """Preprocess the logs the config names (files or BigQuery): no upstream step, no `logs` input.
+
+    (kfp.local cannot run an optional artifact input left unconnected, hence two components.)
+    """
+    from pipelines.steps import run_preprocess
+
+    run_preprocess(config_json, None, examples, window_end, beam_args_json)
+
+
+def run_preprocess(config_json: str, logs_path, examples, window_end: str, beam_args_json: str) -> None:
+    """The body both preprocess components share.
+
+    window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally.
+    beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
+    beam_pipeline_args(config)); "" builds the same options from config_json at run time.
+    """
     import json
 
     from components.preprocess.run import preprocess
     from configs import config_from_json
 
-    # window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally.
-    # beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
-    # beam_pipeline_args(config)); "" builds the same options from config_json at run time.
     manifest = preprocess(
-        config_from_json(config_json), logs.path if logs else None, examples.path, examples.uri,
+        config_from_json(config_json), logs_path, examples.path, examples.uri,
         window_end=window_end or None, beam_args=json.loads(beam_args_json) if beam_args_json else None,
     )
     examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})

@@ -19,12 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_run import LocalRunFailed, run_locally
+    from ops.local_run import LocalRunFailed, RunIdError, run_locally
 
     config = config_from_args(args)
     source = args.config or str(embedded_config_path())
     try:
         record = run_locally(config, Path(args.runs_dir), source, args.run_id)
+    except RunIdError as error:
+        raise CommandError(str(error)) from None
     except LocalRunFailed as failure:
         raise CommandError(
             f"run {failure.record.id} failed at step '{failure.record.failed_step}': {failure.record.failure_reason}\n"

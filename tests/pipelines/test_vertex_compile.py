@@ -105,13 +105,14 @@ def test_custom_job_settings_come_from_config(compiled):
         assert job["network"] == "projects/123456789012/global/networks/adrank-vpc"
         assert job["encryption_spec_key_name"].endswith("/keyRings/adrank/cryptoKeys/pipelines")
         assert job["tensorboard"] == "projects/adrank-prod/locations/us-central1/tensorboards/1234567890"
-        assert job["base_output_directory"] == f"gs://adrank-prod-pipelines/root/custom-jobs/{target}"
+        assert job["base_output_directory"] == (f"gs://adrank-prod-pipelines/root/custom-jobs/{target}/"
+                                               "{{$.pipeline_job_uuid}}/{{$.pipeline_task_uuid}}")
         assert job["labels"]["adrank-target"] == target and job["labels"]["team"] == "ads-ranking"
 
 
 def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     spec, text = compiled
-    task = spec["root"]["dag"]["tasks"]["preprocess-step"]
+    task = spec["root"]["dag"]["tasks"]["preprocess-files-step"]
     parameters = task["inputs"]["parameters"]
     assert parameters["window_end"]["runtimeValue"]["constant"] == "{{$.pipeline_job_create_time_utc}}"
     config = config_from_json(parameters["config_json"]["runtimeValue"]["constant"])
@@ -124,6 +125,17 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
         assert expected in args
     assert '"runner":"DataflowRunner"' in text
     assert config.logs.lookback_days == 14
+
+
+def test_each_training_task_has_its_own_checkpoint_directory(compiled):
+    """Vertex derives AIP_CHECKPOINT_DIR from baseOutputDirectory: one per pipeline job and task, never per target."""
+    spec, _ = compiled
+    directories = [_with_defaults(spec, task)["base_output_directory"] for task in _train_tasks(spec).values()]
+    assert len(directories) == 25
+    for directory in directories:
+        assert directory.endswith("/{{$.pipeline_job_uuid}}/{{$.pipeline_task_uuid}}")
+    # the task id placeholder resolves per task at run time; the compiled prefix still separates targets
+    assert len({d.rsplit("/", 2)[0] for d in directories}) == len(load_config(VERTEX_CONFIG).targets)
 
 
 def test_promotion_follows_the_report(compiled):

@@ -1,0 +1,51 @@
+"""A file-source config (the shipped CSV click-log example) through `adrank run`, started outside the repo."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO_CONFIG = "configs/examples/click_log.yaml"
+FAST = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1", "training.epochs=1",
+        "promotion.enabled=false"]
+
+
+def adrank(*args, cwd, check=True):
+    result = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True, text=True,
+                            timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"adrank {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def sets(overrides):
+    return [arg for override in overrides for arg in ("--set", override)]
+
+
+@pytest.fixture
+def click_log_config(request):
+    return str(request.config.rootpath / REPO_CONFIG)
+
+
+def test_the_click_log_example_runs_from_any_directory(tmp_path, click_log_config):
+    result = adrank("run", "--config", click_log_config, "--runs-dir", "runs", "--run-id", "clicks", *sets(FAST),
+                    cwd=tmp_path)
+    assert "failed" not in result.stdout
+    summary = json.loads((tmp_path / "runs" / "clicks" / "summary.json").read_text())
+    assert summary["runs"][0]["target"] == "cpu" and summary["runs"][0]["steps"] > 0
+    assert "download" in summary["tasks"]
+    record = json.loads((tmp_path / "runs" / "clicks" / "run.json").read_text())
+    assert record["status"] == "succeeded" and record["pid"] and record["host"]
+
+
+def test_a_failed_step_is_named_with_its_exception(tmp_path, click_log_config):
+    result = adrank("run", "--config", click_log_config, "--runs-dir", str(tmp_path), "--run-id", "missing",
+                    *sets(FAST + ["logs.impressions=missing/*.csv"]), cwd=tmp_path, check=False)
+    assert result.returncode == 2
+    assert "failed at step 'preprocess': FileNotFoundError: no log files match" in result.stderr
+    assert "Traceback" not in result.stderr
+    record = json.loads((tmp_path / "missing" / "run.json").read_text())
+    assert record["status"] == "failed" and record["failed_step"] == "preprocess"
