@@ -1,14 +1,16 @@
-"""`adrank images build`: build and push the cpu/gpu/tpu container images with Cloud Build.
+"""`adrank images build`: build and push the cpu/gpu/tpu (and serving) container images with Cloud Build.
 
 The image names come from the config (`vertex.images`); the build runs `gcloud builds submit` on
 `components/images/cloudbuild.yaml` from the repository root. Each target installs its own lock
-(`components/images/locks.py`). The command is printed first, so it
+(`components/images/locks.py`); the serving image (`vertex.model_registry.serving_image`) is built
+too unless it is a Vertex prebuilt container. The command is printed first, so it
 can be run by hand where gcloud is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ from ops.commands.options import add_config_arguments, config_from_args
 
 DOCKERFILE = Path("components/images/Dockerfile")
 CLOUDBUILD = Path("components/images/cloudbuild.yaml")
+PREBUILT_PREDICTION = re.compile(r"^[a-z0-9-]+-docker\.pkg\.dev/vertex-ai(-restricted)?/")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--dry-run", action="store_true", help="print the gcloud command, do not run it")
     build.add_argument("--source", default=".", metavar="DIR", help="repository root (the build context)")
     build.set_defaults(handler=_build)
+
+
+def serving_image_to_build(serving_image: str) -> str:
+    """The Model Registry's serving image, unless it is one of Vertex's prebuilt containers (not ours to build)."""
+    return "" if PREBUILT_PREDICTION.search(serving_image) else serving_image
 
 
 def build_command(config, source: str = ".") -> list[str]:
@@ -41,7 +49,8 @@ def build_command(config, source: str = ".") -> list[str]:
             f"vertex.images.cpu is '{images.cpu}': set it to a registry path, e.g. "
             "us-central1-docker.pkg.dev/PROJECT/REPO/adrank-cpu:TAG"
         )
-    substitutions = f"_CPU_IMAGE={images.cpu},_GPU_IMAGE={images.gpu or ''},_TPU_IMAGE={images.tpu or ''}"
+    substitutions = (f"_CPU_IMAGE={images.cpu},_GPU_IMAGE={images.gpu or ''},_TPU_IMAGE={images.tpu or ''},"
+                     f"_SERVING_IMAGE={serving_image_to_build(config.vertex.model_registry.serving_image)}")
     return [
         "gcloud", "builds", "submit", f"--project={config.vertex.project}", f"--region={config.vertex.region}",
         f"--config={CLOUDBUILD}", f"--substitutions={substitutions}", source,
