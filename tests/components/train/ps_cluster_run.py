@@ -1,9 +1,10 @@
 """Subprocess body: a real parameter-server cluster on 127.0.0.1 and a chief that trains through `train()`.
 
-    python ps_cluster_run.py EXAMPLES_DIR MODEL_DIR     the chief (coordinator); prints the RunSummary JSON
+    python ps_cluster_run.py EXAMPLES_DIR MODEL_DIR [PS_TASKS [TABLE_SHARD_BYTES]]
+                                                        the chief (coordinator); prints the RunSummary JSON
     python ps_cluster_run.py --server JOB:INDEX...      worker/ps servers (TF_CONFIG names the cluster)
 
-The chief picks free ports, starts 2 workers + 1 ps as `tf.distribute.Server`s in one server process
+The chief picks free ports, starts 2 workers + PS_TASKS ps (default 1) as `tf.distribute.Server`s in one server process
 (one TensorFlow import, not three, on CI's 2 cores), waits until they listen, trains with
 ParameterServerStrategy as task `chief`, and kills the servers in a `finally`. Every wait is bounded so a broken cluster fails, not hangs.
 """
@@ -82,12 +83,12 @@ def phase(name: str) -> None:
     print(f"PHASE {time.monotonic() - STARTED:6.1f}s {name}", file=sys.stderr, flush=True)
 
 
-def main(examples_dir: str, model_dir: str) -> None:
+def main(examples_dir: str, model_dir: str, ps_tasks: int = 1, table_shard_bytes: int | None = None) -> None:
     faulthandler.dump_traceback_later(CHIEF_TIMEOUT_S, exit=True)
     cluster = {
         "chief": [f"127.0.0.1:{free_port()}"],
         "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)],
-        "ps": [f"127.0.0.1:{free_port()}"],
+        "ps": [f"127.0.0.1:{free_port()}" for _ in range(ps_tasks)],
     }
     processes = []
     try:
@@ -110,7 +111,8 @@ def main(examples_dir: str, model_dir: str) -> None:
         os.environ["TF_CONFIG"] = json.dumps(
             {"cluster": cluster, "task": {"type": "chief", "index": 0}, "rpc_layer": "grpc"}
         )
-        config = with_targets(small_config(epochs=1), {"name": "cpu-ps", "kind": "cpu-ps"})
+        training = {} if table_shard_bytes is None else {"ps_table_shard_bytes": table_shard_bytes}
+        config = with_targets(small_config(epochs=1, **training), {"name": "cpu-ps", "kind": "cpu-ps"})
         summary = train(config, "cpu-ps", 0, examples_dir, model_dir)
         phase("trained, evaluated, exported")
         print("SUMMARY " + summary.model_dump_json(), flush=True)
@@ -134,4 +136,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--server":
         serve(sys.argv[2:])
     else:
-        main(sys.argv[1], sys.argv[2])
+        main(sys.argv[1], sys.argv[2], *(int(arg) for arg in sys.argv[3:5]))

@@ -52,17 +52,22 @@ def test_mirrored_strategy_over_two_logical_cpus(examples_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_parameter_server_training_on_a_local_cluster(examples_dir, tmp_path):
-    # 2 workers + 1 ps as tf.distribute.Servers in one server subprocess, this test's subprocess as the chief;
+def test_parameter_server_training_on_a_local_cluster_with_a_table_split_over_two_ps(examples_dir, tmp_path):
+    # 2 workers + 2 ps as tf.distribute.Servers in one server subprocess, this test's subprocess as the chief;
     # the runner kills the servers in a finally and dumps stacks + exits after 120 s (the servers exit when
-    # orphaned), so it cannot hang CI.
-    stdout = run_python([str(HERE / "ps_cluster_run.py"), str(examples_dir), str(tmp_path / "model")], timeout=180)
+    # orphaned), so it cannot hang CI. The fixture's stacked table (82 rows x 8 x 4 B) is over 1 KiB: split in two.
+    stdout = run_python(
+        [str(HERE / "ps_cluster_run.py"), str(examples_dir), str(tmp_path / "model"), "2", "1024"], timeout=180
+    )
     summary = summary_from(stdout)
     hardware = summary["hardware"]
     assert hardware["strategy"] == "ParameterServerStrategy"
     assert hardware["device_count"] == 2  # workers
     assert hardware["device_names"] == ["/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"]
-    assert hardware["device_descriptions"] == ["1 parameter server(s)"]
+    assert hardware["device_descriptions"] == ["2 parameter server(s)"]
+    (table,) = summary["embedding_tables"]
+    assert table["shards"] == 2 and table["rows"] == 82
+    assert table["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0", "/job:ps/replica:0/task:1/device:CPU:0"]
     assert summary["steps"] == 2048 // 256
     # every scheduled step ran on a worker and returned a finite loss: one curve point per chunk
     assert summary["curve"][-1]["step"] == summary["steps"]
