@@ -47,10 +47,10 @@ def test_each_target_installs_exactly_its_lock_then_the_package():
         text = stages[target]
         assert text.startswith("FROM lock AS")
         installs = re.findall(r"(?:uv )?pip install ([^&\n]*)", text)
-        requirement_files = re.findall(r"-r (\S+)", " ".join(installs))
-        assert requirement_files == [lock.path], (target, installs)
-        # nothing beside the lock is resolved: the only other install is the package, without deps
-        assert [i.strip() for i in installs if "-r " not in i] == ["--system --no-deps ."], (target, installs)
+        # the lock exactly, resolving nothing (the tpu lock only resolves with its overrides),
+        # then the package without its dependencies
+        assert [i.strip() for i in installs] == [f"--system --no-deps -r {lock.path}", "--system --no-deps ."], (
+            target, installs)
         assert lock.path == "requirements.lock" or f"COPY {lock.path} ./" in text
         package = text.index("uv pip install --system --no-deps .")
         assert text.index(f"-r {lock.path}") < text.index("COPY pyproject.toml") < package
@@ -295,3 +295,12 @@ def test_the_serving_image_is_the_cpu_lock_with_the_server_as_entrypoint():
     assert stages["serving"].rstrip().splitlines()[-1] == (
         'ENTRYPOINT ["python", "-m", "components.images.serving"]')
     assert "pip install" not in stages["serving"]
+
+
+def test_the_tpu_lock_only_resolves_with_its_overrides():
+    """Why the images install with --no-deps: tensorflow-transform's tensorflow>=2.21 clashes with TF 2.20."""
+    import dataclasses
+
+    without_overrides = dataclasses.replace(LOCK_BY_TARGET["tpu"], overrides=None)
+    problems = locks.resolution_problems(without_overrides, UV)
+    assert len(problems) == 1 and "does not resolve" in problems[0] and "tensorflow-transform" in problems[0]
