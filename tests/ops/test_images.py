@@ -304,3 +304,13 @@ def test_the_tpu_lock_only_resolves_with_its_overrides():
     without_overrides = dataclasses.replace(LOCK_BY_TARGET["tpu"], overrides=None)
     problems = locks.resolution_problems(without_overrides, UV)
     assert len(problems) == 1 and "does not resolve" in problems[0] and "tensorflow-transform" in problems[0]
+
+
+def test_the_example_runs_dataflow_on_the_cpu_image():
+    """Only the cpu target has Beam's boot entrypoint, so it is the Dataflow worker image."""
+    from components.preprocess.options import beam_pipeline_args
+    from configs import load_config
+
+    config = load_config(VERTEX_CONFIG)
+    assert config.preprocess.dataflow.worker_image == config.vertex.images.cpu
+    assert f"--sdk_container_image={config.vertex.images.cpu}" in beam_pipeline_args(config)
