@@ -114,7 +114,12 @@ def main() -> int:
     port = int(os.environ.get("AIP_HTTP_PORT", "8080"))
     predict_route = os.environ.get("AIP_PREDICT_ROUTE", "/predict")
     health_route = os.environ.get("AIP_HEALTH_ROUTE", "/health")
-    server = make_server(Predictor(model_dir), port, predict_route, health_route)
+    try:
+        predictor = Predictor(model_dir)
+    except (OSError, ValueError) as error:
+        print(f"serving: cannot load the model at AIP_STORAGE_URI={model_dir}: {str(error).strip().splitlines()[0]}")
+        return 2
+    server = make_server(predictor, port, predict_route, health_route)
     print(f"serving {model_dir} on :{port} (predict {predict_route}, health {health_route})", flush=True)
     server.serve_forever()
     return 0

@@ -314,3 +314,17 @@ def test_the_example_runs_dataflow_on_the_cpu_image():
     config = load_config(VERTEX_CONFIG)
     assert config.preprocess.dataflow.worker_image == config.vertex.images.cpu
     assert f"--sdk_container_image={config.vertex.images.cpu}" in beam_pipeline_args(config)
+
+
+def test_the_serving_image_names_a_missing_model_in_one_line(monkeypatch, tmp_path, capsys):
+    from components.images import serving
+
+    monkeypatch.delenv("AIP_STORAGE_URI", raising=False)
+    assert serving.main() == 2
+    assert capsys.readouterr().out.strip() == (
+        "serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
+    monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path / "no-model"))
+    assert serving.main() == 2
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"serving: cannot load the model at AIP_STORAGE_URI={tmp_path / 'no-model'}: ")
+    assert "\n" not in out
