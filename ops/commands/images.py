@@ -21,6 +21,7 @@ from ops.commands.options import add_config_arguments, config_from_args
 DOCKERFILE = Path("components/images/Dockerfile")
 CLOUDBUILD = Path("components/images/cloudbuild.yaml")
 PREBUILT_PREDICTION = re.compile(r"^[a-z0-9-]+-docker\.pkg\.dev/vertex-ai(-restricted)?/")
+PREBUILT_TENSORFLOW = re.compile(r"-docker\.pkg\.dev/vertex-ai(?:-restricted)?/prediction/tf2-(?:cpu|gpu)\.(\d+)-(\d+):")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,11 +39,32 @@ def serving_image_to_build(serving_image: str) -> str:
     return "" if PREBUILT_PREDICTION.search(serving_image) else serving_image
 
 
+def check_serving_tensorflow(config, root: Path) -> None:
+    """A promoted model is served by `vertex.model_registry.serving_image`: a Vertex prebuilt TensorFlow
+    image must run the TensorFlow that trains it (requirements.lock), or the SavedModel may not load."""
+    from components.images.locks import CPU_LOCK
+    from ops.errors import CommandError
+
+    serving_image = config.vertex.model_registry.serving_image
+    prebuilt = PREBUILT_TENSORFLOW.search(serving_image)
+    if not config.promotion.enabled or not prebuilt or not (root / CPU_LOCK.path).exists():
+        return
+    trained = ".".join(CPU_LOCK.read(root)["tensorflow"].split(".")[:2])
+    served = f"{prebuilt.group(1)}.{prebuilt.group(2)}"
+    if served != trained:
+        raise CommandError(
+            f"vertex.model_registry.serving_image '{serving_image}' serves TensorFlow {served} but models are "
+            f"trained with TensorFlow {trained} ({CPU_LOCK.path}); set it to an image of the Dockerfile's serving "
+            "target in your registry, e.g. REGION-docker.pkg.dev/PROJECT/REPO/adrank-serving:TAG (this command builds it)"
+        )
+
+
 def build_command(config, source: str = ".") -> list[str]:
     from ops.errors import CommandError
 
     if config.vertex is None:
         raise CommandError("the config has no 'vertex' section: image names live in vertex.images")
+    check_serving_tensorflow(config, Path(source))
     images = config.vertex.images
     if "/" not in images.cpu:
         raise CommandError(

@@ -180,10 +180,25 @@ def test_images_build_prints_the_command(capsys):
 
 
 def test_images_build_skips_a_prebuilt_serving_image(capsys):
-    prebuilt = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
-    assert main(["images", "build", "--config", str(VERTEX_CONFIG), "--dry-run",
+    trained = locks.CPU_LOCK.read()["tensorflow"].split(".")
+    prebuilt = f"us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.{trained[0]}-{trained[1]}:latest"
+    assert main(["images", "build", "--config", str(VERTEX_CONFIG), "--dry-run", "--source", str(REPO),
                  "--set", f"vertex.model_registry.serving_image={prebuilt}"]) == 0
     assert "_SERVING_IMAGE= " in capsys.readouterr().out
+
+
+def test_images_build_refuses_a_prebuilt_serving_image_of_another_tensorflow(capsys):
+    """The schema's default, Vertex's tf2-cpu.2-15, cannot be trusted to load a model the locked TF exports."""
+    trained = ".".join(locks.CPU_LOCK.read()["tensorflow"].split(".")[:2])
+    prebuilt = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
+    args = ["images", "build", "--config", str(VERTEX_CONFIG), "--dry-run", "--source", str(REPO),
+            "--set", f"vertex.model_registry.serving_image={prebuilt}"]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert (f"vertex.model_registry.serving_image '{prebuilt}' serves TensorFlow 2.15 but models are trained "
+            f"with TensorFlow {trained} (requirements.lock)") in captured.err
+    assert main([*args, "--set", "promotion.enabled=false"]) == 0
 
 
 def test_the_example_serves_on_the_training_tensorflow():
