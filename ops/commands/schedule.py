@@ -26,6 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub = actions.add_parser(action, help=help_text)
         add_config_arguments(sub, required=True)
         add_endpoint_argument(sub)
+        if action in ("create", "update"):
+            sub.add_argument("--max-runs", type=_max_runs, metavar="N|none",
+                             help="stop after N runs; 'none' clears the limit (default: vertex.schedule.max_runs)")
+            sub.add_argument("--end-time", type=_end_time, metavar="TIME|none",
+                             help="no runs after this RFC 3339 time, e.g. 2026-12-31T00:00:00Z; 'none' clears it "
+                             "(default: vertex.schedule.end_time)")
         if action == "resume":
             sub.add_argument("--catch-up", action="store_true", help="also start the runs missed while paused")
         if action == "list":
@@ -33,11 +39,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.set_defaults(handler=_run)
 
 
+def _max_runs(text: str) -> str:
+    """`--max-runs` as a config override value: a positive count, or 'null' to clear the limit."""
+    if text.lower() == "none":
+        return "null"
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a run count >= 1 or 'none', got {text!r}")
+    return text
+
+
+def _end_time(text: str) -> str:
+    """`--end-time` as a config override value: an RFC 3339 time (validated with the config), or 'null'."""
+    return "null" if text.lower() == "none" else text
+
+
+def _limit_overrides(args: argparse.Namespace) -> list[str]:
+    """`--max-runs` / `--end-time` as `--set` overrides of vertex.schedule, so the config validates them."""
+    overrides = []
+    if getattr(args, "max_runs", None) is not None:
+        overrides.append(f"vertex.schedule.max_runs={args.max_runs}")
+    if getattr(args, "end_time", None) is not None:
+        overrides.append(f"vertex.schedule.end_time={args.end_time}")
+    return overrides
+
+
+def _limits(schedule) -> str:
+    runs = f"at most {schedule.max_runs} runs" if schedule.max_runs else "no run limit"
+    end = f"until {schedule.end_time.isoformat()}" if schedule.end_time else "no end time"
+    return f"{runs}, {end}"
+
+
 def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
     from ops.vertex.session import VertexSetupError, session_for
 
+    args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
     try:
         session = session_for(config, args.api_endpoint)
@@ -53,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
                 done, schedule = schedules.create_or_update(config, template, session)
             cron = config.vertex.schedule.vertex_cron
             print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
-                  f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s)")
+                  f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
+                  f"{_limits(config.vertex.schedule)}")
         elif action == "pause":
             print(f"paused {schedules.pause(display_name, session).resource_name}")
         elif action == "resume":

@@ -1,16 +1,29 @@
-"""Retry Vertex calls that failed for a transient reason (HTTP 429 quota, 503 unavailable) with backoff."""
+"""Retry Vertex calls that failed for a transient reason (HTTP 429 quota, 503 unavailable) with backoff;
+turn every other failure into one `VertexApiError` line naming the request and the resource."""
 
 from __future__ import annotations
 
 import random
+import re
 import sys
 import time
 from typing import Callable, TypeVar
 
+import requests
 from google.api_core import exceptions
+from google.auth import exceptions as auth_exceptions
+
+from ops.errors import VertexApiError
 
 T = TypeVar("T")
 TRANSIENT = (exceptions.TooManyRequests, exceptions.ServiceUnavailable)
+HINTS = {
+    400: "the request was rejected as invalid",
+    401: "the credentials were refused: run `gcloud auth application-default login`",
+    403: "permission denied: the caller (Application Default Credentials) needs roles/aiplatform.user on the project",
+    404: "not found: check the name, vertex.project and vertex.region",
+    409: "it already exists or is being changed",
+}
 
 
 def pause(seconds: float) -> None:
@@ -33,10 +46,46 @@ def with_backoff(
             return call()
         except TRANSIENT as error:
             if attempt == attempts:
-                raise
+                raise VertexApiError(describe_api_error(what, error) + f" (after {attempts} attempts)") from None
             wait = min(max_delay, delay) * (0.5 + random.random() / 2)
             print(f"{what}: {error.code} {type(error).__name__}, retrying in {wait:.1f}s "
                   f"(attempt {attempt}/{attempts})", file=sys.stderr)
             sleep(wait)
             delay *= 2
+        except exceptions.GoogleAPICallError as error:
+            raise VertexApiError(describe_api_error(what, error)) from None
+        except exceptions.RetryError as error:  # the client's own retries ran out (e.g. the server is unreachable)
+            raise VertexApiError(f"{what}: no answer from the Vertex AI API: {_one_line(str(error))}") from None
+        except auth_exceptions.GoogleAuthError as error:
+            raise VertexApiError(
+                f"{what}: no usable Google Cloud credentials ({_one_line(str(error))}); "
+                "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
+            ) from None
+        except requests.exceptions.RequestException as error:  # connection refused, DNS, TLS (REST transport)
+            raise VertexApiError(f"{what}: cannot reach the Vertex AI API: {_one_line(str(error))}") from None
     raise AssertionError("unreachable")
+
+
+def describe_api_error(what: str, error: exceptions.GoogleAPICallError) -> str:
+    """`<what>: <code> <STATUS>, <hint>: <the server's message>` on one line."""
+    hint = HINTS.get(error.code or 0)
+    message = _REQUEST_PREFIX.sub("", _one_line(error.message or str(error)))
+    return f"{what}: {error.code} {_status_name(error)}" + (f", {hint}" if hint else "") + f": {message}"
+
+
+# The REST transport prefixes the server's message with the request line: "GET http://...?$alt=json: "
+_REQUEST_PREFIX = re.compile(r"^(GET|POST|PATCH|PUT|DELETE) \S+: ")
+
+
+def _status_name(error: exceptions.GoogleAPICallError) -> str:
+    """The canonical status (NOT_FOUND, PERMISSION_DENIED, ...) from the exception or the REST error body."""
+    if error.grpc_status_code is not None:
+        return error.grpc_status_code.name
+    try:
+        return str(error.response.json()["error"]["status"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return type(error).__name__
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -12,6 +12,8 @@ from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, console_url
 
 STATE_PREFIX = "PIPELINE_STATE_"
+JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
+JOB_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/pipelineJobs/[a-z0-9][a-z0-9-]{0,127}$")
 
 
 @dataclass
@@ -73,6 +75,11 @@ def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
 def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> VertexRun:
     from google.cloud import aiplatform
 
+    from ops.errors import VertexApiError
+
+    if not (JOB_ID.match(job_id) or JOB_NAME.match(job_id)):
+        raise VertexApiError(f"{job_id!r} is not a pipeline job id (lowercase letters, digits and '-', at most 128) "
+                             "or projects/P/locations/L/pipelineJobs/ID; see `adrank runs list --backend vertex`")
     name = job_id if job_id.startswith("projects/") else f"{session.location_path}/pipelineJobs/{job_id}"
     job = with_backoff(lambda: aiplatform.PipelineJob.get(name), f"get {name}", sleep=sleep)
     return run_from_resource(job.gca_resource)

@@ -18,7 +18,8 @@ from ops.vertex.jobs import build_pipeline_job, job_labels
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
 
-# Fields of the Schedule resource `create_or_update` sets; an update sends all of them.
+# Fields of the Schedule resource `create_or_update` sets; an update names all of them in its mask, so one
+# the config leaves unset (`max_runs`/`end_time` null, e.g. `--max-runs none`) is cleared on Vertex.
 UPDATED_FIELDS = [
     "cron", "max_concurrent_run_count", "max_run_count", "start_time", "end_time", "allow_queueing",
     "create_pipeline_job_request",
@@ -125,8 +126,13 @@ def pause(display_name: str, session: VertexSession, sleep: Callable[[float], No
 
 def resume(display_name: str, session: VertexSession, catch_up: bool = False,
            sleep: Callable[[float], None] | None = None):
+    """Resume a paused schedule; `catch_up` also starts the runs it missed while paused.
+
+    Calls the API client directly: aiplatform's `PipelineJobSchedule.resume(catch_up=...)` drops the
+    flag and always sends an empty body (so Vertex never catches up)."""
     schedule = find_schedule(display_name, session, sleep)
-    with_backoff(lambda: schedule.resume(catch_up=catch_up), f"resume schedule {display_name}", sleep=sleep)
+    with_backoff(lambda: schedule.api_client.resume_schedule(name=schedule.resource_name, catch_up=catch_up),
+                 f"resume schedule {display_name}", sleep=sleep)
     return schedule
 
 

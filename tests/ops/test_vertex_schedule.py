@@ -3,6 +3,8 @@ pause → resume → list → delete."""
 
 from __future__ import annotations
 
+import pytest
+
 from ops.cli import main
 
 SCHEDULES = r"/schedules$"
@@ -87,3 +89,53 @@ def test_schedule_needs_a_service_account(fake_vertex, vertex_args, capsys):
     assert code == 2
     assert "vertex.service_account is not set" in capsys.readouterr().err
     assert not fake.calls("POST", SCHEDULES)
+
+
+def test_resume_with_catch_up_sends_catch_up(fake_vertex, vertex_args):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    assert main(["schedule", "create", *args]) == 0
+    assert main(["schedule", "pause", *args]) == 0
+    assert main(["schedule", "resume", *args, "--catch-up"]) == 0
+    assert fake.calls("POST", r"/schedules/\d+:resume$")[-1].body == {"catchUp": True}
+    (schedule,) = fake.schedules.values()
+    assert schedule["state"] == "ACTIVE" and schedule["catchUp"] is True
+
+    assert main(["schedule", "pause", *args]) == 0
+    assert main(["schedule", "resume", *args]) == 0
+    assert not (fake.calls("POST", r"/schedules/\d+:resume$")[-1].body or {}).get("catchUp")
+    assert schedule["catchUp"] is False
+
+
+def test_update_sets_and_clears_max_runs_and_end_time(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    assert main(["schedule", "create", *args, "--max-runs", "30", "--end-time", "2026-12-31T00:00:00Z"]) == 0
+    (schedule,) = fake.schedules.values()
+    assert (schedule["maxRunCount"], schedule["endTime"]) == ("30", "2026-12-31T00:00:00Z")
+    assert "at most 30 runs, until 2026-12-31T00:00:00+00:00" in capsys.readouterr().out
+
+    assert main(["schedule", "update", *args, "--max-runs", "none", "--end-time", "none"]) == 0
+    patch = fake.calls("PATCH", r"/schedules/\d+$")[-1]
+    assert {"maxRunCount", "endTime"} <= set(patch.query["updateMask"][0].split(","))
+    assert "maxRunCount" not in patch.body and "endTime" not in patch.body
+    assert "maxRunCount" not in schedule and "endTime" not in schedule
+    assert schedule["cron"] == "TZ=America/Los_Angeles 0 3 * * *"  # the rest is unchanged
+    assert "no run limit, no end time" in capsys.readouterr().out
+
+    assert main(["schedule", "update", *args, "--max-runs", "7"]) == 0
+    assert schedule["maxRunCount"] == "7" and "endTime" not in schedule
+
+
+def test_bad_schedule_limits_fail_before_any_request(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    with pytest.raises(SystemExit) as exit_:
+        main(["schedule", "create", *args, "--max-runs", "0"])
+    assert exit_.value.code == 2
+    assert "expected a run count >= 1 or 'none'" in capsys.readouterr().err
+    assert main(["schedule", "create", *args, "--end-time", "2026-12-31T00:00:00"]) == 2
+    assert "end_time needs a UTC offset" in capsys.readouterr().err
+    assert main(["schedule", "create", *args, "--end-time", "2026-02-01T00:00:00Z"]) == 2  # before start_time
+    assert "end_time must be after start_time" in capsys.readouterr().err
+    assert fake.requests == []

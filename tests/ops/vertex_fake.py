@@ -1,7 +1,10 @@
 """A stand-in for the Vertex AI v1 REST API on 127.0.0.1: records every request, answers like Vertex.
 
 The real `google-cloud-aiplatform` client talks to it (REST transport, anonymous credentials), so the
-tests check what the client actually sends. Pipeline jobs advance one scripted state per GET.
+tests check what the client actually sends. Every request body is parsed strictly as the
+`google.cloud.aiplatform_v1` message its route takes (unknown fields, wrong types and bad enum values
+are a 400 INVALID_ARGUMENT, as from Vertex), and an `updateMask` may name only fields of the resource,
+so the double cannot drift from the API. Pipeline jobs advance one scripted state per GET.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+from google.cloud import aiplatform_v1
+from google.protobuf import json_format
 
 TIME = "2026-03-02T11:00:00.000000Z"
 
@@ -46,6 +52,7 @@ class FakeVertex:
     contexts: dict[str, dict] = field(default_factory=dict)
     context_children: dict[str, list[str]] = field(default_factory=dict)
     failures: list[tuple[str, str, int]] = field(default_factory=list)  # (method, path regex, status), used once
+    rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, why) of 400s from parsing
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -68,31 +75,38 @@ class FakeVertex:
                     del self.failures[index]
                     return status, _error(status, "injected transient failure")
             path = path.removeprefix("/v1/")
-            for route_method, pattern, handler in self._routes():
+            for route_method, pattern, handler, body_type in self._routes():
                 match = re.fullmatch(pattern, path)
                 if route_method == method and match:
+                    problem = _strict_problem(body_type, body, query)
+                    if problem:
+                        self.rejected.append((method, path, problem))
+                        return 400, _error(400, f"Invalid JSON payload received. {problem}")
                     return handler(*match.groups(), query=query, body=body)
             return 404, _error(404, f"no route for {method} {path}")
 
     def _routes(self):
+        """(method, path pattern, handler, the aiplatform_v1 message the body must parse as, or None: no body)."""
         loc = r"projects/([^/]+)/locations/([^/]+)"
+        v1 = aiplatform_v1
         return [
-            ("POST", loc + r"/pipelineJobs", self._create_job),
-            ("GET", loc + r"/pipelineJobs", self._list_jobs),
-            ("GET", loc + r"/pipelineJobs/([^/:]+)", self._get_job),
-            ("POST", loc + r"/schedules", self._create_schedule),
-            ("GET", loc + r"/schedules", self._list_schedules),
-            ("GET", loc + r"/schedules/([^/:]+)", self._get_schedule),
-            ("PATCH", loc + r"/schedules/([^/:]+)", self._patch_schedule),
-            ("POST", loc + r"/schedules/([^/:]+):pause", self._pause_schedule),
-            ("POST", loc + r"/schedules/([^/:]+):resume", self._resume_schedule),
-            ("DELETE", loc + r"/schedules/([^/:]+)", self._delete_schedule),
-            ("GET", loc + r"/metadataStores/([^/:]+)", self._get_store),
-            ("POST", loc + r"/metadataStores/([^/:]+)/contexts", self._create_context),
-            ("GET", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+)", self._get_context),
-            ("PATCH", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+)", self._patch_context),
-            ("POST", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+):addContextChildren", self._add_children),
-            ("GET", loc + r"/metadataStores/([^/:]+)/contexts", self._list_contexts),
+            ("POST", loc + r"/pipelineJobs", self._create_job, v1.PipelineJob),
+            ("GET", loc + r"/pipelineJobs", self._list_jobs, None),
+            ("GET", loc + r"/pipelineJobs/([^/:]+)", self._get_job, None),
+            ("POST", loc + r"/schedules", self._create_schedule, v1.Schedule),
+            ("GET", loc + r"/schedules", self._list_schedules, None),
+            ("GET", loc + r"/schedules/([^/:]+)", self._get_schedule, None),
+            ("PATCH", loc + r"/schedules/([^/:]+)", self._patch_schedule, v1.Schedule),
+            ("POST", loc + r"/schedules/([^/:]+):pause", self._pause_schedule, v1.PauseScheduleRequest),
+            ("POST", loc + r"/schedules/([^/:]+):resume", self._resume_schedule, v1.ResumeScheduleRequest),
+            ("DELETE", loc + r"/schedules/([^/:]+)", self._delete_schedule, None),
+            ("GET", loc + r"/metadataStores/([^/:]+)", self._get_store, None),
+            ("POST", loc + r"/metadataStores/([^/:]+)/contexts", self._create_context, v1.Context),
+            ("GET", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+)", self._get_context, None),
+            ("PATCH", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+)", self._patch_context, v1.Context),
+            ("POST", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+):addContextChildren", self._add_children,
+             v1.AddContextChildrenRequest),
+            ("GET", loc + r"/metadataStores/([^/:]+)/contexts", self._list_contexts, None),
         ]
 
     # -- pipeline jobs ----------------------------------------------------------------------------
@@ -173,7 +187,10 @@ class FakeVertex:
         return self._set_schedule_state(schedule_id, "PAUSED")
 
     def _resume_schedule(self, project, region, schedule_id, query, body):
-        return self._set_schedule_state(schedule_id, "ACTIVE")
+        status, payload = self._set_schedule_state(schedule_id, "ACTIVE")
+        if status == 200:
+            self.schedules[schedule_id]["catchUp"] = bool((body or {}).get("catchUp", False))
+        return status, payload
 
     def _set_schedule_state(self, schedule_id, state):
         if schedule_id not in self.schedules:
@@ -237,13 +254,30 @@ def _task(index: int, name: str, state: str, job: dict) -> dict:
     return task
 
 
+def _strict_problem(body_type, body: dict | None, query: dict) -> str:
+    """Why `body` (and an `updateMask`) is not a valid `body_type` request, or "" when it is."""
+    if body_type is None:
+        return "a body was sent to a method that takes none" if body else ""
+    message = body_type.pb(body_type())
+    try:
+        json_format.ParseDict(body or {}, message, ignore_unknown_fields=False)
+    except json_format.ParseError as error:
+        return f"{body_type.__name__}: {error}"
+    fields = {f.json_name for f in message.DESCRIPTOR.fields} | {f.name for f in message.DESCRIPTOR.fields}
+    for path in filter(None, (query.get("updateMask") or [""])[0].split(",")):
+        if path.split(".")[0] not in fields:
+            return f"updateMask names '{path}', which is not a field of {body_type.__name__}"
+    return ""
+
+
 def _camel(snake: str) -> str:
     head, *rest = snake.split("_")
     return head + "".join(part.title() for part in rest)
 
 
 def _error(status: int, message: str) -> dict:
-    names = {404: "NOT_FOUND", 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+    names = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 409: "ALREADY_EXISTS",
+             429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
     return {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
 
 

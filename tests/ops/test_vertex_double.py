@@ -1,0 +1,52 @@
+"""The Vertex double parses every request body strictly as the aiplatform_v1 message it claims to be."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+PARENT = "/v1/projects/adrank-prod/locations/us-central1"
+
+
+@pytest.fixture
+def fake():
+    vertex_fake = sys.modules["adrank_tests_vertex_fake"]  # loaded by conftest.py
+    return vertex_fake.FakeVertex(project="adrank-prod", region="us-central1")
+
+
+@pytest.mark.parametrize("method, path, body, query, problem", [
+    ("POST", "/schedules", {"displayName": "daily", "cronn": "0 3 * * *"}, {}, 'no field named "cronn"'),
+    ("POST", "/schedules", {"displayName": "daily", "maxRunCount": "many"}, {}, "maxRunCount"),
+    ("POST", "/schedules", {"displayName": "daily", "state": "SLEEPING"}, {}, "SLEEPING"),
+    ("POST", "/schedules", {"createPipelineJobRequest": {"pipelineJob": {"experiment": "x"}}}, {}, "experiment"),
+    ("PATCH", "/schedules/1", {"cron": "0 3 * * *"}, {"updateMask": ["cron,maxRuns"]}, "'maxRuns'"),
+    ("POST", "/schedules/1:resume", {"catchUp": "yes"}, {}, "catchUp"),
+    ("POST", "/schedules/1:resume", {"catch_up": True, "backfill": True}, {}, "backfill"),
+    ("POST", "/pipelineJobs", {"displayName": "x", "runtimeConfig": {"gcsOutputDir": "gs://b"}}, {}, "gcsOutputDir"),
+    ("POST", "/pipelineJobs", {"labels": {"team": 3}}, {}, "labels"),
+    ("GET", "/pipelineJobs/x", {"unexpected": True}, {}, "takes none"),
+])
+def test_bodies_the_api_would_reject_are_400(fake, method, path, body, query, problem):
+    status, payload = fake.handle(method, PARENT + path, query, body)
+    assert status == 400
+    assert payload["error"]["status"] == "INVALID_ARGUMENT"
+    assert problem in payload["error"]["message"]
+    assert fake.rejected and problem in fake.rejected[-1][2]
+    assert fake.schedules == {} and fake.pipeline_jobs == {}
+
+
+def test_valid_bodies_are_accepted(fake):
+    schedule = {"displayName": "daily", "cron": "TZ=Etc/UTC 0 3 * * *", "maxConcurrentRunCount": "1",
+                "startTime": "2026-03-01T00:00:00Z", "allowQueueing": False,
+                "createPipelineJobRequest": {"parent": PARENT[4:], "pipelineJob": {
+                    "displayName": "adrank", "pipelineSpec": {"any": ["struct", 1]}, "labels": {"team": "ads"},
+                    "runtimeConfig": {"gcsOutputDirectory": "gs://bucket/root"}}}}
+    assert fake.handle("POST", PARENT + "/schedules", {}, schedule)[0] == 200
+    (schedule_id,) = fake.schedules
+    mask = {"updateMask": ["cron,maxRunCount,endTime"]}
+    assert fake.handle("PATCH", f"{PARENT}/schedules/{schedule_id}", mask, {"cron": "0 4 * * *"})[0] == 200
+    assert fake.handle("POST", f"{PARENT}/schedules/{schedule_id}:pause", {}, {})[0] == 200
+    assert fake.handle("POST", f"{PARENT}/schedules/{schedule_id}:resume", {}, {"catchUp": True})[0] == 200
+    assert fake.rejected == []
+    assert fake.schedules[schedule_id]["catchUp"] is True
