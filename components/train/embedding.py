@@ -11,12 +11,14 @@ Fixed-length list features (pad id 0) are combined with the table's combiner ove
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 import keras
 import keras_rs
 import tensorflow as tf
+from tensorflow.python.ops.resource_variable_ops import default_variable_creator_v2
 
 from components.preprocess.manifest import FeatureInfo, Manifest
 
@@ -106,6 +108,22 @@ def check_static_shapes(configs: dict[str, keras_rs.layers.FeatureConfig]) -> No
         for shape in (config.input_shape, config.output_shape):
             if any(dim is None or dim <= 0 for dim in shape):
                 raise ValueError(f"feature '{name}' has a dynamic shape {shape}; TPU embeddings need static shapes")
+
+
+@contextlib.contextmanager
+def host_variables(device: str | None):
+    """Variables created inside live on `device` alone: one copy, outside a mirrored strategy's replication
+    (which ignores `tf.device`). Optimizers apply their gradients once, summed over replicas."""
+    if device is None:
+        yield
+        return
+
+    def create_on_device(next_creator, **kwargs):
+        with tf.device(device):
+            return default_variable_creator_v2(None, **kwargs)  # skips the strategy's creator
+
+    with tf.variable_creator_scope(create_on_device):
+        yield
 
 
 @dataclass(frozen=True)
@@ -205,7 +223,7 @@ class FeatureEmbedding(keras.layers.Layer):
             shards = self.placement.shards_for(group.parameter_bytes, group.rows)
             initializer = keras.initializers.get(group.tables[0].initializer)
             parts = []
-            with tf.device(self.placement.device_for(group.parameter_bytes)):
+            with host_variables(self.placement.device_for(group.parameter_bytes)):
                 for index, rows in enumerate(shard_rows(group.rows, shards)):
                     name = group.name if shards == 1 else f"{group.name}_part{index}"
                     parts.append(self.add_weight(shape=(rows, group.embedding_dim), initializer=initializer, name=name))

@@ -21,6 +21,8 @@ from typing import Any, Literal
 import keras
 import tensorflow as tf
 
+from components.train.embedding import host_variables
+
 EmbeddingOptimizerKind = Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd"]
 EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
 
@@ -78,22 +80,55 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
         super().build(var_list)
         accumulator = keras.initializers.Constant(self.initial_accumulator_value)
         for variable in var_list:
+            shape = tuple(variable.shape)
             if self.kind == "sgd":
                 slots = []
             elif self.kind == "adagrad":
-                slots = [self.add_variable_from_reference(variable, "accumulator", initializer=accumulator)]
-            elif self.kind == "rowwise_adagrad":
-                slots = [self._row_slot(variable, accumulator)]
+                slots = [self._slot(variable, "accumulator", shape, accumulator)]
+            elif self.kind == "rowwise_adagrad":  # one accumulator per row
+                slots = [self._slot(variable, "row_accumulator", (shape[0], 1), accumulator)]
             else:
-                slots = [self.add_variable_from_reference(variable, name) for name in ("momentum", "velocity")]
+                slots = [self._slot(variable, name, shape, keras.initializers.Zeros()) for name in ("momentum", "velocity")]
             self._slots.append(slots)
 
-    def _row_slot(self, variable, initializer):
-        """One accumulator per table row: shape [rows, 1], on the table's device."""
-        colocate = variable.value if isinstance(variable, keras.Variable) else variable
-        name = variable.path.replace("/", "_") + "_row_accumulator"
-        with self._distribution_strategy.extended.colocate_vars_with(colocate):
-            return self.add_variable((variable.shape[0], 1), initializer=initializer, dtype=variable.dtype, name=name)
+    def _slot(self, variable, name: str, shape: tuple, initializer):
+        """A slot variable on the table's device (a host table's slots stay on the host, unreplicated)."""
+        table = variable.value if isinstance(variable, keras.Variable) else variable
+        slot_name = f"{variable.path.replace('/', '_')}_{name}"
+        if self._outside_strategy(table):
+            placement = host_variables(table.device)
+        else:
+            placement = self._distribution_strategy.extended.colocate_vars_with(table)
+        with placement:
+            return self.add_variable(shape, initializer=initializer, dtype=variable.dtype, name=slot_name)
+
+    def _outside_strategy(self, table) -> bool:
+        """A table kept out of a mirrored strategy's replication (`host_variables`): one copy on the host."""
+        table = table.value if isinstance(table, keras.Variable) else table
+        return isinstance(self._distribution_strategy, tf.distribute.MirroredStrategy) and not isinstance(
+            table, tf.distribute.DistributedValues
+        )
+
+    def _distributed_tf_update_step(self, distribution, grads_and_vars, learning_rate):
+        """Mirrored tables update each copy; a host table is updated once with the replica-summed gradient."""
+        grads_and_vars = list(grads_and_vars)
+        mirrored = [(g, v) for g, v in grads_and_vars if not self._outside_strategy(v)]
+        if mirrored:
+            super()._distributed_tf_update_step(distribution, mirrored, learning_rate)
+        replica = tf.distribute.get_replica_context()
+        for gradient, table in grads_and_vars:
+            if not self._outside_strategy(table):
+                continue
+            gradient = _one_copy(distribution, gradient)
+            rate = _one_copy(distribution, learning_rate)
+            if replica is None or replica.num_replicas_in_sync == 1:
+                self.update_step(gradient, table, rate)
+            else:  # called in every replica (no merge call): the first one applies the summed gradient
+                def apply(gradient=gradient, table=table, rate=rate):
+                    self.update_step(gradient, table, rate)
+                    return tf.constant(True)
+
+                tf.cond(tf.equal(replica.replica_id_in_sync_group, 0), apply, lambda: tf.constant(False))
 
     def slot_variables(self, variable) -> list:
         return self._slots[self._get_variable_index(variable)]
@@ -153,6 +188,12 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
             initial_accumulator_value=self.initial_accumulator_value,
         )
         return config
+
+
+def _one_copy(distribution, value):
+    if isinstance(value, tf.distribute.DistributedValues):
+        return distribution.experimental_local_results(value)[0]
+    return value
 
 
 def _elements(shape) -> int:

@@ -166,10 +166,11 @@ def _parameter_server_runtime(tf_config: dict) -> Runtime:
 
 
 def table_placement(training: TrainingConfig, runtime: Runtime) -> TablePlacement:
-    """Large embedding tables: in host memory on GPU (the dense part stays on the GPU), split over every
-    parameter server in a ps cluster, where they are otherwise (on CPU, TPU) left as they are."""
-    return placement_rule(training, runtime.device_kind, len(cluster_spec_from_env().get("ps", []))
-                          if runtime.is_parameter_server else 0)
+    """Large embedding tables: in host memory on GPU (the dense part stays on the GPU's replicas), split over
+    every parameter server in a ps cluster; elsewhere (CPU, TPU, GPUs over several workers) left as they are."""
+    ps_tasks = len(cluster_spec_from_env().get("ps", [])) if runtime.is_parameter_server else 0
+    one_host = not isinstance(runtime.strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    return placement_rule(training, runtime.device_kind if one_host else "multi-worker", ps_tasks)
 
 
 def placement_rule(training: TrainingConfig, device_kind: str, ps_tasks: int) -> TablePlacement:
