@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ops.commands.options import add_config_arguments, config_from_args
+from ops.commands.options import add_config_arguments, config_for_local_run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.local_run import LocalRunFailed, RunIdError, run_locally
 
-    config = config_from_args(args)
+    config = config_for_local_run(args)
     source = args.config or str(embedded_config_path())
     try:
         record = run_locally(config, Path(args.runs_dir), source, args.run_id)

@@ -117,3 +117,16 @@ def test_concurrent_promotions_lose_nothing(tmp_path):
     assert default["logloss"] == best
     leftovers = [p.name for p in (tmp_path / "registry/ranker/versions").iterdir() if not p.name.isdigit()]
     assert leftovers == []
+
+
+def test_the_local_registry_follows_runs_dir(tmp_path):
+    from ops.cli import build_parser
+    from ops.commands.options import config_for_local_run
+
+    parser = build_parser()
+    runs = tmp_path / "my runs: #1"
+    moved = config_for_local_run(parser.parse_args(["run", "--runs-dir", str(runs)]))
+    assert moved.promotion.local_registry == str(runs / "registry")
+    assert config_for_local_run(parser.parse_args(["run"])).promotion.local_registry == "runs/registry"
+    explicit = parser.parse_args(["run", "--runs-dir", str(runs), "--set", "promotion.local_registry=/srv/models"])
+    assert config_for_local_run(explicit).promotion.local_registry == "/srv/models"
