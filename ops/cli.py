@@ -39,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, CommandError) as error:
         print(f"adrank {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a path the user gave cannot be read or written (permissions, missing parent, ...)
+        where = f": {error.filename}" if error.filename else ""
+        print(f"adrank {args.command}: error: {error.strerror or error}{where}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -63,3 +63,10 @@ def test_a_directory_as_config_prints_no_traceback_from_the_console_script(tmp_p
     assert completed.returncode == 2
     assert "Traceback" not in completed.stderr
     assert completed.stderr.strip() == f"adrank logs: error: {tmp_path}: is a directory, not a YAML config file"
+
+
+def test_an_unwritable_output_path_is_a_one_line_error(capsys, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    err = _one_line_error(capsys, ["logs", "generate", "--output", str(blocker / "logs")])
+    assert err.startswith("adrank logs: error: ") and str(blocker) in err
