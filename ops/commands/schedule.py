@@ -92,6 +92,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
                   f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
                   f"{_limits(config.vertex.schedule)}")
+            if schedules.experiment_note(config):
+                print(schedules.experiment_note(config))
         elif action == "pause":
             print(f"paused {schedules.pause(display_name, session).resource_name}")
         elif action == "resume":

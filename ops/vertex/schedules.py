@@ -4,6 +4,11 @@
 updated in place (cron, limits, window, and the pipeline it launches), never duplicated. Every
 scheduled run starts from the same compiled template; its preprocess step reads the logs of the
 `logs.lookback_days` days before the run's own create time.
+
+Scheduled runs do not join `vertex.experiment`: Vertex creates them server-side from the schedule's
+CreatePipelineJobRequest, whose v1 `PipelineJob` has no experiment field (the SDK adds a run to an
+experiment client-side, after `submit`). They carry the same `adrank-*` labels and the schedule's
+name (`schedule_name`), which is how `adrank runs list --backend vertex` finds them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,15 @@ class ScheduleRow:
     next_run_time: str
     last_run: str
     resource_name: str
+
+
+def experiment_note(config: AdrankConfig) -> str:
+    """What `schedule create|update` says about the experiment, "" when none is configured."""
+    experiment = vertex_section(config).experiment
+    if not experiment:
+        return ""
+    return (f"note: scheduled runs are not added to experiment '{experiment}' (Vertex creates them without one); "
+            "find them with `adrank runs list --backend vertex` or the adrank-config label")
 
 
 def schedule_display_name(config: AdrankConfig) -> str:

@@ -32,7 +32,9 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]
     window_end = preprocess["inputs"]["parameters"]["window_end"]["runtimeValue"]["constant"]
     assert window_end == "{{$.pipeline_job_create_time_utc}}"
-    assert "created schedule adrank-daily-retrain" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "created schedule adrank-daily-retrain" in out
+    assert "note: scheduled runs are not added to experiment 'adrank-daily'" in out
 
     # create again with a changed cron: the same schedule is updated, not duplicated
     assert main(["schedule", "create", *args, "--set", "vertex.schedule.cron=30 4 * * *",
