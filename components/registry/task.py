@@ -8,11 +8,13 @@ from configs import AdrankConfig, config_hash
 
 
 def promote_best_run(config: AdrankConfig, backend: str, summary_json: str) -> PromotionDecision:
+    """`config`: the whole config, or the promotion step's slice of it (name, config_hash, promotion, vertex)."""
     candidate = read_candidate(summary_json)
     if backend == "vertex":
         from components.registry.vertex import register_version
 
-        labels = {"adrank-pipeline": config.name, "adrank-config": config_hash(config),
+        whole_config_hash = getattr(config, "config_hash", None) or config_hash(config)  # a slice carries it
+        labels = {"adrank-pipeline": config.name, "adrank-config": whole_config_hash,
                   "adrank-target": candidate.target}
         return register_version(config, candidate, labels)
     registry = LocalModelRegistry(config.promotion.local_registry)

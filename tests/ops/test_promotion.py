@@ -130,3 +130,22 @@ def test_the_local_registry_follows_runs_dir(tmp_path):
     assert config_for_local_run(parser.parse_args(["run"])).promotion.local_registry == "runs/registry"
     explicit = parser.parse_args(["run", "--runs-dir", str(runs), "--set", "promotion.local_registry=/srv/models"])
     assert config_for_local_run(explicit).promotion.local_registry == "/srv/models"
+
+
+def test_vertex_promotion_labels_carry_the_whole_config_hash(tmp_path, monkeypatch):
+    import types
+
+    from components.registry import vertex
+    from configs import config_hash
+
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"best_run": {"target": "cpu", "run_index": 0, "model_uri": "gs://m", "logloss": 0.4}}))
+    seen = []
+    monkeypatch.setattr(vertex, "register_version", lambda config, candidate, labels: seen.append(labels))
+    config = load_config(REPO / "configs" / "vertex.yaml")
+    promote_best_run(config, "vertex", str(summary))
+    step_slice = types.SimpleNamespace(name=config.name, config_hash="0123456789ab", promotion=config.promotion,
+                                       vertex=config.vertex)
+    promote_best_run(step_slice, "vertex", str(summary))
+    assert [labels["adrank-config"] for labels in seen] == [config_hash(config), "0123456789ab"]
+    assert seen[0]["adrank-target"] == "cpu"
