@@ -24,6 +24,8 @@ def _one_line_error(capsys, argv: list[str]) -> str:
     ("model.deep_layers=[0,-3]", "model.deep_layers.0"),
     ("training.learning_rate=.inf", "training.learning_rate"),
     ("model.embedding_dim=100000000", "model.embedding_dim"),
+    ("model.embedding_dim=1e8", "model.embedding_dim"),  # YAML 1.1 reads 1e8 as a string: not an integer
+    ("features.0.hash_buckets=1e9", "features.0.categorical.hash_buckets"),
     ("features.0.hash_buckets=1000000000", "features.0.hash_buckets"),
     ("tasks.0.event_type=click", "tasks.0.event_type"),
     ("name=" + "x" * 64, "name"),
