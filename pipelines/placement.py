@@ -33,6 +33,12 @@ def window_end_argument(backend: Backend) -> str:
     return dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER if backend == "vertex" else ""
 
 
+def pipeline_job_id_argument(backend: Backend) -> str:
+    """The preprocess step's `pipeline_job_id`: on Vertex the job's id (a unique Dataflow job name per run),
+    "" locally (DirectRunner needs none)."""
+    return dsl.PIPELINE_JOB_ID_PLACEHOLDER if backend == "vertex" else ""
+
+
 def training_component(component, target: TargetConfig, config: AdrankConfig, backend: Backend):
     """Locally the plain training component; on Vertex a CustomJob running it on the target's machines."""
     if backend != "vertex":
@@ -81,7 +87,7 @@ def place_training(
 
 def place_preprocess(task: dsl.PipelineTask, config: AdrankConfig, backend: Backend) -> dsl.PipelineTask:
     """On Vertex the preprocess task launches Beam: with DataflowRunner the job runs on Dataflow with the
-    options of `config.preprocess.dataflow` (carried in the task's `config_json`), so the launcher
+    options of `config.preprocess.dataflow` (carried in the task's `beam_args_json`), so the launcher
     needs little; with DirectRunner it processes the data in its own pod, so it gets a large one."""
     if backend != "vertex":
         return task

@@ -11,10 +11,11 @@ import json
 from kfp import dsl
 
 from components.preprocess.options import beam_pipeline_args
-from configs import AdrankConfig, config_to_json
+from configs import AdrankConfig
+from configs.slices import PreprocessStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
 from pipelines import placement
-from pipelines.fan_in import report_function, summary_input_name, target_metrics_name
+from pipelines.fan_in import report_function, summary_input_name
 from pipelines.placement import Backend
 from pipelines.promotion_step import add_promotion
 from pipelines.steps import generate_logs_step, preprocess_files_step, preprocess_step, train_step
@@ -51,7 +52,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
             f"no target of config '{config.name}' can run on the {backend} backend "
             f"(targets: {[f'{t.name} ({t.kind})' for t in config.targets]})"
         )
-    config_json = config_to_json(config)
+    preprocess_config_json = PreprocessStepConfig.of(config).to_json()
     # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
     beam_args_json = json.dumps(beam_pipeline_args(config)) if backend == "vertex" else ""
     image = _base_image(config, backend)
@@ -62,15 +63,19 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     generate_logs_op = component(generate_logs_step)
     preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
     train_op = component(train_step)
-    runs = len(targets) * config.runs_per_target
+    runs = [(target.name, run_index) for target in targets for run_index in range(config.runs_per_target)]
     report_op = component(report_function(runs, [t.name for t in targets]))
 
     @dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")
     def ranking():
-        window_end = placement.window_end_argument(backend)
-        preprocess_args = {"config_json": config_json, "window_end": window_end, "beam_args_json": beam_args_json}
+        preprocess_args = {
+            "preprocess_config_json": preprocess_config_json,
+            "window_end": placement.window_end_argument(backend),
+            "beam_args_json": beam_args_json,
+            "pipeline_job_id": placement.pipeline_job_id_argument(backend),
+        }
         if config.logs.source == "synthetic":
-            logs = generate_logs_op(config_json=config_json).set_display_name("generate logs")
+            logs = generate_logs_op(preprocess_config_json=preprocess_config_json).set_display_name("generate logs")
             preprocess = preprocess_op(logs=logs.outputs["logs"], **preprocess_args)
         else:
             preprocess = preprocess_op(**preprocess_args)
@@ -80,20 +85,22 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         summaries = {}
         for target in targets:
             target_train_op = placement.training_component(train_op, target, config, backend)
+            train_config_json = TrainStepConfig.of(config, target.name).to_json()
             for run_index in range(config.runs_per_target):
                 train = target_train_op(
-                    config_json=config_json,
+                    train_config_json=train_config_json,
                     target=target.name,
                     run_index=run_index,
                     examples=preprocess.outputs["examples"],
                 ).set_display_name(train_display_name(target.name, run_index))
                 placement.place_training(train, target, config, backend)
-                summaries[summary_input_name(len(summaries))] = train.outputs["summary"]
+                summaries[summary_input_name(target.name, run_index)] = train.outputs["summary"]
 
         report = report_op(
-            config_json=config_json, examples=preprocess.outputs["examples"], **summaries
+            report_config_json=ReportStepConfig.of(config).to_json(), examples=preprocess.outputs["examples"],
+            **summaries,
         ).set_display_name("report")
-        add_promotion(report, config, config_json, backend, component)
+        add_promotion(report, config, backend, component)
 
     return ranking
 

@@ -5,12 +5,35 @@
 
 from __future__ import annotations
 
+import re
+
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from configs.schema import AdrankConfig
 
 
+JOB_NAME_FLAG = "--job_name="
+
+
+def dataflow_job_name(pipeline_name: str, run_id: str = "") -> str:
+    """`<pipeline>-preprocess[-<run id>]` in Dataflow's alphabet ([a-z][-a-z0-9]*[a-z0-9]): Dataflow refuses
+    a second active job of one name, and a job's logs are found by it, so each pipeline run gets its own."""
+    raw = "-".join(part for part in (pipeline_name, "preprocess", run_id) if part).lower()
+    return re.sub(r"[^a-z0-9-]+", "-", raw).strip("-")[:200].rstrip("-")
+
+
+def with_run_job_name(args: list[str], pipeline_name: str, run_id: str) -> list[str]:
+    """`args` with the Dataflow job name made unique by `run_id` (the pipeline job id, known at run time)."""
+    if not run_id:
+        return list(args)
+    return [f"{JOB_NAME_FLAG}{dataflow_job_name(pipeline_name, run_id)}" if arg.startswith(JOB_NAME_FLAG) else arg
+            for arg in args]
+
+
 def beam_pipeline_args(config: AdrankConfig, job_name: str | None = None) -> list[str]:
+    """The Beam argv. On Dataflow the job name is `<name>-preprocess` here; the preprocess step appends its
+    pipeline job id at run time (`with_run_job_name`). With a CMEK key in `vertex.encryption_spec_key_name`,
+    Dataflow encrypts its state and temp data with it (`--dataflow_kms_key`)."""
     pre = config.preprocess
     if pre.runner == "DirectRunner":
         args = ["--runner=DirectRunner", f"--direct_running_mode={pre.direct_running_mode}"]
@@ -29,8 +52,11 @@ def beam_pipeline_args(config: AdrankConfig, job_name: str | None = None) -> lis
         f"--staging_location={flow.staging_location or flow.temp_location.rstrip('/') + '/staging'}",
         f"--worker_machine_type={flow.machine_type}",
         f"--max_num_workers={flow.max_workers}",
-        f"--job_name={job_name or config.name}-preprocess",
+        f"{JOB_NAME_FLAG}{job_name or dataflow_job_name(config.name)}",
     ]
+    vertex = getattr(config, "vertex", None)  # a step's config slice has none: the argv is compiled (see above)
+    if vertex is not None and vertex.encryption_spec_key_name:
+        args.append(f"--dataflow_kms_key={vertex.encryption_spec_key_name}")
     if flow.worker_image:
         args += [f"--sdk_container_image={flow.worker_image}", "--experiments=use_runner_v2"]
     if flow.num_workers:

@@ -26,8 +26,11 @@ def test_local_compile_has_every_step_and_one_input_per_run(tmp_path):
     names = sorted(task.task_info.name for task in tasks.values())
     assert names == sorted(["generate logs", "preprocess", "report", "promote model"] + [train_display_name("cpu", i) for i in range(4)])
     report = next(t for t in tasks.values() if t.task_info.name == "report")
-    fed = {name for name in report.inputs.artifacts if name.startswith("run_")}
-    assert fed == {summary_input_name(i) for i in range(4)}
+    fed = {name for name in report.inputs.artifacts if name.startswith("summary_")}
+    assert fed == {summary_input_name("cpu", i) for i in range(4)} == {f"summary_cpu_run_{n}" for n in (1, 2, 3, 4)}
+    for name in fed:  # each input is fed by the training task of the same target and run
+        producer = report.inputs.artifacts[name].task_output_artifact.producer_task
+        assert tasks[producer].task_info.name == train_display_name("cpu", int(name.rsplit("_", 1)[1]) - 1)
     producers = {report.inputs.artifacts[name].task_output_artifact.producer_task for name in fed}
     assert len(producers) == 4  # each run feeds its own input
 
@@ -77,4 +80,4 @@ def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
     assert {"tpu", "gpu", "cpu-ps"} <= kinds
     assert len(trains) == len(config.targets) * config.runs_per_target == len(config.targets) * 5
     report = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "report")
-    assert len([a for a in report.inputs.artifacts if a.startswith("run_")]) == len(trains)
+    assert len([a for a in report.inputs.artifacts if a.startswith("summary_")]) == len(trains)

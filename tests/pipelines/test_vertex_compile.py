@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.preprocess.options import beam_pipeline_args
-from configs import config_from_json, load_config
+from configs import load_config
 from ops.cli import main
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
@@ -115,8 +115,10 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     task = spec["root"]["dag"]["tasks"]["preprocess-files-step"]
     parameters = task["inputs"]["parameters"]
     assert parameters["window_end"]["runtimeValue"]["constant"] == "{{$.pipeline_job_create_time_utc}}"
-    config = config_from_json(parameters["config_json"]["runtimeValue"]["constant"])
-    args = beam_pipeline_args(config)
+    assert parameters["pipeline_job_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
+    config = load_config(VERTEX_CONFIG)
+    args = json.loads(parameters["beam_args_json"]["runtimeValue"]["constant"])
+    assert args == beam_pipeline_args(config)
     for expected in ("--runner=DataflowRunner", "--project=adrank-prod", "--region=us-central1",
                      "--temp_location=gs://adrank-prod-pipelines/dataflow/tmp",
                      "--subnetwork=regions/us-central1/subnetworks/adrank-dataflow",
@@ -125,6 +127,8 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
         assert expected in args
     assert '"runner":"DataflowRunner"' in text
     assert config.logs.lookback_days == 14
+    assert "--dataflow_kms_key=" + config.vertex.encryption_spec_key_name in args
+    assert "--job_name=adrank-daily-preprocess" in args  # the step appends the pipeline job id at run time
 
 
 def test_each_training_task_has_its_own_checkpoint_directory(compiled):

@@ -1,0 +1,111 @@
+"""What each pipeline step receives: the part of the config it reads, not the whole `AdrankConfig`.
+
+A step's inputs decide its cache key on Vertex, so a step given the whole config re-runs when anything
+changes (a report label re-ran preprocessing and every training run). Each slice keeps the
+`AdrankConfig` attribute names for the sections it holds, so the plain functions (`preprocess()`,
+`train()`, `write_report()`, `promote_best_run()`) take either a slice or the full config. Slices are
+cut from a validated config; the full config's hash travels only to the steps that label with it
+(report, promotion).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from configs.base import StrictModel
+from configs.features import Feature
+from configs.logs import LogsConfig, SplitConfig, TaskConfig
+from configs.preprocess import PreprocessConfig
+from configs.promotion import PromotionConfig
+from configs.report import ReportConfig
+from configs.schema import AdrankConfig
+from configs.training import ModelConfig, TargetConfig, TrainingConfig
+from configs.vertex import VertexConfig
+
+
+class _Slice(StrictModel):
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys), so an unchanged slice compiles to the same bytes."""
+        import json
+
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+class PreprocessStepConfig(_Slice):
+    """`generate logs` and `preprocess`: where the logs are, the labels, the split, the features, Beam."""
+
+    name: str
+    seed: int
+    logs: LogsConfig
+    tasks: list[TaskConfig]
+    split: SplitConfig
+    features: list[Feature]
+    preprocess: PreprocessConfig
+
+    @classmethod
+    def of(cls, config: AdrankConfig) -> PreprocessStepConfig:
+        return cls(name=config.name, seed=config.seed, logs=config.logs, tasks=config.tasks, split=config.split,
+                   features=config.features, preprocess=config.preprocess)
+
+
+class TrainStepConfig(_Slice):
+    """One training target: its own settings (overrides unresolved, as `train()` resolves them), the shared
+    model and training sections, and the seed."""
+
+    name: str
+    seed: int
+    model: ModelConfig
+    training: TrainingConfig
+    targets: list[TargetConfig] = Field(min_length=1, max_length=1)
+
+    @classmethod
+    def of(cls, config: AdrankConfig, target: str) -> TrainStepConfig:
+        return cls(name=config.name, seed=config.seed, model=config.model, training=config.training,
+                   targets=[config.target(target)])
+
+    def target(self, name: str) -> TargetConfig:
+        if self.targets[0].name != name:
+            raise KeyError(f"this training step is for target '{self.targets[0].name}', not '{name}'")
+        return self.targets[0]
+
+    def batch_size(self, target: TargetConfig) -> int:
+        return target.global_batch_size or self.training.global_batch_size
+
+
+class ReportStepConfig(_Slice):
+    """The report: targets (names, order, prices), tasks, report settings, and the full config's hash."""
+
+    name: str
+    config_hash: str
+    tasks: list[TaskConfig]
+    targets: list[TargetConfig]
+    report: ReportConfig
+
+    @classmethod
+    def of(cls, config: AdrankConfig) -> ReportStepConfig:
+        from configs.loader import config_hash
+
+        return cls(name=config.name, config_hash=config_hash(config), tasks=config.tasks, targets=config.targets,
+                   report=config.report)
+
+    def target(self, name: str) -> TargetConfig:
+        for target in self.targets:
+            if target.name == name:
+                return target
+        raise KeyError(f"no target named '{name}' (targets: {[t.name for t in self.targets]})")
+
+
+class PromoteStepConfig(_Slice):
+    """The promotion: its rule, the registry (Vertex section on Vertex), and the full config's hash as a label."""
+
+    name: str
+    config_hash: str
+    promotion: PromotionConfig
+    vertex: VertexConfig | None = None
+
+    @classmethod
+    def of(cls, config: AdrankConfig) -> PromoteStepConfig:
+        from configs.loader import config_hash
+
+        return cls(name=config.name, config_hash=config_hash(config), promotion=config.promotion,
+                   vertex=config.vertex)

@@ -1,0 +1,114 @@
+"""Each step gets only the config it reads; the fan-in signature is in-package, named by target and run."""
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.preprocess.options import beam_pipeline_args, dataflow_job_name, with_run_job_name
+from configs import config_hash, load_config
+from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
+from ops.cli import main
+from pipelines.fan_in import report_component_source, summary_input_name
+
+VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
+
+
+def _compiled_tasks(tmp_path: Path, *overrides: str) -> dict[str, dict]:
+    output = tmp_path / f"ranking-{len(list(tmp_path.iterdir()))}.yaml"
+    args = [arg for override in overrides for arg in ("--set", override)]
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", *args, "--output", str(output)]) == 0
+    spec = yaml.safe_load(output.read_text())
+    return {name: task for name, task in spec["root"]["dag"]["tasks"].items()}
+
+
+def _inputs(task: dict) -> str:
+    return json.dumps(task["inputs"], sort_keys=True)
+
+
+def test_a_report_change_leaves_preprocess_and_training_inputs_byte_identical(tmp_path):
+    before = _compiled_tasks(tmp_path)
+    after = _compiled_tasks(tmp_path, "report.baseline_target=gpu-a100x4")
+    assert before.keys() == after.keys()
+    steps = [name for name in before if name.startswith(("preprocess", "train"))]
+    assert len(steps) == 1 + 25
+    for name in steps:
+        assert _inputs(before[name]) == _inputs(after[name]), name
+    assert _inputs(before["report"]) != _inputs(after["report"])
+
+
+def test_a_training_change_leaves_preprocessing_alone(tmp_path):
+    before = _compiled_tasks(tmp_path)
+    after = _compiled_tasks(tmp_path, "training.epochs=7")
+    assert _inputs(before["preprocess-files-step"]) == _inputs(after["preprocess-files-step"])
+    trains = [name for name in before if name.startswith("train")]
+    assert all(_inputs(before[name]) != _inputs(after[name]) for name in trains)
+
+
+def test_slices_hold_only_their_sections():
+    config = load_config(VERTEX_CONFIG)
+    preprocess = json.loads(PreprocessStepConfig.of(config).to_json())
+    assert set(preprocess) == {"name", "seed", "logs", "tasks", "split", "features", "preprocess"}
+    train = TrainStepConfig.of(config, "gpu-a100x4")
+    assert set(json.loads(train.to_json())) == {"name", "seed", "model", "training", "targets"}
+    assert train.target("gpu-a100x4") == config.target("gpu-a100x4")
+    assert train.batch_size(train.targets[0]) == config.batch_size(config.target("gpu-a100x4"))
+    with pytest.raises(KeyError, match="for target 'gpu-a100x4'"):
+        train.target("cpu")
+    for labelled in (ReportStepConfig.of(config), PromoteStepConfig.of(config)):
+        assert config_hash(labelled) == config_hash(config)  # reports and registry labels keep the full hash
+    assert ReportStepConfig.of(config).target("gpu-a100x4") == config.target("gpu-a100x4")
+
+
+def test_the_report_signature_names_target_and_run_and_is_deterministic():
+    runs = [("cpu", 0), ("cpu", 1), ("gpu-a100x4", 0)]
+    source = report_component_source(runs, ["cpu", "gpu-a100x4"])
+    assert source == report_component_source(runs, ["cpu", "gpu-a100x4"])
+    assert re.findall(r"(summary_\w+): Input\[Artifact\]", source) == [
+        "summary_cpu_run_1", "summary_cpu_run_2", "summary_gpu_a100x4_run_1"]
+    assert "metrics_gpu_a100x4: Output[Metrics]" in source
+    assert summary_input_name("gpu-a100x4", 0) == "summary_gpu_a100x4_run_1"
+
+
+def test_the_report_component_is_not_written_to_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    output = tmp_path / "out" / "local.yaml"
+    output.parent.mkdir()
+    assert main(["compile", "--backend", "local", "--set", "runs_per_target=2", "--output", str(output)]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    text = output.read_text()
+    assert "summary_cpu_run_2: Input[Artifact]" in text  # the signature is reviewable in the compiled spec
+
+
+def test_the_dataflow_job_name_is_unique_per_pipeline_run_and_valid():
+    config = load_config(VERTEX_CONFIG)
+    args = beam_pipeline_args(config)
+    first = with_run_job_name(args, config.name, "8F3a_c2e1-44")
+    second = with_run_job_name(args, config.name, "9b10-77")
+    names = [next(a for a in argv if a.startswith("--job_name=")) for argv in (first, second)]
+    assert names[0] != names[1]
+    for name in names:
+        assert re.fullmatch(r"--job_name=[a-z]([-a-z0-9]*[a-z0-9])?", name)
+    assert names[0] == "--job_name=adrank-daily-preprocess-8f3a-c2e1-44"
+    assert [a for a in first if not a.startswith("--job_name=")] == [a for a in args if not a.startswith("--job_name=")]
+    assert with_run_job_name(args, config.name, "") == args
+    assert dataflow_job_name("adrank-daily") == "adrank-daily-preprocess"
+
+
+def test_dataflow_gets_the_cmek_key_only_when_one_is_configured():
+    config = load_config(VERTEX_CONFIG)
+    key = config.vertex.encryption_spec_key_name
+    assert f"--dataflow_kms_key={key}" in beam_pipeline_args(config)
+    plain = load_config(VERTEX_CONFIG, ["vertex.encryption_spec_key_name=null"])
+    assert not any(arg.startswith("--dataflow_kms_key") for arg in beam_pipeline_args(plain))
+
+
+def test_the_report_source_imports_what_exists():
+    import configs.slices
+
+    source = report_component_source([("cpu", 0)], ["cpu"])
+    for name in re.findall(r"from configs\.slices import (\w+)", source):
+        assert hasattr(configs.slices, name)
