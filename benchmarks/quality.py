@@ -170,7 +170,8 @@ def compare(name: str, config: AdrankConfig, examples: str, seeds: int, plain_ep
           f"positive rate {split['eval'].label_rates[task]:.4f}, constant-rate log-loss "
           f"{manifest.constant_ctr_logloss(task):.5f}, {seeds} seeds, {time.perf_counter() - started:.0f} s")
     print(f"adrank: {config.model.kind} dim {config.model.embedding_dim} deep {config.model.deep_layers}, "
-          f"batch {config.training.global_batch_size}, {resolved_epochs} epochs, effective lr {learning_rate:g}")
+          f"batch {config.training.global_batch_size}, {resolved_epochs} epochs, effective lr {learning_rate:g}, "
+          f"tables: {config.training.embedding_optimizer}, shuffle buffer {config.training.shuffle_buffer:,}")
     print(f"plain:  dcn-v2 dim {config.model.embedding_dim} deep [64, 64], batch {PLAIN_BATCH}, {epochs} epochs, "
           f"lr {PLAIN_LEARNING_RATE:g}")
     print(f"{'model':>8} {'log-loss mean ± std':>22} {'AUC':>7} {'calibration':>12}")
