@@ -12,6 +12,8 @@ from fixture_data import write_transformed_examples  # noqa: E402
 
 from components.train.task import checkpoint_dir, train  # noqa: E402
 
+pytestmark = pytest.mark.slow  # three short training runs
+
 
 @pytest.fixture(scope="module")
 def examples_dir(tmp_path_factory):
