@@ -75,6 +75,10 @@ class LogsConfig(StrictModel):
     lookback_days: int | None = Field(
         None, ge=1, description="with a window end (scheduled runs), read only this many days of logs before it"
     )
+    max_timestamp_skew_days: float | None = Field(
+        366, gt=0, description="records stamped further than this from the median impression time are dead letters "
+        "(timestamp_out_of_range); engagements may be later by the longest attribution window. null: no check",
+    )
 
     @model_validator(mode="after")
     def _files_need_paths(self) -> LogsConfig:
@@ -115,3 +119,5 @@ class SplitConfig(StrictModel):
     """Time split: the last `eval_days` days of impressions are the evaluation split."""
 
     eval_days: int = Field(1, ge=1)
+    min_train_examples: int = Field(1, ge=1, description="preprocess fails when the train split has fewer examples")
+    min_eval_examples: int = Field(1, ge=1, description="preprocess fails when the eval split has fewer examples")

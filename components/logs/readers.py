@@ -1,7 +1,7 @@
 """Read raw log records described by config: JSONL, CSV, Parquet files or a BigQuery table/query.
 
-Records come out raw (a text line, or a dict for Parquet/BigQuery rows) so that a record that fails to
-parse can go to the dead-letter output exactly as it was read.
+Records come out raw (a line's bytes, undecoded, or a dict for Parquet/BigQuery rows) so that a record that
+fails to decode or parse can go to the dead-letter output exactly as it was read.
 """
 
 from __future__ import annotations
@@ -73,8 +73,11 @@ def csv_header(pattern: str, delimiter: str) -> list[str]:
 
     first = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)[0]
     with FileSystems.open(first) as handle:
-        line = handle.readline().decode("utf-8")
-    return next(csv.reader([line], delimiter=delimiter))
+        line = handle.readline()
+    try:
+        return next(csv.reader([line.decode("utf-8-sig")], delimiter=delimiter))
+    except (UnicodeDecodeError, StopIteration):
+        raise ValueError(f"the CSV header of {first} is empty or not UTF-8") from None
 
 
 class ReadLogRecords(beam.PTransform):
@@ -102,7 +105,9 @@ class ReadLogRecords(beam.PTransform):
             if self.file_format == "parquet":
                 read = beam.io.ReadFromParquet(pattern) | f"JsonSafe{index}" >> beam.Map(_json_safe)
             else:
-                read = beam.io.ReadFromText(pattern, skip_header_lines=1 if self.file_format == "csv" else 0)
+                read = beam.io.ReadFromText(
+                    pattern, skip_header_lines=1 if self.file_format == "csv" else 0, coder=beam.coders.BytesCoder()
+                )
             reads.append(pbegin | f"Read{index}" >> read)
         return reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
 

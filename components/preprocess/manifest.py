@@ -53,6 +53,9 @@ class Manifest(BaseModel):
     dead_letter: dict[str, int] = Field(default_factory=dict, description="invalid records per reason")
     dead_letter_pattern: str | None = Field(None, description="glob of dead-letter JSONL ({stream, reason, raw})")
     invalid_fraction: float = Field(0.0, description="dead letters / records read")
+    invalid_fraction_by_stream: dict[str, float] = Field(
+        default_factory=dict, description="per stream (impressions, engagements): its dead letters / its records read"
+    )
     feature_spec: dict[str, dict] = Field(
         default_factory=dict, description="transformed feature spec: name → {dtype, shape}"
     )

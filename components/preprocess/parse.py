@@ -39,7 +39,7 @@ class InvalidRecord(ValueError):
 
 @dataclass(frozen=True)
 class RecordDecoder:
-    """Raw record (a JSON or CSV line, or a dict) → dict of source columns."""
+    """Raw record (a JSON or CSV line as read, bytes or text, or a dict) → dict of source columns."""
 
     file_format: str = "jsonl"
     csv_columns: tuple[str, ...] = ()
@@ -48,6 +48,11 @@ class RecordDecoder:
     def __call__(self, raw: Any) -> dict:
         if isinstance(raw, dict):
             return raw
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidRecord("bad_encoding") from None
         if not isinstance(raw, str) or not raw.strip():
             raise InvalidRecord("empty_record")
         if self.file_format == "csv":
@@ -269,7 +274,12 @@ class EngagementParser:
 
 
 def dead_letter(stream: str, reason: str, raw: Any) -> dict:
-    return {"stream": stream, "reason": reason, "raw": raw if isinstance(raw, str) else json.dumps(raw, default=str)}
+    """{stream, reason, raw}: `raw` is the record as read; bytes that are not UTF-8 are kept as \\xNN escapes."""
+    if isinstance(raw, bytes):
+        text = raw.decode("utf-8", "backslashreplace")
+    else:
+        text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    return {"stream": stream, "reason": reason, "raw": text}
 
 
 class ParseRecords(beam.DoFn):

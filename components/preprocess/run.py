@@ -1,9 +1,11 @@
 """`preprocess()`: logs → labelled examples → time split → tf.Transform → gzip TFRecords + manifest.
 
-    read ──► parse ──► join / dedup ──► split by time ──► analyze (train) ──► transform (both) ──► TFRecords
-              │dead letters           │counters                                      │transform_fn
-              ▼                       ▼                                              ▼
-        dead_letter/*.jsonl     stats/counters.jsonl ──────────────────────────► manifest.json, manifest.md
+    read ──► parse ──► plausible times ──► join / dedup ──► split by time ──► analyze (train) ──► transform ──► TFRecords
+              │dead letters  │dead letters         │counters                                  │transform_fn
+              ▼              ▼                     ▼                                          ▼
+        dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
+
+After the job: too many dead letters in either stream, or a split below `split.min_*_examples`, fail the step.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from components.preprocess.parse import (
     TimestampParser, parse_stream,
 )
 from components.preprocess.stats import WriteCounters, count_all, count_split, read_counters
+from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 from configs.schema import AdrankConfig
@@ -41,7 +44,11 @@ DAY_SECONDS = 86_400
 
 
 class TooManyInvalidRecords(RuntimeError):
-    """The share of dead letters exceeds `preprocess.max_invalid_fraction`."""
+    """The share of dead letters of one stream exceeds `preprocess.max_invalid_fraction`."""
+
+
+class NotEnoughExamples(RuntimeError):
+    """The logs gave no examples, or a split has fewer than `split.min_train_examples` / `min_eval_examples`."""
 
 
 def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
@@ -67,15 +74,40 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     manifest = _manifest(config, logs_dir, root, window)
     manifest.write(output_dir)
     (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
-    if manifest.invalid_fraction > config.preprocess.max_invalid_fraction:
-        top = sorted(manifest.dead_letter.items(), key=lambda kv: -kv[1])[:3]
-        raise TooManyInvalidRecords(
-            f"{manifest.invalid_fraction:.2%} of the records read are invalid, above "
-            f"preprocess.max_invalid_fraction {config.preprocess.max_invalid_fraction:.2%}; top reasons: "
-            + ", ".join(f"{reason} ({n})" for reason, n in top)
-            + f"; dead letters in {manifest.dead_letter_pattern}"
-        )
+    check_invalid_records(manifest, config.preprocess.max_invalid_fraction, f"{root}/{manifest.dead_letter_pattern}")
+    check_split_sizes(manifest, config.split.min_train_examples, config.split.min_eval_examples)
     return manifest
+
+
+def check_invalid_records(manifest: Manifest, max_fraction: float, dead_letters: str) -> None:
+    """Each stream's dead-letter share against `preprocess.max_invalid_fraction`."""
+    for stream, fraction in manifest.invalid_fraction_by_stream.items():
+        if fraction <= max_fraction:
+            continue
+        reasons = {r.split(":", 1)[1]: n for r, n in manifest.dead_letter.items() if r.startswith(f"{stream}:")}
+        top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+        raise TooManyInvalidRecords(
+            f"{stream}: {sum(reasons.values())} of {manifest.counts.get(f'{stream}_read', 0)} records read "
+            f"({fraction:.2%}) are invalid, above preprocess.max_invalid_fraction {max_fraction:.2%}; top reasons: "
+            + ", ".join(f"{stream}:{reason} ({n})" for reason, n in top)
+            + f"; dead letters in {dead_letters}"
+        )
+
+
+def check_split_sizes(manifest: Manifest, min_train: int, min_eval: int) -> None:
+    read = manifest.counts.get("impressions_read", 0)
+    if manifest.counts.get("examples", 0) == 0:
+        raise NotEnoughExamples(
+            f"preprocess produced no examples from {read} impression records read: the logs are empty, "
+            f"outside the window, or all invalid (dead letters: {manifest.counts.get('dead_letters', 0)})"
+        )
+    for split, minimum, field in (("train", min_train, "min_train_examples"), ("eval", min_eval, "min_eval_examples")):
+        examples = manifest.splits[split].examples
+        if examples < minimum:
+            raise NotEnoughExamples(
+                f"the {split} split has {examples} examples, fewer than split.{field} {minimum} "
+                f"(time split: the last split.eval_days of impressions are eval)"
+            )
 
 
 def _stream_paths(config: AdrankConfig, logs_dir: str | None) -> tuple[str, str | None]:
@@ -140,13 +172,23 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     )
     counters = [count_all(raw_impressions, "impressions_read")]
     dead_letters = [impression_dead]
+    skew_days = config.logs.max_timestamp_skew_days
+    median = None
+    if skew_days is not None:
+        median = impressions | "MedianImpressionTime" >> MedianTime()
+        impressions, out_of_range = keep_plausible_times(impressions, "impressions", median, skew_days)
+        dead_letters.append(out_of_range)
     if config.logs.label_mode == "engagements":
-        late_days = max(t.attribution_window_seconds for t in config.tasks) // DAY_SECONDS + 1
+        late_seconds = max(t.attribution_window_seconds for t in config.tasks)
+        late_days = late_seconds // DAY_SECONDS + 1
         raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(engagements_path, fmt, window, late_days)
         events, event_dead = parse_stream(raw_events, "engagements", engagement_parser(config, engagements_path))
+        dead_letters.append(event_dead)
+        if median is not None:
+            events, out_of_range = keep_plausible_times(events, "engagements", median, skew_days, late_seconds * 1000)
+            dead_letters.append(out_of_range)
         examples, join_counts = (impressions, events) | "Join" >> JoinEngagements(event_tasks(config), window)
         counters += [count_all(raw_events, "engagements_read")]
-        dead_letters.append(event_dead)
     else:
         examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
     counters.append(join_counts)
@@ -230,6 +272,11 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
     dead_letter = {k.removeprefix("dead_letter:"): v for k, v in counters.items() if k.startswith("dead_letter:")}
     read = counters.get("impressions_read", 0) + counters.get("engagements_read", 0)
     invalid = sum(dead_letter.values())
+    by_stream = {}
+    for stream in ("impressions", "engagements"):
+        if f"{stream}_read" in counters:
+            stream_invalid = sum(n for r, n in dead_letter.items() if r.startswith(f"{stream}:"))
+            by_stream[stream] = stream_invalid / counters[f"{stream}_read"] if counters[f"{stream}_read"] else 0.0
     return Manifest(
         tasks=tasks,
         features=feature_infos(config.features, tft_output, missing_rates),
@@ -240,6 +287,7 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
         dead_letter=dead_letter,
         dead_letter_pattern=f"{DEAD_LETTER_DIR}/dead_letter-*.jsonl",
         invalid_fraction=invalid / read if read else 0.0,
+        invalid_fraction_by_stream=by_stream,
         feature_spec={
             name: {"dtype": spec.dtype.name, "shape": [int(d) for d in spec.shape]}
             for name, spec in tft_output.transformed_feature_spec().items()

@@ -18,14 +18,11 @@ import tensorflow_transform as tft
 from components.preprocess.join import label_key
 from components.preprocess.manifest import FeatureInfo
 from components.preprocess.parse import TIMESTAMP_MS
+from components.preprocess.vocabulary import apply_vocabularies, vocabulary_sizes
 
 HOURS, WEEKDAYS = 24, 7
 MS_PER_HOUR, MS_PER_DAY = 3_600_000, 86_400_000
 EPOCH_WEEKDAY = 3  # 1970-01-01 was a Thursday (Monday = 0)
-
-
-def vocabulary_file(feature_name: str) -> str:
-    return f"vocab_{feature_name}"
 
 
 def raw_feature_spec(features, tasks) -> dict:
@@ -42,30 +39,37 @@ def raw_feature_spec(features, tasks) -> dict:
     return spec
 
 
-def _ids(tokens: tf.Tensor, feature) -> tf.Tensor:
-    if feature.encoding == "hash":
-        return tf.strings.to_hash_bucket_fast(tokens, feature.hash_buckets)
-    return tft.compute_and_apply_vocabulary(
-        tokens,
-        top_k=feature.top_k,
-        frequency_threshold=feature.frequency_threshold if feature.frequency_threshold > 1 else None,
-        num_oov_buckets=feature.oov_buckets,
-        vocab_filename=vocabulary_file(feature.name),
-    )
+def _categorical_ids(inputs: dict, features) -> dict[str, tf.Tensor]:
+    """Ids of every categorical and categorical_list feature; all vocabularies come from one analyzer."""
+    tokens, lists = {}, {}
+    for feature in features:
+        if feature.kind == "categorical":
+            tokens[feature.name] = inputs[feature.name]
+        elif feature.kind == "categorical_list":
+            lists[feature.name] = tf.RaggedTensor.from_sparse(inputs[feature.name])
+            tokens[feature.name] = lists[feature.name].flat_values
+    categorical = [f for f in features if f.name in tokens]
+    ids = apply_vocabularies(tokens, [f for f in categorical if f.encoding != "hash"])
+    ids |= {
+        f.name: tf.strings.to_hash_bucket_fast(tokens[f.name], f.hash_buckets)
+        for f in categorical if f.encoding == "hash"
+    }
+    for feature in categorical:
+        if feature.kind == "categorical_list":
+            padded = lists[feature.name].with_flat_values(ids[feature.name] + 1)  # 0 is padding
+            ids[feature.name] = padded.to_tensor(default_value=0, shape=[None, feature.max_length])
+    return ids
 
 
 def build_preprocessing_fn(features, tasks):
     features, task_names = tuple(features), tuple(t.name for t in tasks)
 
     def preprocessing_fn(inputs):
+        ids = _categorical_ids(inputs, features)
         outputs = {}
         for feature in features:
-            if feature.kind == "categorical":
-                outputs[feature.name] = _ids(inputs[feature.name], feature)
-            elif feature.kind == "categorical_list":
-                tokens = tf.RaggedTensor.from_sparse(inputs[feature.name])
-                ids = tokens.with_flat_values(_ids(tokens.flat_values, feature) + 1)
-                outputs[feature.name] = ids.to_tensor(default_value=0, shape=[None, feature.max_length])
+            if feature.name in ids:
+                outputs[feature.name] = ids[feature.name]
             elif feature.kind == "numeric":
                 value = inputs[feature.name]
                 if feature.normalization == "quantile_buckets":
@@ -94,6 +98,7 @@ def build_preprocessing_fn(features, tasks):
 def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: dict[str, float]) -> list[FeatureInfo]:
     """The manifest's feature list: shapes and table sizes read from the transform output."""
     spec = tft_output.transformed_feature_spec()
+    vocabularies = vocabulary_sizes(tft_output)
     infos = []
     for feature in features:
         out = spec[feature.name]
@@ -101,7 +106,7 @@ def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: di
         dtype = "int64" if out.dtype == tf.int64 else "float32"
         kind, size, combiner = "categorical", None, None
         if feature.kind in ("categorical", "categorical_list"):
-            size = _table_rows(feature, tft_output)
+            size = _table_rows(feature, vocabularies)
             if feature.kind == "categorical_list":
                 kind, size, combiner = "categorical_list", size + 1, feature.combiner
         elif feature.kind == "numeric":
@@ -118,7 +123,7 @@ def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: di
     return infos
 
 
-def _table_rows(feature, tft_output: tft.TFTransformOutput) -> int:
+def _table_rows(feature, vocabularies: dict[str, int]) -> int:
     if feature.encoding == "hash":
         return feature.hash_buckets
-    return tft_output.vocabulary_size_by_name(vocabulary_file(feature.name)) + feature.oov_buckets
+    return vocabularies[feature.name] + feature.oov_buckets

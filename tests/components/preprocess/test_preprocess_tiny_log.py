@@ -101,6 +101,7 @@ def test_counts_and_dead_letters(tiny_run):
     assert counts["examples"] == 4
     assert manifest.dead_letter == {"impressions:bad_json": 1, "engagements:unknown_event_type": 1}
     assert manifest.invalid_fraction == pytest.approx(2 / 13)
+    assert manifest.invalid_fraction_by_stream == pytest.approx({"impressions": 1 / 6, "engagements": 1 / 7})
     letters = [json.loads(line) for path in out.glob("dead_letter/*.jsonl") for line in path.read_text().splitlines()]
     assert sorted(d["reason"] for d in letters) == ["bad_json", "unknown_event_type"]
     assert any(d["raw"] == IMPRESSIONS[-1] for d in letters)
@@ -149,5 +150,5 @@ def test_too_many_invalid_records_fail_naming_share_and_reasons(tmp_path, config
                     "max_invalid_fraction": 0.1},
         split={"eval_days": 1},
     )
-    with pytest.raises(TooManyInvalidRecords, match=r"50\.00% .*impressions:bad_json \(3\)"):
+    with pytest.raises(TooManyInvalidRecords, match=r"^impressions: 3 of 5 records read \(60\.00%\) .*impressions:bad_json \(3\)"):
         preprocess(config, None, str(tmp_path / "out"))

@@ -1,0 +1,109 @@
+"""One bad record never aborts or silently skews preprocessing: it becomes a dead letter with a reason, or the
+step fails with one clear message (empty logs, a split below its minimum, too many dead letters in a stream)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.preprocess.run import NotEnoughExamples, TooManyInvalidRecords, preprocess
+
+DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
+FEATURES = [{"name": "ad_id", "kind": "categorical", "oov_buckets": 1}]
+TASKS = [{"name": "engagement", "event_type": "swipe"}]
+
+
+def impressions(per_day: int = 2) -> list[dict]:
+    return [
+        {"impression_id": f"{day}-{i}", "timestamp": f"{day}T1{i}:00:00Z", "ad_id": f"a{i}"}
+        for day in DAYS for i in range(per_day)
+    ]
+
+
+def files_config(config_for, imps: str, evs: str, **sections):
+    return config_for(logs={"source": "files", "impressions": imps, "engagements": evs}, tasks=TASKS,
+                      features=FEATURES, **sections)
+
+
+def dead_letters(out) -> list[dict]:
+    return [json.loads(line) for path in out.glob("dead_letter/*.jsonl") for line in path.read_text().splitlines()]
+
+
+def test_bad_bytes_and_clock_skewed_timestamps_are_dead_letters(tmp_path, config_for, log_writer):
+    lines = [json.dumps(r) for r in impressions()] + [
+        json.dumps({"impression_id": "far", "timestamp": "2099-06-01T00:00:00Z", "ad_id": "a0"}),
+        json.dumps({"impression_id": "farthest", "timestamp": "9999-12-31T23:59:59Z", "ad_id": "a0"}),
+    ]
+    imps = tmp_path / "impressions.jsonl"
+    imps.write_bytes(("\n".join(lines) + "\n").encode() + b'{"impression_id": "x\xff", "ad_id": "a1"}\n')
+    evs = log_writer(tmp_path / "engagements.jsonl", [
+        {"impression_id": f"{DAYS[0]}-0", "event_type": "swipe", "timestamp": f"{DAYS[0]}T10:30:00Z"},
+        {"impression_id": "far", "event_type": "swipe", "timestamp": "2099-06-01T00:10:00Z"},
+    ])
+    out = tmp_path / "out"
+    manifest = preprocess(files_config(config_for, str(imps), evs), None, str(out))
+
+    assert manifest.dead_letter == {
+        "impressions:bad_encoding": 1, "impressions:timestamp_out_of_range": 2,
+        "engagements:timestamp_out_of_range": 1,
+    }
+    # the split comes from the plausible records: the last real day is eval, not the year-2099 record alone
+    assert manifest.splits["train"].examples == 4 and manifest.splits["eval"].examples == 2
+    assert manifest.splits["train"].positives == {"engagement": 1}
+    letters = dead_letters(out)
+    undecodable = [d for d in letters if d["reason"] == "bad_encoding"]
+    assert undecodable == [{"stream": "impressions", "reason": "bad_encoding",
+                            "raw": '{"impression_id": "x\\xff", "ad_id": "a1"}'}]
+    skewed = sorted(json.loads(d["raw"])["impression_id"] for d in letters if d["reason"] == "timestamp_out_of_range")
+    assert skewed == ["far", "far", "farthest"]
+    assert manifest.invalid_fraction_by_stream == pytest.approx({"impressions": 3 / 9, "engagements": 1 / 2})
+
+
+def test_invalid_utf8_in_a_csv_line_is_a_dead_letter(tmp_path, config_for):
+    log = tmp_path / "clicks.csv"
+    rows = [f"{i},{DAYS[i % 3]} 1{i % 10}:00:00,{i % 2}".encode() for i in range(9)]
+    log.write_bytes(b"\n".join([b"ad_id,click_time,is_attributed", *rows, b"7\xe9,2026-01-02 10:00:00,0"]) + b"\n")
+    config = config_for(
+        logs={"source": "files", "label_mode": "outcome", "format": "csv", "impressions": str(log),
+              "impression_fields": {"timestamp": "click_time"}, "timestamp_format": "%Y-%m-%d %H:%M:%S"},
+        tasks=[{"name": "download", "label_column": "is_attributed"}],
+        features=FEATURES,
+    )
+    manifest = preprocess(config, None, str(tmp_path / "out"))
+
+    assert manifest.dead_letter == {"impressions:bad_encoding": 1}
+    assert manifest.splits["train"].examples + manifest.splits["eval"].examples == 9
+    assert [d["raw"] for d in dead_letters(tmp_path / "out")] == ["7\\xe9,2026-01-02 10:00:00,0"]
+
+
+def test_empty_logs_fail_at_preprocess(tmp_path, config_for, log_writer):
+    imps = log_writer(tmp_path / "impressions.jsonl", [])
+    evs = log_writer(tmp_path / "engagements.jsonl", [])
+    with pytest.raises(NotEnoughExamples, match=r"no examples from 0 impression records read"):
+        preprocess(files_config(config_for, imps, evs), None, str(tmp_path / "out"))
+
+
+def test_a_split_below_its_minimum_fails_naming_the_setting(tmp_path, config_for, log_writer):
+    imps = log_writer(tmp_path / "impressions.jsonl", impressions())
+    evs = log_writer(tmp_path / "engagements.jsonl", [])
+    config = files_config(config_for, imps, evs, split={"eval_days": 1, "min_eval_examples": 3})
+    with pytest.raises(NotEnoughExamples, match=r"eval split has 2 examples, fewer than split\.min_eval_examples 3"):
+        preprocess(config, None, str(tmp_path / "out"))
+
+
+def test_invalid_share_is_checked_per_stream(tmp_path, config_for, log_writer):
+    imps = log_writer(tmp_path / "impressions.jsonl", impressions(per_day=4))  # 12 valid impressions
+    evs = log_writer(tmp_path / "engagements.jsonl", [
+        {"impression_id": f"{DAYS[0]}-0", "event_type": "swipe", "timestamp": f"{DAYS[0]}T10:30:00Z"},
+        "not json", "not json either",
+    ])
+    # 2 of 15 records overall (13%) but 2 of 3 engagements (67%)
+    config = files_config(config_for, imps, evs, preprocess={
+        "direct_running_mode": "in_memory", "direct_num_workers": 1, "output_shards": 1, "max_invalid_fraction": 0.2,
+    })
+    with pytest.raises(TooManyInvalidRecords, match=(
+        r"^engagements: 2 of 3 records read \(66\.67%\) are invalid, above preprocess\.max_invalid_fraction "
+        r"20\.00%; top reasons: engagements:bad_json \(2\); dead letters in .*/dead_letter/dead_letter-\*\.jsonl$"
+    )):
+        preprocess(config, None, str(tmp_path / "out"))
