@@ -74,3 +74,22 @@ def test_absent_hardware_fails_clearly_unless_cpu_fallback_is_allowed():
     fallback = runtime_for("tpu", allow_cpu_fallback=True)
     assert fallback.device_kind == "CPU" and "TPU" in fallback.fallback_reason
     assert fallback.hardware_seen().device_kind == "CPU"  # never claims a TPU ran
+
+
+def test_training_loss_is_computed_from_logits_not_clipped_probabilities(examples_dir):
+    """A confident wrong prediction (logit −30, label 1) costs 30 nats; from clipped probabilities it would
+    cost −log(1e-7) ≈ 16.1 with a zero gradient, which stalls learning on rare positives."""
+    manifest = Manifest.read(examples_dir)
+    model = build_model(ModelConfig(kind="dcn"), manifest, per_replica_batch=2)
+    model.compile(optimizer=keras.optimizers.Adam(0.0), loss={t: keras.losses.BinaryCrossentropy() for t in manifest.tasks})
+    features = {
+        "user_id": tf.constant([1, 2], tf.int64), "ad_id": tf.constant([3, 4], tf.int64),
+        "user_interests": tf.constant([[1, 0, 0, 0], [2, 3, 0, 0]], tf.int64), "ad_bid": tf.constant([0.1, 0.2]),
+    }
+    model(features)
+    for head in model.heads.values():
+        head.kernel.assign(tf.zeros_like(head.kernel))
+        head.bias.assign([-30.0])
+    labels = {task: tf.ones([2, 1]) for task in manifest.tasks}
+    history = model.fit(tf.data.Dataset.from_tensors((features, labels)), epochs=1, verbose=0)
+    assert history.history["loss"][-1] == pytest.approx(30.0 * len(manifest.tasks), rel=1e-3)
