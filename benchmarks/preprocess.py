@@ -4,11 +4,18 @@ DirectRunner workers, against a floor that only reads, parses and writes TFRecor
     .venv/bin/python benchmarks/preprocess.py [--impressions 1000000] [--workdir /tmp/adrank-bench]
 
 Prints examples/s per variant and ratios. Not a test: it takes several minutes on 2 cores.
+
+    .venv/bin/python benchmarks/preprocess.py --features 1000 [--rows 3000]
+
+instead times the full step on a wide log (`--rows` impressions over 3 days, each with `--features`
+categorical columns of up to 50 values) with every feature on a vocabulary, then every feature hashed,
+and prints both times and their ratio (the vocabularies' analysis cost).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import tempfile
 import time
@@ -52,13 +59,59 @@ def floor_pipeline(config, logs_dir: str, output_dir: str) -> None:
         )
 
 
+def write_wide_logs(logs_dir: Path, rows: int, features: int) -> None:
+    """`rows` impressions over 3 days, feature j of row i = v<(i * (j + 1)) % 50>, one engagement per 10 rows."""
+    days = ("2026-03-07", "2026-03-08", "2026-03-09")
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    with open(logs_dir / "impressions.jsonl", "w") as imps, open(logs_dir / "engagements.jsonl", "w") as events:
+        for i in range(rows):
+            day, second = days[i * len(days) // rows], i % 86_400
+            stamp = f"{day}T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
+            row = {"impression_id": f"imp-{i}", "timestamp": stamp}
+            row.update({f"f{j}": f"v{(i * (j + 1)) % 50}" for j in range(features)})
+            imps.write(json.dumps(row) + "\n")
+            if i % 10 == 0:
+                events.write(json.dumps({"impression_id": f"imp-{i}", "event_type": "swipe", "timestamp": stamp}) + "\n")
+
+
+def wide_features(args, workdir: Path) -> None:
+    """Full preprocess of a wide log: all features on vocabularies vs all hashed, side by side."""
+    logs_dir = workdir / "wide-logs"
+    write_wide_logs(logs_dir, args.rows, args.features)
+    seconds = {}
+    for encoding in ("vocabulary", "hash"):
+        overrides = [
+            "logs.source=files", f"logs.impressions={logs_dir}/impressions.jsonl",
+            f"logs.engagements={logs_dir}/engagements.jsonl",
+            "preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1",
+            "preprocess.output_shards=1",
+        ]
+        config = load_config(overrides=overrides)
+        features = [{"name": f"f{j}", "kind": "categorical", "encoding": encoding, "hash_buckets": 64}
+                    for j in range(args.features)]
+        config = config.model_validate(config.model_dump() | {"features": features})
+        out = workdir / f"out-wide-{encoding}"
+        shutil.rmtree(out, ignore_errors=True)
+        started = time.perf_counter()
+        manifest = preprocess(config, None, str(out))
+        seconds[encoding] = time.perf_counter() - started
+        examples = sum(s.examples for s in manifest.splits.values())
+        print(f"{args.features} {encoding:10s} features: {examples} examples  {seconds[encoding]:7.1f} s", flush=True)
+    print(f"vocabulary / hash time: {seconds['vocabulary'] / seconds['hash']:.2f}  (goal <= 2.00)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--impressions", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=4)
+    parser.add_argument("--features", type=int, default=None, help="time vocabulary vs hashed features instead")
+    parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log (with --features)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
+    if args.features:
+        wide_features(args, workdir)
+        return
     per_day = args.impressions // args.days
     base = [f"logs.synthetic.days={args.days}", f"logs.synthetic.impressions_per_day={per_day}",
             "logs.synthetic.users=50000", "logs.synthetic.ads=5000", "logs.synthetic.shards_per_stream=8",

@@ -7,13 +7,12 @@ vocabulary features share one `tft.experimental.ptransform_analyzer`:
 
     batches ──► (feature, token) counts per batch ──► sum per (feature, token) ──► group by feature
             ──► keep count >= frequency_threshold, order (count, token) largest first, top_k
-            ──► one `vocabularies` file: per feature a header line `<feature>:` then `<feature>:<token>` lines;
-                a last line `:` closes the file
+            ──► one `vocabularies` file: per feature a header line `<feature>`, then `<feature>:<token>`
+                lines; a last line `:` closes the file
 
-and one `tft.apply_vocabulary` over all features' `<feature>:<token>` keys plus the headers: a feature's id
-is its key's line number minus its header's line minus one, its vocabulary size the distance to the next
-header minus one (empty tokens are never vocabulary entries, so a header cannot be a token's key), and a
-token not in the vocabulary hashes into the feature's OOV buckets after its vocabulary. Ids are those of
+and one table (line → line number) for all of them: a feature's id is the line of `<feature>:<token>` minus
+its header's line minus one, its vocabulary size the distance to the next header minus one, and a token not
+in the vocabulary hashes into the feature's OOV buckets after its vocabulary. Ids are those of
 `compute_and_apply_vocabulary(num_oov_buckets=...)`: same order (count, then token bytes, both descending),
 empty or newline tokens left out, an empty vocabulary holding tf.Transform's one dummy token, and OOV ids
 `size + hash_bucket_fast(token, oov_buckets)` as `tf.lookup.StaticVocabularyTable` computes them.
@@ -36,6 +35,7 @@ from tensorflow_transform.beam.experimental.analyzer_impls import PTransformAnal
 
 VOCABULARIES_FILE = "vocabularies"
 KEY_SEPARATOR = b":"  # feature names are [a-z][a-z0-9_]*: the first ':' ends the name
+TRAILER = b":"  # the last line; a header line is the bare feature name, so no key equals a header
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,8 @@ class _WriteVocabularies(beam.DoFn):
             for index, spec in enumerate(self.specs):
                 prefix = spec.feature.encode() + KEY_SEPARATOR
                 tokens = ordered_vocabulary(counts_by_feature.get(index, []), spec)
-                handle.write(b"".join(prefix + token + b"\n" for token in [b""] + tokens))
-            handle.write(KEY_SEPARATOR + b"\n")
+                handle.write(spec.feature.encode() + b"\n" + b"".join(prefix + token + b"\n" for token in tokens))
+            handle.write(TRAILER + b"\n")
         yield np.array(path.encode())
 
 
@@ -110,60 +110,47 @@ class ComputeVocabularies(PTransformAnalyzer):
 
 
 def apply_vocabularies(tokens: dict[str, tf.Tensor], features) -> dict[str, tf.Tensor]:
-    """Token tensors of the vocabulary features → int64 ids, with one analyzer, one table and a handful of
-    ops for all of them (per-feature ops would make the transform graph grow with the feature count).
+    """1-D token tensors of the vocabulary features → int64 ids, with one analyzer and one table for all.
 
-    `features`: feature configs (`name`, `kind`, `top_k`, `frequency_threshold`, `oov_buckets`); `tokens`:
-    [batch] strings for `categorical` features, the 1-D flat values of a list for the others.
+    `features`: feature configs (`name`, `top_k`, `frequency_threshold`, `oov_buckets`). Each feature keeps
+    its own few lookup ops: tf.Transform walks every output's ancestry when it loads the graph, so outputs
+    computed from one shared tensor would cost (features x graph size).
     """
-    columns = [f for f in features if f.kind == "categorical"]
-    flat = [f for f in features if f.kind != "categorical"]
-    order = columns + flat
-    if not order:
+    features = tuple(features)
+    if not features:
         return {}
     specs = tuple(
-        VocabularySpec(f.name, f.top_k, f.frequency_threshold if f.frequency_threshold > 1 else 0) for f in order
+        VocabularySpec(f.name, f.top_k, f.frequency_threshold if f.frequency_threshold > 1 else 0) for f in features
     )
     (path,) = tft.experimental.ptransform_analyzer(
-        inputs=[tokens[f.name] for f in order],
+        inputs=[tokens[f.name] for f in features],
         ptransform=ComputeVocabularies(specs),
         output_dtypes=[tf.string],
         output_shapes=[[]],
-        output_asset_default_values=[KEY_SEPARATOR + b"\n"],
+        output_asset_default_values=[TRAILER + b"\n"],
         name="vocabularies",
     )
-    parts, feature_of = [], []
-    if columns:
-        matrix = tf.stack([tokens[f.name] for f in columns], axis=1)  # [batch, columns]
-        parts.append(tf.reshape(matrix, [-1]))
-        feature_of.append(tf.tile(tf.range(len(columns), dtype=tf.int64), tf.shape(matrix, out_type=tf.int64)[:1]))
-    for index, feature in enumerate(flat, start=len(columns)):
-        parts.append(tokens[feature.name])
-        feature_of.append(tf.fill(tf.shape(tokens[feature.name], out_type=tf.int64), tf.constant(index, tf.int64)))
-    all_tokens, feature_of = tf.concat(parts, axis=0), tf.concat(feature_of, axis=0)
+    tables = []
 
-    headers = tf.constant([f"{f.name}:" for f in order] + [KEY_SEPARATOR.decode()])
-    keys = tf.gather(headers, feature_of) + all_tokens
-    lines = tft.apply_vocabulary(tf.concat([headers, keys], axis=0), path, default_value=-1)
-    header_lines, lines = lines[: len(order) + 1], lines[len(order) + 1:]
-    first = tf.gather(header_lines[:-1] + 1, feature_of)
-    size = tf.gather(header_lines[1:] - header_lines[:-1] - 1, feature_of)
-    oov_buckets = tf.gather(tf.constant([f.oov_buckets for f in order], tf.int64), feature_of)
-    hashed = tf.zeros_like(lines)
-    for buckets in sorted({f.oov_buckets for f in order}):
-        hashed = tf.where(oov_buckets == buckets, tf.strings.to_hash_bucket_fast(all_tokens, buckets), hashed)
-    known = (lines >= 0) & (tf.strings.length(all_tokens) > 0)  # an empty token would hit its feature's header
-    ids = tf.where(known, lines - first, size + hashed)
+    def lookup_headers(headers, filename):
+        initializer = tf.lookup.TextFileInitializer(
+            filename, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER
+        )
+        tables.append(tf.lookup.StaticHashTable(initializer, default_value=-1))
+        return tables[0].lookup(headers), tables[0].size()
 
-    out = {}
-    column_count = tf.size(parts[0]) if columns else 0
-    if columns:
-        by_column = tf.unstack(tf.reshape(ids[:column_count], [-1, len(columns)]), num=len(columns), axis=1)
-        out.update({f.name: column for f, column in zip(columns, by_column)})
-    if flat:
-        pieces = tf.split(ids[column_count:], [tf.size(tokens[f.name]) for f in flat])
-        out.update({f.name: piece for f, piece in zip(flat, pieces)})
-    return out
+    headers = tf.constant([f.name for f in features] + [TRAILER.decode()])
+    header_lines = tf.unstack(
+        tft.apply_vocabulary(headers, path, lookup_fn=lookup_headers), num=len(features) + 1
+    )
+    ids = {}
+    for index, feature in enumerate(features):
+        token = tokens[feature.name]
+        line = tables[0].lookup(f"{feature.name}:" + token)  # an empty token's key is in no line: OOV
+        first, end = header_lines[index] + 1, header_lines[index + 1]
+        oov = end - first + tf.strings.to_hash_bucket_fast(token, feature.oov_buckets)
+        ids[feature.name] = tf.where(line >= 0, line - first, oov)
+    return ids
 
 
 def vocabulary_sizes(tft_output: tft.TFTransformOutput) -> dict[str, int]:
@@ -172,8 +159,7 @@ def vocabulary_sizes(tft_output: tft.TFTransformOutput) -> dict[str, int]:
         lines = tft_output.vocabulary_by_name(VOCABULARIES_FILE)
     except ValueError:
         return {}
-    split = (line.split(KEY_SEPARATOR, 1) for line in lines)
-    sizes = Counter(name.decode() for name, token in split if token)  # headers have no token
+    sizes = Counter(line.split(KEY_SEPARATOR, 1)[0].decode() for line in lines if KEY_SEPARATOR in line and line != TRAILER)
     return dict(sizes)
 
 
@@ -181,4 +167,4 @@ def feature_vocabulary(tft_output: tft.TFTransformOutput, feature_name: str) -> 
     """One feature's vocabulary, id order."""
     prefix = feature_name.encode() + KEY_SEPARATOR
     lines = tft_output.vocabulary_by_name(VOCABULARIES_FILE)
-    return [line[len(prefix):] for line in lines if line.startswith(prefix) and line != prefix]
+    return [line[len(prefix):] for line in lines if line.startswith(prefix)]
