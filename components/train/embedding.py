@@ -228,6 +228,7 @@ class FeatureEmbedding(keras.layers.Layer):
                     name = group.name if shards == 1 else f"{group.name}_part{index}"
                     parts.append(self.add_weight(shape=(rows, group.embedding_dim), initializer=initializer, name=name))
             self.group_variables.append(parts)
+        self.built = True  # every table exists now; `concatenated` is called without going through __call__
 
     def build(self, input_shape=None):
         self.built = True
@@ -240,19 +241,52 @@ class FeatureEmbedding(keras.layers.Layer):
                 return tf.gather(parts[0], ids)
             return tf.nn.embedding_lookup(parts, ids)  # "div": contiguous row ranges, as `shard_rows`
 
+    def _group_lookup(self, group_index: int, inputs: dict[str, tf.Tensor]) -> tuple[list[str], tf.Tensor, dict]:
+        """(scalar features, their vectors [batch, features × dim], {list feature: [batch, dim]}) of one group:
+        the scalar ids are stacked into one [batch, features] tensor and shifted by each table's offset, so the
+        whole group is one gather whatever the number of features."""
+        group = self.groups[group_index]
+        names = self.group_features[group_index]
+        scalars = [n for n in names if len(self.feature_configs[n].input_shape) != 2]
+        lists = [n for n in names if len(self.feature_configs[n].input_shape) == 2]
+        flat_ids, sizes = [], []
+        if scalars:
+            offsets = tf.constant([group.offset_of(self.feature_configs[n].table.name) for n in scalars], tf.int64)
+            stacked = tf.reshape(tf.stack([tf.reshape(tf.cast(inputs[n], tf.int64), [-1]) for n in scalars], 1),
+                                 [-1, len(scalars)])
+            flat_ids.append(tf.reshape(stacked + offsets, [-1]))
+        for name in lists:
+            flat_ids.append(tf.reshape(tf.cast(inputs[name], tf.int64), [-1])
+                            + group.offset_of(self.feature_configs[name].table.name))
+        if len(flat_ids) > 1:
+            sizes = [tf.size(ids) for ids in flat_ids]
+            vectors = tf.split(self._lookup(group_index, tf.concat(flat_ids, 0)), tf.stack(sizes), num=len(flat_ids))
+        else:
+            vectors = [self._lookup(group_index, flat_ids[0])]
+        scalar_block = None
+        if scalars:
+            scalar_block = tf.reshape(vectors.pop(0), [-1, len(scalars) * group.embedding_dim])
+        combined = {name: self._combine(name, inputs[name], piece) for name, piece in zip(lists, vectors)}
+        return scalars, scalar_block, combined
+
+    def concatenated(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
+        """Every feature's vector side by side, [batch, Σ dims]: per group its scalar features, then its lists."""
+        parts = []
+        for group_index in range(len(self.groups)):
+            scalars, block, combined = self._group_lookup(group_index, inputs)
+            if scalars:
+                parts.append(block)
+            parts.extend(combined.values())
+        return tf.concat(parts, axis=-1) if len(parts) > 1 else parts[0]
+
     def call(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         outputs = {}
         for group_index, group in enumerate(self.groups):
-            names = self.group_features[group_index]
-            flat_ids, sizes = [], []
-            for name in names:
-                ids = tf.reshape(tf.cast(inputs[name], tf.int64), [-1])
-                flat_ids.append(ids + group.offset_of(self.feature_configs[name].table.name))
-                sizes.append(tf.size(ids))
-            vectors = self._lookup(group_index, tf.concat(flat_ids, 0) if len(flat_ids) > 1 else flat_ids[0])
-            pieces = tf.split(vectors, tf.stack(sizes), num=len(names)) if len(names) > 1 else [vectors]
-            for name, piece in zip(names, pieces):
-                outputs[name] = self._combine(name, inputs[name], piece)
+            scalars, block, combined = self._group_lookup(group_index, inputs)
+            if scalars:
+                per_feature = tf.unstack(tf.reshape(block, [-1, len(scalars), group.embedding_dim]), axis=1)
+                outputs.update(zip(scalars, per_feature))
+            outputs.update(combined)
         return {name: outputs[name] for name in self.feature_configs}
 
     def _combine(self, name: str, ids: tf.Tensor, vectors: tf.Tensor) -> tf.Tensor:

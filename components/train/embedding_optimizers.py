@@ -11,11 +11,15 @@ g_i = Σ_{j: id_j = i} ∂L/∂e_j, then for each unique id i only (lr = the sch
                      E_i ← E_i − lr·√(1−β2^t)/(1−β1^t) · m_i / (√v_i + ε)   (rows not looked up keep m, v)
 
 SGD and Adagrad use TF's fused `ResourceScatterSub` / `ResourceSparseApplyAdagradV2` kernels; the others
-gather and scatter the touched slot rows. Dense tensors (never produced by a lookup) update every row.
+gather and scatter the touched slot rows. When a step's ids cover the table (rows ≤ 4 × ids: thousands of
+features over small tables), SGD and both Adagrads instead apply the summed gradient as one dense fused update:
+it is exactly 0 on rows not looked up, so those rows stay bit-identical, and one pass over ≤ 4 × ids rows is
+far cheaper than scattering them; lazy Adam always scatters (its slots must not decay on rows not looked up).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal
 
 import keras
@@ -27,24 +31,59 @@ EmbeddingOptimizerKind = Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd
 EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
 
 
-def sum_duplicate_rows(gradient) -> tf.IndexedSlices:
-    """(unique ids, summed row gradients); a dense gradient becomes every row's slice."""
+DENSE_SUM_MAX_ROWS_PER_ID = 4
+
+
+def sum_duplicate_rows(gradient, rows: int | None = None) -> tf.IndexedSlices:
+    """(unique ids, summed row gradients); a dense gradient becomes every row's slice.
+
+    With many ids per table row (thousands of features over small tables: rows ≤ 4 × ids, both static) the
+    rows are summed by id into a [rows, dim] scratch tensor and the ids present read back, which costs O(ids)
+    here and is much faster than hashing hundreds of thousands of ids; otherwise `tf.unique` hashes them."""
     if not isinstance(gradient, tf.IndexedSlices):
         gradient = tf.convert_to_tensor(gradient)
         return tf.IndexedSlices(gradient, tf.range(tf.shape(gradient, out_type=tf.int64)[0]), tf.shape(gradient))
-    unique_ids, positions = tf.unique(tf.cast(gradient.indices, tf.int64))
+    ids = tf.cast(gradient.indices, tf.int64)
+    count = ids.shape[0]
+    if rows is not None and count is not None and rows <= DENSE_SUM_MAX_ROWS_PER_ID * count:
+        summed = tf.math.unsorted_segment_sum(gradient.values, ids, rows)
+        present = tf.math.unsorted_segment_max(tf.ones_like(ids, tf.int32), ids, rows) > 0
+        unique_ids = tf.where(present)[:, 0]
+        return tf.IndexedSlices(tf.gather(summed, unique_ids), unique_ids, gradient.dense_shape)
+    unique_ids, positions = tf.unique(ids)
     values = tf.math.unsorted_segment_sum(gradient.values, positions, tf.shape(unique_ids)[0])
     return tf.IndexedSlices(values, unique_ids, gradient.dense_shape)
 
 
-def gradient_norm(gradients: list) -> tf.Tensor:
-    """Global L2 norm of dense and sparse gradients, never densifying a table-sized gradient."""
+def busy_table(rows: int, ids: int | None) -> bool:
+    """A step's ids (static count) cover the table: rows ≤ 4 × ids, e.g. thousands of features of small tables."""
+    return ids is not None and rows <= DENSE_SUM_MAX_ROWS_PER_ID * ids
+
+
+def sum_table_gradients(gradients: list, tables: list, dense_when_busy: bool) -> list:
+    """Each table's gradient with duplicate ids summed once; for a busy table (`busy_table`) and
+    `dense_when_busy`, as a dense [rows, dim] tensor that is 0 on rows not looked up."""
+    summed = []
+    for gradient, table in zip(gradients, tables):
+        rows = int(table.shape[0])
+        if isinstance(gradient, tf.IndexedSlices) and dense_when_busy and busy_table(rows, gradient.indices.shape[0]):
+            summed.append(tf.math.unsorted_segment_sum(gradient.values, gradient.indices, rows))
+        elif gradient is None or not isinstance(gradient, tf.IndexedSlices):
+            summed.append(gradient)
+        else:
+            summed.append(sum_duplicate_rows(gradient, rows))
+    return summed
+
+
+def gradient_norm(gradients: list, rows_summed: bool = False) -> tf.Tensor:
+    """Global L2 norm of dense and sparse gradients, never densifying a table-sized gradient
+    (`rows_summed`: the slices already hold one summed row per id)."""
     parts = []
     for gradient in gradients:
         if gradient is None:
             continue
         if isinstance(gradient, tf.IndexedSlices):
-            gradient = sum_duplicate_rows(gradient).values
+            gradient = gradient.values if rows_summed else sum_duplicate_rows(gradient).values
         parts.append(tf.cast(gradient, tf.float32))
     return tf.linalg.global_norm(parts)
 
@@ -73,6 +112,17 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
         self.epsilon = epsilon
         self.initial_accumulator_value = initial_accumulator_value
         self._slots: list[list] = []
+        self._rows_summed = False
+
+    @contextlib.contextmanager
+    def rows_summed(self):
+        """Gradients applied inside already hold one summed row per id (`sum_table_gradients`): with a single
+        replica they are used as they are; across replicas the all-reduce concatenates, so rows are summed again."""
+        self._rows_summed = True
+        try:
+            yield
+        finally:
+            self._rows_summed = False
 
     def build(self, var_list):
         if self.built:
@@ -149,10 +199,19 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         table = variable.value if isinstance(variable, keras.Variable) else variable
-        rows = sum_duplicate_rows(gradient)
-        ids, values = rows.indices, tf.cast(rows.values, table.dtype)
         lr = tf.cast(learning_rate, table.dtype)
         slots = [s.value if isinstance(s, keras.Variable) else s for s in self.slot_variables(variable)]
+        if self.kind != "lazy_adam":
+            if not isinstance(gradient, tf.IndexedSlices):
+                return self._apply_dense(tf.cast(gradient, table.dtype), table, slots, lr)
+            if busy_table(int(table.shape[0]), gradient.indices.shape[0]):
+                summed = tf.math.unsorted_segment_sum(gradient.values, gradient.indices, int(table.shape[0]))
+                return self._apply_dense(tf.cast(summed, table.dtype), table, slots, lr)
+        if self._rows_summed and self._distribution_strategy.num_replicas_in_sync == 1:
+            rows = gradient if isinstance(gradient, tf.IndexedSlices) else sum_duplicate_rows(gradient)
+        else:
+            rows = sum_duplicate_rows(gradient, int(table.shape[0]))
+        ids, values = rows.indices, tf.cast(rows.values, table.dtype)
         if self.kind == "sgd":
             table.scatter_sub(tf.IndexedSlices(lr * values, ids))
         elif self.kind == "adagrad":
@@ -176,6 +235,21 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
             momentum.scatter_update(tf.IndexedSlices(m, ids))
             velocity.scatter_update(tf.IndexedSlices(v, ids))
             table.scatter_sub(tf.IndexedSlices(alpha * m / (tf.sqrt(v) + self.epsilon), ids))
+
+    def _apply_dense(self, gradient, table, slots, lr):
+        """One fused update over the whole table with a gradient that is exactly 0 on rows not looked up,
+        which leaves those rows (and their accumulators) bit-identical: x + 0 = x, x − lr·0/(…) = x."""
+        if self.kind == "sgd":
+            table.assign_sub(lr * gradient)
+        elif self.kind == "adagrad":
+            tf.raw_ops.ResourceApplyAdagradV2(
+                var=table.handle, accum=slots[0].handle, lr=lr, epsilon=tf.cast(self.epsilon, table.dtype),
+                grad=gradient, update_slots=True,
+            )
+        else:
+            accumulator = slots[0]
+            accumulator.assign_add(tf.reduce_mean(tf.square(gradient), axis=1, keepdims=True))
+            table.assign_sub(lr * gradient / (tf.sqrt(accumulator.read_value()) + self.epsilon))
 
     def slot_bytes(self, variable) -> int:
         """Bytes of this table's optimizer slots."""

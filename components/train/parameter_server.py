@@ -60,9 +60,9 @@ def fit_parameter_server(
             with tf.GradientTape() as tape:
                 predictions = model(features, training=True)
                 loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
-            gradients = tape.gradient(loss, tables + dense)
+            gradients = model.table_gradients_summed(tape.gradient(loss, tables + dense), tables)
             model.apply_split_gradients(gradients, tables, dense)
-            return loss, gradient_norm(gradients)
+            return loss, gradient_norm(gradients, rows_summed=True)
 
         features, labels = next(iterator)
         return strategy.run(replica_step, args=(features, labels))

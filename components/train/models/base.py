@@ -15,7 +15,7 @@ import tensorflow as tf
 from keras.src.losses import loss as loss_module
 
 from components.train.embedding import FeatureEmbedding, TablePlacement, TPUFeatureEmbedding
-from components.train.embedding_optimizers import gradient_norm
+from components.train.embedding_optimizers import gradient_norm, sum_table_gradients
 
 
 class RankingModel(keras.Model):
@@ -44,8 +44,12 @@ class RankingModel(keras.Model):
 
     # -- forward ---------------------------------------------------------------------------------
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
-        embedded = self.embedding({name: inputs[name] for name in self.feature_configs})
-        parts = [embedded[name] for name in self.feature_configs]
+        ids = {name: inputs[name] for name in self.feature_configs}
+        if self.tpu_embedding:
+            embedded = self.embedding(ids)
+            parts = [embedded[name] for name in self.feature_configs]
+        else:  # one [batch, Σ dims] block: no per-feature slicing and re-concatenation
+            parts = [self.embedding.concatenated(ids)]
         if self.numeric_features:
             numeric = keras.ops.stack([keras.ops.cast(inputs[n], self.compute_dtype) for n in self.numeric_features], -1)
             parts.append(numeric)
@@ -77,13 +81,22 @@ class RankingModel(keras.Model):
             self.optimizer.build(dense)
             self.embedding_optimizer.build(tables)
 
+    def table_gradients_summed(self, gradients: list, tables: list) -> list:
+        """Gradients ordered as `tables + dense`, each table's duplicate ids summed once (for the norm and the
+        sparse optimizer alike)."""
+        if self.tpu_embedding:
+            return gradients
+        dense_when_busy = self.embedding_optimizer is not None and self.embedding_optimizer.kind != "lazy_adam"
+        return sum_table_gradients(gradients[: len(tables)], tables, dense_when_busy) + list(gradients[len(tables) :])
+
     def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
         """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when
         there is one, everything else with the dense optimizer."""
         if self.embedding_optimizer is None or self.tpu_embedding:
             self.optimizer.apply_gradients(zip(gradients, tables + dense))
         else:
-            self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
+            with self.embedding_optimizer.rows_summed():
+                self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
             self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
 
     def train_step(self, data):
@@ -95,11 +108,11 @@ class RankingModel(keras.Model):
                 loss_module.unscale_loss_for_distribution(loss), sample_weight=tf.shape(y_pred[self.tasks[0]])[0]
             )
         tables, dense = self.variable_groups()
-        gradients = tape.gradient(loss, tables + dense)
+        gradients = self.table_gradients_summed(tape.gradient(loss, tables + dense), tables)
         self.apply_split_gradients(gradients, tables, dense)
         logs = self.compute_metrics(x, y, y_pred)
         # The clipped log-loss can stay finite while gradients are NaN: report their norm too.
-        logs["gradient_norm"] = gradient_norm(gradients)  # never densifies a table's gradient
+        logs["gradient_norm"] = gradient_norm(gradients, rows_summed=True)  # from the summed rows
         return logs
 
     # -- memory ----------------------------------------------------------------------------------

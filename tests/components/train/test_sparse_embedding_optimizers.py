@@ -6,16 +6,20 @@ import pytest
 import tensorflow as tf
 from keras_rs.src.layers.embedding.tensorflow.config_conversion import to_tf_tpu_optimizer
 
-from components.train.embedding_optimizers import SparseEmbeddingOptimizer, gradient_norm, tpu_table_optimizer
+from components.train.embedding_optimizers import (
+    SparseEmbeddingOptimizer, gradient_norm, sum_duplicate_rows, tpu_table_optimizer,
+)
 
 ROWS, DIM = 10, 4
 # rows 7, 8, 9 are in no batch; ids repeat inside a batch
 BATCHES = [[0, 1, 1, 3], [2, 2, 2, 0], [4, 5, 6, 1], [3, 0, 6, 6], [5, 5, 4, 2]]
 
 
-def _train(optimizer, dense_gradients: bool, batches=BATCHES, steps_initial=None) -> np.ndarray:
+def _train(optimizer, dense_gradients: bool, batches=BATCHES, rows: int = ROWS) -> np.ndarray:
     rng = np.random.default_rng(0)
-    initial = rng.normal(size=(ROWS, DIM)).astype("float32") if steps_initial is None else steps_initial
+    initial = rng.normal(size=(ROWS, DIM)).astype("float32")
+    if rows > ROWS:  # the same first rows, then rows no batch looks up
+        initial = np.concatenate([initial, np.random.default_rng(5).normal(size=(rows - ROWS, DIM)).astype("float32")])
     table = keras.Variable(initial, name="table")
     optimizer.build([table])
     weights = tf.constant(rng.normal(size=(4, DIM)).astype("float32"))
@@ -33,6 +37,7 @@ def _initial() -> np.ndarray:
     return np.random.default_rng(0).normal(size=(ROWS, DIM)).astype("float32")
 
 
+@pytest.mark.parametrize("rows", [ROWS, 100])  # 10 rows <= 4 x 4 ids: one dense fused update; 100: scatter
 @pytest.mark.parametrize(
     "kind, reference",
     [
@@ -40,12 +45,14 @@ def _initial() -> np.ndarray:
         ("adagrad", lambda: keras.optimizers.Adagrad(learning_rate=0.05)),
     ],
 )
-def test_sparse_sgd_and_adagrad_match_the_dense_keras_optimizer_and_leave_unseen_rows_untouched(kind, reference):
-    sparse = _train(SparseEmbeddingOptimizer(kind, learning_rate=0.05), dense_gradients=False)
-    dense = _train(reference(), dense_gradients=True)
+def test_sparse_sgd_and_adagrad_match_the_dense_keras_optimizer_and_leave_unseen_rows_untouched(kind, reference, rows):
+    sparse = _train(SparseEmbeddingOptimizer(kind, learning_rate=0.05), dense_gradients=False, rows=rows)
+    dense = _train(reference(), dense_gradients=True, rows=rows)
     np.testing.assert_allclose(sparse, dense, rtol=1e-5, atol=1e-6)
     assert not np.allclose(sparse[:7], _initial()[:7])  # trained
-    np.testing.assert_array_equal(sparse[7:], _initial()[7:])  # bit-identical
+    np.testing.assert_array_equal(sparse[7:ROWS], _initial()[7:])  # bit-identical
+    if rows > ROWS:
+        np.testing.assert_array_equal(sparse[ROWS:], dense[ROWS:])
 
 
 def test_lazy_adam_matches_dense_adam_when_every_row_is_looked_up_and_leaves_unseen_rows_alone():
@@ -125,3 +132,20 @@ def test_the_setting_maps_to_the_tpu_embedding_api_optimizer(kind, tpu_class):
     assert tpu.learning_rate == pytest.approx(0.02)
     if kind == "lazy_adam":
         assert tpu.lazy_adam
+
+
+def test_summing_duplicates_by_hashing_and_by_a_scratch_table_agree():
+    ids = tf.constant([7, 2, 7, 0, 2, 7], tf.int64)
+    values = tf.reshape(tf.range(12, dtype=tf.float32), [6, 2])
+    gradient = tf.IndexedSlices(values, ids, tf.constant([9, 2], tf.int64))
+    hashed = sum_duplicate_rows(gradient)  # no row count: tf.unique
+    scratch = sum_duplicate_rows(gradient, rows=9)  # 9 rows <= 4 x 6 ids: summed into a [9, 2] scratch tensor
+    as_dict = lambda g: {int(i): v.tolist() for i, v in zip(g.indices.numpy(), g.values.numpy())}  # noqa: E731
+    assert as_dict(hashed) == as_dict(scratch) == {7: [14.0, 17.0], 2: [10.0, 12.0], 0: [6.0, 7.0]}
+
+
+@pytest.mark.parametrize("kind", ["rowwise_adagrad", "adagrad", "sgd"])
+def test_the_dense_fused_update_of_a_busy_table_equals_the_scatter_update(kind):
+    busy = _train(SparseEmbeddingOptimizer(kind, learning_rate=0.05), dense_gradients=False, rows=ROWS)
+    scattered = _train(SparseEmbeddingOptimizer(kind, learning_rate=0.05), dense_gradients=False, rows=100)
+    np.testing.assert_allclose(busy, scattered[:ROWS], rtol=1e-6, atol=1e-7)
