@@ -51,13 +51,18 @@ def _countable(token: bytes) -> bool:
     return bool(token) and b"\n" not in token and b"\r" not in token
 
 
-def count_batch(batch: tuple[np.ndarray, ...]):
-    """((feature index, token), count) of one batch of analyzer inputs (one flat token array per feature)."""
-    for index, tokens in enumerate(batch):
-        counts = Counter(tf.compat.as_bytes(token) for token in np.asarray(tokens).reshape(-1).tolist())
-        for token, count in counts.items():
-            if _countable(token):
-                yield (index, token), count
+def count_batch(batch: tuple[np.ndarray, np.ndarray]):
+    """(`<feature>:<token>`, count) of one batch of analyzer inputs: the batch's distinct keys and their counts
+    (counted in the graph, so a batch crosses into Beam as two arrays rather than one per feature)."""
+    keys, counts = batch
+    for key, count in zip(keys.tolist(), counts.tolist()):
+        if _countable(key.split(KEY_SEPARATOR, 1)[1]):
+            yield key, count
+
+
+def _by_feature(key: bytes, count: int):
+    feature, token = key.split(KEY_SEPARATOR, 1)
+    return feature.decode(), (token, count)
 
 
 def ordered_vocabulary(counts, spec: VocabularySpec) -> list[bytes]:
@@ -69,7 +74,7 @@ def ordered_vocabulary(counts, spec: VocabularySpec) -> list[bytes]:
 
 
 class _WriteVocabularies(beam.DoFn):
-    """{feature index: [(token, count)]} → the `vocabularies` file; emits its path."""
+    """{feature: [(token, count)]} → the `vocabularies` file; emits its path."""
 
     def __init__(self, directory: str, specs: tuple[VocabularySpec, ...]):
         super().__init__()
@@ -79,16 +84,16 @@ class _WriteVocabularies(beam.DoFn):
     def process(self, counts_by_feature: dict):
         path = os.path.join(self.directory, VOCABULARIES_FILE)
         with tf.io.gfile.GFile(path, "wb") as handle:
-            for index, spec in enumerate(self.specs):
+            for spec in self.specs:
                 prefix = spec.feature.encode() + KEY_SEPARATOR
-                tokens = ordered_vocabulary(counts_by_feature.get(index, []), spec)
+                tokens = ordered_vocabulary(counts_by_feature.get(spec.feature, []), spec)
                 handle.write(spec.feature.encode() + b"\n" + b"".join(prefix + token + b"\n" for token in tokens))
             handle.write(TRAILER + b"\n")
         yield np.array(path.encode())
 
 
 class ComputeVocabularies(PTransformAnalyzer):
-    """Batches of analyzer inputs (one token array per feature) → the vocabularies file's path."""
+    """Batches of analyzer inputs (distinct `<feature>:<token>` keys, their counts) → the vocabularies file's path."""
 
     def __init__(self, specs: tuple[VocabularySpec, ...]):
         super().__init__()
@@ -101,7 +106,7 @@ class ComputeVocabularies(PTransformAnalyzer):
             batches
             | "CountPerBatch" >> beam.FlatMap(count_batch)
             | "SumPerToken" >> beam.CombinePerKey(sum)
-            | "ByFeature" >> beam.MapTuple(lambda key, count: (key[0], (key[1], count)))
+            | "ByFeature" >> beam.MapTuple(_by_feature)
             | "GroupByFeature" >> beam.GroupByKey()
             | "Lists" >> beam.MapTuple(lambda index, counts: (index, list(counts)))
             | "AllFeatures" >> beam.combiners.ToDict()
@@ -122,8 +127,10 @@ def apply_vocabularies(tokens: dict[str, tf.Tensor], features) -> dict[str, tf.T
     specs = tuple(
         VocabularySpec(f.name, f.top_k, f.frequency_threshold if f.frequency_threshold > 1 else 0) for f in features
     )
+    keys = tf.concat([f"{f.name}:" + tf.reshape(tokens[f.name], [-1]) for f in features], axis=0)
+    distinct, _, counts = tf.unique_with_counts(keys, out_idx=tf.int64)
     (path,) = tft.experimental.ptransform_analyzer(
-        inputs=[tokens[f.name] for f in features],
+        inputs=[distinct, counts],
         ptransform=ComputeVocabularies(specs),
         output_dtypes=[tf.string],
         output_shapes=[[]],
