@@ -27,6 +27,9 @@ TIMESTAMP_MS = "timestamp_ms"
 _FALSE = {"", "0", "false", "no", "n", "f", "0.0"}
 _TRUE = {"1", "true", "yes", "y", "t", "1.0"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+# Times whose day and the days around it are valid dates (date arithmetic on year 9999 overflows).
+_EARLIEST_MS = int((dt.datetime(1, 1, 8, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
+_LATEST_MS = int((dt.datetime(9999, 12, 24, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
 
 
 class InvalidRecord(ValueError):
@@ -71,11 +74,18 @@ class RecordDecoder:
 
 @dataclass(frozen=True)
 class TimestampParser:
-    """rfc3339 | epoch_seconds | epoch_millis | a strptime pattern (naive times are UTC) → epoch ms."""
+    """rfc3339 | epoch_seconds | epoch_millis | a strptime pattern (naive times are UTC) → epoch ms, within
+    years 1..9999 less a week on either side (plausibility relative to the data is `time_range`'s job)."""
 
     timestamp_format: str = "rfc3339"
 
     def __call__(self, value: Any) -> int:
+        stamp = self._epoch_ms(value)
+        if not _EARLIEST_MS <= stamp <= _LATEST_MS:
+            raise InvalidRecord("bad_timestamp")
+        return stamp
+
+    def _epoch_ms(self, value: Any) -> int:
         try:
             if self.timestamp_format in ("epoch_seconds", "epoch_millis"):
                 if isinstance(value, bool):

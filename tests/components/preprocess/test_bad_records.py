@@ -33,7 +33,7 @@ def dead_letters(out) -> list[dict]:
 def test_bad_bytes_and_clock_skewed_timestamps_are_dead_letters(tmp_path, config_for, log_writer):
     lines = [json.dumps(r) for r in impressions()] + [
         json.dumps({"impression_id": "far", "timestamp": "2099-06-01T00:00:00Z", "ad_id": "a0"}),
-        json.dumps({"impression_id": "farthest", "timestamp": "9999-12-31T23:59:59Z", "ad_id": "a0"}),
+        json.dumps({"impression_id": "farthest", "timestamp": "9999-01-01T00:00:00Z", "ad_id": "a0"}),
     ]
     imps = tmp_path / "impressions.jsonl"
     imps.write_bytes(("\n".join(lines) + "\n").encode() + b'{"impression_id": "x\xff", "ad_id": "a1"}\n')

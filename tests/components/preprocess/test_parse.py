@@ -107,6 +107,14 @@ def test_reasons_name_what_is_wrong():
     event = {"impression_id": "i", "event_type": "teleport", "timestamp": "2026-01-01T00:00:00Z"}
     assert reason(ENGAGEMENTS, json.dumps(event)) == "unknown_event_type"
     assert TimestampParser("epoch_seconds")("1.5") == 1500
+    for unrepresentable in ("9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"):
+        assert reason(IMPRESSIONS, json.dumps({**good, "timestamp": unrepresentable})) == "bad_timestamp"
+    for epoch_millis in (1e300, -1e17):
+        try:
+            TimestampParser("epoch_millis")(epoch_millis)
+            raise AssertionError(f"{epoch_millis} parsed")
+        except InvalidRecord as error:
+            assert error.reason == "bad_timestamp"
     assert TimestampParser("%d/%m/%Y %H:%M")("02/01/1970 00:00") == 86_400_000
     missing = IMPRESSIONS(json.dumps({**good, "ad_id": "", "user_age": None}))
     assert missing["ad_id"] == "__missing__" and missing["_missing"] == ["ad_id", "user_age", "user_interests"]
