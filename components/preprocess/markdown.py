@@ -20,7 +20,9 @@ def manifest_markdown(manifest: Manifest) -> str:
         lines.append(f"| {feature.name} | {feature.kind} | {feature.dtype} | {feature.length} | {size} | {missing} |")
     lines += ["", "## Counts", "", "| count | value |", "|---|---:|"]
     lines += [f"| {name} | {value} |" for name, value in sorted(manifest.counts.items())]
-    lines += ["", f"## Dead letters ({manifest.invalid_fraction:.2%} of records read)", ""]
+    per_stream = ", ".join(f"{stream} {share:.2%}" for stream, share in manifest.invalid_fraction_by_stream.items())
+    lines += ["", f"## Dead letters ({manifest.invalid_fraction:.2%} of records read"
+              + (f"; {per_stream}" if per_stream else "") + ")", ""]
     if manifest.dead_letter:
         lines += ["| stream:reason | records |", "|---|---:|"]
         lines += [f"| {reason} | {n} |" for reason, n in sorted(manifest.dead_letter.items(), key=lambda kv: -kv[1])]

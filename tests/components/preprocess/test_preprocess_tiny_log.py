@@ -106,6 +106,8 @@ def test_counts_and_dead_letters(tiny_run):
     assert sorted(d["reason"] for d in letters) == ["bad_json", "unknown_event_type"]
     assert any(d["raw"] == IMPRESSIONS[-1] for d in letters)
     assert (out / "manifest.md").read_text().startswith("# Preprocess")
+    assert "## Dead letters (15.38% of records read; impressions 16.67%, engagements 14.29%)" in (
+        out / "manifest.md").read_text()
 
 
 def test_transformed_values_and_feature_contract(tiny_run):
