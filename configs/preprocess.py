@@ -32,6 +32,10 @@ class PreprocessConfig(StrictModel):
     direct_num_workers: int = Field(0, ge=0, description="0 = one worker per core")
     direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = "multi_processing"
     output_shards: int = Field(4, ge=1)
+    shuffle_buckets_per_shard: int = Field(
+        64, ge=1, le=1_000_000,
+        description="the train split is written in a seeded hash order, grouped in output_shards x this many buckets",
+    )
     max_invalid_fraction: float = Field(0.05, ge=0.0, le=1.0)
     dataflow: DataflowConfig | None = None
 

@@ -31,6 +31,7 @@ from components.preprocess.parse import (
     TIMESTAMP_MS, EngagementParser, FeatureField, ImpressionParser, OutcomeLabel, RecordDecoder,
     TimestampParser, parse_stream,
 )
+from components.preprocess.shuffle import ShuffleExamples
 from components.preprocess.stats import WriteCounters, count_all, count_split, read_counters
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
@@ -227,9 +228,13 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
                 f"Transform{split.title()}" >> tft_beam.TransformDataset()
             )
             coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
+            encoded = transformed | f"Encode{split.title()}" >> beam.Map(coder.encode)
+            if split == "train":  # the join emits examples grouped by label; never write them in that order
+                encoded = encoded | "ShuffleTrain" >> ShuffleExamples(
+                    config.seed, config.preprocess.output_shards * config.preprocess.shuffle_buckets_per_shard
+                )
             _ = (
-                transformed
-                | f"Encode{split.title()}" >> beam.Map(coder.encode)
+                encoded
                 | f"Write{split.title()}" >> beam.io.WriteToTFRecord(
                     f"{root}/{split}/part", file_name_suffix=".tfrecord.gz",
                     num_shards=config.preprocess.output_shards,
