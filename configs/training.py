@@ -75,10 +75,10 @@ class TrainingConfig(StrictModel):
     )
     optimizer: Literal["adam", "adagrad"] = "adam"
     embedding_optimizer: Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd"] = Field(
-        "rowwise_adagrad",
-        description="sparse optimizer of the embedding tables (only looked-up rows are updated); rowwise_adagrad "
-        "keeps one accumulator per row. Local default data, 3 seeds: eval log-loss 0.331 (rowwise_adagrad, "
-        "adagrad), 0.366 (lazy_adam), 0.380 (the former dense Adam)"
+        "lazy_adam",
+        description="sparse optimizer of the embedding tables (only looked-up rows are updated). lazy_adam: Adam "
+        "moments per looked-up row, the closest to Keras's dense Adam (benchmarks/quality.py); rowwise_adagrad: one "
+        "accumulator per row (slots 1/dim of the table); at Adam's learning rates it barely moves the tables",
     )
     host_table_bytes: int | None = Field(
         4 * 2**30, ge=1, description="on GPU, stacked tables above this many bytes live in host memory"
