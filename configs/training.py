@@ -26,6 +26,10 @@ class ModelConfig(StrictModel):
 
     kind: Literal["dcn", "ple", "linear"] = "dcn"
     embedding_dim: int = Field(8, ge=1, le=MAX_EMBEDDING_DIM)
+    output_bias: Literal["label_rate", "zero"] = Field(
+        "label_rate",
+        description="label_rate: each task's logit starts at the log-odds of its train positive rate; zero: at 0 (p=0.5)",
+    )
     embedding_initializer: Literal["uniform", "truncated_normal"] = Field(
         "uniform",
         description="uniform: Keras's Embedding default U(-0.05, 0.05); truncated_normal: N(0, 1/dim) truncated",

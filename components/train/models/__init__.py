@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from components.preprocess.manifest import Manifest
 from components.train.embedding import TablePlacement, feature_configs, numeric_features
 from components.train.models.base import RankingModel
@@ -13,6 +15,16 @@ from components.train.models.ple import CGC, PLE
 from configs.training import ModelConfig
 
 __all__ = ["CGC", "DCN", "MLP", "PLE", "CrossLayer", "LogisticRegression", "RankingModel", "build_model"]
+
+
+def prior_logits(manifest: Manifest) -> dict[str, float]:
+    """log(r / (1 - r)) of each task's train positive rate r (clipped away from 0 and 1)."""
+    rates = manifest.splits["train"].label_rates
+    result = {}
+    for task in manifest.tasks:
+        rate = min(max(float(rates.get(task, 0.5)), 1e-6), 1 - 1e-6)
+        result[task] = math.log(rate / (1 - rate))
+    return result
 
 
 def build_model(
@@ -34,6 +46,7 @@ def build_model(
         tasks=list(manifest.tasks),
         tpu_embedding=tpu_embedding,
         placement=placement,
+        prior_logits=prior_logits(manifest) if model.output_bias == "label_rate" else None,
         name=model.kind,
     )
     if model.kind == "dcn":

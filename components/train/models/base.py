@@ -1,6 +1,8 @@
 """`RankingModel`: transformed features → x_0 = [embeddings ‖ numeric] → a model body → P(label) per task.
 
-Subclasses implement `body(x0) -> {task: logit[batch, 1]}`. Training applies two optimizers: a sparse one
+Subclasses implement `body(x0) -> {task: logit[batch, 1]}`; each task's logit is offset by a fixed prior
+log-odds log(r / (1 - r)) of its train positive rate r (`model.output_bias: label_rate`), so an untrained model
+already predicts the base rate instead of 0.5 and training spends no steps pulling the bias there. Training applies two optimizers: a sparse one
 for the embedding tables (only looked-up rows change; see `embedding_optimizers`) and one for every dense
 weight. On TPU the embedding API updates the tables with the TableConfig optimizer.
 """
@@ -26,9 +28,11 @@ class RankingModel(keras.Model):
         tasks: list[str],
         tpu_embedding: bool = False,
         placement: TablePlacement | dict | None = None,
+        prior_logits: dict[str, float] | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.prior_logits = {task: float(v) for task, v in (prior_logits or {}).items()}
         self.feature_configs = {
             name: c if isinstance(c, keras_rs.layers.FeatureConfig) else keras_rs.layers.FeatureConfig.from_config(c)
             for name, c in feature_configs.items()
@@ -55,7 +59,10 @@ class RankingModel(keras.Model):
             parts.append(numeric)
         x0 = keras.ops.concatenate([keras.ops.cast(p, self.compute_dtype) for p in parts], axis=-1)
         logits = self.body(x0, training=training)
-        return {task: keras.ops.sigmoid(keras.ops.cast(logits[task], "float32")) for task in self.tasks}
+        return {
+            task: keras.ops.sigmoid(keras.ops.cast(logits[task], "float32") + self.prior_logits.get(task, 0.0))
+            for task in self.tasks
+        }
 
     def body(self, x0, training: bool = False) -> dict[str, tf.Tensor]:
         raise NotImplementedError
@@ -149,5 +156,6 @@ class RankingModel(keras.Model):
             "numeric_features": self.numeric_features,
             "tasks": self.tasks,
             "tpu_embedding": self.tpu_embedding,
+            "prior_logits": self.prior_logits,
             "placement": None if self.tpu_embedding else self.embedding.placement.get_config(),
         }

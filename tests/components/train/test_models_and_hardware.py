@@ -80,7 +80,7 @@ def test_training_loss_is_computed_from_logits_not_clipped_probabilities(example
     """A confident wrong prediction (logit −30, label 1) costs 30 nats; from clipped probabilities it would
     cost −log(1e-7) ≈ 16.1 with a zero gradient, which stalls learning on rare positives."""
     manifest = Manifest.read(examples_dir)
-    model = build_model(ModelConfig(kind="dcn"), manifest, per_replica_batch=2)
+    model = build_model(ModelConfig(kind="dcn", output_bias="zero"), manifest, per_replica_batch=2)
     model.compile(optimizer=keras.optimizers.Adam(0.0), loss={t: keras.losses.BinaryCrossentropy() for t in manifest.tasks})
     features = {
         "user_id": tf.constant([1, 2], tf.int64), "ad_id": tf.constant([3, 4], tf.int64),
@@ -93,3 +93,27 @@ def test_training_loss_is_computed_from_logits_not_clipped_probabilities(example
     labels = {task: tf.ones([2, 1]) for task in manifest.tasks}
     history = model.fit(tf.data.Dataset.from_tensors((features, labels)), epochs=1, verbose=0)
     assert history.history["loss"][-1] == pytest.approx(30.0 * len(manifest.tasks), rel=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["dcn", "ple", "linear"])
+def test_an_untrained_model_predicts_each_tasks_train_positive_rate(examples_dir, kind):
+    """With the label-rate prior every task starts at its base rate (not 0.5); the prior survives a config round trip."""
+    manifest = Manifest.read(examples_dir)
+    rates = manifest.splits["train"].label_rates
+    features = {
+        "user_id": tf.constant([1, 2, 5, 7], tf.int64), "ad_id": tf.constant([3, 4, 1, 2], tf.int64),
+        "user_interests": tf.constant([[1, 0, 0, 0], [2, 3, 0, 0], [0, 0, 0, 0], [4, 0, 0, 0]], tf.int64),
+        "ad_bid": tf.constant([0.1, 0.2, -0.3, 0.0]),
+    }
+    model = build_model(ModelConfig(kind=kind), manifest, per_replica_batch=4)
+    outputs = model(features)
+    for task in manifest.tasks:
+        assert model.prior_logits[task] == pytest.approx(np.log(rates[task] / (1 - rates[task])), rel=1e-6)
+    rare = min(manifest.tasks, key=rates.get)
+    assert rates[rare] < 0.3
+    # the body's random initial logits are small: the prediction sits near the rate, far from 0.5
+    assert float(np.mean(outputs[rare])) == pytest.approx(rates[rare], rel=0.5)
+    clone = type(model).from_config(model.get_config())
+    assert clone.prior_logits == pytest.approx(model.prior_logits)
+    zero = build_model(ModelConfig(kind=kind, output_bias="zero"), manifest, per_replica_batch=4)
+    assert float(np.mean(zero(features)[manifest.tasks[0]])) == pytest.approx(0.5, abs=0.15)
