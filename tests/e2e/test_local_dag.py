@@ -30,12 +30,13 @@ def sets(overrides):
 
 @pytest.fixture(scope="module")
 def two_target_run(tmp_path_factory):
-    """2 CPU targets × 2 runs, two tasks: DCN-v2 at batch 256 and PLE at batch 512, fanned out and in."""
+    """2 CPU targets × 2 runs, two tasks: DCN-v2 at batch 256 and PLE at batch 512 (5 epochs), fanned out and in."""
     runs_dir = tmp_path_factory.mktemp("runs")
     overrides = TINY + [
         "runs_per_target=2",
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
-        "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}}]",
+        "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
+        "training: {epochs: 5}}]",  # 16 steps an epoch at batch 512 on this tiny log
         "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
         "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
     ]
