@@ -39,40 +39,12 @@ from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.task import train  # noqa: E402
+from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 from configs import AdrankConfig, load_config  # noqa: E402
 
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
 PLAIN_BATCH = 512
 PLAIN_LEARNING_RATE = 1e-3
-
-
-def plain_dcn_v2(manifest: Manifest, embedding_dim: int) -> keras.Model:
-    """The textbook functional DCN-v2: one `Embedding` per feature (Keras defaults), raw numeric inputs,
-    x_{l+1} = x_0 ⊙ Dense(x_l) + x_l twice, a 64-64 ReLU MLP, a sigmoid head per task."""
-    inputs, parts = {}, []
-    for feature in manifest.features:
-        if feature.kind == "numeric":
-            inputs[feature.name] = keras.Input((), name=feature.name, dtype="float32")
-            parts.append(keras.layers.Reshape((1,))(inputs[feature.name]))
-            continue
-        shape = (feature.length,) if feature.kind == "categorical_list" else ()
-        inputs[feature.name] = keras.Input(shape, name=feature.name, dtype="int64")
-        vectors = keras.layers.Embedding(feature.vocabulary_size, embedding_dim)(inputs[feature.name])
-        if feature.kind == "categorical_list":
-            vectors = keras.layers.GlobalAveragePooling1D()(vectors)
-        parts.append(vectors)
-    x0 = keras.layers.Concatenate()(parts)
-    x = x0
-    for _ in range(2):
-        x = keras.layers.Add()([keras.layers.Multiply()([x0, keras.layers.Dense(x0.shape[-1])(x)]), x])
-    for units in (64, 64):
-        x = keras.layers.Dense(units, activation="relu")(x)
-    outputs = {task: keras.layers.Dense(1, activation="sigmoid", name=task)(x) for task in manifest.tasks}
-    model = keras.Model(inputs, outputs)
-    model.compile(
-        optimizer=keras.optimizers.Adam(PLAIN_LEARNING_RATE), loss={t: "binary_crossentropy" for t in manifest.tasks}
-    )
-    return model
 
 
 def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
@@ -98,7 +70,7 @@ def train_plain(
     """Scores after each epoch of the plain model (input shuffled like adrank's: the same buffer)."""
     keras.utils.set_random_seed(seed)
     task = manifest.tasks[0]
-    model = plain_dcn_v2(manifest, embedding_dim)
+    model = plain_keras_dcn(manifest, embedding_dim, learning_rate=PLAIN_LEARNING_RATE)  # 2 crosses, 64-64 MLP
     options = InputOptions(batch_size=PLAIN_BATCH, training=True, seed=seed, shuffle_buffer=shuffle_buffer,
                            drop_remainder=False)
     data = make_dataset(examples, manifest, "train", options)
