@@ -1,28 +1,15 @@
 """A file-source config (the shipped CSV click-log example) through `adrank run`, started outside the repo."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from e2e_cli import adrank, sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO_CONFIG = "configs/examples/click_log.yaml"
 FAST = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1", "training.epochs=1",
         "promotion.enabled=false"]
-
-
-def adrank(*args, cwd, check=True):
-    result = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True, text=True,
-                            timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"adrank {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    return result
-
-
-def sets(overrides):
-    return [arg for override in overrides for arg in ("--set", override)]
 
 
 @pytest.fixture

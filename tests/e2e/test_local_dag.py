@@ -2,10 +2,9 @@
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
+from e2e_cli import adrank, sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -14,18 +13,6 @@ TINY = [
     "logs.synthetic.ads=80", "logs.synthetic.advertisers=12", "preprocess.direct_running_mode=in_memory",
     "preprocess.direct_num_workers=1", "training.epochs=3", "training.global_batch_size=256",
 ]
-
-
-def adrank(*args, cwd, check=True):
-    result = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True, text=True,
-                            timeout=900)
-    if check and result.returncode != 0:
-        raise AssertionError(f"adrank {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    return result
-
-
-def sets(overrides):
-    return [arg for override in overrides for arg in ("--set", override)]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,19 @@
+"""`adrank` as a user runs it (a subprocess of the installed CLI), for the end-to-end tests."""
+
+import subprocess
+import sys
+
+
+def adrank(*args, cwd, check=True, timeout=900) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True, text=True,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"adrank {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
+    return result
+
+
+def sets(overrides: list[str]) -> list[str]:
+    """["a=1", "b=2"] → ["--set", "a=1", "--set", "b=2"]."""
+    return [arg for override in overrides for arg in ("--set", override)]
