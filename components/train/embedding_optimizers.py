@@ -34,6 +34,17 @@ EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagra
 DENSE_SUM_MAX_ROWS_PER_ID = 4
 
 
+def dense_row_sums(values: tf.Tensor, ids: tf.Tensor, rows: int) -> tf.Tensor:
+    """Σ of `values` rows by id into a [rows, dim] tensor (0 on rows not looked up). One 1-D segment sum per
+    column: TF's row-wise `UnsortedSegmentSum` pays ~100 ns per 8-float row on CPU, the 1-D kernel ~7 ns per
+    element, so with small dims (≤ 32) the column loop is 2-3x faster than one 2-D sum."""
+    dim = values.shape[-1]
+    if dim is None or dim > 32:
+        return tf.math.unsorted_segment_sum(values, ids, rows)
+    columns = tf.unstack(tf.transpose(tf.reshape(values, [-1, dim])), num=dim, axis=0)
+    return tf.stack([tf.math.unsorted_segment_sum(column, ids, rows) for column in columns], axis=1)
+
+
 def sum_duplicate_rows(gradient, rows: int | None = None) -> tf.IndexedSlices:
     """(unique ids, summed row gradients); a dense gradient becomes every row's slice.
 
@@ -46,7 +57,7 @@ def sum_duplicate_rows(gradient, rows: int | None = None) -> tf.IndexedSlices:
     ids = tf.cast(gradient.indices, tf.int64)
     count = ids.shape[0]
     if rows is not None and count is not None and rows <= DENSE_SUM_MAX_ROWS_PER_ID * count:
-        summed = tf.math.unsorted_segment_sum(gradient.values, ids, rows)
+        summed = dense_row_sums(gradient.values, ids, rows)
         present = tf.math.unsorted_segment_max(tf.ones_like(ids, tf.int32), ids, rows) > 0
         unique_ids = tf.where(present)[:, 0]
         return tf.IndexedSlices(tf.gather(summed, unique_ids), unique_ids, gradient.dense_shape)
@@ -67,7 +78,7 @@ def sum_table_gradients(gradients: list, tables: list, dense_when_busy: bool) ->
     for gradient, table in zip(gradients, tables):
         rows = int(table.shape[0])
         if isinstance(gradient, tf.IndexedSlices) and dense_when_busy and busy_table(rows, gradient.indices.shape[0]):
-            summed.append(tf.math.unsorted_segment_sum(gradient.values, gradient.indices, rows))
+            summed.append(dense_row_sums(gradient.values, gradient.indices, rows))
         elif gradient is None or not isinstance(gradient, tf.IndexedSlices):
             summed.append(gradient)
         else:
@@ -205,7 +216,7 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
             if not isinstance(gradient, tf.IndexedSlices):
                 return self._apply_dense(tf.cast(gradient, table.dtype), table, slots, lr)
             if busy_table(int(table.shape[0]), gradient.indices.shape[0]):
-                summed = tf.math.unsorted_segment_sum(gradient.values, gradient.indices, int(table.shape[0]))
+                summed = dense_row_sums(gradient.values, gradient.indices, int(table.shape[0]))
                 return self._apply_dense(tf.cast(summed, table.dtype), table, slots, lr)
         if self._rows_summed and self._distribution_strategy.num_replicas_in_sync == 1:
             rows = gradient if isinstance(gradient, tf.IndexedSlices) else sum_duplicate_rows(gradient)
