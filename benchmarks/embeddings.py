@@ -75,31 +75,6 @@ def bench_manifest(shape: dict):
     return Manifest(tasks=["engagement"], features=features, splits={"train": split, "eval": split})
 
 
-def plain_keras_dcn(manifest, dim: int, cross_layers: int, projection: int | None, deep_layers: list[int]):
-    """The textbook model: one Embedding per feature, x_{l+1} = x0 ⊙ W(x_l) + x_l, default Adam."""
-    import keras
-
-    inputs, parts = {}, []
-    for feature in manifest.features:
-        if feature.kind == "numeric":
-            inputs[feature.name] = keras.Input((), name=feature.name, dtype="float32")
-            parts.append(keras.layers.Reshape((1,))(inputs[feature.name]))
-        else:
-            inputs[feature.name] = keras.Input((), name=feature.name, dtype="int64")
-            parts.append(keras.layers.Embedding(feature.vocabulary_size, dim)(inputs[feature.name]))
-    x0 = keras.layers.Concatenate()(parts)
-    x = x0
-    for _ in range(cross_layers):
-        projected = x if projection is None else keras.layers.Dense(projection, use_bias=False)(x)
-        x = keras.layers.Add()([keras.layers.Multiply()([x0, keras.layers.Dense(x0.shape[-1])(projected)]), x])
-    for units in deep_layers:
-        x = keras.layers.Dense(units, activation="relu")(x)
-    outputs = {task: keras.layers.Dense(1, activation="sigmoid", name=task)(x) for task in manifest.tasks}
-    model = keras.Model(inputs, outputs)
-    model.compile(optimizer="adam", loss={task: "binary_crossentropy" for task in manifest.tasks})
-    return model
-
-
 def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str | None, repeats: int = 2) -> dict:
     """One (point, model) in this process: the best examples/s of `repeats` runs of `steps` steps after a warm-up."""
     from components.train.strategy import runtime_for
@@ -123,8 +98,11 @@ def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str 
         sample = next(iter(data))[0]
         model = compiled_model(resolved, runtime_for("cpu"), manifest, sample, training.steps_per_execution)
     else:
+        from plain_keras import plain_keras_dcn  # benchmarks/plain_keras.py: the one baseline model
+
         model = plain_keras_dcn(
-            manifest, shape["dim"], model_config.cross_layers, shape["cross_projection_dim"], model_config.deep_layers
+            manifest, shape["dim"], model_config.cross_layers, model_config.deep_layers,
+            projection_dim=shape["cross_projection_dim"],
         )
     build_seconds = time.perf_counter() - built
     warmup = training.steps_per_execution if model_name == "adrank" else 4
