@@ -6,7 +6,7 @@ tables, sparse `training.embedding_optimizer`) + `model.fit`; plain Keras: one `
 feature, the same DCN body, default Adam, `model.fit`. Both train on the same synthetic in-memory batches;
 each (point, model) runs in its own process, so peak RSS is that run's own.
 
-    .venv/bin/python benchmarks/embeddings.py [--steps 40] [--points rows=1000,rows=10000000,features=1000]
+    .venv/bin/python benchmarks/embeddings.py [--steps 200] [--points rows=1000,rows=10000000,features=1000]
                                               [--embedding-optimizer rowwise_adagrad]
 """
 
@@ -152,7 +152,7 @@ def measure(point: str, model_name: str, steps: int, embedding_optimizer: str | 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=40, help="timed steps per point (after a warm-up)")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per point (after a warm-up; fewer than ~100 steps at 512 is timer noise here)")
     parser.add_argument("--points", default=DEFAULT_POINTS)
     parser.add_argument("--embedding-optimizer", help="adrank's training.embedding_optimizer (default: config's)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per (point, model) process")
