@@ -55,8 +55,7 @@ def sum_duplicate_rows(gradient, rows: int | None = None) -> tf.IndexedSlices:
         gradient = tf.convert_to_tensor(gradient)
         return tf.IndexedSlices(gradient, tf.range(tf.shape(gradient, out_type=tf.int64)[0]), tf.shape(gradient))
     ids = tf.cast(gradient.indices, tf.int64)
-    count = ids.shape[0]
-    if rows is not None and count is not None and rows <= DENSE_SUM_MAX_ROWS_PER_ID * count:
+    if rows is not None and busy_table(rows, ids.shape[0]):
         summed = dense_row_sums(gradient.values, ids, rows)
         present = tf.math.unsorted_segment_max(tf.ones_like(ids, tf.int32), ids, rows) > 0
         unique_ids = tf.where(present)[:, 0]
