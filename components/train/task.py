@@ -327,11 +327,16 @@ def predict_split(
         InputOptions(batch_size=batch_size, training=False, drop_remainder=False, deterministic=True),
     )
     predict = tf.function(lambda features: model(features, training=False))
-    labels: dict[str, list] = {task: [] for task in manifest.tasks}
-    probabilities: dict[str, list] = {task: [] for task in manifest.tasks}
+    return labels_and_probabilities(data, predict, list(manifest.tasks))
+
+
+def labels_and_probabilities(data, predict, tasks: list[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run `predict` over every batch of `data`: (labels, probabilities) per task, in batch order."""
+    labels: dict[str, list] = {task: [] for task in tasks}
+    probabilities: dict[str, list] = {task: [] for task in tasks}
     for features, batch_labels in data:
         outputs = predict(features)
-        for task in manifest.tasks:
+        for task in tasks:
             labels[task].append(batch_labels[task].numpy().reshape(-1))
             probabilities[task].append(outputs[task].numpy().reshape(-1))
     return (
@@ -355,16 +360,8 @@ class EvalSplit:
         self.predict = tf.function(lambda features: model(features, training=False))
 
     def logloss(self) -> float:
-        labels: dict[str, list] = {task: [] for task in self.tasks}
-        probabilities: dict[str, list] = {task: [] for task in self.tasks}
-        for features, batch_labels in self.data:
-            outputs = self.predict(features)
-            for task in self.tasks:
-                labels[task].append(batch_labels[task].numpy().reshape(-1))
-                probabilities[task].append(outputs[task].numpy().reshape(-1))
-        return float(np.mean([
-            ranking_metrics.logloss(np.concatenate(labels[t]), np.concatenate(probabilities[t])) for t in self.tasks
-        ]))
+        labels, probabilities = labels_and_probabilities(self.data, self.predict, self.tasks)
+        return float(np.mean([ranking_metrics.logloss(labels[t], probabilities[t]) for t in self.tasks]))
 
 
 def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig) -> dict[str, TaskMetrics]:
