@@ -13,7 +13,7 @@ from configs.logs import EVENT_TYPES, LogsConfig, SplitConfig, TaskConfig
 from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
-from configs.training import ModelConfig, TargetConfig, TrainingConfig, resolve_target
+from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target, resolve_target
 from configs.vertex import VertexConfig, check_target_machine
 
 
@@ -92,10 +92,7 @@ class AdrankConfig(StrictModel):
                                  "its labels would all be 0")
 
     def target(self, name: str) -> TargetConfig:
-        for target in self.targets:
-            if target.name == name:
-                return target
-        raise KeyError(f"no target named '{name}' (targets: {[t.name for t in self.targets]})")
+        return find_target(self.targets, name)
 
     def batch_size(self, target: TargetConfig) -> int:
         return target.global_batch_size or self.training.global_batch_size

@@ -19,7 +19,7 @@ from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
 from configs.schema import AdrankConfig
-from configs.training import ModelConfig, TargetConfig, TrainingConfig
+from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target
 from configs.vertex import VertexConfig
 
 
@@ -89,10 +89,7 @@ class ReportStepConfig(_Slice):
                    report=config.report)
 
     def target(self, name: str) -> TargetConfig:
-        for target in self.targets:
-            if target.name == name:
-                return target
-        raise KeyError(f"no target named '{name}' (targets: {[t.name for t in self.targets]})")
+        return find_target(self.targets, name)
 
 
 class PromoteStepConfig(_Slice):

@@ -146,6 +146,14 @@ class ResolvedTarget:
     training: TrainingConfig
 
 
+def find_target(targets: list[TargetConfig], name: str) -> TargetConfig:
+    """The target called `name`; a KeyError listing the target names when there is none."""
+    for target in targets:
+        if target.name == name:
+            return target
+    raise KeyError(f"no target named '{name}' (targets: {[t.name for t in targets]})")
+
+
 def resolve_target(model: ModelConfig, training: TrainingConfig, target: TargetConfig) -> ResolvedTarget:
     """Apply `target`'s overrides to the pipeline-wide model and training sections (the one place)."""
 
