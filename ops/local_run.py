@@ -24,6 +24,7 @@ from typing import Iterator
 import yaml
 
 from configs import AdrankConfig, config_hash
+from ops.local_runs import is_run_id
 from ops.run_record import RunRecord
 
 REPORT_FILES = {"report_html": "report.html", "report_markdown": "report.md", "summary_json": "summary.json"}
@@ -50,7 +51,7 @@ def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> 
     """A new, empty run directory. A given id must be free; the default id (UTC second + config name)
     gets a `-2`, `-3`, ... suffix when runs start in the same second (mkdir decides, so it is race-free)."""
     runs_dir.mkdir(parents=True, exist_ok=True)
-    if run_id is not None and not re.fullmatch(r"[\w][\w.-]*", run_id):
+    if run_id is not None and not is_run_id(run_id):
         raise RunIdError(f"--run-id {run_id!r}: use letters, digits, '_', '-' and '.' (one directory under {runs_dir})")
     if run_id is not None:
         try:

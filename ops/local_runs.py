@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ops.run_record import RUN_FILE, RunRecord
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def is_run_id(name: str) -> bool:
+    """One plain directory name a run may have: ASCII letters, digits, '.', '_' and '-', no '..'. The same rule
+    decides which ids `adrank run --run-id` creates and which ids `runs show` / `report` accept."""
+    return bool(_RUN_ID.fullmatch(name)) and ".." not in name
 
 
 class RunNotFound(LookupError):

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from ops.commands.options import add_config_arguments
-
-# A run id names one directory directly under the runs directory: no separators, no '..', no glob characters.
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +70,9 @@ def checked_run_id(run: str) -> str:
     """`run` if it can only name a directory inside the runs directory, else a CommandError."""
     from ops.errors import CommandError
 
-    if not RUN_ID.match(run) or ".." in run:
+    from ops.local_runs import is_run_id
+
+    if not is_run_id(run):
         raise CommandError(f"run id {run!r}: a run id is a directory name under the runs directory "
                            "(letters, digits, '.', '_' and '-'; no '/' or '..'), see `adrank runs list`")
     return run
