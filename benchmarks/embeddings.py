@@ -6,7 +6,11 @@ tables, sparse `training.embedding_optimizer`) + `model.fit`; plain Keras: one `
 feature, the same DCN body, default Adam, `model.fit`. Both train on the same synthetic in-memory batches;
 each (point, model) runs in its own process, so peak RSS is that run's own.
 
-    .venv/bin/python benchmarks/embeddings.py [--steps 200] [--points rows=1000,rows=10000000,features=1000]
+At the features points a third model, `body`, is the same DCN body fed a ready x_0 (no embeddings): the step
+time both models share. body / keras (in examples/s) is the most any embedding implementation could reach over
+plain Keras there (embeddings that cost nothing): the `ceiling` column, next to the measured adrank / keras.
+
+    .venv/bin/python benchmarks/embeddings.py [--steps 200] [--rounds 2] [--points rows=1000,features=1000]
                                               [--embedding-optimizer rowwise_adagrad]
 """
 
@@ -63,6 +67,25 @@ def synthetic_data(manifest, seed: int = 0, batches: int = 8):
     return data.repeat()
 
 
+def body_data(width: int, tasks: list[str], seed: int = 0, batches: int = 8):
+    """`batches` distinct ready x_0 batches [BATCH, width] (uniform like fresh embeddings), cycled."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    elements = [
+        tf.data.Dataset.from_tensors((
+            {"x0": rng.uniform(-0.05, 0.05, size=(BATCH, width)).astype("float32")},
+            {task: (rng.random(BATCH) < 0.2).astype("float32") for task in tasks},
+        ))
+        for _ in range(batches)
+    ]
+    data = elements[0]
+    for element in elements[1:]:
+        data = data.concatenate(element)
+    return data.repeat()
+
+
 def bench_manifest(shape: dict):
     from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
 
@@ -97,11 +120,20 @@ def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str 
         resolved = resolve_target(model_config, training, config.target("cpu"))
         sample = next(iter(data))[0]
         model = compiled_model(resolved, runtime_for("cpu"), manifest, sample, training.steps_per_execution)
-    else:
+    elif model_name == "keras":
         from plain_keras import plain_keras_dcn  # benchmarks/plain_keras.py: the one baseline model
 
         model = plain_keras_dcn(
             manifest, shape["dim"], model_config.cross_layers, model_config.deep_layers,
+            projection_dim=shape["cross_projection_dim"],
+        )
+    else:  # body: the shared DCN body on a ready x_0 = [embeddings ‖ bid]
+        from plain_keras import dcn_body_only
+
+        width = len(shape["tables"]) * shape["dim"] + 1
+        data = body_data(width, manifest.tasks)
+        model = dcn_body_only(
+            width, manifest.tasks, model_config.cross_layers, model_config.deep_layers,
             projection_dim=shape["cross_projection_dim"],
         )
     build_seconds = time.perf_counter() - built
@@ -127,6 +159,19 @@ def steps_for(point: str, model_name: str, steps: int) -> int:
     if model_name == "keras" and sum(point_shape(point)["tables"]) >= 1_000_000:
         return max(8, steps // 5)
     return steps
+
+
+def models_for(point: str) -> tuple[str, ...]:
+    return ("adrank", "keras", "body") if point.startswith("features=") else ("adrank", "keras")
+
+
+def best(first: dict | None, second: dict | None) -> dict | None:
+    """The faster of two measurements of one (point, model); peak RSS is the larger (both are that model's)."""
+    if first is None or second is None:
+        return first or second
+    faster = dict(max(first, second, key=lambda r: r["examples_per_second"]))
+    faster["peak_rss_mib"] = max(first["peak_rss_mib"], second["peak_rss_mib"])
+    return faster
 
 
 def measure(point: str, model_name: str, steps: int, embedding_optimizer: str | None, timeout: int) -> dict | None:
@@ -156,8 +201,11 @@ def main() -> None:
     parser.add_argument("--points", default=DEFAULT_POINTS)
     parser.add_argument("--embedding-optimizer", help="adrank's training.embedding_optimizer (default: config's)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per (point, model) process")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every (point, model) this many times, interleaved; the table keeps the best "
+                             "(this machine is shared: a slow round is someone else's load)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
-    parser.add_argument("--model", choices=["adrank", "keras"], help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=["adrank", "keras", "body"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_point(args.one, args.model, args.steps, args.embedding_optimizer)))
@@ -167,24 +215,35 @@ def main() -> None:
     for point in points:
         point_shape(point)  # bad --points fail before anything runs
     results: dict[tuple[str, str], dict | None] = {}
-    for point in points:
-        for model_name in ("adrank", "keras"):
-            results[point, model_name] = measure(point, model_name, args.steps, args.embedding_optimizer, args.timeout)
+    for round_index in range(args.rounds):
+        if args.rounds > 1:
+            print(f"round {round_index + 1} of {args.rounds}", flush=True)
+        for point in points:
+            for model_name in models_for(point):
+                result = measure(point, model_name, args.steps, args.embedding_optimizer, args.timeout)
+                results[point, model_name] = best(results.get((point, model_name)), result)
 
-    print(f"\nbatch {BATCH}, best of 2 x {args.steps} timed steps per point (plain Keras from 10^6 rows: "
-          f"{steps_for('rows=1000000', 'keras', args.steps)}), CPU ({os.cpu_count()} cores)")
+    print(f"\nbatch {BATCH}, best of {2 * args.rounds} x {args.steps} timed steps per point (plain Keras from 10^6 "
+          f"rows: {steps_for('rows=1000000', 'keras', args.steps)}), CPU ({os.cpu_count()} cores)")
     print(f"{'point':>16} {'adrank ex/s':>12} {'keras ex/s':>11} {'adrank/keras':>13} "
-          f"{'adrank RSS MiB':>15} {'keras RSS MiB':>14}")
+          f"{'adrank RSS MiB':>15} {'keras RSS MiB':>14} {'body ex/s':>10} {'ceiling':>8}")
+
+    def cell(result, key, fmt):
+        return format(result[key], fmt) if result else "-"
+
+    def ratio(top, bottom):
+        return f"{top['examples_per_second'] / bottom['examples_per_second']:.1f}x" if top and bottom else "-"
+
     for point in points:
-        ours, plain = results[point, "adrank"], results[point, "keras"]
-
-        def cell(result, key, fmt):
-            return format(result[key], fmt) if result else "-"
-
-        ratio = f"{ours['examples_per_second'] / plain['examples_per_second']:.1f}x" if ours and plain else "-"
+        ours, plain, body = results[point, "adrank"], results[point, "keras"], results.get((point, "body"))
+        # adrank / keras is at most keras step / body step (= body ex/s / keras ex/s): embeddings costing nothing
+        bound = (f"{body['examples_per_second'] / plain['examples_per_second']:.1f}x" if body and plain else "-")
         print(f"{point:>16} {cell(ours, 'examples_per_second', ',.0f'):>12} "
-              f"{cell(plain, 'examples_per_second', ',.0f'):>11} {ratio:>13} "
-              f"{cell(ours, 'peak_rss_mib', ',.0f'):>15} {cell(plain, 'peak_rss_mib', ',.0f'):>14}")
+              f"{cell(plain, 'examples_per_second', ',.0f'):>11} {ratio(ours, plain):>13} "
+              f"{cell(ours, 'peak_rss_mib', ',.0f'):>15} {cell(plain, 'peak_rss_mib', ',.0f'):>14} "
+              f"{cell(body, 'examples_per_second', ',.0f'):>10} {bound:>8}")
+    if any(p.startswith("features=") for p in points):
+        print("ceiling: body ex/s / keras ex/s, the adrank/keras that embeddings costing nothing would reach")
     row_points = [p for p in points if p.startswith("rows=") and results[p, "adrank"]]
     if len(row_points) > 1:
         smallest = min(row_points, key=lambda p: int(p.split("=")[1]))

@@ -30,17 +30,35 @@ def plain_keras_dcn(
         if feature.kind == "categorical_list":
             vectors = keras.layers.GlobalAveragePooling1D()(vectors)
         parts.append(vectors)
-    x0 = keras.layers.Concatenate()(parts)
+    return _compiled(inputs, keras.layers.Concatenate()(parts), manifest.tasks, cross_layers, deep_layers,
+                     projection_dim, learning_rate)
+
+
+def dcn_body_only(
+    x0_width: int,
+    tasks: list[str],
+    cross_layers: int = 2,
+    deep_layers=(64, 64),
+    projection_dim: int | None = None,
+    learning_rate: float = 1e-3,
+) -> keras.Model:
+    """The same DCN body fed a ready x_0 ({"x0": [batch, x0_width]}): no embeddings at all. Its step time is
+    the part every implementation of the embeddings shares, so keras / body bounds what any can gain."""
+    inputs = {"x0": keras.Input((x0_width,), name="x0", dtype="float32")}
+    return _compiled(inputs, inputs["x0"], tasks, cross_layers, deep_layers, projection_dim, learning_rate)
+
+
+def _compiled(inputs, x0, tasks, cross_layers, deep_layers, projection_dim, learning_rate) -> keras.Model:
     x = x0
     for _ in range(cross_layers):
         projected = x if projection_dim is None else keras.layers.Dense(projection_dim, use_bias=False)(x)
         x = keras.layers.Add()([keras.layers.Multiply()([x0, keras.layers.Dense(x0.shape[-1])(projected)]), x])
     for units in deep_layers:
         x = keras.layers.Dense(units, activation="relu")(x)
-    outputs = {task: keras.layers.Dense(1, activation="sigmoid", name=task)(x) for task in manifest.tasks}
+    outputs = {task: keras.layers.Dense(1, activation="sigmoid", name=task)(x) for task in tasks}
     model = keras.Model(inputs, outputs)
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate),
-        loss={task: keras.losses.BinaryCrossentropy() for task in manifest.tasks},
+        loss={task: keras.losses.BinaryCrossentropy() for task in tasks},
     )
     return model

@@ -110,6 +110,26 @@ def check_static_shapes(configs: dict[str, keras_rs.layers.FeatureConfig]) -> No
                 raise ValueError(f"feature '{name}' has a dynamic shape {shape}; TPU embeddings need static shapes")
 
 
+DENSE_SUM_MAX_ROWS_PER_ID = 4
+
+
+def busy_table(rows: int, ids: int | None) -> bool:
+    """A step's ids (static count) cover the table: rows ≤ 4 × ids, e.g. thousands of features of small tables.
+    Such a table is read with an XLA gather and updated densely (see `embedding_optimizers`)."""
+    return ids is not None and rows <= DENSE_SUM_MAX_ROWS_PER_ID * ids
+
+
+def xla_allowed(strategy: tf.distribute.Strategy | None = None) -> bool:
+    """Busy tables use XLA-compiled kernels under every strategy but parameter servers (tables on remote ps)."""
+    strategy = strategy or tf.distribute.get_strategy()
+    return not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
+
+
+@tf.function(jit_compile=True)
+def _xla_gather(table: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
+    return tf.gather(table, ids)
+
+
 @contextlib.contextmanager
 def host_variables(device: str | None):
     """Variables created inside live on `device` alone: one copy, outside a mirrored strategy's replication
@@ -238,6 +258,10 @@ class FeatureEmbedding(keras.layers.Layer):
         group = self.groups[group_index]
         with tf.device(self.placement.device_for(group.parameter_bytes)):
             if len(parts) == 1:
+                if busy_table(group.rows, ids.shape[0]) and xla_allowed():
+                    # ~20% faster than TF's kernel for 512k ids; read as a tensor first so the tape (and a
+                    # mirrored strategy's replica) sees an ordinary variable read: the gradient is the same slices
+                    return _xla_gather(tf.convert_to_tensor(parts[0]), ids)
                 return tf.gather(parts[0], ids)
             return tf.nn.embedding_lookup(parts, ids)  # "div": contiguous row ranges, as `shard_rows`
 
@@ -251,11 +275,11 @@ class FeatureEmbedding(keras.layers.Layer):
         lists = [n for n in names if len(self.feature_configs[n].input_shape) == 2]
         flat_ids, sizes = [], []
         if scalars:
-            # feature-major [features, batch]: each feature's ids fall in its own table's row range, so the
-            # gather and (in the optimizer) the per-row gradient sums walk one small table at a time, which on
-            # CPU is ~1.5x faster than batch-major ids that jump between all tables
-            offsets = tf.constant([[group.offset_of(self.feature_configs[n].table.name)] for n in scalars], tf.int64)
-            stacked = tf.stack([tf.reshape(tf.cast(inputs[n], tf.int64), [-1]) for n in scalars], 0)
+            # batch-major [batch, features]: the gathered rows are already the [batch, features × dim] block
+            # (no transpose forward or backward); busy tables sum their gradient with one XLA scatter-add,
+            # which costs the same in either order
+            offsets = tf.constant([group.offset_of(self.feature_configs[n].table.name) for n in scalars], tf.int64)
+            stacked = tf.stack([tf.reshape(tf.cast(inputs[n], tf.int64), [-1]) for n in scalars], 1)
             flat_ids.append(tf.reshape(stacked + offsets, [-1]))
         for name in lists:
             flat_ids.append(tf.reshape(tf.cast(inputs[name], tf.int64), [-1])
@@ -267,8 +291,7 @@ class FeatureEmbedding(keras.layers.Layer):
             vectors = [self._lookup(group_index, flat_ids[0])]
         scalar_block = None
         if scalars:
-            by_feature = tf.reshape(vectors.pop(0), [len(scalars), -1, group.embedding_dim])
-            scalar_block = tf.reshape(tf.transpose(by_feature, [1, 0, 2]), [-1, len(scalars) * group.embedding_dim])
+            scalar_block = tf.reshape(vectors.pop(0), [-1, len(scalars) * group.embedding_dim])
         combined = {name: self._combine(name, inputs[name], piece) for name, piece in zip(lists, vectors)}
         return scalars, scalar_block, combined
 

@@ -93,8 +93,10 @@ class RankingModel(keras.Model):
         sparse optimizer alike)."""
         if self.tpu_embedding:
             return gradients
-        dense_when_busy = self.embedding_optimizer is not None and self.embedding_optimizer.kind != "lazy_adam"
-        return sum_table_gradients(gradients[: len(tables)], tables, dense_when_busy) + list(gradients[len(tables) :])
+        optimizer = self.embedding_optimizer
+        dense_when_busy = optimizer is not None and optimizer.dense_when_busy()
+        xla = optimizer is not None and optimizer.fused_dense_updates
+        return sum_table_gradients(gradients[: len(tables)], tables, dense_when_busy, xla) + list(gradients[len(tables) :])
 
     def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
         """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when
