@@ -17,7 +17,7 @@ Busy tables: when a step's ids cover the table (rows ≤ 4 × ids: thousands of 
 row gradients are summed by id into a dense [rows, dim] gradient that is exactly 0 on rows not looked up, and
 every optimizer applies it as one dense update over the table, which is far cheaper than hashing and scattering
 hundreds of thousands of ids. The sum and the lazy-Adam / row-wise-Adagrad updates are XLA-compiled
-(`tf.function(jit_compile=True)`: one fused loop; TF's own segment-sum kernel is ~6x slower here). Lazy Adam
+(`tf.function(jit_compile=True)`: one fused loop; TF's own segment sums are ~7x slower here). Lazy Adam
 masks that update to the rows present (the ids when the optimizer is given them, else the rows with a nonzero
 summed gradient), so m, v and the table stay bit-identical on every other row. Under a parameter-server
 strategy (tables on remote ps tasks) nothing is XLA-compiled: the sums use TF kernels and lazy Adam scatters.
@@ -50,7 +50,8 @@ def _xla_present_rows(ids: tf.Tensor, rows: int) -> tf.Tensor:
 def dense_row_sums(values: tf.Tensor, ids: tf.Tensor, rows: int, xla: bool = False) -> tf.Tensor:
     """Σ of `values` rows by id into a [rows, dim] tensor (0 on rows not looked up).
 
-    `xla`: one XLA-compiled scatter-add (~7 ms for 512k ids of dim 8 on this 2-core CPU vs ~23 ms below).
+    `xla`: one XLA-compiled scatter-add (4 ms for 512k ids of dim 8 on a 2-core CPU vs 29 ms below;
+    `benchmarks/embedding_kernels.py`).
     Otherwise one 1-D segment sum per column: TF's row-wise `UnsortedSegmentSum` pays ~100 ns per 8-float row
     on CPU, the 1-D kernel ~7 ns per element, so with small dims (≤ 32) the column loop is 2-3x faster."""
     if xla:
@@ -238,13 +239,15 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
         slots = [s.value if isinstance(s, keras.Variable) else s for s in self.slot_variables(variable)]
         if self.dense_when_busy():
             fused = self.fused_dense_updates
-            rows = int(table.shape[0])
+            table_rows = int(table.shape[0])
             if not isinstance(gradient, tf.IndexedSlices):
                 return self._apply_dense(tf.cast(gradient, table.dtype), table, slots, lr)
-            if busy_table(rows, gradient.indices.shape[0]):
+            if busy_table(table_rows, gradient.indices.shape[0]):
                 with tf.device(_device_of(table) if fused else None):
-                    summed = dense_row_sums(gradient.values, gradient.indices, rows, xla=fused)
-                    present = _xla_present_rows(tf.cast(gradient.indices, tf.int64), rows) if fused else None
+                    summed = dense_row_sums(gradient.values, gradient.indices, table_rows, xla=fused)
+                    present = None  # only lazy Adam masks its update; it takes this path only when fused
+                    if self.kind == "lazy_adam":
+                        present = _xla_present_rows(tf.cast(gradient.indices, tf.int64), table_rows)
                 return self._apply_dense(tf.cast(summed, table.dtype), table, slots, lr, present)
         if self._rows_summed and self._distribution_strategy.num_replicas_in_sync == 1:
             rows = gradient if isinstance(gradient, tf.IndexedSlices) else sum_duplicate_rows(gradient)
@@ -265,15 +268,19 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
             table.scatter_sub(tf.IndexedSlices(lr * values / scale, ids))
         else:
             momentum, velocity = slots
-            step = tf.cast(self.iterations + 1, table.dtype)
-            alpha = lr * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, table.dtype), step)) / (
-                1.0 - tf.pow(tf.cast(self.beta_1, table.dtype), step)
-            )
+            alpha = self._adam_step_size(lr, table.dtype)
             m = self.beta_1 * tf.gather(momentum, ids) + (1.0 - self.beta_1) * values
             v = self.beta_2 * tf.gather(velocity, ids) + (1.0 - self.beta_2) * tf.square(values)
             momentum.scatter_update(tf.IndexedSlices(m, ids))
             velocity.scatter_update(tf.IndexedSlices(v, ids))
             table.scatter_sub(tf.IndexedSlices(alpha * m / (tf.sqrt(v) + self.epsilon), ids))
+
+    def _adam_step_size(self, lr, dtype):
+        """lr·√(1−β2^t)/(1−β1^t), t = step + 1: lazy Adam's bias-corrected step size."""
+        step = tf.cast(self.iterations + 1, dtype)
+        return lr * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, dtype), step)) / (
+            1.0 - tf.pow(tf.cast(self.beta_1, dtype), step)
+        )
 
     def _apply_dense(self, gradient, table, slots, lr, present=None):
         """One fused update over the whole table with a gradient that is exactly 0 on rows not looked up,
@@ -285,10 +292,7 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
             momentum, velocity = slots
             if present is None:
                 present = tf.reduce_any(tf.not_equal(gradient, 0.0), axis=1, keepdims=True)
-            step = tf.cast(self.iterations + 1, table.dtype)
-            alpha = lr * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, table.dtype), step)) / (
-                1.0 - tf.pow(tf.cast(self.beta_1, table.dtype), step)
-            )
+            alpha = self._adam_step_size(lr, table.dtype)
             constants = [tf.cast(c, table.dtype) for c in (self.beta_1, self.beta_2, self.epsilon)]
             with tf.device(_device_of(table)):
                 _masked_lazy_adam(table, momentum, velocity, gradient, present, alpha, *constants)
