@@ -95,6 +95,10 @@ class TrainingConfig(StrictModel):
     steps_per_execution: int = Field(8, ge=1)
     checkpoints_per_epoch: int = Field(1, ge=1)
     deterministic: bool = Field(False, description="op determinism + ordered input: same seed, same result")
+    warm_start: Literal["none", "champion"] = Field(
+        "none", description="champion: start from the registry's default model (dense weights where shapes match, "
+        "embedding rows by vocabulary token); none: start cold",
+    )
     mixed_precision: Literal["auto", "off", "on"] = Field(
         "auto", description="auto: mixed_float16 on GPU, mixed_bfloat16 on TPU, float32 on CPU"
     )

@@ -112,6 +112,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     for output, name in REPORT_FILES.items():
         source = _find_output(run_dir / "artifacts", output)
         shutil.copyfile(source, run_dir / name)
+    attach_promotion(run_dir)
     record.status = "succeeded"
     record.finished = dt.datetime.now(dt.timezone.utc)
     record.attach_summary(run_dir / "summary.json")
@@ -119,10 +120,26 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     return record
 
 
-def _find_output(artifacts: Path, output_name: str) -> Path:
-    matches = sorted(p for p in artifacts.glob(f"*/report/{output_name}") if p.is_file())
+def attach_promotion(run_dir: Path) -> None:
+    """The promotion step's decision beside the report (`promotion.json`), and its section in report.html/.md."""
+    from components.registry.promotion import DECISION_FILE, PromotionDecision
+    from components.report.promotion import promotion_markdown, with_promotion_section
+
+    try:
+        source = _find_output(run_dir / "artifacts", "promotion", step="promote-step")
+    except FileNotFoundError:
+        return  # promotion disabled
+    decision = PromotionDecision.read(source)
+    decision.write(run_dir / DECISION_FILE)
+    html_path, markdown_path = run_dir / REPORT_FILES["report_html"], run_dir / REPORT_FILES["report_markdown"]
+    html_path.write_text(with_promotion_section(html_path.read_text(), decision))
+    markdown_path.write_text(markdown_path.read_text().rstrip("\n") + "\n\n" + promotion_markdown(decision))
+
+
+def _find_output(artifacts: Path, output_name: str, step: str = "report") -> Path:
+    matches = sorted(p for p in artifacts.glob(f"*/{step}/{output_name}") if p.is_file())
     if not matches:
-        raise FileNotFoundError(f"the report step wrote no '{output_name}' under {artifacts}")
+        raise FileNotFoundError(f"the {step} step wrote no '{output_name}' under {artifacts}")
     return matches[-1]
 
 

@@ -88,7 +88,32 @@ def format_run(run_dir: Path) -> str:
         floor = f", Bayes floor {summary['bayes_logloss']:.5f}" if summary.get("bayes_logloss") is not None else ""
         lines.append(f"\nconstant-CTR log-loss {summary['constant_ctr_logloss']:.5f}{floor}")
         lines.append(f"report: {(run_dir / 'report.html').resolve()}")
+    lines += promotion_lines(run_dir)
     return "\n".join(lines)
+
+
+def promotion_lines(run_dir: Path) -> list[str]:
+    """The promotion decision as `runs show` prints it: the same figures as the report's Promotion section."""
+    from components.registry.promotion import DECISION_FILE, PromotionDecision
+
+    path = run_dir / DECISION_FILE
+    if not path.exists():
+        return []
+    d = PromotionDecision.read(path)
+    interval = "—" if d.difference_ci95 is None else f"{d.difference_ci95[0]:+.6f} … {d.difference_ci95[1]:+.6f}"
+
+    def number(value: float | None) -> str:
+        return "—" if value is None else f"{value:.6f}"
+
+    return [
+        "",
+        f"promotion: {'promoted' if d.promoted else 'not promoted'} (version {d.version or '— not registered'})",
+        f"  challenger {d.challenger_target} run {d.challenger_run_index + 1}: log-loss {number(d.challenger_logloss)}",
+        f"  champion (version {d.champion_version or '—'}, {d.champion_status}): log-loss {number(d.champion_logloss)}",
+        f"  difference {'—' if d.difference is None else f'{d.difference:+.6f}'}, 95% CI {interval}, "
+        f"{d.eval_examples:,} eval examples",
+        f"  reason: {d.reason}",
+    ]
 
 
 def format_comparison(run_a: Path, run_b: Path) -> str:

@@ -26,11 +26,12 @@ Backend = Literal["local", "vertex"]
 CHIEF, WORKERS, PARAMETER_SERVERS = 0, 1, 2
 
 
-def window_end_argument(backend: Backend) -> str:
+def window_end_argument(backend: Backend, local_window_end: str = "") -> str:
     """What the preprocess step gets as `window_end`: on Vertex the job's create time (for a scheduled
     run, the time the schedule fired), so one compiled template reads a different window every day.
-    kfp.local does not resolve that placeholder, so local runs pass "" (read every log)."""
-    return dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER if backend == "vertex" else ""
+    kfp.local does not resolve that placeholder, so local runs pass the day `adrank retrain` replays, or ""
+    (`adrank run`: read every log)."""
+    return dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER if backend == "vertex" else local_window_end
 
 
 def pipeline_job_id_argument(backend: Backend) -> str:

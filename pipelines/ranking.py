@@ -17,7 +17,7 @@ from configs.training import TargetConfig
 from pipelines import placement
 from pipelines.fan_in import report_function, summary_input_name
 from pipelines.placement import Backend
-from pipelines.promotion_step import add_promotion
+from pipelines.promotion_step import add_champion, add_promotion
 from pipelines.steps import generate_logs_step, preprocess_files_step, preprocess_step, train_step
 
 
@@ -45,7 +45,12 @@ def local_device_kinds() -> set[str]:
     return {"CPU"} | ({"GPU"} if tf.config.list_physical_devices("GPU") else set())
 
 
-def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None):
+def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None,
+                    window_end: str = ""):
+    """`window_end` (RFC 3339, local backend only): read the `logs.lookback_days` before it, as a scheduled Vertex
+    run reads the days before its own create time (`adrank retrain` steps it one day at a time)."""
+    if window_end and backend == "vertex":
+        raise ValueError("window_end is set by Vertex (the pipeline job's create time); pass it only locally")
     targets = targets_for(config, backend, local_devices)
     if not targets:
         raise ValueError(
@@ -70,7 +75,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     def ranking():
         preprocess_args = {
             "preprocess_config_json": preprocess_config_json,
-            "window_end": placement.window_end_argument(backend),
+            "window_end": placement.window_end_argument(backend, window_end),
             "beam_args_json": beam_args_json,
             "pipeline_job_id": placement.pipeline_job_id_argument(backend),
         }
@@ -82,6 +87,8 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         preprocess.set_display_name("preprocess")
         placement.place_preprocess(preprocess, config, backend)
 
+        champion = add_champion(config, backend, component)
+        warm_start = {"warm_start_from": champion.output} if champion is not None else {}
         summaries = {}
         for target in targets:
             target_train_op = placement.training_component(train_op, target, config, backend)
@@ -92,6 +99,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                     target=target.name,
                     run_index=run_index,
                     examples=preprocess.outputs["examples"],
+                    **warm_start,
                 ).set_display_name(train_display_name(target.name, run_index))
                 placement.place_training(train, target, config, backend)
                 summaries[summary_input_name(target.name, run_index)] = train.outputs["summary"]
@@ -100,7 +108,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
             report_config_json=ReportStepConfig.of(config).to_json(), examples=preprocess.outputs["examples"],
             **summaries,
         ).set_display_name("report")
-        add_promotion(report, config, backend, component)
+        add_promotion(report, preprocess.outputs["examples"], config, backend, component)
 
     return ranking
 

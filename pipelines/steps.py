@@ -74,12 +74,14 @@ def train_step(
     model: Output[Model],
     summary: Output[Artifact],
     metrics: Output[Metrics],
+    warm_start_from: str = "",
 ):
+    """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
     from components.train.task import train
     from configs.slices import TrainStepConfig
 
     run = train(TrainStepConfig.model_validate_json(train_config_json), target, run_index, examples.path,
-                model.path, model.uri)
+                model.path, model.uri, warm_start_from=warm_start_from or None)
     run.write(summary.path)
     for task, values in run.metrics.items():
         metrics.log_metric(f"{task}_logloss", values.logloss)

@@ -60,6 +60,10 @@ class Manifest(BaseModel):
         default_factory=dict, description="transformed feature spec: name → {dtype, shape}"
     )
     window: dict[str, str | None] | None = Field(None, description="impression time window read (scheduled runs)")
+    raw_eval_pattern: str | None = Field(
+        None, description="glob of the eval split's raw tf.Examples (as logged, with labels), gzip TFRecords: what "
+        "promotion scores the challenger and the champion on, through their raw serving signatures",
+    )
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / MANIFEST_FILE

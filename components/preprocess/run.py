@@ -40,6 +40,7 @@ from configs.schema import AdrankConfig
 
 SPLITS = ("train", "eval")
 DEAD_LETTER_DIR = "dead_letter"
+RAW_EVAL_DIR = "raw_eval"
 MARKDOWN_FILE = "manifest.md"
 DAY_SECONDS = 86_400
 
@@ -227,6 +228,16 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
             transformed, transformed_metadata = ((split_instances, metadata), transform_fn) | (
                 f"Transform{split.title()}" >> tft_beam.TransformDataset()
             )
+            if split == "eval":  # as logged, for scoring any model (today's or the champion) through its raw signature
+                _ = (
+                    split_instances
+                    | "EncodeRawEval" >> beam.Map(tft.coders.ExampleProtoCoder(metadata.schema).encode)
+                    | "WriteRawEval" >> beam.io.WriteToTFRecord(
+                        f"{root}/{RAW_EVAL_DIR}/part", file_name_suffix=".tfrecord.gz",
+                        num_shards=config.preprocess.output_shards,
+                        compression_type=beam.io.filesystem.CompressionTypes.GZIP,
+                    )
+                )
             coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
             encoded = transformed | f"Encode{split.title()}" >> beam.Map(coder.encode)
             if split == "train":  # the join emits examples grouped by label; never write them in that order
@@ -297,6 +308,7 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
             name: {"dtype": spec.dtype.name, "shape": [int(d) for d in spec.shape]}
             for name, spec in tft_output.transformed_feature_spec().items()
         },
+        raw_eval_pattern=f"{RAW_EVAL_DIR}/part-*.tfrecord.gz",
         window=None if window.end_ms is None else {"start": _str(window.start_ms), "end": _str(window.end_ms)},
     )
 

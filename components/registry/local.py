@@ -2,12 +2,14 @@
 
     <root>/<model>/versions/<n>/model/          copy of the model directory
     <root>/<model>/versions/<n>/evaluation.json the candidate (target, run, log-loss, source URI)
-    <root>/<model>/default.json                 {"version": "<n>", "logloss": ...}
+    <root>/<model>/versions/<n>/promotion.json  the decision taken when it was registered
+    <root>/<model>/default.json                 {"version": "<n>", "logloss": ...} (log-loss on its own day)
     <root>/<model>/.lock                        held (flock) while a version is added
 
 Safe with several processes promoting at once: the model is copied into a staging directory first;
-then, holding an exclusive lock on `.lock`, the next version number is taken by renaming the staging
-directory into place and `default.json` is replaced atomically (written to a temporary file, then
+then, holding an exclusive lock on `.lock`, the champion (the current default) is scored against the candidate,
+the next version number is taken by renaming the staging directory into place and `default.json` is replaced
+atomically (written to a temporary file, then
 `os.replace`), so a reader never sees a half-written JSON file and no two promotions share a version.
 """
 
@@ -21,9 +23,9 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
-from components.registry.promotion import Candidate, PromotionDecision, decide
+from components.registry.promotion import Candidate, Verdict
 
 LOCK_FILE = ".lock"
 STAGING_PREFIX = ".staging-"
@@ -90,22 +92,45 @@ class LocalModelRegistry:
         write_json_atomically(staging / "evaluation.json", asdict(candidate))
         return staging
 
-    def register(self, model: str, candidate: Candidate, tolerance: float) -> PromotionDecision:
-        """Add the candidate as the next version; make it the default if the promotion rule allows."""
+    def default_model_dir(self, model: str) -> tuple[str, str] | None:
+        """(version, model directory) of the current default, or None when there is none."""
+        current = self.default(model)
+        if current is None:
+            return None
+        return current["version"], str(self._model_dir(model) / "versions" / current["version"] / "model")
+
+    def register(self, model: str, candidate: Candidate, judge: Callable[[str | None], Verdict],
+                 on_registered: Callable[[str, Verdict, str | None], dict] | None = None) -> tuple[str, Verdict, str | None]:
+        """Add the candidate as the next version and make it the default if `judge(champion model dir or None)`
+        says so; the champion is judged under the lock, so two promotions never judge against a stale default.
+        `on_registered(version, verdict, champion version)` returns the decision record kept with the version.
+        Returns (version, verdict, champion version)."""
         staging = self._stage(model, candidate)
         try:
             with self._locked(model):
+                champion = self.default_model_dir(model)
+                verdict = judge(champion[1] if champion else None)
+                champion_version = champion[0] if champion else None
                 existing = self.versions(model)
                 version = str(int(existing[-1]) + 1 if existing else 1)
+                if on_registered is not None:
+                    write_json_atomically(staging / "promotion.json", on_registered(version, verdict, champion_version))
                 staging.rename(self._model_dir(model) / "versions" / version)
-                current = self.default(model)
-                current_logloss = current["logloss"] if current else None
-                is_default, reason = decide(candidate.logloss, current_logloss, tolerance)
-                if is_default:
+                if verdict.promoted:
+                    logloss = verdict.comparison.challenger_logloss if verdict.comparison else candidate.logloss
                     write_json_atomically(
-                        self._model_dir(model) / "default.json", {"version": version, "logloss": candidate.logloss}
+                        self._model_dir(model) / "default.json", {"version": version, "logloss": logloss}
                     )
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
-        return PromotionDecision(model, version, is_default, candidate.logloss, current_logloss, tolerance, reason)
+        return version, verdict, champion_version
+
+    def history(self, model: str) -> list[dict]:
+        """Every version's decision record, oldest first (versions registered before records existed: skipped)."""
+        records = []
+        for version in self.versions(model):
+            path = self._model_dir(model) / "versions" / version / "promotion.json"
+            if path.exists():
+                records.append(json.loads(path.read_text()))
+        return records

@@ -1,15 +1,35 @@
-"""The promotion rule, shared by the local registry and the Vertex Model Registry.
+"""The promotion rule and its decision record, shared by the local registry and the Vertex Model Registry.
 
-A daily run's best model is always registered as a new version (with its evaluation). It becomes
-the default version only if its log-loss is not worse than the current default's by more than
-`promotion.logloss_tolerance`: `new <= current + tolerance`. With no default yet, it becomes the default.
+Every daily run registers its best exported model (the challenger) as a new version. Whether it becomes the
+default is decided on figures measured on the same examples in the same run: the current default (the
+champion) and the challenger are both scored, through their raw serving signatures, on today's eval examples
+(`components.registry.scoring`), and the rule reads the paired difference:
+
+    promote  ⇔  upper end of the 95% CI of mean(ℓ_challenger − ℓ_champion)  ≤  promotion.logloss_tolerance
+
+With no champion the challenger is promoted. A champion that cannot be loaded or cannot read today's raw
+features follows `promotion.on_unscorable_champion`. A model evaluated on a split with only one class is not
+registered at all: its log-loss says nothing about ranking.
+
+(The rule this replaced compared today's log-loss with the number stored when the champion was promoted, on
+another day's examples; the day-to-day change in click rate is larger than the gap between two models, so it
+promoted and rejected on noise. An absolute threshold is right only on a frozen benchmark set.)
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.registry.scoring import PairedComparison
+from configs.promotion import PromotionConfig
+
+DECISION_FILE = "promotion.json"
+ChampionStatus = Literal["none", "scored", "unscorable"]
 
 
 @dataclass(frozen=True)
@@ -27,45 +47,95 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class PromotionDecision:
-    model: str
-    version: str
-    is_default: bool
-    logloss: float
-    previous_default_logloss: float | None
-    tolerance: float
+class Verdict:
+    """What the rule concluded about one challenger against one champion."""
+
+    promoted: bool
     reason: str
+    champion_status: ChampionStatus
+    comparison: PairedComparison | None = None
+
+
+class PromotionDecision(BaseModel):
+    """The decision record: the promotion step's output, what `runs show`, the reports and the Experiment show."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    version: str | None = Field(description="the registered version; None when nothing was registered")
+    registered: bool
+    promoted: bool = Field(description="the challenger became the default version")
+    reason: str
+    rule: str = Field(description="the rule in words, with its tolerance")
+    tolerance: float
+    challenger_target: str
+    challenger_run_index: int
+    challenger_model_uri: str
+    challenger_logloss: float | None = Field(description="on today's eval examples, through the raw serving signature")
+    champion_version: str | None = None
+    champion_status: ChampionStatus
+    champion_logloss: float | None = Field(None, description="the champion on the same examples")
+    difference: float | None = Field(None, description="mean per-example log-loss, challenger − champion")
+    difference_ci95: tuple[float, float] | None = None
+    eval_examples: int
+    eval_positives: int
+    primary_task: str
 
     def write(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(asdict(self), indent=2))
+        Path(path).write_text(self.model_dump_json(indent=2))
+
+    @classmethod
+    def read(cls, path: str | Path) -> PromotionDecision:
+        return cls.model_validate_json(Path(path).read_text())
+
+    def metrics(self) -> dict[str, float]:
+        """The figures a Vertex Experiment charts across days (scalars only; absent figures left out)."""
+        values = {
+            "challenger_logloss": self.challenger_logloss, "champion_logloss": self.champion_logloss,
+            "difference": self.difference, "eval_examples": float(self.eval_examples),
+            "promoted": float(self.promoted),
+        }
+        if self.difference_ci95 is not None:
+            values["difference_ci95_low"], values["difference_ci95_high"] = self.difference_ci95
+        return {name: float(value) for name, value in values.items() if value is not None}
 
 
-def decide(logloss: float, current_default_logloss: float | None, tolerance: float) -> tuple[bool, str]:
-    """(becomes default?, why) for a new version with `logloss` against the current default's."""
-    if current_default_logloss is None:
-        return True, "no default version yet"
-    limit = current_default_logloss + tolerance
-    if logloss <= limit:
-        return True, f"log-loss {logloss:.5f} <= default {current_default_logloss:.5f} + tolerance {tolerance:g}"
-    return False, f"log-loss {logloss:.5f} > default {current_default_logloss:.5f} + tolerance {tolerance:g}"
+def rule_in_words(tolerance: float) -> str:
+    return (f"promote when the upper 95% bound of mean(challenger − champion) log-loss on the same eval examples "
+            f"is ≤ {tolerance:g}")
+
+
+def judge(comparison: PairedComparison | None, champion_error: str | None, promotion: PromotionConfig) -> Verdict:
+    """The rule. `comparison` None and no error: there is no champion yet."""
+    if champion_error is not None:
+        promoted = promotion.on_unscorable_champion == "promote"
+        action = "challenger promoted" if promoted else "default kept"
+        return Verdict(promoted, f"champion could not be scored ({champion_error}); {action} "
+                                 f"(promotion.on_unscorable_champion: {promotion.on_unscorable_champion})", "unscorable")
+    if comparison is None:
+        return Verdict(True, "no default version yet", "none")
+    low, high = comparison.difference_ci95
+    figures = (f"challenger − champion = {comparison.difference:+.6f} (95% CI {low:+.6f} … {high:+.6f}) on "
+               f"{comparison.examples:,} eval examples")
+    if high <= promotion.logloss_tolerance:
+        return Verdict(True, f"{figures}: upper bound ≤ tolerance {promotion.logloss_tolerance:g}", "scored", comparison)
+    return Verdict(False, f"{figures}: upper bound > tolerance {promotion.logloss_tolerance:g}", "scored", comparison)
 
 
 class NoExportedModel(ValueError):
-    """No run of the pipeline exported a model (e.g. only TPU runs), so there is nothing to register."""
+    """No run of the pipeline exported a model, so there is nothing to register."""
 
 
 def read_candidate(summary_json: str | Path) -> Candidate:
     """The best run that exported a model, from the report's summary JSON (`best_exported_run`, else
     `best_run` when it has a `model_uri`: {target, run_index, model_uri, logloss}). A run without a model
-    (TPU runs export none) is never promoted, even when its log-loss is the best."""
+    is never promoted, even when its log-loss is the best."""
     summary = json.loads(Path(summary_json).read_text())
     best = summary.get("best_exported_run")
     if best is None and "best_exported_run" not in summary and (summary.get("best_run") or {}).get("model_uri"):
         best = summary["best_run"]  # a summary written before `best_exported_run` existed
     if best is None or not best.get("model_uri"):
-        raise NoExportedModel(
-            f"{summary_json}: no training run exported a model (TPU runs do not export one); nothing to promote"
-        )
+        raise NoExportedModel(f"{summary_json}: no training run exported a model; nothing to promote")
     auc = None
     for run in summary.get("runs", []):
         if (run.get("target"), run.get("run_index")) == (best["target"], best["run_index"]):

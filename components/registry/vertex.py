@@ -1,13 +1,15 @@
 """Promotion into the Vertex Model Registry: a new model version with its evaluation attached.
 
-The model (`vertex.model_registry.model_display_name`) gets one version per pipeline run. The new
-version is uploaded as the default only if the promotion rule allows; the current default's log-loss
-is read from its imported model evaluation.
+The model (`vertex.model_registry.model_display_name`) gets one version per pipeline run. The current default
+version (the champion) is read from the registry and scored on today's eval examples beside the challenger; the
+new version is uploaded as the default only if the promotion rule allows.
 """
 
 from __future__ import annotations
 
-from components.registry.promotion import Candidate, PromotionDecision, decide
+from typing import Callable
+
+from components.registry.promotion import Candidate, Verdict
 from configs import AdrankConfig
 
 # The Vertex schema for classification evaluations; `logLoss` and `auRoc` are its metric fields.
@@ -19,17 +21,21 @@ def model_display_name(config: AdrankConfig) -> str:
     return config.vertex.model_registry.model_display_name or config.name
 
 
-def default_version_logloss(model) -> float | None:
-    """The log-loss recorded in the default version's most recent evaluation (None if it has none)."""
-    evaluations = model.list_model_evaluations()
-    for evaluation in evaluations:
-        metrics = dict(evaluation.metrics or {})
-        if "logLoss" in metrics:
-            return float(metrics["logLoss"])
-    return None
+def default_version(parent) -> tuple[str, str] | None:
+    """(version id, model directory as the pipeline container reads it) of the parent model's default version."""
+    from google.cloud import aiplatform
+
+    if parent is None:
+        return None
+    default = aiplatform.Model(parent.resource_name)  # a model name without @version resolves to its default
+    uri = default.uri or ""
+    return default.version_id, ("/gcs/" + uri.removeprefix("gs://") if uri.startswith("gs://") else uri)
 
 
-def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[str, str]) -> PromotionDecision:
+def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[str, str],
+                     judge: Callable[[str | None], Verdict]) -> tuple[str, Verdict, str | None]:
+    """Upload the candidate as a new version of the model; it is the default if `judge(champion dir)` says so.
+    Returns (version id, verdict, champion version id)."""
     from google.cloud import aiplatform
 
     vertex = config.vertex
@@ -38,19 +44,20 @@ def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[st
     name = model_display_name(config)
     existing = aiplatform.Model.list(filter=f'display_name="{name}"')
     parent = existing[0] if existing else None
-    current_logloss = default_version_logloss(aiplatform.Model(parent.resource_name)) if parent else None
-    is_default, reason = decide(candidate.logloss, current_logloss, config.promotion.logloss_tolerance)
+    champion = default_version(parent)
+    verdict = judge(champion[1] if champion else None)
     model = aiplatform.Model.upload(
         display_name=name,
         artifact_uri=candidate.model_uri,
         serving_container_image_uri=vertex.model_registry.serving_image,
         parent_model=parent.resource_name if parent else None,
-        is_default_version=is_default,
-        version_description=f"{candidate.target} run {candidate.run_index + 1}; {reason}",
+        is_default_version=verdict.promoted,
+        version_description=f"{candidate.target} run {candidate.run_index + 1}; {verdict.reason}"[:2048],
         labels=labels,
         encryption_spec_key_name=vertex.encryption_spec_key_name,
     )
-    metrics = {"logLoss": candidate.logloss}
+    logloss = verdict.comparison.challenger_logloss if verdict.comparison else candidate.logloss
+    metrics = {"logLoss": logloss}
     if candidate.auc is not None:
         metrics["auRoc"] = candidate.auc
     model.api_client.import_model_evaluation(
@@ -61,5 +68,4 @@ def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[st
             "metrics": metrics,
         },
     )
-    return PromotionDecision(name, model.version_id, is_default, candidate.logloss, current_logloss,
-                             config.promotion.logloss_tolerance, reason)
+    return model.version_id, verdict, champion[0] if champion else None

@@ -18,16 +18,16 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         "",
         "## Targets",
         "",
-        _markdown_table(per_target_table(summary)),
+        markdown_table(per_target_table(summary)),
         "",
         "## Log-loss statistics per task",
         "",
-        _markdown_table(statistics_table(summary)),
+        markdown_table(statistics_table(summary)),
         "",
         *_eval_curve_section(summary),
         "## Every run",
         "",
-        _markdown_table(per_run_table(summary)),
+        markdown_table(per_run_table(summary)),
         "",
     ]
     if summary.dead_letter:
@@ -41,10 +41,10 @@ def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:
     table = eval_curve_table(summary)
     if table is None:
         return []
-    return ["## Eval log-loss per epoch (mean over runs)", "", _markdown_table(table), ""]
+    return ["## Eval log-loss per epoch (mean over runs)", "", markdown_table(table), ""]
 
 
-def _markdown_table(table: Table) -> str:
+def markdown_table(table: Table) -> str:
     lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in table.rows]
     return "\n".join(lines)

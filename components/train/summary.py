@@ -9,6 +9,40 @@ from pydantic import BaseModel, ConfigDict, Field
 SUMMARY_FILE = "run_summary.json"
 
 
+class TableCarryOver(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    table: str
+    rows: int
+    copied: int
+    new: int
+
+
+class WarmStartSummary(BaseModel):
+    """What a warm-started run took from the champion (RunSummary.warm_start)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    tables: list[TableCarryOver]
+    dense_copied: int
+    dense_skipped: list[str]
+
+    @property
+    def rows_copied(self) -> int:
+        return sum(t.copied for t in self.tables)
+
+    @property
+    def rows_new(self) -> int:
+        return sum(t.new for t in self.tables)
+
+    def describe(self) -> str:
+        tables = ", ".join(f"{t.table} {t.copied:,}/{t.rows:,}" for t in self.tables)
+        skipped = f", {len(self.dense_skipped)} skipped (shape changed)" if self.dense_skipped else ""
+        return (f"warm start from {self.source}: embedding rows copied {self.rows_copied:,}, new {self.rows_new:,} "
+                f"({tables}); dense weights copied {self.dense_copied}{skipped}")
+
+
 class HardwareSeen(BaseModel):
     """What the runtime reported, never what the target asked for."""
 
@@ -88,6 +122,7 @@ class RunSummary(BaseModel):
     curve: list[CurvePoint] = Field(default_factory=list)
     embedding_tables: list[EmbeddingTableMemory] = Field(default_factory=list, description="table memory")
     model_uri: str | None = Field(None, description="the exported serving model; None when nothing was exported")
+    warm_start: WarmStartSummary | None = Field(None, description="what was carried over from the champion")
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / SUMMARY_FILE

@@ -22,7 +22,7 @@ from components.preprocess.manifest import Manifest
 from components.train.callbacks import (
     EpochEvaluation, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
 )
-from components.train.export import export_serving_model
+from components.train.export import export_serving_model, tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel, build_model
 from components.train.optimization import (
@@ -31,7 +31,9 @@ from components.train.optimization import (
 from components.train.strategy import (
     Runtime, parameter_server_role, runtime_for, serve_parameter_server_task, table_placement,
 )
-from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TaskMetrics
+from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TaskMetrics, WarmStartSummary
+from components.train.warm_start import WarmStartUnavailable, apply_state
+from components.train.warm_start import write_state as write_warm_start_state
 from configs.schema import AdrankConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
 
@@ -49,8 +51,12 @@ def train(
     examples_dir: str,
     model_dir: str,
     model_uri: str | None = None,
+    warm_start_from: str | None = None,
 ) -> RunSummary:
     """Train `target_name`'s model once (seed = config.seed + run_index) and summarize the run.
+
+    `warm_start_from`: the champion's exported model directory (`training.warm_start: champion`); a fresh run
+    starts from its weights (`components.train.warm_start`), a resumed one from its own checkpoint.
 
     In a parameter-server cluster only the chief trains; a worker or ps replica serves until the job ends.
     """
@@ -69,15 +75,19 @@ def train(
     if runtime.is_parameter_server:
         from components.train.parameter_server import fit_parameter_server
 
+        if warm_start_from:
+            log.warning("warm start is not supported with parameter servers; %s trains cold", target_name)
         model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed)
     else:
-        model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed)
+        model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
+                                                  warm_start_from)
 
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training)
     exported_uri = None
     if not runtime.is_tpu:  # TPU-embedding tables are not exported here: the run records no model
         export_dir = Path(model_dir) / SAVED_MODEL_DIR
         export_serving_model(model, manifest, examples_dir, export_dir)
+        write_warm_start_state(model, manifest, tft_output_dir(examples_dir, manifest), export_dir)
         exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
     curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
@@ -113,6 +123,7 @@ def train(
         curve=curve,
         embedding_tables=[EmbeddingTableMemory(**table) for table in model.table_memory()],
         model_uri=exported_uri,
+        warm_start=fit_result.warm_start,
     )
 
 
@@ -205,10 +216,12 @@ def steps_per_execution_for(chunk: int, configured: int, max_waste: float = 0.05
 class FitResult:
     """`curve`: (step, chunk training loss) or (step, loss, epoch or None, eval log-loss or None) per chunk."""
 
-    def __init__(self, curve: list[tuple], examples_per_second: float, tensorboard: TensorBoardScalars | None = None):
+    def __init__(self, curve: list[tuple], examples_per_second: float, tensorboard: TensorBoardScalars | None = None,
+                 warm_start: WarmStartSummary | None = None):
         self.curve = [(*point, None, None) if len(point) == 2 else tuple(point) for point in curve]
         self.examples_per_second = examples_per_second
         self.tensorboard = tensorboard
+        self.warm_start = warm_start
 
 
 def tensorboard_scalars() -> TensorBoardScalars | None:
@@ -260,7 +273,8 @@ def compiled_model(
 
 
 def fit_synchronous(
-    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int,
+    warm_start_from: str | None = None,
 ) -> tuple[RankingModel, StepPlan, FitResult]:
     training = resolved.training
     if training.global_batch_size % runtime.replicas:
@@ -292,6 +306,12 @@ def fit_synchronous(
         if manager.latest_checkpoint:
             manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             log.info("resumed from %s", manager.latest_checkpoint)
+        warm_start = None
+        if warm_start_from and not manager.latest_checkpoint:
+            try:
+                warm_start = apply_state(model, manifest, tft_output_dir(examples_dir, manifest), warm_start_from)
+            except WarmStartUnavailable as error:
+                log.warning("training cold: %s", error)
     done_steps = int(model.optimizer.iterations.numpy())
     if done_steps % plan.chunk_steps:
         raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")
@@ -312,7 +332,7 @@ def fit_synchronous(
         )
     steps_per_second = clock.steady_steps_per_second()
     examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
-    return model, plan, FitResult(curve.points, examples_per_second, tensorboard)
+    return model, plan, FitResult(curve.points, examples_per_second, tensorboard, warm_start)
 
 
 # -- evaluation -----------------------------------------------------------------------------------
