@@ -70,8 +70,12 @@ def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> 
     raise RunIdError(f"999 runs named '{base}*' under {runs_dir} this second; pass --run-id")
 
 
-def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None) -> RunRecord:
-    """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step."""
+def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None,
+                window_end: str = "") -> RunRecord:
+    """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step.
+
+    `window_end` (RFC 3339): read only the `logs.lookback_days` before it, as a scheduled run does (`adrank
+    retrain`); "" reads every log."""
     from kfp import local
 
     from pipelines.ranking import create_pipeline
@@ -86,7 +90,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     record.claim_process()
     record.write(run_dir)
 
-    pipeline = create_pipeline(config, "local")
+    pipeline = create_pipeline(config, "local", window_end=window_end)
     display_names = {key: task.task_info.name for key, task in pipeline.pipeline_spec.root.dag.tasks.items()}
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"))
     log_path = run_dir / "pipeline.log"

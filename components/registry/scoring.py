@@ -126,5 +126,11 @@ def paired_difference(challenger: np.ndarray, champion: np.ndarray) -> PairedCom
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+    """The line that says what went wrong: TensorFlow's graph errors open with "Graph execution error:" and name
+    the cause (e.g. "Feature: campaign_id (data type: string) is required but could not be found.") further down."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    meaningful = [line for line in lines if not line.startswith(("[[", "Graph execution error", "Detected at node"))
+                  and not line.startswith("File ")]
+    causes = [line for line in meaningful if "Feature:" in line or "Key:" in line]
+    text = (causes or meaningful[-1:] or lines[:1] or [""])[0]
+    return f"{type(error).__name__}: {text}".rstrip(": ")

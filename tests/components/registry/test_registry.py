@@ -1,4 +1,4 @@
-"""Model promotion: the log-loss tolerance rule, over the local registry directory."""
+"""The local registry's mechanics: versions, the default, concurrent promotions, where it lives."""
 
 from __future__ import annotations
 
@@ -10,26 +10,25 @@ from pathlib import Path
 import pytest
 
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import Candidate, decide, read_candidate
+from components.registry.promotion import Candidate, Verdict, read_candidate
 from components.registry.task import promote_best_run
 from configs import load_config
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 
 
 def _candidate(logloss: float, model_uri: str = "/nonexistent") -> Candidate:
     return Candidate("adrank-local", "abc", "engagement", "cpu", 0, logloss, model_uri)
 
 
-@pytest.mark.parametrize(("new", "current", "tolerance", "promoted"), [
-    (0.40, None, 0.0, True),       # first version
-    (0.39, 0.40, 0.0, True),       # better
-    (0.4009, 0.40, 0.001, True),   # worse, within tolerance
-    (0.4011, 0.40, 0.001, False),  # worse beyond tolerance
-    (0.4001, 0.40, 0.0, False),
-])
-def test_decide(new, current, tolerance, promoted):
-    assert decide(new, current, tolerance)[0] is promoted
+def _by_stored_logloss(registry: LocalModelRegistry, model: str, candidate: Candidate, tolerance: float):
+    """A judge for registry mechanics only: the candidate's log-loss against the default's stored one."""
+    def judge(champion_dir):
+        current = registry.default(model)
+        if champion_dir is None or current is None:
+            return Verdict(True, "no default version yet", "none")
+        return Verdict(candidate.logloss <= current["logloss"] + tolerance, "stored log-loss", "scored")
+    return judge
 
 
 def test_local_registry_versions_and_default(tmp_path):
@@ -38,22 +37,23 @@ def test_local_registry_versions_and_default(tmp_path):
     (model_dir / "saved_model.pb").write_bytes(b"model")
     registry = LocalModelRegistry(tmp_path / "registry")
 
-    first = registry.register("ranker", _candidate(0.40, str(model_dir)), tolerance=0.001)
-    assert (first.version, first.is_default) == ("1", True)
+    def register(logloss):
+        candidate = _candidate(logloss, str(model_dir))
+        return registry.register("ranker", candidate, _by_stored_logloss(registry, "ranker", candidate, 0.001))
+
+    assert register(0.40)[:2] == ("1", Verdict(True, "no default version yet", "none"))
     assert (tmp_path / "registry/ranker/versions/1/model/saved_model.pb").read_bytes() == b"model"
-
-    worse = registry.register("ranker", _candidate(0.41, str(model_dir)), tolerance=0.001)
-    assert (worse.version, worse.is_default, worse.previous_default_logloss) == ("2", False, 0.40)
+    version, verdict, champion = register(0.41)
+    assert (version, verdict.promoted, champion) == ("2", False, "1")
     assert registry.default("ranker")["version"] == "1"
-
-    close = registry.register("ranker", _candidate(0.4005, str(model_dir)), tolerance=0.001)
-    assert (close.version, close.is_default) == ("3", True)
+    assert register(0.4005)[0] == "3"
     assert registry.default("ranker") == {"version": "3", "logloss": 0.4005}
     assert registry.versions("ranker") == ["1", "2", "3"]
     assert registry.evaluation("ranker", "2")["logloss"] == 0.41
+    assert registry.default_model_dir("ranker") == ("3", str(tmp_path / "registry/ranker/versions/3/model"))
 
 
-def test_promote_best_run_reads_the_report_summary(tmp_path):
+def test_read_candidate_takes_the_best_exported_run(tmp_path):
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({
         "pipeline": "adrank-local", "config_hash": "abc", "primary_task": "engagement",
@@ -63,23 +63,23 @@ def test_promote_best_run_reads_the_report_summary(tmp_path):
     candidate = read_candidate(summary)
     assert (candidate.target, candidate.run_index, candidate.logloss, candidate.auc) == ("cpu", 1, 0.42, 0.71)
 
-    config = load_config(None, [f"promotion.local_registry={tmp_path / 'registry'}"])
-    decision = promote_best_run(config, "local", str(summary))
-    assert decision.is_default and decision.model == "adrank-local"
-    assert (tmp_path / "registry" / "adrank-local" / "default.json").exists()
-
 
 PROMOTER = """
 import sys
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import Candidate
+from components.registry.promotion import Candidate, Verdict
 
 root, model_dir, worker = sys.argv[1], sys.argv[2], int(sys.argv[3])
 registry = LocalModelRegistry(root)
 for index in range({promotions}):
     logloss = 0.4 + ((worker * 7 + index * 3) % 11) / 1000
     candidate = Candidate("adrank-local", f"w{{worker}}", "engagement", "cpu", index, logloss, model_dir)
-    registry.register("ranker", candidate, tolerance=0.0)
+
+    def judge(champion_dir):  # under the registry's lock: the default it reads is the one it replaces
+        current = registry.default("ranker")
+        return Verdict(current is None or logloss <= current["logloss"], "stored log-loss", "scored")
+
+    registry.register("ranker", candidate, judge)
 """
 
 
@@ -135,17 +135,25 @@ def test_the_local_registry_follows_runs_dir(tmp_path):
 def test_vertex_promotion_labels_carry_the_whole_config_hash(tmp_path, monkeypatch):
     import types
 
+    from fixture_models import day_of_examples, save_model, summary_naming, write_eval_examples
+
     from components.registry import vertex
     from configs import config_hash
 
-    summary = tmp_path / "summary.json"
-    summary.write_text(json.dumps({"best_run": {"target": "cpu", "run_index": 0, "model_uri": "gs://m", "logloss": 0.4}}))
+    x, y = day_of_examples(seed=3, n=200)
+    examples = write_eval_examples(tmp_path / "examples", x, y)
+    summary = summary_naming(tmp_path / "summary.json", save_model(tmp_path / "model", 2.0, -2.0))
     seen = []
-    monkeypatch.setattr(vertex, "register_version", lambda config, candidate, labels: seen.append(labels))
+
+    def register_version(config, candidate, labels, judge):
+        seen.append(labels)
+        return "1", judge(None), None
+
+    monkeypatch.setattr(vertex, "register_version", register_version)
     config = load_config(REPO / "configs" / "vertex.yaml")
-    promote_best_run(config, "vertex", str(summary))
+    promote_best_run(config, "vertex", str(summary), str(examples))
     step_slice = types.SimpleNamespace(name=config.name, config_hash="0123456789ab", promotion=config.promotion,
                                        vertex=config.vertex)
-    promote_best_run(step_slice, "vertex", str(summary))
+    promote_best_run(step_slice, "vertex", str(summary), str(examples))
     assert [labels["adrank-config"] for labels in seen] == [config_hash(config), "0123456789ab"]
     assert seen[0]["adrank-target"] == "cpu"

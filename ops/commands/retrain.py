@@ -1,0 +1,69 @@
+"""`adrank retrain`: replay daily retraining for N days locally (window end stepping one day at a time)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+
+from ops.commands.options import add_config_arguments
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "retrain", help="replay daily retraining for N days (train, compare with the champion on the same day, "
+        "promote) and write a day-series report",
+    )
+    add_config_arguments(parser)
+    parser.add_argument("--days", type=int, required=True, metavar="N", help="days to replay")
+    parser.add_argument("--first-day", type=_date, default=None, metavar="YYYY-MM-DD",
+                        help="the first day's window end (default for synthetic logs: logs.lookback_days after "
+                        "logs.synthetic.start_date; required for your own logs)")
+    parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default: runs)")
+    parser.add_argument("--replay-id", default=None, help="replay directory name (default: <UTC time>-<config>-replay)")
+    parser.set_defaults(handler=_retrain)
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date YYYY-MM-DD") from None
+
+
+def _retrain(args: argparse.Namespace) -> int:
+    from configs import load_config
+    from configs.loader import embedded_config_path
+    from ops.errors import CommandError
+    from ops.local_run import LocalRunFailed
+    from ops.local_runs import is_run_id
+    from ops.replay import ReplayError, create_replay_dir, plan_replay, replay
+
+    if args.replay_id is not None and not is_run_id(args.replay_id):
+        raise CommandError(f"--replay-id {args.replay_id!r}: use letters, digits, '_', '-' and '.'")
+    runs_dir = Path(args.runs_dir)
+    name = load_config(args.config, args.overrides).name
+    try:
+        if args.days < 1:
+            raise ReplayError(f"--days {args.days}: replay at least one day")
+        series_dir = create_replay_dir(runs_dir, args.replay_id, name)
+        try:
+            plan = plan_replay(args.config, args.overrides, args.days, args.first_day, series_dir / "registry")
+        except BaseException:
+            series_dir.rmdir()
+            raise
+        if plan.note:
+            print(plan.note)
+        print(f"replay {series_dir.name}: {args.days} days, registry {plan.config.promotion.local_registry}")
+        series = replay(plan, series_dir, runs_dir, args.config or str(embedded_config_path()))
+    except ReplayError as error:
+        raise CommandError(str(error)) from None
+    except LocalRunFailed as failure:
+        raise CommandError(
+            f"replay stopped: run {failure.record.id} failed at step '{failure.record.failed_step}': "
+            f"{failure.record.failure_reason}\n  logs: {runs_dir / failure.record.id / 'pipeline.log'}"
+        ) from None
+    promoted = sum(day.decision.promoted for day in series.days)
+    print(f"replay {series_dir.name} done: {len(series.days)} days, {promoted} promoted")
+    print(f"report: {(series_dir / 'replay.html').resolve()}")
+    return 0

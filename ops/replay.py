@@ -1,0 +1,142 @@
+"""`adrank retrain`: replay daily retraining for N days on this machine.
+
+    day 1 … N:  window end = first window end + (day − 1) days
+                └► the whole DAG (`run_locally`), preprocess reading only the `logs.lookback_days` before it
+                └► train (warm from the champion with `training.warm_start: champion`)
+                └► promote: champion and challenger on that day's eval examples, into the replay's registry
+    then:       replay.json / replay.md / replay.html / replay.png in `<runs dir>/<replay id>/`
+
+Each day is an ordinary local run (`<replay id>-day<k>`, listed by `adrank runs list`). Unless the config names
+its own `promotion.local_registry`, the replay promotes into `<runs dir>/<replay id>/registry`, so a replay never
+changes the models that `adrank run` promoted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.preprocess.manifest import Manifest
+from components.registry.promotion import DECISION_FILE, PromotionDecision
+from components.train.summary import RunSummary
+from components.report.day_series import DaySeries, ReplayDay, write_reports
+from configs import AdrankConfig, config_hash, load_config
+from configs.promotion import PromotionConfig
+from ops.local_run import run_locally
+
+
+class ReplayError(ValueError):
+    """The config cannot be replayed as asked (names the field or the option)."""
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    config: AdrankConfig
+    window_ends: list[dt.datetime]
+    note: str | None = None
+
+
+def plan_replay(config_file: str | None, overrides: list[str], days: int, first_window_end: dt.date | None,
+                registry: Path) -> ReplayPlan:
+    """The config each day runs with, and each day's window end (midnight UTC).
+
+    Synthetic logs: day 1's window ends `logs.lookback_days` after `logs.synthetic.start_date`, and the generator
+    makes as many days as the replay reads (`logs.synthetic.days` grows if it is too short; the note says so).
+    Own logs: `--first-day` is the first window end. `registry`: where the replay promotes, unless the config
+    names its own `promotion.local_registry`."""
+    config = load_config(config_file, overrides)
+    if days < 1:
+        raise ReplayError(f"--days {days}: replay at least one day")
+    lookback = config.logs.lookback_days
+    if lookback is None:
+        raise ReplayError("logs.lookback_days: must be set to replay days (each day reads only the days before "
+                          "its window end), e.g. --set logs.lookback_days=3")
+    if lookback <= config.split.eval_days:
+        raise ReplayError(f"logs.lookback_days: {lookback} leaves no training day before the last "
+                          f"split.eval_days={config.split.eval_days} eval days")
+    extra, note = [], None
+    if config.promotion.local_registry == PromotionConfig.model_fields["local_registry"].default:
+        extra.append(f"promotion.local_registry={json.dumps(str(registry.resolve()))}")
+    if config.logs.source == "synthetic":
+        synthetic = config.logs.synthetic
+        first = first_window_end or synthetic.start_date + dt.timedelta(days=lookback)
+        needed = (first - synthetic.start_date).days + days - 1
+        if needed > synthetic.days:
+            extra.append(f"logs.synthetic.days={needed}")
+            note = (f"replaying {days} days with a {lookback}-day lookback reads {needed} days of synthetic logs: "
+                    f"logs.synthetic.days {synthetic.days} → {needed}")
+    elif first_window_end is None:
+        raise ReplayError("--first-day: required with logs from files or BigQuery (the first day's window end, "
+                          "YYYY-MM-DD)")
+    else:
+        first = first_window_end
+    config = load_config(config_file, [*overrides, *extra])
+    start = dt.datetime.combine(first, dt.time(), dt.timezone.utc)
+    return ReplayPlan(config, [start + dt.timedelta(days=day) for day in range(days)], note)
+
+
+def create_replay_dir(runs_dir: Path, replay_id: str | None, config_name: str) -> Path:
+    """`<runs dir>/<UTC second>-<config name>-replay` (or `replay_id`), new and empty."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 1000):
+        name = replay_id or f"{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}-{config_name}-replay"
+        candidate = runs_dir / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            if replay_id:
+                raise ReplayError(f"--replay-id {replay_id}: already taken under {runs_dir}") from None
+    raise ReplayError(f"999 replays named '{name}*' under {runs_dir} this second; pass --replay-id")
+
+
+def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: str, echo=print) -> DaySeries:
+    """Run every day of the plan in order; the day-series reports are rewritten after each day."""
+    config = plan.config
+    series = DaySeries(replay_id=series_dir.name, config_name=config.name, config_hash=config_hash(config),
+                       lookback_days=config.logs.lookback_days or 0, registry=config.promotion.local_registry, days=[])
+    for index, window_end in enumerate(plan.window_ends, start=1):
+        stamp = f"{window_end:%Y-%m-%dT%H:%M:%SZ}"
+        echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}")
+        record = run_locally(config, runs_dir, config_source, f"{series_dir.name}-day{index}", window_end=stamp)
+        day = _day_result(index, stamp, runs_dir / record.id, record)
+        series.days.append(day)
+        write_reports(series, series_dir)
+        decision = day.decision
+        echo(f"day {index}: {'promoted' if decision.promoted else 'not promoted'} — {decision.reason}")
+    return series
+
+
+def _day_result(index: int, window_end: str, run_dir: Path, record) -> ReplayDay:
+    decision_path = run_dir / DECISION_FILE
+    if not decision_path.exists():
+        raise ReplayError("promotion.enabled: must be true to replay daily retraining (no decision was taken)")
+    decision = PromotionDecision.read(decision_path)
+    manifest = Manifest.read(_one(run_dir, "artifacts/*/preprocess-step*/examples"))
+    eval_split = manifest.splits["eval"]
+    task = decision.primary_task
+    warm = [s.warm_start for s in _run_summaries(run_dir) if s.warm_start is not None]
+    best = warm[0] if warm else None
+    seconds = (record.finished - record.started).total_seconds() if record.finished else 0.0
+    return ReplayDay(
+        day=index, window_end=window_end, window_start=(manifest.window or {}).get("start"), run_id=record.id,
+        seconds=seconds, eval_examples=eval_split.examples, eval_positive_rate=eval_split.label_rates.get(task, 0.0),
+        bayes_logloss=(eval_split.bayes_logloss or {}).get(task), warm_start=bool(warm),
+        rows_copied=best.rows_copied if best else None,
+        rows_new=best.rows_new if best else None,
+        decision=decision,
+    )
+
+
+def _run_summaries(run_dir: Path) -> list[RunSummary]:
+    return [RunSummary.read(p) for p in sorted(glob.glob(str(run_dir / "artifacts/*/train-step*/summary")))]
+
+
+def _one(run_dir: Path, pattern: str) -> Path:
+    matches = sorted(glob.glob(str(run_dir / pattern)))
+    if not matches:
+        raise FileNotFoundError(f"{run_dir}: nothing matches {pattern}")
+    return Path(matches[-1])
