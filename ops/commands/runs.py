@@ -111,7 +111,12 @@ def _vertex(args: argparse.Namespace, action: str) -> int:
         if action == "list":
             print(vertex_runs.format_runs_table(vertex_runs.list_runs(config, session)))
         else:
-            print(vertex_runs.format_run(vertex_runs.get_run(args.run, session), session))
+            run = vertex_runs.get_run(args.run, session)
+            if run.schedule_name:  # say which of the config's schedules started it, by display name
+                from ops.vertex.schedules import config_schedules
+
+                run = vertex_runs.name_schedule(run, config_schedules(config, session))
+            print(vertex_runs.format_run(run, session))
     except VertexSetupError as error:
         raise CommandError(str(error)) from None
     return 0

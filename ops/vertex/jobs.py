@@ -25,6 +25,8 @@ from ops.vertex.session import VertexSession, require_service_account, vertex_se
 CacheMode = Literal["on", "off", "default"]
 FINAL_STATES = {"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"}
 MAX_JOB_ID = 128
+# The label every run of a config carries, submitted or started by a schedule: how `runs list` finds them.
+PIPELINE_LABEL = "adrank-pipeline"
 
 
 def label_value(text: str) -> str:
@@ -62,8 +64,13 @@ def job_labels(config: AdrankConfig, revision: str | None = None) -> dict[str, s
         "adrank-version": label_value(package_version()),
         "adrank-git": label_value(revision if revision is not None else git_revision()),
         "adrank-config": config_hash(config),
-        "adrank-pipeline": label_value(config.name),
+        PIPELINE_LABEL: pipeline_label_value(config),
     }
+
+
+def pipeline_label_value(config: AdrankConfig) -> str:
+    """The `adrank-pipeline` label value of the config's runs (the config name is a valid label value)."""
+    return label_value(config.name)
 
 
 def job_id(config: AdrankConfig, now: dt.datetime) -> str:

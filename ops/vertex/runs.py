@@ -1,13 +1,23 @@
-"""Review pipeline runs on Vertex AI: state, task states, and the values of each run's Metrics artifacts."""
+"""Review pipeline runs on Vertex AI: state, task states, the values of each run's Metrics artifacts, and which
+schedule started each run.
+
+A config's runs are found by what Vertex keeps on them, never by display name: Vertex names the runs a
+schedule starts itself, so `runs list` asks for the runs labelled `adrank-pipeline=<name>` (submitted runs
+and scheduled ones both carry it: `submit` sets it on the PipelineJob, `schedule create` on the schedule's
+CreatePipelineJobRequest) and, per schedule of the config, the runs whose `schedule_name` is that schedule
+(the filter the SDK's own `PipelineJobSchedule.list_jobs` uses; it also finds runs of a schedule created
+before the label existed).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 from configs import AdrankConfig
-from ops.vertex.jobs import task_states
+from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, console_url
 
@@ -26,13 +36,16 @@ class VertexRun:
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task → metric → value
     labels: dict[str, str] = field(default_factory=dict)
     error: str = ""
+    schedule_name: str = ""  # resource name of the schedule that started the run; "" for a submitted run
+    schedule: str = ""  # that schedule's display name when known, else its resource id
 
     @property
     def failed_tasks(self) -> list[str]:
         return sorted(t for t, s in self.tasks.items() if s == "FAILED")
 
 
-def run_from_resource(resource) -> VertexRun:
+def run_from_resource(resource, schedules: dict[str, str] | None = None) -> VertexRun:
+    """The run a PipelineJob resource describes; `schedules` maps schedule resource names to display names."""
     metrics: dict[str, dict[str, float]] = {}
     for task in resource.job_detail.task_details:
         for output in task.outputs.values():
@@ -51,28 +64,41 @@ def run_from_resource(resource) -> VertexRun:
         metrics=metrics,
         labels=dict(resource.labels),
         error=resource.error.message if "error" in resource else "",
+        schedule_name=resource.schedule_name,
+        schedule=(schedules or {}).get(resource.schedule_name, resource.schedule_name.rsplit("/", 1)[-1]),
     )
 
 
 def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
               sleep: Callable[[float], None] | None = None) -> list[VertexRun]:
-    """The config's pipeline runs (by display name), newest first, with their task details."""
+    """The config's pipeline runs, submitted or scheduled, newest first, with their task details."""
     from google.cloud import aiplatform
 
-    jobs = with_backoff(
-        lambda: aiplatform.PipelineJob.list(filter=f'display_name="{config.name}"', order_by="create_time desc"),
-        "list pipeline jobs", sleep=sleep,
-    )
+    from ops.vertex.schedules import config_schedules
+
+    schedules = config_schedules(config, session, sleep)
+    filters = [f'labels.{PIPELINE_LABEL}="{pipeline_label_value(config)}"']
+    filters += [f'schedule_name="{name}"' for name in sorted(schedules)]
+    jobs = {}
+    for list_filter in filters:
+        found = with_backoff(
+            lambda: aiplatform.PipelineJob.list(filter=list_filter, order_by="create_time desc"),
+            "list pipeline jobs", sleep=sleep,
+        )
+        for job in found:
+            jobs.setdefault(job.resource_name, job)
+    newest = sorted(jobs.values(), key=lambda job: (job.gca_resource.create_time, job.resource_name), reverse=True)
     runs = []
-    for job in jobs[:limit]:
+    for job in newest[:limit]:
         # list responses may omit the job detail; read each run in full
         resource = with_backoff(lambda: job.api_client.get_pipeline_job(name=job.resource_name),
                                 f"get {job.resource_name}", sleep=sleep)
-        runs.append(run_from_resource(resource))
+        runs.append(run_from_resource(resource, schedules))
     return runs
 
 
 def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> VertexRun:
+    """One run by job id or resource name (its schedule, if any, by resource id: see `name_schedule`)."""
     from google.cloud import aiplatform
 
     from ops.errors import VertexApiError
@@ -85,19 +111,26 @@ def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] 
     return run_from_resource(job.gca_resource)
 
 
+def name_schedule(run: VertexRun, schedules: dict[str, str]) -> VertexRun:
+    """`run` with its schedule's display name, when the schedule is one of `schedules` (resource → display)."""
+    if run.schedule_name not in schedules:
+        return run
+    return dataclasses.replace(run, schedule=schedules[run.schedule_name])
+
+
 def format_runs_table(runs: list[VertexRun]) -> str:
     if not runs:
         return "no runs on Vertex AI for this pipeline"
     metric_names = sorted({m for run in runs for values in run.metrics.values() for m in values
                            if m.endswith(("_logloss", "_auc"))})
-    header = ["JOB ID", "STATE", "CREATED", "TASKS"] + [f"best {m}" for m in metric_names]
+    header = ["JOB ID", "STATE", "CREATED", "SCHEDULE", "TASKS"] + [f"best {m}" for m in metric_names]
     rows = [header]
     for run in runs:
         counts: dict[str, int] = {}
         for state in run.tasks.values():
             counts[state] = counts.get(state, 0) + 1
         summary = " ".join(f"{s.lower()}={n}" for s, n in sorted(counts.items()))
-        cells = [run.job_id, run.state, run.create_time[:19], summary]
+        cells = [run.job_id, run.state, run.create_time[:19], run.schedule or "-", summary]
         for metric in metric_names:
             values = [v[metric] for v in run.metrics.values() if metric in v]
             best = (min(values) if metric.endswith("logloss") else max(values)) if values else None
@@ -109,6 +142,10 @@ def format_runs_table(runs: list[VertexRun]) -> str:
 def format_run(run: VertexRun, session: VertexSession) -> str:
     lines = [f"run {run.job_id} ({run.display_name}): {run.state}", f"created: {run.create_time}",
              f"console: {console_url(session, run.job_id)}"]
+    if run.schedule_name:
+        lines.append(f"started by: schedule {run.schedule} ({run.schedule_name})")
+    else:
+        lines.append("started by: submit")
     if run.labels:
         lines.append("labels: " + ", ".join(f"{k}={v}" for k, v in sorted(run.labels.items())))
     if run.error:

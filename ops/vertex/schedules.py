@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from configs import AdrankConfig
-from ops.vertex.jobs import build_pipeline_job, job_labels
+from ops.vertex.jobs import PIPELINE_LABEL, build_pipeline_job, job_labels, pipeline_label_value
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
 
@@ -66,6 +66,25 @@ def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[f
         f"list schedules {display_name}", sleep=sleep,
     )
     return [s for s in found if s.display_name == display_name]
+
+
+def config_schedules(config: AdrankConfig, session: VertexSession,
+                     sleep: Callable[[float], None] | None = None) -> dict[str, str]:
+    """Resource name → display name of every schedule that starts this config's pipeline: the one with the
+    config's schedule display name, and any whose pipeline job carries the config's `adrank-pipeline` label
+    (a schedule created under an earlier display name keeps launching runs until it is deleted)."""
+    from google.cloud import aiplatform
+
+    display_name = schedule_display_name(config)
+    pipeline = pipeline_label_value(config)
+    found = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules", sleep=sleep)
+    owned = {}
+    for schedule in found:
+        resource = schedule.gca_resource
+        labels = resource.create_pipeline_job_request.pipeline_job.labels
+        if resource.display_name == display_name or labels.get(PIPELINE_LABEL) == pipeline:
+            owned[resource.name] = resource.display_name
+    return owned
 
 
 def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
