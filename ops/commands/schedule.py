@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import tempfile
 from pathlib import Path
 
@@ -32,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--end-time", type=_end_time, metavar="TIME|none",
                              help="no runs after this RFC 3339 time, e.g. 2026-12-31T00:00:00Z; 'none' clears it "
                              "(default: vertex.schedule.end_time)")
+            sub.add_argument("--start-now-if-past", action="store_true",
+                             help="a vertex.schedule.start_time already past starts the schedule now instead of "
+                             "failing (never with catch-up runs)")
         if action == "resume":
             sub.add_argument("--catch-up", action="store_true", help="also start the runs missed while paused")
         if action == "list":
@@ -69,10 +73,16 @@ def _limits(schedule) -> str:
     return f"{runs}, {end}"
 
 
+def _start(start) -> str:
+    if start.keep_existing:
+        return "start time unchanged"
+    return f"first run after {start.value.isoformat()}" if start.value else "starting now"
+
+
 def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
-    from ops.vertex.session import VertexSetupError, session_for
+    from ops.vertex.session import VertexSetupError, require_service_account, session_for
 
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
@@ -81,17 +91,26 @@ def _run(args: argparse.Namespace) -> int:
         display_name = schedules.schedule_display_name(config)
         action = args.schedule_command
         if action in ("create", "update"):
-            if action == "update" and not schedules.find_schedules(display_name, session):
+            require_service_account(config)
+            existing = schedules.find_schedules(display_name, session)
+            if action == "update" and not existing:
                 raise CommandError(f"no schedule named '{display_name}' to update; use 'adrank schedule create'")
+            now = dt.datetime.now(dt.timezone.utc)
+            # refuse a past start time before compiling; create_or_update checks again against what it finds
+            schedules.resolve_start_time(config, now, existing[0] if len(existing) == 1 else None,
+                                         args.start_now_if_past)
             with tempfile.TemporaryDirectory(prefix="adrank-schedule-") as directory:
                 from ops.compile import compile_pipeline
 
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
-                done, schedule = schedules.create_or_update(config, template, session)
+                done, schedule, start = schedules.create_or_update(
+                    config, template, session, now=now, start_now_if_past=args.start_now_if_past)
             cron = config.vertex.schedule.vertex_cron
             print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
                   f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
-                  f"{_limits(config.vertex.schedule)}")
+                  f"{_limits(config.vertex.schedule)}, {_start(start)}")
+            if start.note:
+                print(start.note)
             if schedules.experiment_note(config):
                 print(schedules.experiment_note(config))
         elif action == "pause":
@@ -103,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             rows = schedules.list_schedules(session, "" if args.all else display_name)
             print(_table(rows))
-    except (VertexSetupError, schedules.ScheduleNotFound, ValueError) as error:
+    except (VertexSetupError, schedules.ScheduleNotFound, schedules.ScheduleTimeError, ValueError) as error:
         raise CommandError(str(error)) from None
     return 0
 
