@@ -91,6 +91,7 @@ class Submission:
     console_url: str
     labels: dict[str, str]
     experiment: str | None
+    warnings: list[str] = field(default_factory=list)  # what went wrong beside the run, one line each
 
 
 def build_pipeline_job(
@@ -147,10 +148,21 @@ def submit_pipeline(
             # an earlier attempt went through before the transient error: the job id is deterministic
             job._gca_resource = job.api_client.get_pipeline_job(name=f"{session.location_path}/pipelineJobs/{identifier}")
 
-    with_backoff(create, f"create pipeline job {identifier}", sleep=sleep)
+    warnings = []
+    try:
+        with_backoff(create, f"create pipeline job {identifier}", sleep=sleep)
+    except RuntimeError as error:
+        # The SDK adds the run to the experiment after creating it and wraps an API failure there in a
+        # RuntimeError: the run exists and goes on, only the experiment lacks it.
+        if not (experiment and isinstance(error.__cause__, retry.API_FAILURES)):
+            raise
+        warnings.append(f"{identifier} runs, but was not added to experiment '{experiment}': "
+                        + retry.describe_failure(f"add {identifier} to the experiment", error.__cause__))
+        experiment = None
     from ops.vertex.session import console_url
 
-    return job, Submission(identifier, job.resource_name, console_url(session, identifier), labels, experiment)
+    return job, Submission(identifier, job.resource_name, console_url(session, identifier), labels, experiment,
+                           warnings)
 
 
 @dataclass
