@@ -118,14 +118,33 @@ def name_schedule(run: VertexRun, schedules: dict[str, str]) -> VertexRun:
     return dataclasses.replace(run, schedule=schedules[run.schedule_name])
 
 
+# The figures of the promotion step's `promotion_metrics` artifact (components.registry.promotion: metrics()):
+# champion and challenger scored on the same eval examples of the run, and the decision taken on them.
+PROMOTION_FIGURES = ("challenger_logloss", "champion_logloss", "difference", "difference_ci95_low",
+                     "difference_ci95_high", "promoted")
+
+
+def promotion_figures(run: VertexRun) -> dict[str, float] | None:
+    """The run's promotion figures, from the task whose Metrics carry `challenger_logloss`; None without one."""
+    for values in run.metrics.values():
+        if "challenger_logloss" in values:
+            return {name: values[name] for name in PROMOTION_FIGURES if name in values}
+    return None
+
+
 def format_runs_table(runs: list[VertexRun]) -> str:
+    """One row per run: state, creation, the schedule that started it ('-': submitted), task states, the best
+    log-loss / AUC of its training runs and, for runs that promoted, challenger vs champion on the same day."""
     if not runs:
         return "no runs on Vertex AI for this pipeline"
     metric_names = sorted({m for run in runs for values in run.metrics.values() for m in values
-                           if m.endswith(("_logloss", "_auc"))})
+                           if m.endswith(("_logloss", "_auc")) and m not in PROMOTION_FIGURES})
+    promotions = [promotion_figures(run) for run in runs]
     header = ["JOB ID", "STATE", "CREATED", "SCHEDULE", "TASKS"] + [f"best {m}" for m in metric_names]
+    if any(promotions):
+        header += ["CHALLENGER", "CHAMPION", "DIFF [95% CI]", "PROMOTED"]
     rows = [header]
-    for run in runs:
+    for run, promotion in zip(runs, promotions):
         counts: dict[str, int] = {}
         for state in run.tasks.values():
             counts[state] = counts.get(state, 0) + 1
@@ -135,8 +154,32 @@ def format_runs_table(runs: list[VertexRun]) -> str:
             values = [v[metric] for v in run.metrics.values() if metric in v]
             best = (min(values) if metric.endswith("logloss") else max(values)) if values else None
             cells.append("" if best is None else f"{best:.4f}")
+        if any(promotions):
+            cells += _promotion_cells(promotion)
         rows.append(cells)
     return _align(rows)
+
+
+def _promotion_line(figures: dict[str, float]) -> str:
+    """`challenger 0.4120 vs champion 0.4131 on the same eval examples: difference -0.0011 [95% CI ...]: promoted`"""
+    champion = figures.get("champion_logloss")
+    text = f"challenger {_number(figures.get('challenger_logloss'))}"
+    text += f" vs champion {champion:.4f} on the same eval examples" if champion is not None else " (no champion)"
+    cells = _promotion_cells(figures)
+    if cells[2]:
+        text += f": difference {cells[2].replace(' [', ' [95% CI ')}"
+    return text + {"yes": ": promoted", "no": ": not promoted", "": ""}[cells[3]]
+
+
+def _promotion_cells(figures: dict[str, float] | None) -> list[str]:
+    if figures is None:
+        return ["", "", "", ""]
+    difference = f"{figures['difference']:+.4f}" if "difference" in figures else ""
+    if "difference_ci95_low" in figures and "difference_ci95_high" in figures:
+        difference += f" [{figures['difference_ci95_low']:+.4f},{figures['difference_ci95_high']:+.4f}]"
+    promoted = {True: "yes", False: "no"}.get(bool(figures["promoted"])) if "promoted" in figures else ""
+    return [_number(figures.get("challenger_logloss")), _number(figures.get("champion_logloss")), difference,
+            promoted]
 
 
 def format_run(run: VertexRun, session: VertexSession) -> str:
@@ -152,6 +195,9 @@ def format_run(run: VertexRun, session: VertexSession) -> str:
         lines.append(f"error: {run.error}")
     if run.failed_tasks:
         lines.append("failed tasks: " + ", ".join(run.failed_tasks))
+    promotion = promotion_figures(run)
+    if promotion:
+        lines.append("promotion: " + _promotion_line(promotion))
     lines += ["", "tasks:"]
     lines += _align([["TASK", "STATE"]] + [[t, s] for t, s in run.tasks.items()], indent="  ").splitlines()
     if run.metrics:

@@ -55,7 +55,12 @@ def test_runs_show_prints_tasks_metrics_and_console_url(fake_vertex, vertex_args
 def test_runs_list_finds_scheduled_runs_and_names_their_schedule(fake_vertex, vertex_args, capsys):
     fake, endpoint = fake_vertex
     args = [*vertex_args, "--api-endpoint", endpoint]
-    fake.script_jobs([("PIPELINE_STATE_SUCCEEDED", {"preprocess": "SUCCEEDED", "report": "SUCCEEDED"})])
+    fake.script_jobs([("PIPELINE_STATE_SUCCEEDED", {"preprocess": "SUCCEEDED", "report": "SUCCEEDED",
+                                                     "promote model": "SUCCEEDED"})])
+    # the promotion step's promotion_metrics: challenger and champion on the same eval examples
+    fake.task_metrics["promote model"] = {
+        "challenger_logloss": 0.4123, "champion_logloss": 0.4131, "difference": -0.0008,
+        "difference_ci95_low": -0.0013, "difference_ci95_high": -0.0003, "eval_examples": 52000.0, "promoted": 1.0}
     assert main(["submit", *args]) == 0
     (submitted,) = fake.pipeline_jobs
     assert main(["schedule", "create", *args, "--set", "vertex.schedule.start_time=null"]) == 0
@@ -76,6 +81,7 @@ def test_runs_list_finds_scheduled_runs_and_names_their_schedule(fake_vertex, ve
     rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()[1:]]
     assert [row[0] for row in rows] == [day_2, day_1, submitted]  # newest first
     assert [row[3] for row in rows] == ["adrank-daily-retrain", "adrank-daily-retrain", "-"]
+    assert all(row[-5:] == ["0.4123", "0.4131", "-0.0008", "[-0.0013,-0.0003]", "yes"] for row in rows)
     filters = sorted(call.query["filter"][0] for call in fake.calls("GET", r"/pipelineJobs$"))
     assert filters == ['labels.adrank-pipeline="adrank-daily"', f'schedule_name="{schedule_name}"']
     assert fake.rejected == []
@@ -84,6 +90,8 @@ def test_runs_list_finds_scheduled_runs_and_names_their_schedule(fake_vertex, ve
     out = capsys.readouterr().out
     assert f"started by: schedule adrank-daily-retrain ({schedule_name})" in out
     assert "adrank-pipeline=adrank-daily" in out  # the schedule's request carried the labels
+    assert ("promotion: challenger 0.4123 vs champion 0.4131 on the same eval examples: difference -0.0008 "
+            "[95% CI -0.0013,-0.0003]: promoted") in out
     assert main(["runs", "show", submitted, "--backend", "vertex", *args]) == 0
     assert "started by: submit" in capsys.readouterr().out
 

@@ -55,6 +55,8 @@ class FakeVertex:
     requests: list[Recorded] = field(default_factory=list)
     pipeline_jobs: dict[str, dict] = field(default_factory=dict)
     scripts: dict[str, JobScript] = field(default_factory=dict)
+    # task name → the Metrics artifact a task of that name writes (instead of the default figures)
+    task_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     default_script: JobScript | None = None
     schedules: dict[str, dict] = field(default_factory=dict)
     contexts: dict[str, dict] = field(default_factory=dict)
@@ -162,8 +164,8 @@ class FakeVertex:
         if script and script.steps:
             state, tasks = script.steps.pop(0) if len(script.steps) > 1 else script.steps[0]
             job["state"] = state
-            job["jobDetail"]["taskDetails"] = [_task(i, name, task_state, job) for i, (name, task_state) in
-                                               enumerate(tasks.items(), start=1)]
+            job["jobDetail"]["taskDetails"] = [_task(i, name, task_state, job, self.task_metrics.get(name))
+                                               for i, (name, task_state) in enumerate(tasks.items(), start=1)]
             if state == "PIPELINE_STATE_FAILED" and script.error:
                 job["error"] = {"code": 9, "message": script.error}
             if state in ("PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED"):
@@ -274,9 +276,13 @@ class FakeVertex:
         return 200, {"contexts": list(self.contexts.values())}
 
 
-def _task(index: int, name: str, state: str, job: dict) -> dict:
+def _task(index: int, name: str, state: str, job: dict, metrics: dict[str, float] | None = None) -> dict:
     task = {"taskId": str(index), "taskName": name, "state": state, "createTime": TIME, "parentTaskId": "0"}
-    if name.startswith("train") or name == "report":
+    if metrics is not None:
+        task["outputs"] = {"metrics": {"artifacts": [{
+            "name": f"{job['name']}/artifacts/{index}", "displayName": "metrics", "schemaTitle": "system.Metrics",
+            "uri": f"gs://bucket/root/{index}/metrics", "metadata": metrics}]}}
+    elif name.startswith("train") or name == "report":
         task["outputs"] = {"metrics": {"artifacts": [{
             "name": f"{job['name']}/artifacts/{index}", "displayName": "metrics", "schemaTitle": "system.Metrics",
             "uri": f"gs://bucket/root/{index}/metrics", "metadata": {"engagement_logloss": 0.4 + index / 1000,
