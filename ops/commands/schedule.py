@@ -17,6 +17,7 @@ ACTIONS = {
     "resume": "resume the config's schedule",
     "delete": "delete the config's schedule",
     "list": "list the schedules in the config's project and region",
+    "add-to-experiment": "add the runs the config's schedules started to the Vertex Experiment (Vertex does not)",
 }
 
 
@@ -40,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--catch-up", action="store_true", help="also start the runs missed while paused")
         if action == "list":
             sub.add_argument("--all", action="store_true", help="every schedule, not only this pipeline's")
+        if action == "add-to-experiment":
+            sub.add_argument("--experiment", metavar="NAME", help="default: vertex.experiment")
         sub.set_defaults(handler=_run)
 
 
@@ -119,12 +122,31 @@ def _run(args: argparse.Namespace) -> int:
             print(f"resumed {schedules.resume(display_name, session, catch_up=args.catch_up).resource_name}")
         elif action == "delete":
             print(f"deleted {schedules.delete(display_name, session)}")
+        elif action == "add-to-experiment":
+            print(_experiment_sync(config, session, args.experiment))
         else:
             rows = schedules.list_schedules(session, "" if args.all else display_name)
             print(_table(rows))
     except (VertexSetupError, schedules.ScheduleNotFound, schedules.ScheduleTimeError, ValueError) as error:
         raise CommandError(str(error)) from None
     return 0
+
+
+def _experiment_sync(config, session, experiment: str | None) -> str:
+    from ops.commands.submit import check_experiment
+    from ops.vertex.experiments import add_scheduled_runs
+
+    if experiment:
+        check_experiment(experiment, config.name)
+    sync = add_scheduled_runs(config, session, experiment)
+    lines = [f"experiment {sync.experiment}: {len(sync.added)} scheduled run(s) in it "
+             "(runs already in it are left as they are)"]
+    lines += [f"  {job}" for job in sync.added]
+    if sync.without_context:
+        lines.append("not yet (Vertex has not given them a run context; run this again later): "
+                     + ", ".join(sync.without_context))
+    lines.append(f"console: {sync.console_url}")
+    return "\n".join(lines)
 
 
 def _table(rows) -> str:

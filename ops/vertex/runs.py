@@ -72,12 +72,20 @@ def run_from_resource(resource, schedules: dict[str, str] | None = None) -> Vert
 def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
               sleep: Callable[[float], None] | None = None) -> list[VertexRun]:
     """The config's pipeline runs, submitted or scheduled, newest first, with their task details."""
-    from google.cloud import aiplatform
-
     from ops.vertex.schedules import config_schedules
 
     schedules = config_schedules(config, session, sleep)
-    filters = [f'labels.{PIPELINE_LABEL}="{pipeline_label_value(config)}"']
+    return [run_from_resource(resource, schedules)
+            for resource in read_runs(find_jobs(config, schedules, sleep=sleep)[:limit], sleep)]
+
+
+def find_jobs(config: AdrankConfig, schedules: dict[str, str], scheduled_only: bool = False,
+              sleep: Callable[[float], None] | None = None) -> list:
+    """The PipelineJobs (SDK objects, as listed) of the config, newest first: labelled with its pipeline, or
+    started by one of `schedules` (resource names); with `scheduled_only`, only those started by `schedules`."""
+    from google.cloud import aiplatform
+
+    filters = [] if scheduled_only else [f'labels.{PIPELINE_LABEL}="{pipeline_label_value(config)}"']
     filters += [f'schedule_name="{name}"' for name in sorted(schedules)]
     jobs = {}
     for list_filter in filters:
@@ -87,14 +95,13 @@ def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
         )
         for job in found:
             jobs.setdefault(job.resource_name, job)
-    newest = sorted(jobs.values(), key=lambda job: (job.gca_resource.create_time, job.resource_name), reverse=True)
-    runs = []
-    for job in newest[:limit]:
-        # list responses may omit the job detail; read each run in full
-        resource = with_backoff(lambda: job.api_client.get_pipeline_job(name=job.resource_name),
-                                f"get {job.resource_name}", sleep=sleep)
-        runs.append(run_from_resource(resource, schedules))
-    return runs
+    return sorted(jobs.values(), key=lambda job: (job.gca_resource.create_time, job.resource_name), reverse=True)
+
+
+def read_runs(jobs: list, sleep: Callable[[float], None] | None = None) -> list:
+    """Each listed job's full resource (list responses may omit the job detail: task states, metrics, contexts)."""
+    return [with_backoff(lambda: job.api_client.get_pipeline_job(name=job.resource_name),
+                         f"get {job.resource_name}", sleep=sleep) for job in jobs]
 
 
 def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> VertexRun:

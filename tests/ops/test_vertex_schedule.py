@@ -37,7 +37,8 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     assert window_end == "{{$.pipeline_job_create_time_utc}}"
     out = capsys.readouterr().out
     assert "created schedule adrank-daily-retrain" in out
-    assert "note: scheduled runs are not added to experiment 'adrank-daily'" in out
+    assert ("note: Vertex creates scheduled runs without an experiment; `adrank schedule add-to-experiment` adds "
+            "them to 'adrank-daily'") in out
 
     # create again with a changed cron: the same schedule is updated, not duplicated
     assert main(["schedule", "create", *args, "--set", "vertex.schedule.cron=30 4 * * *",

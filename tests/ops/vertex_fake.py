@@ -269,7 +269,12 @@ class FakeVertex:
 
     def _add_children(self, project, region, store, context_id, query, body):
         name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
-        self.context_children.setdefault(name, []).extend(body.get("childContexts", []))
+        children = self.context_children.setdefault(name, [])
+        for child in body.get("childContexts", []):
+            if child not in self.contexts:
+                return 404, _error(404, f"Context {child} not found")
+            if child not in children:  # documented: children already added are skipped
+                children.append(child)
         return 200, {}
 
     def _list_contexts(self, project, region, store, query, body):
