@@ -79,7 +79,7 @@ def _limits(schedule) -> str:
 def _start(start) -> str:
     if start.keep_existing:
         return "start time unchanged"
-    return f"first run after {start.value.isoformat()}" if start.value else "starting now"
+    return f"first run after {start.value.isoformat()}" if start.value else "no start time (runs from its creation)"
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -182,7 +182,7 @@ def test_start_now_if_past_moves_the_start_to_now(fake_vertex, vertex_args, caps
     assert main(["schedule", "update", *vertex_args, "--api-endpoint", endpoint,
                  "--set", "vertex.schedule.start_time=null"]) == 0
     assert "startTime" not in fake.calls("PATCH", r"/schedules/\d+$")[-1].body
-    assert "starting now" in capsys.readouterr().out
+    assert "no start time (runs from its creation)" in capsys.readouterr().out
 
 
 def test_an_update_keeps_the_start_time_the_schedule_already_has(fake_vertex, vertex_args, capsys):
