@@ -13,7 +13,12 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
-from configs.vertex_names import DISPLAY_NAME_MAX, experiment_name_problem, network_problem, user_labels_problem
+from configs.vertex_names import (
+    display_name_problem,
+    experiment_name_problem,
+    network_problem,
+    user_labels_problem,
+)
 
 ImageKind = Literal["cpu", "gpu", "tpu"]
 
@@ -117,11 +122,17 @@ class ImagesConfig(StrictModel):
         return image
 
 
+def _checked_display_name(name: str | None) -> str | None:
+    problem = name is not None and display_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
 class ScheduleConfig(StrictModel):
     """Daily retraining: a native Vertex `PipelineJobSchedule`."""
 
-    display_name: str | None = Field(None, min_length=1, max_length=DISPLAY_NAME_MAX,
-                                     description="default: '<name>-daily'")
+    display_name: str | None = Field(None, description="default: '<name>-daily'")
     cron: str = Field("0 3 * * *", description="five-field cron, evaluated in `time_zone`")
     time_zone: str = "Etc/UTC"
     max_concurrent_runs: int = Field(1, ge=1)
@@ -151,6 +162,11 @@ class ScheduleConfig(StrictModel):
             raise ValueError(f"unknown IANA time zone '{value}'") from None
         return value
 
+    @field_validator("display_name")
+    @classmethod
+    def _filterable_name(cls, name: str | None) -> str | None:
+        return _checked_display_name(name)
+
     @model_validator(mode="after")
     def _ordered(self) -> ScheduleConfig:
         for name in ("start_time", "end_time"):
@@ -169,8 +185,12 @@ class ScheduleConfig(StrictModel):
 class ModelRegistryConfig(StrictModel):
     """The Vertex Model Registry entry daily runs upload new versions to."""
 
-    model_display_name: str | None = Field(None, min_length=1, max_length=DISPLAY_NAME_MAX,
-                                           description="default: the pipeline name")
+    model_display_name: str | None = Field(None, description="default: the pipeline name")
+
+    @field_validator("model_display_name")
+    @classmethod
+    def _filterable_model_name(cls, name: str | None) -> str | None:
+        return _checked_display_name(name)
     serving_image: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
 

@@ -131,6 +131,17 @@ def network_problem(network: str) -> str:
     return ""
 
 
+def display_name_problem(name: str) -> str:
+    """Why `name` cannot be a display name adrank looks resources up by, or "": Vertex takes up to 128 UTF-8
+    characters; adrank also refuses `"`, `\\` and line breaks (assumed: it quotes the name in list filters,
+    `display_name="<name>"`, and AIP-160 filter strings end at a double quote)."""
+    if not name or len(name) > DISPLAY_NAME_MAX:
+        return f"display name '{name}' has {len(name)} characters; Vertex display names have 1 to {DISPLAY_NAME_MAX}"
+    if any(c in name for c in '"\\\n\r'):
+        return f"display name {name!r}: no double quotes, backslashes or line breaks (adrank filters on it)"
+    return ""
+
+
 def target_name_problem(name: str) -> str:
     """Why `name` cannot name a training target, or "": it becomes the `adrank-target` label value and part of
     KFP task names and Vertex job display names, so lowercase letters, digits and '-', starting with a letter."""

@@ -42,9 +42,13 @@ def _error(overrides: list[str]) -> str:
     (["vertex.experiment=Daily_Runs"], "vertex.experiment", "lowercase letters, digits and '-'"),
     (["vertex.experiment=" + "e" * 100], "vertex.experiment", "138-character experiment run ids, over 128"),
     # schedule and model display names: up to 128 characters
-    (["vertex.schedule.display_name=" + "s" * 129], "vertex.schedule.display_name", "at most 128 characters"),
+    (["vertex.schedule.display_name=" + "s" * 129], "vertex.schedule.display_name",
+     "has 129 characters; Vertex display names have 1 to 128"),
     (["vertex.model_registry.model_display_name=" + "m" * 129], "vertex.model_registry.model_display_name",
-     "at most 128 characters"),
+     "has 129 characters"),
+    (["vertex.schedule.display_name='daily \"retrain\"'"], "vertex.schedule.display_name",
+     "no double quotes, backslashes or line breaks"),
+    (["vertex.schedule.display_name=''"], "vertex.schedule.display_name", "has 0 characters"),
 ])
 def test_names_vertex_would_refuse_fail_at_load_naming_the_field(overrides, field, message):
     text = _error(overrides)

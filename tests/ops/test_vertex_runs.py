@@ -86,6 +86,10 @@ def test_runs_list_finds_scheduled_runs_and_names_their_schedule(fake_vertex, ve
     assert filters == ['labels.adrank-pipeline="adrank-daily"', f'schedule_name="{schedule_name}"']
     assert fake.rejected == []
 
+    assert main(["runs", "list", "--backend", "vertex", "--limit", "1", *args]) == 0
+    (row,) = capsys.readouterr().out.strip().splitlines()[1:]
+    assert row.startswith(day_2)
+
     assert main(["runs", "show", day_2, "--backend", "vertex", *args]) == 0
     out = capsys.readouterr().out
     assert f"started by: schedule adrank-daily-retrain ({schedule_name})" in out
