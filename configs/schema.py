@@ -15,6 +15,7 @@ from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target, resolve_target
 from configs.vertex import VertexConfig, check_target_machine
+from configs.vertex_names import experiment_run_problem, training_job_name_problem
 
 
 # The name becomes the KFP pipeline name, the Vertex display name and a label value: at most 63 characters.
@@ -66,6 +67,7 @@ class AdrankConfig(StrictModel):
                 except ValueError as error:
                     raise ValueError(f"target '{target.name}': {error}") from None
         self._check_task_labels()
+        self._check_vertex_names()
         for target in self.targets:
             resolved = resolve_target(self.model, self.training, target)
             check_embedding_memory(self.features, resolved.model, resolved.training, target.name)
@@ -90,6 +92,17 @@ class AdrankConfig(StrictModel):
                          if self.logs.source == "synthetic" else f"logs.event_types is {known}")
                 raise ValueError(f"tasks.{index}.event_type: '{task.event_type}' never occurs in the logs ({where}); "
                                  "its labels would all be 0")
+
+    def _check_vertex_names(self) -> None:
+        """Names built from two fields (see configs.vertex_names) stay within Vertex's limits."""
+        for index, target in enumerate(self.targets):
+            problem = training_job_name_problem(self.name, target.name)
+            if problem:
+                raise ValueError(f"targets.{index}.name: {problem}")
+        experiment = self.vertex.experiment if self.vertex else None
+        problem = experiment and experiment_run_problem(experiment, self.name)
+        if problem:
+            raise ValueError(f"vertex.experiment: {problem}")
 
     def target(self, name: str) -> TargetConfig:
         return find_target(self.targets, name)

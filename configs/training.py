@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, create_model, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.vertex import VertexTargetSpec
+from configs.vertex_names import target_name_problem
 
 # Upper bounds that catch typos (1e8 for 8) at load time instead of an out-of-memory crash hours later.
 MAX_EMBEDDING_DIM = 4096
@@ -129,7 +130,7 @@ TrainingOverrides = _overrides_of(TrainingConfig, "TrainingOverrides", exclude=(
 class TargetConfig(StrictModel):
     """A hardware target. `kind` says what hardware it needs; what actually ran is read at run time."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    name: str = Field(description="also the adrank-target label on Vertex and part of the training job's name")
     kind: Literal["cpu", "gpu", "tpu", "cpu-ps"] = "cpu"
     global_batch_size: int | None = Field(None, ge=1, description="overrides training.global_batch_size")
     price_per_hour: float = Field(0.0, ge=0, description="USD per hour of the whole machine set, for cost")
@@ -139,6 +140,15 @@ class TargetConfig(StrictModel):
     )
     model: ModelOverrides | None = None  # type: ignore[valid-type]
     training: TrainingOverrides | None = None  # type: ignore[valid-type]
+
+    @field_validator("name")
+    @classmethod
+    def _target_name(cls, name: str) -> str:
+        """A target name is a Vertex label value (`adrank-target`) and part of KFP task and job names."""
+        problem = target_name_problem(name)
+        if problem:
+            raise ValueError(problem)
+        return name
 
 
 @dataclass(frozen=True)

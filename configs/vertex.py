@@ -13,9 +13,13 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.vertex_names import (
+    display_name_problem,
+    experiment_name_problem,
+    network_problem,
+    user_labels_problem,
+)
 
-LABEL_KEY = r"^[a-z][a-z0-9_-]{0,62}$"
-LABEL_VALUE = r"^[a-z0-9_-]{0,63}$"
 ImageKind = Literal["cpu", "gpu", "tpu"]
 
 
@@ -118,6 +122,13 @@ class ImagesConfig(StrictModel):
         return image
 
 
+def _checked_display_name(name: str | None) -> str | None:
+    problem = name is not None and display_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
 class ScheduleConfig(StrictModel):
     """Daily retraining: a native Vertex `PipelineJobSchedule`."""
 
@@ -126,7 +137,10 @@ class ScheduleConfig(StrictModel):
     time_zone: str = "Etc/UTC"
     max_concurrent_runs: int = Field(1, ge=1)
     max_runs: int | None = Field(None, ge=1)
-    start_time: dt.datetime | None = None
+    start_time: dt.datetime | None = Field(
+        None, description="no run before this time; a time already past is refused by `schedule create|update` "
+        "(or moved to now with --start-now-if-past), never caught up",
+    )
     end_time: dt.datetime | None = None
     allow_queueing: bool = False
 
@@ -148,6 +162,11 @@ class ScheduleConfig(StrictModel):
             raise ValueError(f"unknown IANA time zone '{value}'") from None
         return value
 
+    @field_validator("display_name")
+    @classmethod
+    def _filterable_name(cls, name: str | None) -> str | None:
+        return _checked_display_name(name)
+
     @model_validator(mode="after")
     def _ordered(self) -> ScheduleConfig:
         for name in ("start_time", "end_time"):
@@ -167,6 +186,11 @@ class ModelRegistryConfig(StrictModel):
     """The Vertex Model Registry entry daily runs upload new versions to."""
 
     model_display_name: str | None = Field(None, description="default: the pipeline name")
+
+    @field_validator("model_display_name")
+    @classmethod
+    def _filterable_model_name(cls, name: str | None) -> str | None:
+        return _checked_display_name(name)
     serving_image: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
 
@@ -178,7 +202,9 @@ class VertexConfig(StrictModel):
         None, pattern=r"^[a-z0-9-]+@[a-z0-9.-]+\.iam\.gserviceaccount\.com$",
         description="the run-as service account; required to submit",
     )
-    network: str | None = Field(None, pattern=r"^projects/[^/]+/global/networks/[^/]+$")
+    network: str | None = Field(
+        None, description="VPC to peer with: projects/<project-number>/global/networks/<name> (the project number)"
+    )
     encryption_spec_key_name: str | None = Field(
         None, pattern=r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$",
         description="CMEK key for pipeline jobs, custom jobs, Dataflow and models (optional)",
@@ -191,7 +217,7 @@ class VertexConfig(StrictModel):
     base_output_directory: str | None = Field(
         None, pattern=r"^gs://", description="CustomJob output directory; default: <pipeline_root>/custom-jobs"
     )
-    experiment: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,127}$")
+    experiment: str | None = Field(None, description="Vertex Experiment that submitted runs join")
     images: ImagesConfig = ImagesConfig()
     artifact_registry: str | None = Field(
         None, description="REGION-docker.pkg.dev/PROJECT/REPO that Cloud Build pushes images to"
@@ -202,12 +228,26 @@ class VertexConfig(StrictModel):
     @field_validator("labels")
     @classmethod
     def _valid_labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        import re
-
-        for key, value in labels.items():
-            if not re.match(LABEL_KEY, key) or not re.match(LABEL_VALUE, value):
-                raise ValueError(f"label {key}={value!r}: keys and values are lowercase letters, digits, _ and -")
+        problem = user_labels_problem(labels)
+        if problem:
+            raise ValueError(problem)
         return labels
+
+    @field_validator("network")
+    @classmethod
+    def _peering_network(cls, network: str | None) -> str | None:
+        problem = network and network_problem(network)
+        if problem:
+            raise ValueError(problem)
+        return network
+
+    @field_validator("experiment")
+    @classmethod
+    def _experiment_name(cls, experiment: str | None) -> str | None:
+        problem = experiment and experiment_name_problem(experiment)
+        if problem:
+            raise ValueError(problem)
+        return experiment
 
     @property
     def custom_job_output_directory(self) -> str:

@@ -14,6 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     listing = actions.add_parser("list", help="list runs: id, date, config, status, best log-loss")
     _add_backend_arguments(listing)
+    listing.add_argument("--limit", type=_positive, default=20, metavar="N",
+                         help="with --backend vertex: the N newest runs (default 20)")
     listing.set_defaults(handler=_list)
 
     show = actions.add_parser("show", help="one run: status, failed step, per-target results, report path")
@@ -35,6 +37,12 @@ def _add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     from ops.vertex.endpoint import add_endpoint_argument
 
     add_endpoint_argument(parser)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a count >= 1, got {text!r}")
+    return int(text)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -109,9 +117,14 @@ def _vertex(args: argparse.Namespace, action: str) -> int:
         config = config_from_args(args)
         session = session_for(config, getattr(args, "api_endpoint", None))
         if action == "list":
-            print(vertex_runs.format_runs_table(vertex_runs.list_runs(config, session)))
+            print(vertex_runs.format_runs_table(vertex_runs.list_runs(config, session, limit=args.limit)))
         else:
-            print(vertex_runs.format_run(vertex_runs.get_run(args.run, session), session))
+            run = vertex_runs.get_run(args.run, session)
+            if run.schedule_name:  # say which of the config's schedules started it, by display name
+                from ops.vertex.schedules import config_schedules
+
+                run = vertex_runs.name_schedule(run, config_schedules(config, session))
+            print(vertex_runs.format_run(run, session))
     except VertexSetupError as error:
         raise CommandError(str(error)) from None
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,7 @@ ACTIONS = {
     "resume": "resume the config's schedule",
     "delete": "delete the config's schedule",
     "list": "list the schedules in the config's project and region",
+    "add-to-experiment": "add the runs the config's schedules started to the Vertex Experiment (Vertex does not)",
 }
 
 
@@ -32,10 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--end-time", type=_end_time, metavar="TIME|none",
                              help="no runs after this RFC 3339 time, e.g. 2026-12-31T00:00:00Z; 'none' clears it "
                              "(default: vertex.schedule.end_time)")
+            sub.add_argument("--start-now-if-past", action="store_true",
+                             help="a vertex.schedule.start_time already past starts the schedule now instead of "
+                             "failing (never with catch-up runs)")
         if action == "resume":
             sub.add_argument("--catch-up", action="store_true", help="also start the runs missed while paused")
         if action == "list":
             sub.add_argument("--all", action="store_true", help="every schedule, not only this pipeline's")
+        if action == "add-to-experiment":
+            sub.add_argument("--experiment", metavar="NAME", help="default: vertex.experiment")
         sub.set_defaults(handler=_run)
 
 
@@ -69,10 +76,16 @@ def _limits(schedule) -> str:
     return f"{runs}, {end}"
 
 
+def _start(start) -> str:
+    if start.keep_existing:
+        return "start time unchanged"
+    return f"first run after {start.value.isoformat()}" if start.value else "no start time (runs from its creation)"
+
+
 def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
-    from ops.vertex.session import VertexSetupError, session_for
+    from ops.vertex.session import VertexSetupError, require_service_account, session_for
 
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
@@ -81,17 +94,26 @@ def _run(args: argparse.Namespace) -> int:
         display_name = schedules.schedule_display_name(config)
         action = args.schedule_command
         if action in ("create", "update"):
-            if action == "update" and not schedules.find_schedules(display_name, session):
+            require_service_account(config)
+            existing = schedules.find_schedules(display_name, session)
+            if action == "update" and not existing:
                 raise CommandError(f"no schedule named '{display_name}' to update; use 'adrank schedule create'")
+            now = dt.datetime.now(dt.timezone.utc)
+            # refuse a past start time before compiling; create_or_update checks again against what it finds
+            schedules.resolve_start_time(config, now, existing[0] if len(existing) == 1 else None,
+                                         args.start_now_if_past)
             with tempfile.TemporaryDirectory(prefix="adrank-schedule-") as directory:
                 from ops.compile import compile_pipeline
 
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
-                done, schedule = schedules.create_or_update(config, template, session)
+                done, schedule, start = schedules.create_or_update(
+                    config, template, session, now=now, start_now_if_past=args.start_now_if_past)
             cron = config.vertex.schedule.vertex_cron
             print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
                   f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
-                  f"{_limits(config.vertex.schedule)}")
+                  f"{_limits(config.vertex.schedule)}, {_start(start)}")
+            if start.note:
+                print(start.note)
             if schedules.experiment_note(config):
                 print(schedules.experiment_note(config))
         elif action == "pause":
@@ -100,12 +122,31 @@ def _run(args: argparse.Namespace) -> int:
             print(f"resumed {schedules.resume(display_name, session, catch_up=args.catch_up).resource_name}")
         elif action == "delete":
             print(f"deleted {schedules.delete(display_name, session)}")
+        elif action == "add-to-experiment":
+            print(_experiment_sync(config, session, args.experiment))
         else:
             rows = schedules.list_schedules(session, "" if args.all else display_name)
             print(_table(rows))
-    except (VertexSetupError, schedules.ScheduleNotFound, ValueError) as error:
+    except (VertexSetupError, schedules.ScheduleNotFound, schedules.ScheduleTimeError, ValueError) as error:
         raise CommandError(str(error)) from None
     return 0
+
+
+def _experiment_sync(config, session, experiment: str | None) -> str:
+    from ops.commands.submit import check_experiment
+    from ops.vertex.experiments import add_scheduled_runs
+
+    if experiment:
+        check_experiment(experiment, config.name)
+    sync = add_scheduled_runs(config, session, experiment)
+    lines = [f"experiment {sync.experiment}: {len(sync.added)} scheduled run(s) in it "
+             "(runs already in it are left as they are)"]
+    lines += [f"  {job}" for job in sync.added]
+    if sync.without_context:
+        lines.append("not yet (Vertex has not given them a run context; run this again later): "
+                     + ", ".join(sync.without_context))
+    lines.append(f"console: {sync.console_url}")
+    return "\n".join(lines)
 
 
 def _table(rows) -> str:

@@ -44,12 +44,14 @@ def parse_parameters(items: list[str]) -> dict[str, object]:
 def _submit(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.compile import compile_pipeline
-    from ops.vertex.jobs import submit_pipeline, wait_for_pipeline
+    from ops.vertex.jobs import submit_pipeline
     from ops.vertex.session import VertexSetupError, require_service_account, session_for
 
     config = config_from_args(args)
     try:
         require_service_account(config)
+        if args.experiment:
+            check_experiment(args.experiment, config.name)
         with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
             template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
             session = session_for(config, args.api_endpoint)
@@ -64,14 +66,51 @@ def _submit(args: argparse.Namespace) -> int:
     if submission.experiment:
         print(f"  experiment: {submission.experiment}")
     print(f"  console: {submission.console_url}")
+    for warning in submission.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if not args.wait:
         return 0
+    return _wait(job, submission, args)
+
+
+def check_experiment(experiment: str, pipeline_name: str) -> None:
+    """`--experiment` obeys the same Vertex limits as `vertex.experiment` (configs.vertex_names)."""
+    from configs.vertex_names import experiment_name_problem, experiment_run_problem
+    from ops.errors import CommandError
+
+    problem = experiment_name_problem(experiment) or experiment_run_problem(experiment, pipeline_name)
+    if problem:
+        raise CommandError(f"--experiment: {problem}")
+
+
+def _wait(job, submission, args: argparse.Namespace) -> int:
+    """Follow the run to its end. Every way it can end is one line, never a traceback: success (0), a failed,
+    cancelled or timed-out run (1, on stderr), an API error while polling (2, via CommandError), Ctrl-C (130)."""
+    from ops.errors import CommandError, VertexApiError
+    from ops.vertex.jobs import wait_for_pipeline
+
     timeout = args.timeout_minutes * 60 if args.timeout_minutes else None
-    result = wait_for_pipeline(job, poll_seconds=args.poll_seconds, timeout_seconds=timeout)
+    follow = f"the run goes on on Vertex: {submission.console_url}"
+    try:
+        result = wait_for_pipeline(job, poll_seconds=args.poll_seconds, timeout_seconds=timeout)
+    except VertexApiError as error:
+        raise CommandError(f"{submission.job_id}: stopped waiting: {error}; {follow}") from None
+    except KeyboardInterrupt:
+        print(f"\n{submission.job_id}: stopped waiting (interrupted); {follow}", file=sys.stderr)
+        return 130
     if result.succeeded:
         print(f"{submission.job_id}: succeeded")
         return 0
-    failed = ", ".join(result.failed_tasks) or "no task reported FAILED"
-    print(f"{submission.job_id}: {result.state} (failed tasks: {failed})"
-          + (f": {result.error}" if result.error else ""), file=sys.stderr)
+    print(f"{submission.job_id}: {wait_outcome(result)}; console: {submission.console_url}", file=sys.stderr)
     return 1
+
+
+def wait_outcome(result) -> str:
+    """One line for a run that did not succeed: its state, the failed tasks and Vertex's error message."""
+    error = " ".join(result.error.split())
+    if result.state == "PIPELINE_STATE_FAILED":
+        failed = ", ".join(result.failed_tasks) or "no task reported FAILED"
+        return f"{result.state} (failed tasks: {failed})" + (f": {error}" if error else "")
+    if result.state == "PIPELINE_STATE_CANCELLED":
+        return f"{result.state} (cancelled before it finished)" + (f": {error}" if error else "")
+    return f"{result.state}: {error}" if error else result.state

@@ -25,6 +25,8 @@ from ops.vertex.session import VertexSession, require_service_account, vertex_se
 CacheMode = Literal["on", "off", "default"]
 FINAL_STATES = {"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"}
 MAX_JOB_ID = 128
+# The label every run of a config carries, submitted or started by a schedule: how `runs list` finds them.
+PIPELINE_LABEL = "adrank-pipeline"
 
 
 def label_value(text: str) -> str:
@@ -62,8 +64,13 @@ def job_labels(config: AdrankConfig, revision: str | None = None) -> dict[str, s
         "adrank-version": label_value(package_version()),
         "adrank-git": label_value(revision if revision is not None else git_revision()),
         "adrank-config": config_hash(config),
-        "adrank-pipeline": label_value(config.name),
+        PIPELINE_LABEL: pipeline_label_value(config),
     }
+
+
+def pipeline_label_value(config: AdrankConfig) -> str:
+    """The `adrank-pipeline` label value of the config's runs (the config name is a valid label value)."""
+    return label_value(config.name)
 
 
 def job_id(config: AdrankConfig, now: dt.datetime) -> str:
@@ -84,6 +91,7 @@ class Submission:
     console_url: str
     labels: dict[str, str]
     experiment: str | None
+    warnings: list[str] = field(default_factory=list)  # what went wrong beside the run, one line each
 
 
 def build_pipeline_job(
@@ -140,10 +148,21 @@ def submit_pipeline(
             # an earlier attempt went through before the transient error: the job id is deterministic
             job._gca_resource = job.api_client.get_pipeline_job(name=f"{session.location_path}/pipelineJobs/{identifier}")
 
-    with_backoff(create, f"create pipeline job {identifier}", sleep=sleep)
+    warnings = []
+    try:
+        with_backoff(create, f"create pipeline job {identifier}", sleep=sleep)
+    except RuntimeError as error:
+        # The SDK adds the run to the experiment after creating it and wraps an API failure there in a
+        # RuntimeError: the run exists and goes on, only the experiment lacks it.
+        if not (experiment and isinstance(error.__cause__, retry.API_FAILURES)):
+            raise
+        warnings.append(f"{identifier} runs, but was not added to experiment '{experiment}': "
+                        + retry.describe_failure(f"add {identifier} to the experiment", error.__cause__))
+        experiment = None
     from ops.vertex.session import console_url
 
-    return job, Submission(identifier, job.resource_name, console_url(session, identifier), labels, experiment)
+    return job, Submission(identifier, job.resource_name, console_url(session, identifier), labels, experiment,
+                           warnings)
 
 
 @dataclass

@@ -17,6 +17,10 @@ from ops.errors import VertexApiError
 
 T = TypeVar("T")
 TRANSIENT = (exceptions.TooManyRequests, exceptions.ServiceUnavailable)
+# What a Vertex call can fail with for a reason outside adrank: the API's answer, the client's own retries
+# running out (e.g. the server is unreachable), credentials, and the REST transport (connection refused, DNS, TLS).
+API_FAILURES = (exceptions.GoogleAPICallError, exceptions.RetryError, auth_exceptions.GoogleAuthError,
+                requests.exceptions.RequestException)
 HINTS = {
     400: "the request was rejected as invalid",
     401: "the credentials were refused: run `gcloud auth application-default login`",
@@ -52,18 +56,21 @@ def with_backoff(
                   f"(attempt {attempt}/{attempts})", file=sys.stderr)
             sleep(wait)
             delay *= 2
-        except exceptions.GoogleAPICallError as error:
-            raise VertexApiError(describe_api_error(what, error)) from None
-        except exceptions.RetryError as error:  # the client's own retries ran out (e.g. the server is unreachable)
-            raise VertexApiError(f"{what}: no answer from the Vertex AI API: {_one_line(str(error))}") from None
-        except auth_exceptions.GoogleAuthError as error:
-            raise VertexApiError(
-                f"{what}: no usable Google Cloud credentials ({_one_line(str(error))}); "
-                "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
-            ) from None
-        except requests.exceptions.RequestException as error:  # connection refused, DNS, TLS (REST transport)
-            raise VertexApiError(f"{what}: cannot reach the Vertex AI API: {_one_line(str(error))}") from None
+        except API_FAILURES as error:
+            raise VertexApiError(describe_failure(what, error)) from None
     raise AssertionError("unreachable")
+
+
+def describe_failure(what: str, error: BaseException) -> str:
+    """One line for any of API_FAILURES, naming the request (`what`)."""
+    if isinstance(error, exceptions.GoogleAPICallError):
+        return describe_api_error(what, error)
+    if isinstance(error, exceptions.RetryError):
+        return f"{what}: no answer from the Vertex AI API: {_one_line(str(error))}"
+    if isinstance(error, auth_exceptions.GoogleAuthError):
+        return (f"{what}: no usable Google Cloud credentials ({_one_line(str(error))}); "
+                "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS")
+    return f"{what}: cannot reach the Vertex AI API: {_one_line(str(error))}"
 
 
 def describe_api_error(what: str, error: exceptions.GoogleAPICallError) -> str:

@@ -5,21 +5,28 @@ updated in place (cron, limits, window, and the pipeline it launches), never dup
 scheduled run starts from the same compiled template; its preprocess step reads the logs of the
 `logs.lookback_days` days before the run's own create time.
 
-Scheduled runs do not join `vertex.experiment`: Vertex creates them server-side from the schedule's
-CreatePipelineJobRequest, whose v1 `PipelineJob` has no experiment field (the SDK adds a run to an
-experiment client-side, after `submit`). They carry the same `adrank-*` labels and the schedule's
-name (`schedule_name`), which is how `adrank runs list --backend vertex` finds them.
+Scheduled runs do not join `vertex.experiment` by themselves: Vertex creates them server-side from the
+schedule's CreatePipelineJobRequest, whose v1 `PipelineJob` has no experiment field (the SDK adds a run to
+an experiment client-side, after `submit`); `adrank schedule add-to-experiment` (ops.vertex.experiments)
+adds them. They carry the same `adrank-*` labels and the schedule's name (`schedule_name`), which is how
+`adrank runs list --backend vertex` finds them.
+
+No burst of catch-up runs: a `vertex.schedule.start_time` already past is refused (naming the field), or
+moved to now only with `--start-now-if-past`; an update that keeps the start time the schedule already
+has leaves it alone. `catch_up` is output-only on the Schedule resource (Vertex sets it from the last
+resume): `resume` asks for it only with `--catch-up`. At most `max_concurrent_runs` runs (default 1) run
+at once, and with `allow_queueing: false` (the default) a run due while that many run is skipped, not queued.
 """
 
 from __future__ import annotations
 
-import time
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from configs import AdrankConfig
-from ops.vertex.jobs import build_pipeline_job, job_labels
+from ops.vertex.jobs import PIPELINE_LABEL, build_pipeline_job, job_labels, pipeline_label_value
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
 
@@ -33,6 +40,49 @@ UPDATED_FIELDS = [
 
 class ScheduleNotFound(LookupError):
     pass
+
+
+class ScheduleTimeError(ValueError):
+    """A `vertex.schedule` time that cannot be sent now; the message names the field."""
+
+
+@dataclass(frozen=True)
+class StartTime:
+    """The start time `create_or_update` sends: `value` (None: unset, Vertex starts at create time), or, with
+    `keep_existing`, none at all (an update leaves the schedule's own start time); `note` says what changed."""
+
+    value: dt.datetime | None
+    keep_existing: bool = False
+    note: str = ""
+
+
+def resolve_start_time(config: AdrankConfig, now: dt.datetime, existing=None,
+                       start_now_if_past: bool = False) -> StartTime:
+    """What to do with `vertex.schedule.start_time` at `now`, for a new schedule or the `existing` one.
+
+    A config is not refused at load for a start time that has passed (it must load on every later day
+    for compile and submit); the time only matters when the schedule is created or updated, so here."""
+    schedule = vertex_section(config).schedule
+    if schedule.end_time is not None and schedule.end_time <= now:
+        raise ScheduleTimeError(f"vertex.schedule.end_time: {schedule.end_time.isoformat()} is already past "
+                                f"(now {_utc(now)}): the schedule would never start a run")
+    start = schedule.start_time
+    if start is None or start >= now:
+        return StartTime(start)
+    if existing is not None and "start_time" in existing.gca_resource and existing.gca_resource.start_time == start:
+        return StartTime(None, keep_existing=True)  # the schedule has been running since then: leave it
+    if start_now_if_past:
+        return StartTime(now, note=f"note: vertex.schedule.start_time {start.isoformat()} is past; "
+                                   f"the schedule starts now ({_utc(now)}), with no catch-up runs")
+    raise ScheduleTimeError(
+        f"vertex.schedule.start_time: {start.isoformat()} is already past (now {_utc(now)}); a start in the "
+        "past could make Vertex start the runs due since then. Set a future time, remove it (start at creation), "
+        "or pass --start-now-if-past"
+    )
+
+
+def _utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -50,8 +100,8 @@ def experiment_note(config: AdrankConfig) -> str:
     experiment = vertex_section(config).experiment
     if not experiment:
         return ""
-    return (f"note: scheduled runs are not added to experiment '{experiment}' (Vertex creates them without one); "
-            "find them with `adrank runs list --backend vertex` or the adrank-config label")
+    return (f"note: Vertex creates scheduled runs without an experiment; `adrank schedule add-to-experiment` adds "
+            f"them to '{experiment}' (e.g. once a day), `adrank runs list --backend vertex` lists them")
 
 
 def schedule_display_name(config: AdrankConfig) -> str:
@@ -68,6 +118,25 @@ def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[f
     return [s for s in found if s.display_name == display_name]
 
 
+def config_schedules(config: AdrankConfig, session: VertexSession,
+                     sleep: Callable[[float], None] | None = None) -> dict[str, str]:
+    """Resource name → display name of every schedule that starts this config's pipeline: the one with the
+    config's schedule display name, and any whose pipeline job carries the config's `adrank-pipeline` label
+    (a schedule created under an earlier display name keeps launching runs until it is deleted)."""
+    from google.cloud import aiplatform
+
+    display_name = schedule_display_name(config)
+    pipeline = pipeline_label_value(config)
+    found = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules", sleep=sleep)
+    owned = {}
+    for schedule in found:
+        resource = schedule.gca_resource
+        labels = resource.create_pipeline_job_request.pipeline_job.labels
+        if resource.display_name == display_name or labels.get(PIPELINE_LABEL) == pipeline:
+            owned[resource.name] = resource.display_name
+    return owned
+
+
 def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
     found = find_schedules(display_name, session, sleep)
     if not found:
@@ -78,7 +147,7 @@ def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[fl
     return found[0]
 
 
-def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str | None):
+def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str | None, start: StartTime):
     """The Schedule proto for this config: its timing and the CreatePipelineJobRequest it fires."""
     from google.cloud import aiplatform
 
@@ -92,8 +161,8 @@ def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str 
     resource.allow_queueing = schedule.allow_queueing
     if schedule.max_runs:
         resource.max_run_count = schedule.max_runs
-    if schedule.start_time:
-        resource.start_time = schedule.start_time
+    if start.value is not None:
+        resource.start_time = start.value
     if schedule.end_time:
         resource.end_time = schedule.end_time
     request_job = resource.create_pipeline_job_request.pipeline_job
@@ -109,27 +178,36 @@ def create_or_update(
     session: VertexSession,
     revision: str | None = None,
     sleep: Callable[[float], None] | None = None,
-) -> tuple[str, object]:
-    """Create the config's schedule, or update the one with the same display name. Returns (action, schedule)."""
+    now: dt.datetime | None = None,
+    start_now_if_past: bool = False,
+) -> tuple[str, object, StartTime]:
+    """Create the config's schedule, or update the one with the same display name.
+
+    Returns (action, schedule, the start time sent); a past start time raises ScheduleTimeError before
+    anything is written (see `resolve_start_time`)."""
     from google.protobuf import field_mask_pb2
 
-    builder, resource = _schedule_resource(config, template_path, revision)
-    existing = find_schedules(resource.display_name, session, sleep)
+    display_name = schedule_display_name(config)
+    existing = find_schedules(display_name, session, sleep)
     if len(existing) > 1:
-        raise ScheduleNotFound(f"{len(existing)} schedules are named '{resource.display_name}'; delete the extras")
+        raise ScheduleNotFound(f"{len(existing)} schedules are named '{display_name}'; delete the extras")
+    start = resolve_start_time(config, now or dt.datetime.now(dt.timezone.utc), existing[0] if existing else None,
+                               start_now_if_past)
+    builder, resource = _schedule_resource(config, template_path, revision, start)
     if not existing:
         def create():
             builder._gca_resource = builder.api_client.create_schedule(parent=session.location_path, schedule=resource)
         with_backoff(create, f"create schedule {resource.display_name}", sleep=sleep)
-        return "created", builder
+        return "created", builder, start
     schedule = existing[0]
     resource.name = schedule.resource_name
-    mask = field_mask_pb2.FieldMask(paths=UPDATED_FIELDS)
+    fields = [f for f in UPDATED_FIELDS if not (f == "start_time" and start.keep_existing)]
+    mask = field_mask_pb2.FieldMask(paths=fields)
     schedule._gca_resource = with_backoff(
         lambda: schedule.api_client.update_schedule(schedule=resource, update_mask=mask),
         f"update schedule {resource.display_name}", sleep=sleep,
     )
-    return "updated", schedule
+    return "updated", schedule, start
 
 
 def pause(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):

@@ -50,3 +50,31 @@ def test_valid_bodies_are_accepted(fake):
     assert fake.handle("POST", f"{PARENT}/schedules/{schedule_id}:resume", {}, {"catchUp": True})[0] == 200
     assert fake.rejected == []
     assert fake.schedules[schedule_id]["catchUp"] is True
+
+
+def test_list_filters_the_double_does_not_know_are_400(fake):
+    for bad in ('pipeline_job_user_id="x"', 'labels.team:*', 'display_name="a" OR display_name="b"'):
+        status, payload = fake.handle("GET", PARENT + "/pipelineJobs", {"filter": [bad]}, None)
+        assert status == 400 and payload["error"]["status"] == "INVALID_ARGUMENT", bad
+
+
+def test_a_schedule_starts_runs_the_way_vertex_does(fake):
+    job = {"displayName": "adrank-daily", "pipelineSpec": {"pipelineInfo": {"name": "adrank-daily"}},
+           "labels": {"adrank-pipeline": "adrank-daily"}, "runtimeConfig": {"gcsOutputDirectory": "gs://b/root"}}
+    schedule = {"displayName": "adrank-daily-retrain", "cron": "TZ=Etc/UTC 0 3 * * *", "maxConcurrentRunCount": "1",
+                "createPipelineJobRequest": {"parent": PARENT[4:], "pipelineJob": job}}
+    assert fake.handle("POST", PARENT + "/schedules", {}, schedule)[0] == 200
+    (schedule_id,) = fake.schedules
+    job_id = fake.fire_schedule(schedule_id, "2026-03-03T03:00:00Z")
+    run = fake.pipeline_jobs[job_id]
+    assert run["displayName"] == "adrank-daily-retrain-20260303030000" != job["displayName"]
+    assert run["scheduleName"] == fake.schedules[schedule_id]["name"]
+    assert run["labels"] == {"adrank-pipeline": "adrank-daily"} and run["createTime"] == "2026-03-03T03:00:00Z"
+    assert fake.schedules[schedule_id]["startedRunCount"] == "1"
+    wanted = {"filter": [f'schedule_name="{run["scheduleName"]}" AND labels.adrank-pipeline="adrank-daily"']}
+    status, listing = fake.handle("GET", PARENT + "/pipelineJobs", wanted, None)
+    assert status == 200 and [j["name"] for j in listing["pipelineJobs"]] == [run["name"]]
+
+    assert fake.handle("POST", f"{PARENT}/schedules/{schedule_id}:pause", {}, {})[0] == 200
+    with pytest.raises(RuntimeError, match="PAUSED"):
+        fake.fire_schedule(schedule_id, "2026-03-04T03:00:00Z")

@@ -47,7 +47,7 @@ def test_runs_show_refuses_what_cannot_be_a_job_id_before_any_request(fake_verte
     (["schedule", "pause"], "GET", r"/schedules$", 403,
      "list schedules adrank-daily-retrain: 403 PERMISSION_DENIED"),
     (["schedule", "list"], "GET", r"/schedules$", 404, "list schedules: 404 NOT_FOUND"),
-    (["schedule", "create"], "POST", r"/schedules$", 400,
+    (["schedule", "create", "--start-now-if-past"], "POST", r"/schedules$", 400,
      "create schedule adrank-daily-retrain: 400 INVALID_ARGUMENT, the request was rejected as invalid"),
 ])
 def test_api_errors_are_one_line_naming_the_request(fake_vertex, vertex_args, capsys, argv, method, path, status,
@@ -62,7 +62,7 @@ def test_api_errors_are_one_line_naming_the_request(fake_vertex, vertex_args, ca
 def test_an_error_on_an_existing_schedule_names_it(fake_vertex, vertex_args, capsys):
     fake, endpoint = fake_vertex
     args = [*vertex_args, "--api-endpoint", endpoint]
-    assert main(["schedule", "create", *args]) == 0
+    assert main(["schedule", "create", *args, "--start-now-if-past"]) == 0
     fake.failures.append(("DELETE", r"/schedules/\d+$", 403))
     err = _one_line_error(capsys, ["schedule", "delete", *args])
     assert "delete schedule adrank-daily-retrain: 403 PERMISSION_DENIED" in err

@@ -8,11 +8,13 @@ import pytest
 from ops.cli import main
 
 SCHEDULES = r"/schedules$"
+# configs/vertex.yaml's start_time (2026-03-01) has passed: these tests start the schedule in the future
+FUTURE_START = ["--set", "vertex.schedule.start_time=2099-03-01T00:00:00Z"]
 
 
 def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     fake, endpoint = fake_vertex
-    args = [*vertex_args, "--api-endpoint", endpoint]
+    args = [*vertex_args, *FUTURE_START, "--api-endpoint", endpoint]
 
     assert main(["schedule", "create", *args]) == 0
     creates = fake.calls("POST", SCHEDULES)
@@ -21,12 +23,13 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     assert body["displayName"] == "adrank-daily-retrain"
     assert body["cron"] == "TZ=America/Los_Angeles 0 3 * * *"
     assert int(body["maxConcurrentRunCount"]) == 1
-    assert body["startTime"].startswith("2026-03-01T00:00:00")
+    assert body["startTime"].startswith("2099-03-01T00:00:00")
     job = body["createPipelineJobRequest"]["pipelineJob"]
     assert body["createPipelineJobRequest"]["parent"] == "projects/adrank-prod/locations/us-central1"
     assert job["serviceAccount"] == "adrank-pipelines@adrank-prod.iam.gserviceaccount.com"
     assert job["runtimeConfig"]["gcsOutputDirectory"] == "gs://adrank-prod-pipelines/root"
-    assert "adrank-config" in job["labels"]
+    # scheduled runs carry the labels `runs list` finds them by, like submitted ones
+    assert job["labels"]["adrank-pipeline"] == "adrank-daily" and "adrank-config" in job["labels"]
     # one template serves every day: the preprocess step reads the window ending at the run's create time
     tasks = job["pipelineSpec"]["root"]["dag"]["tasks"]
     (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]
@@ -34,7 +37,8 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     assert window_end == "{{$.pipeline_job_create_time_utc}}"
     out = capsys.readouterr().out
     assert "created schedule adrank-daily-retrain" in out
-    assert "note: scheduled runs are not added to experiment 'adrank-daily'" in out
+    assert ("note: Vertex creates scheduled runs without an experiment; `adrank schedule add-to-experiment` adds "
+            "them to 'adrank-daily'") in out
 
     # create again with a changed cron: the same schedule is updated, not duplicated
     assert main(["schedule", "create", *args, "--set", "vertex.schedule.cron=30 4 * * *",
@@ -95,7 +99,7 @@ def test_schedule_needs_a_service_account(fake_vertex, vertex_args, capsys):
 
 def test_resume_with_catch_up_sends_catch_up(fake_vertex, vertex_args):
     fake, endpoint = fake_vertex
-    args = [*vertex_args, "--api-endpoint", endpoint]
+    args = [*vertex_args, *FUTURE_START, "--api-endpoint", endpoint]
     assert main(["schedule", "create", *args]) == 0
     assert main(["schedule", "pause", *args]) == 0
     assert main(["schedule", "resume", *args, "--catch-up"]) == 0
@@ -111,11 +115,11 @@ def test_resume_with_catch_up_sends_catch_up(fake_vertex, vertex_args):
 
 def test_update_sets_and_clears_max_runs_and_end_time(fake_vertex, vertex_args, capsys):
     fake, endpoint = fake_vertex
-    args = [*vertex_args, "--api-endpoint", endpoint]
-    assert main(["schedule", "create", *args, "--max-runs", "30", "--end-time", "2026-12-31T00:00:00Z"]) == 0
+    args = [*vertex_args, *FUTURE_START, "--api-endpoint", endpoint]
+    assert main(["schedule", "create", *args, "--max-runs", "30", "--end-time", "2099-12-31T00:00:00Z"]) == 0
     (schedule,) = fake.schedules.values()
-    assert (schedule["maxRunCount"], schedule["endTime"]) == ("30", "2026-12-31T00:00:00Z")
-    assert "at most 30 runs, until 2026-12-31T00:00:00+00:00" in capsys.readouterr().out
+    assert (schedule["maxRunCount"], schedule["endTime"]) == ("30", "2099-12-31T00:00:00Z")
+    assert "at most 30 runs, until 2099-12-31T00:00:00+00:00" in capsys.readouterr().out
 
     assert main(["schedule", "update", *args, "--max-runs", "none", "--end-time", "none"]) == 0
     patch = fake.calls("PATCH", r"/schedules/\d+$")[-1]
@@ -141,3 +145,63 @@ def test_bad_schedule_limits_fail_before_any_request(fake_vertex, vertex_args, c
     assert main(["schedule", "create", *args, "--end-time", "2026-02-01T00:00:00Z"]) == 2  # before start_time
     assert "end_time must be after start_time" in capsys.readouterr().err
     assert fake.requests == []
+
+
+def _one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_a_past_start_time_is_refused_naming_the_field(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]  # start_time 2026-03-01T00:00:00Z, already past
+    err = _one_line_error(capsys, ["schedule", "create", *args])
+    assert "vertex.schedule.start_time: 2026-03-01T00:00:00+00:00 is already past" in err
+    assert "--start-now-if-past" in err
+    err = _one_line_error(capsys, ["schedule", "create", *args, "--set", "vertex.schedule.start_time=null",
+                                   "--end-time", "2026-01-01T00:00:00Z"])
+    assert "vertex.schedule.end_time: 2026-01-01T00:00:00+00:00 is already past" in err
+    assert not fake.calls("POST", SCHEDULES) and fake.schedules == {}
+
+
+def test_start_now_if_past_moves_the_start_to_now(fake_vertex, vertex_args, capsys):
+    import datetime as dt
+
+    fake, endpoint = fake_vertex
+    before = dt.datetime.now(dt.timezone.utc)
+    assert main(["schedule", "create", *vertex_args, "--api-endpoint", endpoint, "--start-now-if-past"]) == 0
+    after = dt.datetime.now(dt.timezone.utc)
+    (schedule,) = fake.schedules.values()
+    sent = dt.datetime.fromisoformat(schedule["startTime"].replace("Z", "+00:00"))
+    assert before <= sent <= after
+    out = capsys.readouterr().out
+    assert "note: vertex.schedule.start_time 2026-03-01T00:00:00+00:00 is past; the schedule starts now" in out
+    # without a start time the schedule starts at creation: nothing is sent, nothing to catch up
+    assert main(["schedule", "update", *vertex_args, "--api-endpoint", endpoint,
+                 "--set", "vertex.schedule.start_time=null"]) == 0
+    assert "startTime" not in fake.calls("PATCH", r"/schedules/\d+$")[-1].body
+    assert "no start time (runs from its creation)" in capsys.readouterr().out
+
+
+def test_an_update_keeps_the_start_time_the_schedule_already_has(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    assert main(["schedule", "create", *args, *FUTURE_START]) == 0
+    (schedule,) = fake.schedules.values()
+    schedule["startTime"] = "2026-03-01T00:00:00Z"  # as if created back then, from configs/vertex.yaml
+    capsys.readouterr()
+
+    # the config's start time is the schedule's own: the update leaves it out (no re-start, no catch-up)
+    assert main(["schedule", "update", *args, "--set", "vertex.schedule.cron=0 4 * * *"]) == 0
+    patch = fake.calls("PATCH", r"/schedules/\d+$")[-1]
+    mask = patch.query["updateMask"][0].split(",")
+    assert "startTime" not in mask and "start_time" not in mask and "cron" in mask
+    assert schedule["startTime"] == "2026-03-01T00:00:00Z" and schedule["cron"].endswith("0 4 * * *")
+    assert "start time unchanged" in capsys.readouterr().out
+    # another past start time is refused
+    err = _one_line_error(capsys, ["schedule", "update", *args, "--set",
+                                   "vertex.schedule.start_time=2026-04-01T00:00:00Z"])
+    assert err.startswith("adrank schedule: error: vertex.schedule.start_time: 2026-04-01")
+    assert len(fake.calls("PATCH", r"/schedules/\d+$")) == 1

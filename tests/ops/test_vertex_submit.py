@@ -125,3 +125,79 @@ def test_job_id_is_deterministic_and_readable(vertex_args):
     other = load_config(vertex_args[1], ["runs_per_target=2"])
     assert job_id(other, when) != job_id(config, when)
     assert job_labels(config, revision="ABC123")["adrank-git"] == "abc123"
+
+
+def _submit_and_wait(fake, endpoint, vertex_args, capsys) -> tuple[int, str, str]:
+    code = main(["submit", *vertex_args, "--wait", "--poll-seconds", "0", "--api-endpoint", endpoint])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.out, captured.err.strip()
+
+
+def test_wait_on_a_failed_run_is_one_line_even_when_vertex_writes_several(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    fake.script_jobs([("PIPELINE_STATE_FAILED", {"preprocess": "FAILED"})],
+                     error="The DAG failed because some tasks failed.\nThe failed tasks are: [preprocess].\n")
+    code, _, err = _submit_and_wait(fake, endpoint, vertex_args, capsys)
+    assert code == 1
+    (line,) = err.splitlines()
+    assert line.endswith("PIPELINE_STATE_FAILED (failed tasks: preprocess): The DAG failed because some tasks "
+                         "failed. The failed tasks are: [preprocess].; console: https://console.cloud.google.com"
+                         f"/vertex-ai/locations/us-central1/pipelines/runs/{next(iter(fake.pipeline_jobs))}"
+                         "?project=adrank-prod")
+
+
+def test_wait_on_a_cancelled_run_exits_non_zero(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    fake.script_jobs([("PIPELINE_STATE_RUNNING", {"preprocess": "RUNNING"}),
+                      ("PIPELINE_STATE_CANCELLED", {"preprocess": "CANCELLED"})])
+    code, out, err = _submit_and_wait(fake, endpoint, vertex_args, capsys)
+    assert code == 1
+    (line,) = err.splitlines()
+    assert "PIPELINE_STATE_CANCELLED (cancelled before it finished)" in line
+    assert "task preprocess: CANCELLED" in out
+
+
+def test_an_api_error_while_waiting_is_one_line_naming_the_run(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    fake.script_jobs([("PIPELINE_STATE_RUNNING", {"preprocess": "RUNNING"})])
+    fake.failures.append(("GET", r"/pipelineJobs/[^/]+$", 403))  # the first poll
+    code, _, err = _submit_and_wait(fake, endpoint, [*vertex_args, "--set", "vertex.experiment=null"], capsys)
+    assert code == 2
+    (line,) = err.splitlines()
+    (job_id,) = fake.pipeline_jobs
+    assert line.startswith(f"adrank submit: error: {job_id}: stopped waiting: get ")
+    assert "403 PERMISSION_DENIED" in line and "the run goes on on Vertex: https://" in line
+
+
+def test_interrupting_the_wait_says_the_run_goes_on(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    fake.script_jobs([("PIPELINE_STATE_RUNNING", {"preprocess": "RUNNING"})])
+    fake.pauses.side_effect = KeyboardInterrupt  # Ctrl-C between two polls
+    code, _, err = _submit_and_wait(fake, endpoint, vertex_args, capsys)
+    assert code == 130
+    (job_id,) = fake.pipeline_jobs
+    assert err == f"{job_id}: stopped waiting (interrupted); the run goes on on Vertex: " \
+                  f"https://console.cloud.google.com/vertex-ai/locations/us-central1/pipelines/runs/{job_id}" \
+                  "?project=adrank-prod"
+
+
+def test_an_experiment_vertex_would_refuse_fails_before_any_request(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    assert main(["submit", *vertex_args, "--experiment", "Ranking_Daily", "--api-endpoint", endpoint]) == 2
+    err = capsys.readouterr().err
+    assert "--experiment: experiment name 'Ranking_Daily': lowercase letters, digits and '-'" in err
+    assert fake.requests == []
+
+
+def test_a_failure_adding_the_run_to_the_experiment_is_a_warning(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    # the SDK reads the new job back to add it to the experiment; that read fails
+    fake.failures.append(("GET", r"/pipelineJobs/[^/]+$", 403))
+    assert main(["submit", *vertex_args, "--api-endpoint", endpoint]) == 0
+    captured = capsys.readouterr()
+    (job_id,) = fake.pipeline_jobs
+    assert f"submitted {job_id}" in captured.out and "experiment:" not in captured.out
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"warning: {job_id} runs, but was not added to experiment 'adrank-daily': "
+                           f"add {job_id} to the experiment: 403 PERMISSION_DENIED")

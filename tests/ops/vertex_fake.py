@@ -5,11 +5,19 @@ tests check what the client actually sends. Every request body is parsed strictl
 `google.cloud.aiplatform_v1` message its route takes (unknown fields, wrong types and bad enum values
 are a 400 INVALID_ARGUMENT, as from Vertex), and an `updateMask` may name only fields of the resource,
 so the double cannot drift from the API. Pipeline jobs advance one scripted state per GET.
+
+Schedules start runs the way Vertex's do (`fire_schedule`): the run is the schedule's
+`createPipelineJobRequest.pipelineJob` (its labels included) under a name Vertex chooses, not the
+submitted display name (the SDK cannot set it, googleapis/python-aiplatform#5086; the double uses
+`<schedule display name>-<yyyymmddhhmmss>`), with `scheduleName` set. Listing pipeline jobs applies the
+`filter` the way Vertex documents it for the fields adrank sends (`labels.KEY`, `schedule_name`,
+`display_name`, joined by AND); any other filter is a 400, so a filter the double does not know fails.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import re
 import threading
@@ -47,6 +55,8 @@ class FakeVertex:
     requests: list[Recorded] = field(default_factory=list)
     pipeline_jobs: dict[str, dict] = field(default_factory=dict)
     scripts: dict[str, JobScript] = field(default_factory=dict)
+    # task name → the Metrics artifact a task of that name writes (instead of the default figures)
+    task_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     default_script: JobScript | None = None
     schedules: dict[str, dict] = field(default_factory=dict)
     contexts: dict[str, dict] = field(default_factory=dict)
@@ -62,6 +72,24 @@ class FakeVertex:
     def script_jobs(self, steps: list[tuple[str, dict[str, str]]], error: str = "") -> None:
         """Every job created from now on goes through `steps` (the last one repeats)."""
         self.default_script = JobScript(list(steps), error)
+
+    def fire_schedule(self, schedule_id: str, when: str) -> str:
+        """Start one run of schedule `schedule_id` at RFC 3339 time `when`, as Vertex does; returns the job id."""
+        with self.lock:
+            schedule = self.schedules[schedule_id]
+            if schedule.get("state") != "ACTIVE":
+                raise RuntimeError(f"schedule {schedule_id} is {schedule.get('state')}: Vertex starts no run")
+            request = schedule["createPipelineJobRequest"]
+            stamp = dt.datetime.fromisoformat(when.replace("Z", "+00:00")).strftime("%Y%m%d%H%M%S")
+            spec_name = request["pipelineJob"]["pipelineSpec"]["pipelineInfo"]["name"]
+            job_id = f"{spec_name}-{stamp}"
+            job = copy.deepcopy(request["pipelineJob"])
+            job.update(displayName=f"{schedule['displayName']}-{stamp}", scheduleName=schedule["name"])
+            self._add_job(self.project, self.region, job_id, job, when)
+            schedule["startedRunCount"] = str(int(schedule.get("startedRunCount", "0")) + 1)
+            schedule["lastScheduledRunResponse"] = {"scheduledRunTime": when,
+                                                    "runResponse": self.pipeline_jobs[job_id]["name"]}
+            return job_id
 
     def calls(self, method: str, pattern: str) -> list[Recorded]:
         return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
@@ -115,13 +143,16 @@ class FakeVertex:
         name = f"projects/{project}/locations/{region}/pipelineJobs/{job_id}"
         if job_id in self.pipeline_jobs:
             return 409, _error(409, f"PipelineJob {name} already exists")
-        job = copy.deepcopy(body)
-        job.update(name=name, state="PIPELINE_STATE_PENDING", createTime=TIME, updateTime=TIME)
+        return 200, self._add_job(project, region, job_id, copy.deepcopy(body), TIME)
+
+    def _add_job(self, project, region, job_id, job, create_time):
+        job.update(name=f"projects/{project}/locations/{region}/pipelineJobs/{job_id}",
+                   state="PIPELINE_STATE_PENDING", createTime=create_time, updateTime=create_time)
         run_context = self._store_context(project, region, "default", job_id, "system.PipelineRun", job_id)
         job["jobDetail"] = {"pipelineRunContext": self.contexts[run_context],
                             "pipelineContext": self.contexts[run_context]}
         self.pipeline_jobs[job_id] = job
-        return 200, job
+        return job
 
     def _get_job(self, project, region, job_id, query, body):
         job = self.pipeline_jobs.get(job_id)
@@ -133,8 +164,8 @@ class FakeVertex:
         if script and script.steps:
             state, tasks = script.steps.pop(0) if len(script.steps) > 1 else script.steps[0]
             job["state"] = state
-            job["jobDetail"]["taskDetails"] = [_task(i, name, task_state, job) for i, (name, task_state) in
-                                               enumerate(tasks.items(), start=1)]
+            job["jobDetail"]["taskDetails"] = [_task(i, name, task_state, job, self.task_metrics.get(name))
+                                               for i, (name, task_state) in enumerate(tasks.items(), start=1)]
             if state == "PIPELINE_STATE_FAILED" and script.error:
                 job["error"] = {"code": 9, "message": script.error}
             if state in ("PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED"):
@@ -142,11 +173,12 @@ class FakeVertex:
         return 200, job
 
     def _list_jobs(self, project, region, query, body):
-        jobs = list(self.pipeline_jobs.values())
-        wanted = re.search(r'display_name="([^"]+)"', (query.get("filter") or [""])[0])
-        if wanted:
-            jobs = [j for j in jobs if j.get("displayName") == wanted.group(1)]
-        return 200, {"pipelineJobs": jobs}
+        try:
+            wanted = _job_filter((query.get("filter") or [""])[0])
+        except ValueError as error:
+            return 400, _error(400, str(error))
+        jobs = [job for job in self.pipeline_jobs.values() if all(_job_field(job, f) == v for f, v in wanted)]
+        return 200, {"pipelineJobs": sorted(jobs, key=lambda job: job["createTime"], reverse=True)}
 
     # -- schedules --------------------------------------------------------------------------------
     def _create_schedule(self, project, region, query, body):
@@ -237,21 +269,50 @@ class FakeVertex:
 
     def _add_children(self, project, region, store, context_id, query, body):
         name = f"projects/{project}/locations/{region}/metadataStores/{store}/contexts/{context_id}"
-        self.context_children.setdefault(name, []).extend(body.get("childContexts", []))
+        children = self.context_children.setdefault(name, [])
+        for child in body.get("childContexts", []):
+            if child not in self.contexts:
+                return 404, _error(404, f"Context {child} not found")
+            if child not in children:  # documented: children already added are skipped
+                children.append(child)
         return 200, {}
 
     def _list_contexts(self, project, region, store, query, body):
         return 200, {"contexts": list(self.contexts.values())}
 
 
-def _task(index: int, name: str, state: str, job: dict) -> dict:
+def _task(index: int, name: str, state: str, job: dict, metrics: dict[str, float] | None = None) -> dict:
     task = {"taskId": str(index), "taskName": name, "state": state, "createTime": TIME, "parentTaskId": "0"}
-    if name.startswith("train") or name == "report":
+    if metrics is not None:
+        task["outputs"] = {"metrics": {"artifacts": [{
+            "name": f"{job['name']}/artifacts/{index}", "displayName": "metrics", "schemaTitle": "system.Metrics",
+            "uri": f"gs://bucket/root/{index}/metrics", "metadata": metrics}]}}
+    elif name.startswith("train") or name == "report":
         task["outputs"] = {"metrics": {"artifacts": [{
             "name": f"{job['name']}/artifacts/{index}", "displayName": "metrics", "schemaTitle": "system.Metrics",
             "uri": f"gs://bucket/root/{index}/metrics", "metadata": {"engagement_logloss": 0.4 + index / 1000,
                                                                        "engagement_auc": 0.7}}]}}
     return task
+
+
+_FILTER_TERM = re.compile(r'^(display_name|schedule_name|labels\.[a-z][a-z0-9_-]*)\s*=\s*"([^"]*)"$')
+
+
+def _job_filter(text: str) -> list[tuple[str, str]]:
+    """(field, value) pairs of a pipeline-job list filter: `field="value"` terms joined by AND."""
+    terms = []
+    for term in filter(None, (part.strip() for part in text.split(" AND "))):
+        match = _FILTER_TERM.match(term)
+        if not match:
+            raise ValueError(f"Invalid filter (the double knows display_name, schedule_name, labels.KEY): {term}")
+        terms.append((match.group(1), match.group(2)))
+    return terms
+
+
+def _job_field(job: dict, field: str) -> str:
+    if field.startswith("labels."):
+        return job.get("labels", {}).get(field.removeprefix("labels."))
+    return job.get(_camel(field), "")
 
 
 def _strict_problem(body_type, body: dict | None, query: dict) -> str:
