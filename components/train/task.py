@@ -32,7 +32,7 @@ from components.train.strategy import (
     Runtime, parameter_server_role, runtime_for, serve_parameter_server_task, table_placement,
 )
 from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TaskMetrics, WarmStartSummary
-from components.train.warm_start import WarmStartUnavailable, apply_state
+from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
 from configs.schema import AdrankConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
@@ -87,7 +87,8 @@ def train(
     if not runtime.is_tpu:  # TPU-embedding tables are not exported here: the run records no model
         export_dir = Path(model_dir) / SAVED_MODEL_DIR
         export_serving_model(model, manifest, examples_dir, export_dir)
-        write_warm_start_state(model, manifest, tft_output_dir(examples_dir, manifest), export_dir)
+        write_warm_start_state(model, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
+                               export_dir)
         exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
     curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
@@ -309,7 +310,8 @@ def fit_synchronous(
         warm_start = None
         if warm_start_from and not manager.latest_checkpoint:
             try:
-                warm_start = apply_state(model, manifest, tft_output_dir(examples_dir, manifest), warm_start_from)
+                vocabularies = transform_vocabularies(tft_output_dir(examples_dir, manifest))
+                warm_start = apply_state(model, manifest, vocabularies, warm_start_from)
             except WarmStartUnavailable as error:
                 log.warning("training cold: %s", error)
     done_steps = int(model.optimizer.iterations.numpy())

@@ -40,16 +40,20 @@ class WarmStartUnavailable(RuntimeError):
 
 
 # -- row keys --------------------------------------------------------------------------------------
-def table_row_keys(model, manifest: Manifest, tft_output_dir: str | None) -> dict[str, list[str]]:
+def transform_vocabularies(tft_output_dir: str | None) -> dict[str, list[bytes]]:
+    """Every vocabulary feature's tokens in id order, from the tf.Transform output (none without one)."""
+    if tft_output_dir is None:
+        return {}
+    import tensorflow_transform as tft
+
+    from components.preprocess.vocabulary import feature_vocabulary, vocabulary_sizes
+
+    output = tft.TFTransformOutput(tft_output_dir)
+    return {name: feature_vocabulary(output, name) for name in vocabulary_sizes(output)}
+
+
+def table_row_keys(model, manifest: Manifest, vocabularies: dict[str, list[bytes]]) -> dict[str, list[str]]:
     """Per embedding table, what each row means (see the module docstring)."""
-    vocabularies: dict[str, list[bytes]] = {}
-    if tft_output_dir is not None:
-        import tensorflow_transform as tft
-
-        from components.preprocess.vocabulary import feature_vocabulary, vocabulary_sizes
-
-        output = tft.TFTransformOutput(tft_output_dir)
-        vocabularies = {name: feature_vocabulary(output, name) for name in vocabulary_sizes(output)}
     features_of: dict[str, list[str]] = {}
     for name, config in model.feature_configs.items():
         features_of.setdefault(config.table.name, []).append(name)
@@ -86,7 +90,7 @@ def _dense_variables(model) -> list:
 
 
 # -- write (at export) and apply (before the first step) -------------------------------------------
-def write_state(model, manifest: Manifest, tft_output_dir: str | None, export_dir: str | Path) -> Path | None:
+def write_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]], export_dir: str | Path) -> Path | None:
     """Write the champion-to-be's tables, row keys and dense weights under `<export_dir>/warm_start/`."""
     if model.tpu_embedding:
         return None
@@ -98,13 +102,13 @@ def write_state(model, manifest: Manifest, tft_output_dir: str | None, export_di
     np.savez(directory / TABLES_FILE, **tables)
     np.savez(directory / DENSE_FILE, **{f"w{i}": v.numpy() for i, v in enumerate(_dense_variables(model))})
     (directory / KEYS_FILE).write_text(json.dumps({
-        "tables": table_row_keys(model, manifest, tft_output_dir),
+        "tables": table_row_keys(model, manifest, vocabularies),
         "dense_paths": [v.path for v in _dense_variables(model)],
     }))
     return directory
 
 
-def apply_state(model, manifest: Manifest, tft_output_dir: str | None, source_dir: str) -> WarmStartSummary:
+def apply_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]], source_dir: str) -> WarmStartSummary:
     """Copy the champion's rows (by key) and dense weights (by path, same shape) into `model`'s variables."""
     directory = Path(source_dir) / STATE_DIR
     if not (directory / KEYS_FILE).is_file():
@@ -114,7 +118,7 @@ def apply_state(model, manifest: Manifest, tft_output_dir: str | None, source_di
     saved = json.loads((directory / KEYS_FILE).read_text())
     champion_tables = np.load(directory / TABLES_FILE)
     champion_dense = np.load(directory / DENSE_FILE)
-    new_keys = table_row_keys(model, manifest, tft_output_dir)
+    new_keys = table_row_keys(model, manifest, vocabularies)
 
     carried = []
     for group, parts in model.embedding.table_variables():

@@ -8,7 +8,8 @@ import pytest
 from ops.cli import main
 
 SCHEDULES = r"/schedules$"
-# configs/vertex.yaml's start_time (2026-03-01) has passed: these tests start the schedule in the future
+PAST_START = ["--set", "vertex.schedule.start_time=2026-03-01T00:00:00Z"]
+# these tests start the schedule in the future
 FUTURE_START = ["--set", "vertex.schedule.start_time=2099-03-01T00:00:00Z"]
 
 
@@ -142,7 +143,7 @@ def test_bad_schedule_limits_fail_before_any_request(fake_vertex, vertex_args, c
     assert "expected a run count >= 1 or 'none'" in capsys.readouterr().err
     assert main(["schedule", "create", *args, "--end-time", "2026-12-31T00:00:00"]) == 2
     assert "end_time needs a UTC offset" in capsys.readouterr().err
-    assert main(["schedule", "create", *args, "--end-time", "2026-02-01T00:00:00Z"]) == 2  # before start_time
+    assert main(["schedule", "create", *args, *FUTURE_START, "--end-time", "2099-02-01T00:00:00Z"]) == 2  # before start
     assert "end_time must be after start_time" in capsys.readouterr().err
     assert fake.requests == []
 
@@ -156,7 +157,7 @@ def _one_line_error(capsys, argv) -> str:
 
 def test_a_past_start_time_is_refused_naming_the_field(fake_vertex, vertex_args, capsys):
     fake, endpoint = fake_vertex
-    args = [*vertex_args, "--api-endpoint", endpoint]  # start_time 2026-03-01T00:00:00Z, already past
+    args = [*vertex_args, "--api-endpoint", endpoint, *PAST_START]
     err = _one_line_error(capsys, ["schedule", "create", *args])
     assert "vertex.schedule.start_time: 2026-03-01T00:00:00+00:00 is already past" in err
     assert "--start-now-if-past" in err
@@ -171,7 +172,8 @@ def test_start_now_if_past_moves_the_start_to_now(fake_vertex, vertex_args, caps
 
     fake, endpoint = fake_vertex
     before = dt.datetime.now(dt.timezone.utc)
-    assert main(["schedule", "create", *vertex_args, "--api-endpoint", endpoint, "--start-now-if-past"]) == 0
+    assert main(["schedule", "create", *vertex_args, "--api-endpoint", endpoint, *PAST_START,
+                 "--start-now-if-past"]) == 0
     after = dt.datetime.now(dt.timezone.utc)
     (schedule,) = fake.schedules.values()
     sent = dt.datetime.fromisoformat(schedule["startTime"].replace("Z", "+00:00"))
@@ -194,7 +196,7 @@ def test_an_update_keeps_the_start_time_the_schedule_already_has(fake_vertex, ve
     capsys.readouterr()
 
     # the config's start time is the schedule's own: the update leaves it out (no re-start, no catch-up)
-    assert main(["schedule", "update", *args, "--set", "vertex.schedule.cron=0 4 * * *"]) == 0
+    assert main(["schedule", "update", *args, *PAST_START, "--set", "vertex.schedule.cron=0 4 * * *"]) == 0
     patch = fake.calls("PATCH", r"/schedules/\d+$")[-1]
     mask = patch.query["updateMask"][0].split(",")
     assert "startTime" not in mask and "start_time" not in mask and "cron" in mask

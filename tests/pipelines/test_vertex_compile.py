@@ -146,9 +146,32 @@ def test_promotion_follows_the_report(compiled):
     spec, _ = compiled
     tasks = spec["root"]["dag"]["tasks"]
     promote = tasks["promote-step"]
-    assert promote["dependentTasks"] == ["report"]
+    assert promote["dependentTasks"] == ["preprocess-files-step", "report"]  # scores both models on the eval examples
     assert promote["inputs"]["artifacts"]["summary_json"]["taskOutputArtifact"]["producerTask"] == "report"
     assert promote["inputs"]["parameters"]["backend"]["runtimeValue"]["constant"] == "vertex"
+
+
+def test_promotion_outputs_its_figures_for_the_experiment_and_never_caches(compiled):
+    spec, _ = compiled
+    promote = spec["root"]["dag"]["tasks"]["promote-step"]
+    assert promote["cachingOptions"] == {}  # enableCache absent: a decision is never reused from another day
+    outputs = spec["components"][promote["componentRef"]["name"]]["outputDefinitions"]["artifacts"]
+    assert outputs["promotion_metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"
+    assert outputs["promotion_html"]["artifactType"]["schemaTitle"] == "system.HTML"
+    assert promote["inputs"]["artifacts"]["examples"]["taskOutputArtifact"]["producerTask"] == "preprocess-files-step"
+
+
+def test_warm_start_from_the_champion_is_a_task_before_training(tmp_path):
+    output = tmp_path / "warm.yaml"
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
+                 "--set", "training.warm_start=champion"]) == 0
+    spec = yaml.safe_load(output.read_text())
+    tasks = spec["root"]["dag"]["tasks"]
+    assert tasks["champion-step"]["cachingOptions"] == {}
+    for name, task in _train_tasks(spec).items():
+        source = task["inputs"]["parameters"]["warm_start_from"]["taskOutputParameter"]
+        assert source == {"outputParameterKey": "Output", "producerTask": "champion-step"}, name
+        assert "champion-step" in task["dependentTasks"]
 
 
 def test_compiled_yaml_depends_only_on_config_and_holds_no_secrets(compiled, tmp_path, monkeypatch):
