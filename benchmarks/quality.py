@@ -1,21 +1,27 @@
 """Eval log-loss of adrank's trainer vs a straightforward Keras DCN-v2 on the same preprocessed data.
 
-Two data sets, each preprocessed once: (a) the synthetic default (`configs/local.yaml`) and (b) a click log
-in TalkingData's shape (`components/logs/click_log.py`, `configs/examples/click_log.yaml`). On each, adrank's
-`train()` with the config's defaults and the plain model (per-feature `keras.layers.Embedding` with Keras
-defaults, 2 cross layers, a 64-64 MLP, Adam 1e-3, batch 512, `model.fit`) train once per seed; the plain
-model trains as many epochs as adrank (`--plain-epochs` to change) and is evaluated after every epoch.
+Data sets, each preprocessed once per data settings: the synthetic default (`configs/local.yaml`), the
+install-shaped low-rate preset (`configs/examples/low_rate.yaml`: ~0.2% positives, Zipf ids with a long tail
+seen once, strong per-id effects, a base rate moving between days) and a click log in TalkingData's shape
+(`components/logs/click_log.py`, `configs/examples/click_log.yaml`). On each, adrank's `train()` with the
+config's settings and the plain model (`benchmarks/plain_keras.py`: per-feature `keras.layers.Embedding` with
+Keras defaults, dense Adam, `model.fit`) at the same hyperparameters (embedding size, crosses, deep layers,
+batch, learning rate, epochs) and the same input order train once per seed; the plain model is evaluated after
+every epoch, and its results are kept next to the examples so experiments on adrank train it once.
 
-    .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,click_log] [--clicks-per-day N]
-                                           [--work DIR] [--set dotted.key=value ...]
+    .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,low_rate,click_log]
+        [--clicks-per-day N] [--work DIR] [--set dotted.key=value ...] [--adrank-set dotted.key=value ...]
 
-Prints log-loss mean ± std, AUC and calibration (mean prediction / positive rate) per model, the eval
-log-loss after each epoch, and the adrank/plain log-loss ratio (≤ 1.00: adrank is at least as good).
+`--set` changes both models (data size, shared hyperparameters); `--adrank-set` only adrank (an experiment).
+Prints per seed and on average log-loss, AUC and calibration (mean prediction / positive rate) side by side,
+the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether issue 18's bar is met: ratio
+<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -43,8 +49,7 @@ from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.pa
 from configs import AdrankConfig, load_config  # noqa: E402
 
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
-PLAIN_BATCH = 512
-PLAIN_LEARNING_RATE = 1e-3
+TARGET_LOGLOSS_RATIO = 0.98
 
 
 def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
@@ -65,14 +70,16 @@ def eval_arrays(examples: str, manifest: Manifest, task: str):
 
 
 def train_plain(
-    examples: str, manifest: Manifest, embedding_dim: int, seed: int, epochs: int, shuffle_buffer: int
+    examples: str, manifest: Manifest, config: AdrankConfig, seed: int, epochs: int
 ) -> list[dict]:
-    """Scores after each epoch of the plain model (input shuffled like adrank's: the same buffer)."""
+    """Scores after each epoch of the plain model, at adrank's hyperparameters (embedding size, crosses, deep
+    layers, batch, learning rate) and fed by the same input pipeline (same buffer, same seed → same order)."""
     keras.utils.set_random_seed(seed)
     task = manifest.tasks[0]
-    model = plain_keras_dcn(manifest, embedding_dim, learning_rate=PLAIN_LEARNING_RATE)  # 2 crosses, 64-64 MLP
-    options = InputOptions(batch_size=PLAIN_BATCH, training=True, seed=seed, shuffle_buffer=shuffle_buffer,
-                           drop_remainder=False)
+    model = plain_keras_dcn(manifest, config.model.embedding_dim, cross_layers=config.model.cross_layers,
+                            deep_layers=tuple(config.model.deep_layers), learning_rate=config.training.learning_rate)
+    options = InputOptions(batch_size=config.training.global_batch_size, training=True, seed=seed,
+                           shuffle_buffer=config.training.shuffle_buffer, drop_remainder=False)
     data = make_dataset(examples, manifest, "train", options)
     eval_features, eval_labels = eval_arrays(examples, manifest, task)
     predict = tf.function(lambda features: model(features, training=False)[task])
@@ -81,6 +88,19 @@ def train_plain(
         model.fit(data, epochs=1, verbose=0)
         probabilities = np.concatenate([predict(f).numpy().reshape(-1) for f in eval_features])
         per_epoch.append(scores(eval_labels, probabilities))
+    return per_epoch
+
+
+def cached_plain(examples: str, manifest: Manifest, config: AdrankConfig, seed: int, epochs: int) -> list[dict]:
+    """`train_plain`, kept next to the examples per (plain settings, seed, epochs): experiments that change
+    adrank only train the plain model once."""
+    settings = config.model_dump(mode="json", include={"model", "training"}) | {"seed": seed, "epochs": epochs}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    path = Path(examples).parent / f"plain-{digest}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    per_epoch = train_plain(examples, manifest, config, seed, epochs)
+    path.write_text(json.dumps(per_epoch))
     return per_epoch
 
 
@@ -94,34 +114,51 @@ def train_adrank(config: AdrankConfig, examples: str, run_index: int) -> tuple[d
     return {"logloss": result.logloss, "auc": result.auc, "calibration": result.calibration}, curve, summary.learning_rate
 
 
-def prepared(name: str, work: Path, overrides: list[str], clicks_per_day: int) -> tuple[AdrankConfig, str]:
-    """(config, examples dir), preprocessing once per data set and size (kept under `work`)."""
+def prepared(
+    name: str, work: Path, overrides: list[str], adrank_overrides: list[str], clicks_per_day: int
+) -> tuple[AdrankConfig, AdrankConfig, str]:
+    """(plain model's config, adrank's config, examples dir), preprocessing once per data set and per data
+    settings (kept under `work`, in a folder named by a digest of the sections that shape the examples)."""
     if name == "synthetic":
         base, logs_overrides = None, []
+    elif name == "low_rate":
+        base, logs_overrides = ROOT / "configs/examples/low_rate.yaml", []
     elif name == "click_log":
         csv_path = work / f"click_log_{clicks_per_day}.csv"
         base, logs_overrides = ROOT / "configs/examples/click_log.yaml", [f"logs.impressions={csv_path}"]
     else:
-        raise SystemExit(f"error: unknown data set '{name}' (synthetic, click_log)")
-    config = load_config(base, overrides=[*IN_PROCESS, *logs_overrides, *overrides])
-    examples = work / (f"{name}_{clicks_per_day}" if name == "click_log" else name) / "examples"
+        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, click_log)")
+    shared = [*IN_PROCESS, *logs_overrides, *overrides]
+    config = load_config(base, overrides=shared)
+    adrank_config = load_config(base, overrides=[*shared, *adrank_overrides])
+    if examples_shape(adrank_config) != examples_shape(config):
+        raise SystemExit("error: --adrank-set may change training and model settings only, not the examples")
+    digest = hashlib.sha256(examples_shape(config).encode()).hexdigest()[:10]
+    examples = work / f"{name}-{digest}" / "examples"
     if not (examples / MANIFEST_FILE).exists():
         started = time.perf_counter()
         logs_dir = None
-        if name == "synthetic":
+        if config.logs.source == "synthetic":
             logs_dir = str(generate_logs(config, examples.parent / "logs").directory)
         else:
             write_click_log(work / f"click_log_{clicks_per_day}.csv", ClickLogSpec(clicks_per_day=clicks_per_day))
         preprocess(config, logs_dir, str(examples))
         print(f"[{name}] preprocessed in {time.perf_counter() - started:.0f} s", flush=True)
-    return config, str(examples)
+    return config, adrank_config, str(examples)
+
+
+def examples_shape(config: AdrankConfig) -> str:
+    """The config sections that decide the preprocessed examples, as canonical JSON."""
+    sections = config.model_dump(mode="json", include={"seed", "logs", "tasks", "split", "features", "preprocess"})
+    return json.dumps(sections, sort_keys=True)
 
 
 def describe(values: list[float]) -> str:
     return f"{np.mean(values):.5f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.5f}"
 
 
-def compare(name: str, config: AdrankConfig, examples: str, seeds: int, plain_epochs: int | None) -> float:
+def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, examples: str, seeds: int,
+            plain_epochs: int | None) -> float:
     manifest = Manifest.read(examples)
     resolved_epochs = config.training.epochs
     epochs = plain_epochs or resolved_epochs
@@ -131,10 +168,7 @@ def compare(name: str, config: AdrankConfig, examples: str, seeds: int, plain_ep
         result, curve, learning_rate = train_adrank(config, examples, run_index)
         adrank.append(result)
         adrank_curves.append(curve)
-        plain_curves.append(train_plain(
-            examples, manifest, config.model.embedding_dim, config.seed + run_index, epochs,
-            config.training.shuffle_buffer,
-        ))
+        plain_curves.append(cached_plain(examples, manifest, plain_config, config.seed + run_index, epochs))
     plain = [curve[-1] for curve in plain_curves]
     split = manifest.splits
     task = manifest.tasks[0]
@@ -144,8 +178,10 @@ def compare(name: str, config: AdrankConfig, examples: str, seeds: int, plain_ep
     print(f"adrank: {config.model.kind} dim {config.model.embedding_dim} deep {config.model.deep_layers}, "
           f"batch {config.training.global_batch_size}, {resolved_epochs} epochs, effective lr {learning_rate:g}, "
           f"tables: {config.training.embedding_optimizer}, shuffle buffer {config.training.shuffle_buffer:,}")
-    print(f"plain:  dcn-v2 dim {config.model.embedding_dim} deep [64, 64], batch {PLAIN_BATCH}, {epochs} epochs, "
-          f"lr {PLAIN_LEARNING_RATE:g}")
+    plain_model, plain_training = plain_config.model, plain_config.training
+    print(f"plain:  dcn-v2 dim {plain_model.embedding_dim} {plain_model.cross_layers} crosses deep "
+          f"{plain_model.deep_layers}, batch {plain_training.global_batch_size}, {epochs} epochs, "
+          f"Adam {plain_training.learning_rate:g}, keras.layers.Embedding per feature, same input order")
     print(f"{'model':>8} {'log-loss mean ± std':>22} {'AUC':>7} {'calibration':>12}")
     for label, runs in (("adrank", adrank), ("plain", plain)):
         print(f"{label:>8} {describe([r['logloss'] for r in runs]):>22} {np.mean([r['auc'] for r in runs]):7.4f} "
@@ -154,29 +190,55 @@ def compare(name: str, config: AdrankConfig, examples: str, seeds: int, plain_ep
         print("adrank eval log-loss per epoch:", " ".join(f"{np.mean(v):.5f}" for v in zip(*adrank_curves)))
     plain_by_epoch = [np.mean([c[e]["logloss"] for c in plain_curves]) for e in range(epochs)]
     print(" plain eval log-loss per epoch:", " ".join(f"{v:.5f}" for v in plain_by_epoch))
+    print(f"{'seed':>6} {'adrank':>9} {'plain':>9} {'ratio':>6} {'AUC a/p':>15} {'calibration a/p':>16}")
+    for run_index, (a, p) in enumerate(zip(adrank, plain)):
+        print(f"{config.seed + run_index:>6} {a['logloss']:9.6f} {p['logloss']:9.6f} {a['logloss'] / p['logloss']:6.3f} "
+              f"{a['auc']:7.4f}/{p['auc']:.4f} {a['calibration']:8.3f}/{p['calibration']:.3f}")
     ratio = np.mean([r["logloss"] for r in adrank]) / np.mean([r["logloss"] for r in plain])
     best_ratio = np.mean([r["logloss"] for r in adrank]) / min(plain_by_epoch)
     print(f"ratio adrank/plain log-loss: {ratio:.3f} (vs plain's best epoch: {best_ratio:.3f})")
+    print(target_verdict(adrank, plain, ratio))
     return float(ratio)
+
+
+def target_verdict(adrank: list[dict], plain: list[dict], ratio: float) -> str:
+    """Issue 18's bar for one invocation: mean log-loss ratio <= 0.98, mean AUC not lower, and calibration
+    within 10% of the plain model's (|mean prediction / rate - 1| at most 0.10 above the plain model's)."""
+    auc_a, auc_p = np.mean([r["auc"] for r in adrank]), np.mean([r["auc"] for r in plain])
+    off_a = np.mean([abs(r["calibration"] - 1) for r in adrank])
+    off_p = np.mean([abs(r["calibration"] - 1) for r in plain])
+    checks = {
+        f"log-loss ratio {ratio:.3f} <= {TARGET_LOGLOSS_RATIO}": ratio <= TARGET_LOGLOSS_RATIO,
+        f"AUC {auc_a:.4f} >= plain {auc_p:.4f}": auc_a >= auc_p,
+        f"calibration off by {off_a:.1%} <= plain's {off_p:.1%} + 10%": off_a <= off_p + 0.10,
+    }
+    met = all(checks.values())
+    return "target " + ("MET" if met else "NOT met") + ": " + "; ".join(
+        f"{check} {'yes' if ok else 'NO'}" for check, ok in checks.items()
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--datasets", default="synthetic,click_log")
+    parser.add_argument("--datasets", default="synthetic,low_rate,click_log")
     parser.add_argument("--clicks-per-day", type=int, default=ClickLogSpec.clicks_per_day)
     parser.add_argument("--plain-epochs", type=int, help="default: adrank's epochs on that data set")
     parser.add_argument("--work", help="keep generated logs and preprocessed examples here (reused when present)")
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE",
-                        help="config override for adrank on every data set, e.g. training.epochs=3")
+                        help="config override for both models on every data set, e.g. training.epochs=3")
+    parser.add_argument("--adrank-set", action="append", default=[], dest="adrank_overrides", metavar="KEY=VALUE",
+                        help="config override for adrank only (an experiment against the unchanged plain model), "
+                        "e.g. model.output_bias=zero")
     args = parser.parse_args()
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="adrank-quality-"))
     work.mkdir(parents=True, exist_ok=True)
     ratios = {}
     for name in args.datasets.split(","):
-        config, examples = prepared(name, work, args.overrides, args.clicks_per_day)
-        ratios[name] = compare(name, config, examples, args.seeds, args.plain_epochs)
+        plain_config, config, examples = prepared(name, work, args.overrides, args.adrank_overrides,
+                                                  args.clicks_per_day)
+        ratios[name] = compare(name, plain_config, config, examples, args.seeds, args.plain_epochs)
     print("\nratios adrank/plain:", json.dumps({k: round(v, 3) for k, v in ratios.items()}))
 
 
