@@ -7,6 +7,7 @@ UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
 CONFIG ?=
 CONFIG_FLAG := $(if $(CONFIG),--config $(CONFIG),)
 PYTEST_ARGS ?=
+DAYS ?= 3
 
 .DEFAULT_GOAL := help
 
@@ -24,6 +25,9 @@ install: $(BIN)/.installed ## create .venv and install the locked environment pl
 
 run: install ## run the whole DAG locally on the embedded default config (CONFIG=file to change)
 	$(BIN)/adrank run $(CONFIG_FLAG)
+
+retrain: install ## replay daily retraining for DAYS days (default 3) on configs/examples/daily.yaml (CONFIG=file to change)
+	$(BIN)/adrank retrain --config $(or $(CONFIG),configs/examples/daily.yaml) --days $(DAYS)
 
 test: install ## run the test suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -47,4 +51,4 @@ images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CON
 clean: ## remove build outputs and local runs (keeps .venv)
 	rm -rf build runs .pytest_cache
 
-.PHONY: help install run test compile bench lock locks-check images clean
+.PHONY: help install run retrain test compile bench lock locks-check images clean

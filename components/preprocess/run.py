@@ -22,7 +22,7 @@ from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components.logs.readers import LogWindow, ReadLogRecords, csv_header
 from components.logs.split import eval_start_for_latest, split_of
-from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, read_ground_truth
+from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import TRANSFORM_FN_DIR, Manifest, SplitInfo
 from components.preprocess.markdown import manifest_markdown
@@ -270,7 +270,11 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
         n = counters.get(f"split:{split}:examples", 0)
         positives = {t: counters.get(f"split:{split}:positives:{label_key(t)}", 0) for t in tasks}
         bayes = None
-        if truth and split in truth.get("splits", {}):
+        if truth and window.end_ms is not None:  # a replayed day: the floor of this window's own days
+            floors = {t: bayes_logloss_over_days(truth, t, _split_dates(window, config.split.eval_days, split))
+                      for t in tasks}
+            bayes = floors if all(v is not None for v in floors.values()) else None
+        elif truth and split in truth.get("splits", {}):
             bayes = {t: v["bayes_logloss"] for t, v in truth["splits"][split]["tasks"].items() if t in tasks}
         splits[split] = SplitInfo(
             examples=n,
@@ -311,6 +315,12 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
         raw_eval_pattern=f"{RAW_EVAL_DIR}/part-*.tfrecord.gz",
         window=None if window.end_ms is None else {"start": _str(window.start_ms), "end": _str(window.end_ms)},
     )
+
+
+def _split_dates(window: LogWindow, eval_days: int, split: str) -> list:
+    """The UTC dates of `split` inside a window whose end is a day boundary: the last `eval_days` are eval."""
+    dates = window.dates() or []
+    return dates[-eval_days:] if split == "eval" else dates[:-eval_days]
 
 
 def _str(value: int | None) -> str | None:
