@@ -11,7 +11,7 @@ import sys
 from configs.errors import ConfigError
 from ops.errors import CommandError
 
-COMMANDS = ("logs", "run", "compile", "submit", "schedule", "runs", "report", "images")
+COMMANDS = ("logs", "run", "compile", "submit", "schedule", "runs", "report", "images", "run_spec")
 
 
 def build_parser() -> argparse.ArgumentParser:
