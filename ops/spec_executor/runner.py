@@ -78,6 +78,7 @@ class SpecRun:
     create_time: str
     root: str
     tasks: list[TaskRecord] = field(default_factory=list)
+    task_uuids: dict[str, str] = field(default_factory=dict)  # what {{$.pipeline_task_uuid}} was per task
 
     @property
     def status(self) -> str:
@@ -135,6 +136,7 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
                 if record.state == "failed":
                     failed = task.name
             report(_line(record))
+            run.task_uuids = dict(context.task_uuids)
             run.write(run_dir / RUN_RECORD)
     finally:
         processes.close()
