@@ -29,7 +29,7 @@ from ops.spec_executor import custom_job, dataflow, machines, model_registry
 from ops.spec_executor.executor_input import (
     MissingInput, TaskOutputs, build_executor_input, read_task_outputs,
 )
-from ops.spec_executor.job_context import PipelineJobContext
+from ops.spec_executor.job_context import PipelineJobContext, utc_timestamp
 from ops.spec_executor.pipeline_spec import PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec
 from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolver
 from ops.spec_executor.processes import ProcessTable
@@ -106,8 +106,7 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
     storage = CloudStorageRoot(root)
     context = PipelineJobContext(spec.name, options.project, options.location, pipeline_root, options.create_time,
                                  options.schedule_time, options.project_number)
-    run = SpecRun(spec.name, context.job_name, context.job_uuid, context.pipeline_placeholders("")[
-        "pipeline_job_create_time_utc"], str(root))
+    run = SpecRun(spec.name, context.job_name, context.job_uuid, utc_timestamp(options.create_time), str(root))
     run_dir = root / "spec-runs" / context.job_name
     parameters = {name: definition["defaultValue"] for name, definition in spec.root_parameters.items()
                   if "defaultValue" in definition} | options.parameters
@@ -122,7 +121,8 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
             blocking = [name for name in sorted(task.upstream) if run.task(name).state not in ("succeeded", "checked")]
             if failed and not options.check_only:
                 record.reason = f"the pipeline failed at '{failed}'"
-            elif blocking and not options.check_only:
+            elif blocking and (not options.check_only or any(
+                    run.task(name).state in ("failed", "not_run") for name in blocking)):
                 record.reason = "; ".join(f"upstream '{name}' {run.task(name).state}" +
                                           (f" ({run.task(name).reason.splitlines()[0]})" if run.task(name).reason
                                            else "") for name in blocking)
@@ -130,7 +130,7 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
                 started = time.perf_counter()
                 _run_task(task, record, context, storage, outputs, parameters, run_dir, options, processes)
                 record.seconds = round(time.perf_counter() - started, 1)
-                if blocking and record.state == "checked":  # checked against the outputs it would get
+                if blocking and record.state == "checked":  # checked against the outputs skipped tasks declare
                     record.reason = "would not run: " + ", ".join(
                         f"upstream '{name}' {run.task(name).state}" for name in blocking)
                 if record.state == "failed":

@@ -187,6 +187,7 @@ def test_a_broken_placeholder_fails_its_task(tiny_spec, tmp_path):
     run = run_spec(broken, _options(tmp_path / "root", check_only=True), report=lambda line: None)
     report = run.task("report")
     assert report.state == "failed" and "unknown placeholder {{$.executor_input}}" in report.reason
+    assert run.task("promote-step").state == "not_run"
     assert run.status == "failed"
 
 
