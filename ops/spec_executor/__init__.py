@@ -10,6 +10,7 @@
     dataflow        DataflowRunner options checked, DirectRunner in its place
     model_registry  the promotion step's Model Registry → a local registry
     processes       process groups, ended with the executor
+    task_startup/   sitecustomize for every task's Python: /gcs/ → ROOT, die with the executor's shell
     runner          `run_spec`: the walk and each task's run
 
 See docs/spec_executor.md for what it covers and what only a real Vertex project shows.

@@ -2,7 +2,8 @@
 
 Every task command (a container's command + args, or one replica of a custom job) runs in a new session, so
 `kill_all` can end it with everything it started (Beam workers, TensorFlow servers); the direct child also
-gets `PR_SET_PDEATHSIG` so it dies if the executor is killed outright. `ProcessTable.close` runs on normal
+gets `PR_SET_PDEATHSIG` so it dies if the executor is killed outright (and the Python process under a
+task's `sh -ec` asks for the same at start-up, `task_startup/sitecustomize.py`). `ProcessTable.close` runs on normal
 exit, on failure and on SIGTERM/SIGINT (`ops.spec_executor.runner` installs the handlers).
 """
 

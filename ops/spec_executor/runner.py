@@ -36,7 +36,7 @@ from ops.spec_executor.processes import ProcessTable
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-GCS_FUSE_HOOK = Path(__file__).resolve().parent / "gcs_fuse"
+TASK_STARTUP = Path(__file__).resolve().parent / "task_startup"
 RUN_RECORD = "spec_run.json"
 VERTEX_ONLY_VARIABLES = ("TF_CONFIG", "CLUSTER_SPEC", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR")
 TaskState = Literal["succeeded", "failed", "skipped", "not_run", "checked"]
@@ -219,7 +219,7 @@ def _task_environment(storage: CloudStorageRoot) -> dict[str, str]:
     project and the /gcs hook on PYTHONPATH, and none of the custom-job variables of the calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(GCS_FUSE_HOOK), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
     env["PYTHONUNBUFFERED"] = "1"
     return env

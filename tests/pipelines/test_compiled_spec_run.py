@@ -313,3 +313,62 @@ def test_a_payload_field_vertex_does_not_know_is_refused(tmp_path):
                                                  "worker_pool_spec": []}}
     with pytest.raises(custom_job.CustomJobError, match="not a valid CustomJob"):
         _jobs(tmp_path, ProcessTable()).create_custom_job("projects/p/locations/l", job)
+
+
+EXECUTOR_SCRIPT = """
+import sys
+from pathlib import Path
+from ops.spec_executor import custom_job
+from ops.spec_executor.processes import ProcessTable
+from ops.spec_executor.runner import _end_processes_on_signals, _task_environment
+from ops.spec_executor.storage import CloudStorageRoot
+
+storage = CloudStorageRoot(Path(sys.argv[1]))
+table = ProcessTable()
+_end_processes_on_signals(table)
+replica = "import os, pathlib, time; pathlib.Path(os.environ['PIDS'], str(os.getpid())).touch(); time.sleep(300)"
+def pool(replicas):  # as compiled: the shell runs python3 and then more, so it does not exec it
+    return {"machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": replicas,
+            "container_spec": {"image_uri": "adrank-cpu", "command": ["sh", "-ec", 'python3 -c "$0"; echo done'],
+                               "args": [replica], "env": [{"name": "PIDS", "value": sys.argv[2]}]}}
+jobs = custom_job.LocalCustomJobs("train", storage, table, _task_environment(storage), storage.root,
+                                  storage.root / "logs")
+jobs.create_custom_job("projects/p/locations/l", {"display_name": "t", "job_spec": {
+    "worker_pool_specs": [pool(1), pool(2), pool(1)]}})
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_every_replica_dies_with_the_executor(tmp_path, signal_name):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    executor = subprocess.Popen([sys.executable, "-c", EXECUTOR_SCRIPT, str(tmp_path / "gcs"), str(pids)],
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 120
+    while len(list(pids.iterdir())) < 4 and time.monotonic() < deadline:
+        assert executor.poll() is None, "the executor ended before its replicas started"
+        time.sleep(0.2)
+    replicas = [int(p.name) for p in pids.iterdir()]
+    assert len(replicas) == 4 and all(_alive(pid) for pid in replicas)
+    executor.send_signal(getattr(signal, signal_name))
+    executor.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in replicas) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = [pid for pid in replicas if _alive(pid)]
+    for pid in survivors:  # leave nothing behind when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, f"replicas outlived an executor ended by {signal_name}"
