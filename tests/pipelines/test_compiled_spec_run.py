@@ -372,3 +372,17 @@ def test_every_replica_dies_with_the_executor(tmp_path, signal_name):
     for pid in survivors:  # leave nothing behind when the test fails
         os.kill(pid, signal.SIGKILL)
     assert not survivors, f"replicas outlived an executor ended by {signal_name}"
+
+
+def test_the_command_checks_a_spec_and_says_where_its_record_is(tiny_spec, tmp_path, capsys):
+    common = ["--root", str(tmp_path), "--project", "adrank-prod", "--pipeline-root", PIPELINE_ROOT,
+              "--create-time", "2026-03-04T03:00:00Z", "--check"]
+    assert main(["run-spec", str(tiny_spec), *common]) == 0
+    out = capsys.readouterr().out
+    assert "checked   train · cpu-ps · run 1 (train-step)" in out
+    record = tmp_path / "spec-runs" / "adrank-daily-20260304030000" / "spec_run.json"
+    assert f"adrank-daily-20260304030000: checked; record: {record}" in out
+    assert json.loads(record.read_text())["status"] == "checked"
+    with pytest.raises(SystemExit):  # a create time without a UTC offset is refused by the parser
+        main(["run-spec", str(tiny_spec), *common[:-3], "--create-time", "2026-03-04T03:00:00"])
+    assert "needs a UTC offset" in capsys.readouterr().err
