@@ -30,7 +30,7 @@ from ops.spec_executor.executor_input import (
     MissingInput, TaskOutputs, build_executor_input, read_task_outputs,
 )
 from ops.spec_executor.job_context import PipelineJobContext, utc_timestamp
-from ops.spec_executor.pipeline_spec import PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec
+from ops.spec_executor.pipeline_spec import SpecTask, UnsupportedSpec, load_pipeline_spec
 from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolver
 from ops.spec_executor.processes import ProcessTable
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
