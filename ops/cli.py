@@ -11,7 +11,7 @@ import sys
 from configs.errors import ConfigError
 from ops.errors import CommandError
 
-COMMANDS = ("logs", "run", "retrain", "compile", "submit", "schedule", "runs", "report", "images")
+COMMANDS = ("logs", "run", "retrain", "run_spec", "compile", "submit", "schedule", "runs", "report", "images")
 
 
 def build_parser() -> argparse.ArgumentParser:

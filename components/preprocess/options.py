@@ -79,8 +79,16 @@ def beam_pipeline_options(config: AdrankConfig, job_name: str | None = None,
     return PipelineOptions(beam_pipeline_args(config, job_name) + list(extra_args or ()))
 
 
-def temp_location(config: AdrankConfig, local_fallback: str) -> str:
-    """Where tf.Transform stages analyzer output: on Dataflow GCS, locally a directory under the output."""
-    if config.preprocess.runner == "DataflowRunner" and config.preprocess.dataflow is not None:
-        return config.preprocess.dataflow.temp_location.rstrip("/") + "/tft"
+def runs_on_dataflow(options: PipelineOptions) -> bool:
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    return options.view_as(StandardOptions).runner == "DataflowRunner"
+
+
+def temp_location(options: PipelineOptions, local_fallback: str) -> str:
+    """Where tf.Transform stages analyzer output: on Dataflow under the job's temp_location, else locally."""
+    if runs_on_dataflow(options):
+        from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+        return options.view_as(GoogleCloudOptions).temp_location.rstrip("/") + "/tft"
     return local_fallback

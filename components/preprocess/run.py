@@ -26,7 +26,7 @@ from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_lo
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import TRANSFORM_FN_DIR, Manifest, SplitInfo
 from components.preprocess.markdown import manifest_markdown
-from components.preprocess.options import beam_pipeline_options, temp_location
+from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
     TIMESTAMP_MS, EngagementParser, FeatureField, ImpressionParser, OutcomeLabel, RecordDecoder,
     TimestampParser, parse_stream,
@@ -63,14 +63,15 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     `beam_args`: a complete Beam argv (as compiled into the DAG) replacing the options built from config.
     """
     Path(output_dir).mkdir(parents=True, exist_ok=True)
-    on_dataflow = config.preprocess.runner == "DataflowRunner"
+    # The runner is the one in the options actually used (a compiled argv may differ from the config's runner).
+    options = PipelineOptions(beam_args) if beam_args else beam_pipeline_options(config)
+    on_dataflow = runs_on_dataflow(options)
     root = (output_uri if on_dataflow and output_uri else output_dir).rstrip("/")
     window = LogWindow.ending_at(window_end, config.logs.lookback_days)
     local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
     try:
-        options = PipelineOptions(beam_args) if beam_args else beam_pipeline_options(config)
         with beam.Pipeline(options=options) as pipeline:
-            _build(pipeline, config, logs_dir, root, window, temp_location(config, local_temp))
+            _build(pipeline, config, logs_dir, root, window, temp_location(options, local_temp))
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)
     manifest = _manifest(config, logs_dir, root, window)

@@ -1,0 +1,176 @@
+"""A task's `ExecutorInput`, built as the Vertex driver builds it, and the outputs read back after it ran.
+
+    inputs.parameterValues   compiled constants (pipeline placeholders in them resolved), upstream output
+                             parameters, pipeline parameters, then the component's defaults
+    inputs.artifacts         the upstream task's output artifacts (URI and metadata as it left them)
+    outputs.artifacts        one artifact per output, URI `<task root>/<output name>` under the pipeline root
+    outputs.parameters       a file per output parameter (the launcher writes `gcp_resources` there)
+    outputs.outputFile       `<task root>/executor_output.json`, which the KFP executor writes
+
+Vertex gives `outputFile` as a `/gcs/` path (the KFP executor's own comment on gcsfuse says so for custom
+jobs); here it is the local directory that path maps to, since only KFP's artifact paths are mapped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ops.spec_executor.job_context import PipelineJobContext
+from ops.spec_executor.pipeline_spec import SpecTask
+from ops.spec_executor.placeholders import PLACEHOLDER, BrokenPlaceholder
+from ops.spec_executor.storage import CloudStorageRoot
+
+EXECUTOR_OUTPUT_FILE = "executor_output.json"
+
+
+@dataclass
+class TaskOutputs:
+    """What a finished task left for its consumers."""
+
+    artifacts: dict[str, list[dict]] = field(default_factory=dict)
+    parameters: dict[str, object] = field(default_factory=dict)
+
+
+class MissingInput(ValueError):
+    """A required input has no value: its producer did not run or did not write it."""
+
+
+def with_pipeline_values(value, pipeline_values: dict[str, str], task: str):
+    """`value` with every `{{$.pipeline_*}}` placeholder in its strings resolved (lists and dicts walked)."""
+    if isinstance(value, list):
+        return [with_pipeline_values(item, pipeline_values, task) for item in value]
+    if isinstance(value, dict):
+        return {key: with_pipeline_values(item, pipeline_values, task) for key, item in value.items()}
+    if not isinstance(value, str):
+        return value
+
+    def pipeline_value(match: re.Match) -> str:
+        body = match.group("body")
+        if not body.startswith(".pipeline_"):
+            return match.group(0)  # the executor input or an input: resolved in the command
+        if body[1:] not in pipeline_values:
+            raise BrokenPlaceholder(f"task '{task}': unknown pipeline placeholder {match.group(0)}")
+        return pipeline_values[body[1:]]
+
+    return PLACEHOLDER.sub(pipeline_value, value)
+
+
+def typed(value, parameter_type: str):
+    """A compiled value as its declared type (YAML and JSON carry every number as a double)."""
+    if parameter_type == "NUMBER_INTEGER" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def build_executor_input(
+    task: SpecTask,
+    context: PipelineJobContext,
+    storage: CloudStorageRoot,
+    upstream: dict[str, TaskOutputs],
+    pipeline_parameters: dict[str, object],
+    local_dir: Path,
+) -> dict:
+    pipeline_values = context.pipeline_placeholders(task.name)
+    definitions = task.component.get("inputDefinitions", {})
+    parameters: dict[str, object] = {}
+    for name, definition in definitions.get("parameters", {}).items():
+        compiled = task.inputs.get("parameters", {}).get(name)
+        if compiled is not None:
+            value = _parameter_value(task, name, compiled, upstream, pipeline_parameters)
+        elif "defaultValue" in definition:
+            value = definition["defaultValue"]
+        elif definition.get("isOptional"):
+            continue
+        else:
+            raise MissingInput(f"task '{task.name}': required parameter '{name}' has no value in the spec")
+        parameters[name] = typed(with_pipeline_values(value, pipeline_values, task.name),
+                                 definition.get("parameterType", ""))
+    unknown = set(task.inputs.get("parameters", {})) - set(definitions.get("parameters", {}))
+    if unknown:
+        raise MissingInput(f"task '{task.name}' passes parameters its component does not take: {sorted(unknown)}")
+
+    artifacts: dict[str, dict] = {}
+    for name, definition in definitions.get("artifacts", {}).items():
+        compiled = task.inputs.get("artifacts", {}).get(name)
+        if compiled is None:
+            if definition.get("isOptional"):
+                continue
+            raise MissingInput(f"task '{task.name}': required artifact input '{name}' is not connected")
+        source = compiled.get("taskOutputArtifact")
+        if source is None:
+            raise MissingInput(f"task '{task.name}': artifact input '{name}' is not a task output (importers and "
+                               "pipeline artifact inputs are not supported)")
+        produced = upstream.get(source["producerTask"], TaskOutputs()).artifacts.get(source["outputArtifactKey"])
+        if not produced:
+            raise MissingInput(f"task '{task.name}': input '{name}' expects output '{source['outputArtifactKey']}' "
+                               f"of task '{source['producerTask']}', which has none")
+        artifacts[name] = {"artifacts": produced}
+
+    task_root = context.task_root(task.name)
+    outputs = task.component.get("outputDefinitions", {})
+    output_artifacts = {
+        name: {"artifacts": [{
+            "name": f"projects/{context.project}/locations/{context.location}/metadataStores/default/artifacts/"
+                    f"{uuid.uuid4().hex}",
+            "type": definition["artifactType"],
+            "uri": f"{task_root}/{name}",
+            "metadata": {},
+        }]}
+        for name, definition in outputs.get("artifacts", {}).items()
+    }
+    output_parameters = {name: {"outputFile": str(local_dir / "outputs" / name)}
+                         for name in outputs.get("parameters", {})}
+    return {
+        "inputs": {"parameterValues": parameters, "artifacts": artifacts},
+        "outputs": {
+            "artifacts": output_artifacts,
+            "parameters": output_parameters,
+            "outputFile": str(storage.local_path(f"{task_root}/{EXECUTOR_OUTPUT_FILE}")),
+        },
+    }
+
+
+def _parameter_value(task: SpecTask, name: str, compiled: dict, upstream: dict[str, TaskOutputs],
+                     pipeline_parameters: dict[str, object]):
+    if "runtimeValue" in compiled:
+        return compiled["runtimeValue"]["constant"]
+    if "taskOutputParameter" in compiled:
+        source = compiled["taskOutputParameter"]
+        produced = upstream.get(source["producerTask"], TaskOutputs()).parameters
+        if source["outputParameterKey"] not in produced:
+            raise MissingInput(f"task '{task.name}': parameter '{name}' expects output "
+                               f"'{source['outputParameterKey']}' of task '{source['producerTask']}', which has none")
+        return produced[source["outputParameterKey"]]
+    if "componentInputParameter" in compiled:
+        key = compiled["componentInputParameter"]
+        if key not in pipeline_parameters:
+            raise MissingInput(f"task '{task.name}': pipeline parameter '{key}' has no value")
+        return pipeline_parameters[key]
+    raise MissingInput(f"task '{task.name}': parameter '{name}' has an input form this executor does not run: "
+                       f"{sorted(compiled)}")
+
+
+def read_task_outputs(executor_input: dict) -> TaskOutputs:
+    """The outputs as the driver records them: executor_output.json overrides the URIs and metadata it names;
+    output parameters come from their files or from executor_output's parameterValues."""
+    outputs = executor_input["outputs"]
+    artifacts = {name: [dict(a) for a in spec["artifacts"]] for name, spec in outputs["artifacts"].items()}
+    parameters: dict[str, object] = {}
+    output_file = Path(outputs["outputFile"])
+    if output_file.exists():
+        written = json.loads(output_file.read_text() or "{}")
+        for name, spec in written.get("artifacts", {}).items():
+            if name in artifacts:
+                for declared, reported in zip(artifacts[name], spec.get("artifacts", [])):
+                    declared["metadata"] = reported.get("metadata", declared["metadata"])
+                    declared["uri"] = reported.get("uri") or declared["uri"]
+        parameters.update(written.get("parameterValues", {}))
+    for name, spec in outputs.get("parameters", {}).items():
+        path = Path(spec["outputFile"])
+        if name not in parameters and path.exists():
+            parameters[name] = path.read_text()
+    return TaskOutputs(artifacts=artifacts, parameters=parameters)

@@ -1,0 +1,79 @@
+"""The processes of one task: each in its own process group, all of them ended with the executor.
+
+Every task command (a container's command + args, or one replica of a custom job) runs in a new session, so
+`kill_all` can end it with everything it started (Beam workers, TensorFlow servers); the direct child also
+gets `PR_SET_PDEATHSIG` so it dies if the executor is killed outright (and the Python process under a
+task's `sh -ec` asks for the same at start-up, `task_startup/sitecustomize.py`). `ProcessTable.close` runs on normal
+exit, on failure and on SIGTERM/SIGINT (`ops.spec_executor.runner` installs the handlers).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: the process group kill in ProcessTable.close still applies
+
+
+@dataclass
+class Started:
+    label: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class ProcessTable:
+    running: list[Started] = field(default_factory=list)
+
+    def start(self, label: str, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> Started:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True,
+                                       preexec_fn=_die_with_parent)
+        started = Started(label, process, log_path)
+        self.running.append(started)
+        return started
+
+    def kill(self, started: Started, grace_seconds: float = 5.0) -> None:
+        """SIGTERM the process group, SIGKILL what is left after `grace_seconds`."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(started.process.pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + grace_seconds
+            while started.process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if sig == signal.SIGTERM and started.process.poll() is not None:
+                try:  # the leader is gone; its group may not be
+                    os.killpg(started.process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                break
+        started.process.wait()
+        if started in self.running:
+            self.running.remove(started)
+
+    def close(self) -> None:
+        for started in list(self.running):
+            self.kill(started, grace_seconds=2.0)

@@ -1,0 +1,45 @@
+"""Where Cloud Storage lives on this machine: `gs://BUCKET/...` and `/gcs/BUCKET/...` are `ROOT/BUCKET/...`.
+
+On Vertex an output artifact has a `gs://` URI and the task reads and writes it as `/gcs/...` (Cloud Storage
+FUSE; `kfp.dsl.Artifact.path` makes that conversion). Here both spellings name one directory under the
+executor's root, so what one task writes through `/gcs/` the next one finds under its `gs://` URI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+GCS_SCHEME = "gs://"
+GCS_FUSE_PREFIX = "/gcs/"
+
+
+class NotCloudStorage(ValueError):
+    """A path that is neither `gs://...` nor `/gcs/...` where the spec needs Cloud Storage."""
+
+
+@dataclass(frozen=True)
+class CloudStorageRoot:
+    """The local directory standing in for every Cloud Storage bucket."""
+
+    root: Path
+
+    def local_path(self, uri_or_fuse_path: str) -> Path:
+        """`gs://b/x` or `/gcs/b/x` → `ROOT/b/x`."""
+        for prefix in (GCS_SCHEME, GCS_FUSE_PREFIX):
+            if uri_or_fuse_path.startswith(prefix):
+                rest = uri_or_fuse_path[len(prefix):]
+                bucket = rest.split("/", 1)[0]
+                if not bucket or bucket in (".", ".."):
+                    raise NotCloudStorage(f"'{uri_or_fuse_path}' names no bucket")
+                return self.root / rest
+        raise NotCloudStorage(f"'{uri_or_fuse_path}' is not a gs:// URI or a /gcs/ path")
+
+    def uri(self, local_path: Path | str) -> str:
+        """The `gs://` URI of a path under the root (the inverse of `local_path`)."""
+        relative = Path(local_path).resolve().relative_to(self.root.resolve())
+        return GCS_SCHEME + relative.as_posix()
+
+    def fuse_prefix(self) -> str:
+        """What `/gcs/` means inside a task process: the root, with a trailing slash."""
+        return str(self.root.resolve()) + "/"
