@@ -44,8 +44,6 @@ def _retrain(args: argparse.Namespace) -> int:
     runs_dir = Path(args.runs_dir)
     name = load_config(args.config, args.overrides).name
     try:
-        if args.days < 1:
-            raise ReplayError(f"--days {args.days}: replay at least one day")
         series_dir = create_replay_dir(runs_dir, args.replay_id, name)
         try:
             plan = plan_replay(args.config, args.overrides, args.days, args.first_day, series_dir / "registry")
