@@ -175,6 +175,9 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
     print(f"\n== {name}: {split['train'].examples:,} train / {split['eval'].examples:,} eval examples, "
           f"positive rate {split['eval'].label_rates[task]:.4f}, constant-rate log-loss "
           f"{manifest.constant_ctr_logloss(task):.5f}, {seeds} seeds, {time.perf_counter() - started:.0f} s")
+    shift = split["eval"].label_rates[task] / split["train"].label_rates[task] if split["train"].label_rates[task] else 1.0
+    print(f"eval/train positive rate {shift:.2f}: a model calibrated on the train split predicts ~{1 / shift:.2f} "
+          f"of the eval rate (base-rate shift between days)")
     print(f"adrank: {config.model.kind} dim {config.model.embedding_dim} deep {config.model.deep_layers}, "
           f"batch {config.training.global_batch_size}, {resolved_epochs} epochs, effective lr {learning_rate:g}, "
           f"tables: {config.training.embedding_optimizer}, shuffle buffer {config.training.shuffle_buffer:,}")
