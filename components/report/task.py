@@ -21,6 +21,7 @@ def build_report(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary
         "log-loss per run": plots.logloss_per_run(summary),
         "throughput": plots.throughput(summary),
         "training curves": plots.training_curves(summary, runs),
+        "reliability": plots.reliability(summary),
     }
     return summary, render_html(summary, figures), render_markdown(summary)
 
