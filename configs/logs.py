@@ -28,8 +28,39 @@ EVENT_TYPE = "event_type"
 EVENT_ID = "event_id"
 
 
+class SyntheticDriftConfig(StrictModel):
+    """How the synthetic ad server changes from one day to the next (for daily retraining and its replay).
+
+    All zero (the default): every day follows the same hidden model, and the logs are byte for byte what they
+    were before drift existed. The first day is never drifted; each later day moves from the one before it.
+    `ground_truth.json` records, per day, the base log-odds shift, the ids that appeared and the Bayes floor.
+    """
+
+    base_rate_step: float = Field(
+        0.0, ge=0.0, le=3.0,
+        description="std of the day-to-day random-walk step of the engagement base log-odds (moves every event's "
+        "rate: 0.3 moves the click rate by about 30% a day)",
+    )
+    effect_drift: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="share of each per-id and interaction effect's variance redrawn every day (0: stable effects, "
+        "1: new effects each day); the effects' spread stays the same",
+    )
+    new_users_per_day: int = Field(0, ge=0, description="users first seen on each day after the first")
+    new_ads_per_day: int = Field(0, ge=0, description="ads first served on each day after the first")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.base_rate_step or self.effect_drift or self.new_users_per_day or self.new_ads_per_day)
+
+
 class SyntheticLogsConfig(StrictModel):
-    """Size and shape of the synthetic ad server that `adrank logs generate` simulates."""
+    """Size and shape of the synthetic ad server that `adrank logs generate` simulates.
+
+    The defaults write a click-rate (~10% swipes) log with few ids; `configs/examples/low_rate.yaml` shows the
+    shape of install/conversion logs (0.1-0.5% positives, Zipf ids with a long tail seen once, strong per-id
+    effects, a base rate that moves between days).
+    """
 
     start_date: dt.date = dt.date(2026, 1, 1)
     days: int = Field(4, ge=2, le=366)
@@ -43,6 +74,19 @@ class SyntheticLogsConfig(StrictModel):
     malformed_fraction: float = Field(
         0.0, ge=0.0, le=0.5, description="share of extra corrupt log lines, to exercise the dead-letter path"
     )
+    swipe_base_logit: float = Field(
+        -2.6, ge=-12.0, le=2.0,
+        description="log-odds of a swipe before per-id and interaction effects (-2.6: about 10% swipes; installs "
+        "and purchases follow swipes, so this moves every event's rate)",
+    )
+    id_effect_scale: float = Field(
+        1.0, ge=0.0, le=5.0, description="multiplies the spread of the per-user, per-ad and per-advertiser effects",
+    )
+    user_zipf_exponent: float = Field(
+        0.7, ge=0.0, le=3.0, description="impressions per user follow Zipf with this exponent (higher: heavier head)"
+    )
+    ad_zipf_exponent: float = Field(0.9, ge=0.0, le=3.0, description="impressions per ad follow Zipf")
+    drift: SyntheticDriftConfig = SyntheticDriftConfig()
 
 
 class LogsConfig(StrictModel):

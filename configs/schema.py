@@ -13,6 +13,7 @@ from configs.logs import EVENT_TYPES, LogsConfig, SplitConfig, TaskConfig
 from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
+from configs.shuffle_coverage import warn_on_partial_shuffle
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target, resolve_target
 from configs.vertex import VertexConfig, check_target_machine
 
@@ -69,6 +70,7 @@ class AdrankConfig(StrictModel):
         for target in self.targets:
             resolved = resolve_target(self.model, self.training, target)
             check_embedding_memory(self.features, resolved.model, resolved.training, target.name)
+        warn_on_partial_shuffle(self.logs, self.split, self.model, self.training, self.targets)
         return self
 
     def _check_task_labels(self) -> None:

@@ -1,7 +1,9 @@
 """`adrank logs generate`: a simulated ad server writing impression and engagement-event logs.
 
 Same config and seed → the same bytes. Next to the logs it writes `ground_truth.json` with the Bayes
-log-loss (log-loss of the true label probabilities) of each split and task: the floor any model can reach.
+log-loss (log-loss of the true label probabilities) of each split and task: the floor any model can reach;
+and the same per day (`days`), so the floor of any window of days is known (`bayes_logloss_over_days`), as
+daily retraining needs when `logs.synthetic.drift` moves the rates, effects and ids from day to day.
 """
 
 from __future__ import annotations
@@ -43,28 +45,45 @@ class GeneratedLogs:
         return str(self.directory / ENGAGEMENTS_DIR / "*.jsonl")
 
 
+DRIFT_STREAM = 1  # drift draws from its own random stream, so drift off leaves the logs as they were
+
+
 def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs:
     spec = config.logs.synthetic
+    drift = spec.drift
     rng = np.random.default_rng(config.seed)
-    population = Population.draw(rng, spec.users, spec.ads, spec.advertisers, spec.interests, spec.max_interests_per_user)
-    user_weights = _zipf_weights(spec.users, 0.7)
-    ad_weights = _zipf_weights(spec.ads, 0.9)
+    drift_rng = np.random.default_rng([config.seed, DRIFT_STREAM])
+    population = Population.draw(rng, spec.users, spec.ads, spec.advertisers, spec.interests,
+                                 spec.max_interests_per_user, spec.id_effect_scale)
+    user_ranks = np.arange(1, spec.users + 1, dtype=float)
+    ad_ranks = np.arange(1, spec.ads + 1, dtype=float)
     placement_weights = np.array([0.35, 0.3, 0.15, 0.15, 0.05])
 
     impression_lines: list[str] = []
     events: list[tuple[int, str, str]] = []  # (timestamp_ms, impression_id, event_type)
     split_labels = {"train": {t.name: [] for t in config.tasks}, "eval": {t.name: [] for t in config.tasks}}
     split_probabilities = {"train": {t.name: [] for t in config.tasks}, "eval": {t.name: [] for t in config.tasks}}
+    day_truths: list[dict] = []
     boundary = eval_start_ms(spec.start_date + dt.timedelta(days=spec.days), config.split.eval_days)
+    base_logit_shift = 0.0
 
     for day_index in range(spec.days):
         day = spec.start_date + dt.timedelta(days=day_index)
+        if day_index > 0 and drift.enabled:
+            base_logit_shift += drift_rng.normal(0.0, drift.base_rate_step) if drift.base_rate_step else 0.0
+            population = population.drifted(drift_rng, drift.effect_drift)
+            population = population.with_newcomers(
+                drift_rng, drift.new_users_per_day, drift.new_ads_per_day, spec.max_interests_per_user
+            )
+            # A newcomer takes the popularity of a random rank of the first population.
+            user_ranks = np.concatenate([user_ranks, drift_rng.integers(1, spec.users + 1, drift.new_users_per_day)])
+            ad_ranks = np.concatenate([ad_ranks, drift_rng.integers(1, spec.ads + 1, drift.new_ads_per_day)])
         n = spec.impressions_per_day
         timestamps = np.sort(day_start_ms(day) + rng.integers(0, DAY_MS, size=n))
-        user = rng.choice(spec.users, size=n, p=user_weights)
-        ad = rng.choice(spec.ads, size=n, p=ad_weights)
+        user = rng.choice(population.users, size=n, p=_zipf_weights(user_ranks, spec.user_zipf_exponent))
+        ad = rng.choice(population.ads, size=n, p=_zipf_weights(ad_ranks, spec.ad_zipf_exponent))
         placement = rng.choice(len(PLACEMENTS), size=n, p=placement_weights)
-        marginal = population.event_probabilities(user, ad, placement)
+        marginal = population.event_probabilities(user, ad, placement, spec.swipe_base_logit + base_logit_shift)
         happened = _draw_event_chain(rng, marginal)
         delays_ms = {
             event: np.rint(rng.exponential(MEAN_DELAY_SECONDS[event] * 1000.0, size=n)).astype(np.int64)
@@ -92,6 +111,7 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
                 if occurred[row]:
                     events.append((int(timestamps[row] + delays_ms[event][row]), impression_id, event))
         in_eval = timestamps >= boundary
+        day_tasks = {}
         for task in config.tasks:
             window_ms = task.attribution_window_seconds * 1000
             labels = happened[task.event_type] & (delays_ms[task.event_type] <= window_ms)
@@ -99,6 +119,19 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
             for split, mask in (("train", ~in_eval), ("eval", in_eval)):
                 split_labels[split][task.name].append(labels[mask])
                 split_probabilities[split][task.name].append(probability[mask])
+            day_tasks[task.name] = _bayes(labels, probability) | {"positives": int(labels.sum())}
+        day_truths.append({
+            "date": day.isoformat(),
+            "examples": n,
+            "base_logit_shift": float(base_logit_shift),
+            "users": population.users,
+            "ads": population.ads,
+            "distinct_users_seen": int(np.unique(user).size),
+            "users_seen_once": int(np.sum(np.unique(user, return_counts=True)[1] == 1)),
+            "distinct_ads_seen": int(np.unique(ad).size),
+            "ads_seen_once": int(np.sum(np.unique(ad, return_counts=True)[1] == 1)),
+            "tasks": day_tasks,
+        })
 
     events.sort()
     engagement_lines = [
@@ -120,6 +153,8 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
         "engagement_events": len(events),
         "eval_start": format_timestamp(boundary),
         "malformed_lines": malformed,
+        "drift": drift.model_dump(),
+        "days": day_truths,
         "splits": {
             split: {
                 "examples": int(sum(len(x) for x in split_labels[split][config.tasks[0].name])),
@@ -139,6 +174,18 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
 def read_ground_truth(logs_dir: str | Path) -> dict | None:
     path = Path(logs_dir) / GROUND_TRUTH_FILE
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def bayes_logloss_over_days(truth: dict, task: str, dates: list[dt.date] | list[str]) -> float | None:
+    """The Bayes floor of `task` on the impressions of `dates` (e.g. one day's eval window under drift):
+    the example-weighted mean of the per-day floors in `truth["days"]`. None when a date has no record
+    (logs written before per-day truth, or a day outside the generated logs)."""
+    by_date = {day["date"]: day for day in truth.get("days", [])}
+    wanted = [d.isoformat() if isinstance(d, dt.date) else str(d) for d in dates]
+    if not wanted or any(d not in by_date or task not in by_date[d]["tasks"] for d in wanted):
+        return None
+    examples = sum(by_date[d]["examples"] for d in wanted)
+    return sum(by_date[d]["tasks"][task]["bayes_logloss"] * by_date[d]["examples"] for d in wanted) / examples
 
 
 def _draw_event_chain(rng: np.random.Generator, marginal: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -161,8 +208,9 @@ def _bayes(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
     }
 
 
-def _zipf_weights(n: int, exponent: float) -> np.ndarray:
-    weights = 1.0 / np.arange(1, n + 1) ** exponent
+def _zipf_weights(ranks: np.ndarray, exponent: float) -> np.ndarray:
+    """Sampling weights of ids whose popularity ranks are `ranks` (1 = most popular)."""
+    weights = 1.0 / ranks ** exponent
     return weights / weights.sum()
 
 
