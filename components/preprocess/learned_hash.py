@@ -9,15 +9,19 @@ For each feature, from the train split (one tf.Transform analyzer for all such f
     dedicated:  the `dedicated_rows` ids with most accesses → rows 0 .. dedicated_rows-1 (ties: larger token first)
     profile:    e_it = logit((k_it + r_t·m_t) / (n_i + m_t))   smoothed log-odds of the id's label rate per task,
                 shrunk to the train rate r_t with prior strength m_t = 1 / r_t (the examples in which one positive
-                is expected); with several tasks, reduced to one dimension by the first principal component of
-                the standardized e_i· (access-weighted)
-    shared:     tail ids sorted by that score (ties: fewer accesses first, then token), cut into
-                S = hash_buckets − dedicated_rows runs of equal total accesses → rows dedicated_rows + 0 .. S-1
+                is expected) — only for ids with enough evidence, n_i·r_t >= MIN_EXPECTED_POSITIVES; every other
+                id gets the prior, logit(r_t). With several tasks, reduced to one dimension by the first principal
+                component of the standardized e_i· (access-weighted)
+    shared:     tail ids sorted by (score, accesses, token), cut into S = hash_buckets − dedicated_rows runs of
+                equal total accesses → rows dedicated_rows + 0 .. S-1
 
-so a shared row holds ids of similar smoothed label rate, and every shared row gets about the same number of
-training accesses (the frequency side of the paper's mapping). An id never seen in training (and an empty
-token) maps to the shared row of an id seen once without a positive, whose history it resembles most; that
-row is trained. The mapping is a `feature:token<TAB>row` file written by the analyzer, looked up by the
+so ids of similar label rate share a row where their history says so, ids of too little history share rows with
+ids of similar frequency, and every shared row gets about the same number of training accesses (the frequency
+side of the paper's mapping). The evidence gate matters: grouping ids seen a few times by their labels puts the
+lucky ones (a conversion in 3 impressions) in rows of their own and leaves rows of ids that never converted,
+whose train rate is exactly 0 — the model then learns those rows as "never converts" and under-predicts every
+rare and unseen id at eval (measured: docs/compression.md). An id never seen in training (and an empty token)
+maps to the row of the ids seen once; that row is trained. The mapping is a `feature:token<TAB>row` file written by the analyzer, looked up by the
 transform graph, so serving applies exactly the training mapping.
 """
 
@@ -38,6 +42,7 @@ KEY_SEPARATOR = b":"  # feature names are [a-z][a-z0-9_]*: the first ':' ends th
 FIELD_SEPARATOR = b"\t"
 PLACEHOLDER = b":\t-1\n"  # the asset before the analyzer has run: one well-formed line, no feature
 EPSILON = 1e-6
+MIN_EXPECTED_POSITIVES = 5.0  # an id's label rate shapes its group only past this many expected positives
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,9 @@ def learn_mapping(history: list[tuple[bytes, int, tuple[int, ...]]], spec: Learn
     shared = np.minimum((accesses_before / tail_counts.sum() * shared_rows).astype(np.int64), shared_rows - 1)
     for position, index in enumerate(order):
         rows[tokens[index]] = spec.dedicated_rows + int(shared[position])
-    # The unseen row: where an id seen once without a positive sorts among the tail.
+    # The unseen row: where an id seen once sorts among the tail (the first id with the prior's score).
     sorted_scores = scores[order]
-    position = min(int(np.searchsorted(sorted_scores, unseen_score, side="left")), len(order) - 1)
+    position = min(int(np.searchsorted(sorted_scores, unseen_score - 1e-9, side="left")), len(order) - 1)
     return LearnedMapping(rows, spec.dedicated_rows + int(shared[position]))
 
 
@@ -99,6 +104,7 @@ def _profile_projection(counts: np.ndarray, positives: np.ndarray, rates: np.nda
 
     def log_odds(n, k):
         smoothed = (k + rates * strength) / (n[:, None] + strength)
+        smoothed = np.where(n[:, None] * rates >= MIN_EXPECTED_POSITIVES, smoothed, rates)  # too little evidence
         return np.log(smoothed) - np.log1p(-smoothed)
 
     profile = log_odds(counts, positives)

@@ -85,7 +85,9 @@ def train(
 
     curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
              for step, loss, epoch, value in fit_result.curve]
-    eval_logloss = float(np.mean([m.logloss for m in task_metrics.values()]))
+    # The curve follows the model's own output epoch by epoch: before the calibration step, if there is one.
+    eval_logloss = float(np.mean([m.logloss if m.uncalibrated_logloss is None else m.uncalibrated_logloss
+                                  for m in task_metrics.values()]))
     if curve:
         last_epoch = curve[-1].epoch if curve[-1].epoch is not None else resolved.training.epochs
         curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss, "epoch": last_epoch})

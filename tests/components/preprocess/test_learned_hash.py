@@ -27,16 +27,16 @@ def test_frequent_ids_get_their_own_rows_in_frequency_order():
 
 def test_tail_ids_of_similar_label_rate_collide():
     rng = np.random.default_rng(0)
-    # 200 tail ids: half convert at 20%, half at 0.5%; each seen 20-40 times
+    # 200 tail ids: half convert at 20%, half at 0.5%; each seen 100-150 times (10-15 expected positives)
     history, rates = [], {}
     for i in range(200):
         rate = 0.2 if i % 2 else 0.005
-        count = int(rng.integers(20, 40))
+        count = int(rng.integers(100, 150))
         token = f"id{i}".encode()
         history.append((token, count, (int(rng.binomial(count, rate)),)))
         rates[token] = rate
     mapping = learn_mapping(history + [(b"once", 1, (0,))], LearnedHashSpec("ad", rows=4, dedicated_rows=0))
-    # an unseen id goes to the row of an id seen once without a conversion
+    # an unseen id goes to the row of an id seen once
     assert mapping.rows.pop(b"once") == mapping.unseen_row
     by_row: dict[int, list[float]] = {}
     for token, row in mapping.rows.items():
@@ -49,6 +49,19 @@ def test_tail_ids_of_similar_label_rate_collide():
     for token, count, _ in history:
         accesses[mapping.rows[token]] += count
     assert max(accesses.values()) < 1.3 * sum(accesses.values()) / 4
+
+
+def test_ids_with_too_little_history_are_grouped_by_frequency_not_by_their_labels():
+    # 400 ids seen 1-3 times at a 1% rate: a conversion among them is luck, so it must not decide the group
+    history = [(f"id{i}".encode(), 1 + i % 3, (1 if i % 50 == 0 else 0,)) for i in range(400)]
+    mapping = learn_mapping(history, LearnedHashSpec("ad", rows=8, dedicated_rows=0))
+    converted = {mapping.rows[f"id{i}".encode()] for i in range(0, 400, 50)}
+    assert len(converted) > 1  # the lucky ids are not gathered in one row
+    by_count = {}
+    for token, count, _ in history:
+        by_count.setdefault(count, set()).add(mapping.rows[token])
+    assert max(by_count[1]) <= min(by_count[3])  # rarer ids in the first rows, next to the unseen ones
+    assert mapping.unseen_row == 0
 
 
 def test_several_tasks_are_reduced_to_one_score():

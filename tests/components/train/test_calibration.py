@@ -86,3 +86,4 @@ def test_a_calibrated_run_serves_what_it_evaluated(single_task_examples_dir, tmp
     labels, served = np.concatenate(labels), np.concatenate(served)
     assert metrics.logloss(labels, served) == pytest.approx(task.logloss, rel=1e-4)
     assert metrics.logloss(labels, served) != pytest.approx(task.uncalibrated_logloss, rel=1e-6)
+    assert summary.curve[-1].eval_logloss == task.uncalibrated_logloss  # the curve is the model's own output
