@@ -9,7 +9,9 @@ the logs are generated once; then the id features (`--features`, default user_id
 
 for each `--fractions` (default 1%, 5%, 20% of the feature's distinct train ids), each variant preprocessed once
 and trained `--seeds` times (seeds config.seed + 0, 1, ...). With `--work DIR` the logs and preprocessed
-variants are kept and reused, so `--seeds 0` (preprocess only) and a second call (train) split a long run. Prints, per variant, table rows, log-loss mean ± std,
+variants are kept and reused, and so is each variant's measurement once all its seeds have trained
+(`DIR/compression.json`): a long run split over several calls (e.g. `--seeds 0` to preprocess only, then calls
+stopped by a time limit) prints the whole table at the end. Prints, per variant, table rows, log-loss mean ± std,
 its ratio to the full vocabulary, AUC and calibration, next to the constant-rate log-loss and the Bayes floor.
 
     .venv/bin/python benchmarks/compression.py [--seeds 3] [--fractions 0.01,0.05,0.2] [--features user_id,ad_id]
@@ -129,12 +131,22 @@ def main() -> None:
     if args.seeds == 0:
         print(f"--seeds 0: preprocessed only; the variants stay under {work} for a later call with --work")
         return
+    measured_path = work / "compression.json"
+    measured = json.loads(measured_path.read_text())["results"] if measured_path.exists() else []
     results = []
     for encoding, fraction, variant_config, variant_manifest, directory in variants:
+        earlier = [r for r in measured if (r["encoding"], r["fraction"]) == (encoding, fraction)
+                   and len(r["runs"]) == args.seeds]
+        if earlier:  # measured by an earlier call with this --work (a long run split in several calls)
+            results.append(earlier[0])
+            print(f"measured earlier: {encoding} at {fraction:.0%}", flush=True)
+            continue
         runs = trained(variant_config, directory, args.seeds)
         rows = {f.name: f.vocabulary_size for f in variant_manifest.features if f.name in features}
         results.append({"encoding": encoding, "fraction": fraction, "rows": rows, "runs": runs})
         print(f"trained {encoding} at {fraction:.0%}: {describe([r['logloss'] for r in runs])}", flush=True)
+        measured = [r for r in measured if (r["encoding"], r["fraction"]) != (encoding, fraction)] + [results[-1]]
+        measured_path.write_text(json.dumps({"distinct": distinct, "results": measured}, indent=2))
 
     split, task = manifest.splits, manifest.tasks[0]
     bayes = (split["eval"].bayes_logloss or {}).get(task)
@@ -154,8 +166,7 @@ def main() -> None:
               f"{describe(losses)} | {np.mean(losses) / reference:.4f} | "
               f"{np.mean([r['auc'] for r in result['runs']]):.4f} | "
               f"{np.mean([r['calibration'] for r in result['runs']]):.3f} |")
-    (work / "compression.json").write_text(json.dumps({"distinct": distinct, "results": results}, indent=2))
-    print(f"\nper-run figures: {work / 'compression.json'}")
+    print(f"\nper-run figures: {measured_path}")
 
 
 if __name__ == "__main__":
