@@ -28,7 +28,7 @@ def calibration_findings(summary: BenchmarkSummary) -> list[str]:
             floor = summary.tasks[task]
             low, high = explained_band(floor.train_positive_rate, floor.eval_positive_rate)
             value = stats.calibration.mean
-            band = f"train rate {floor.train_positive_rate:.4%}, eval rate {floor.eval_positive_rate:.4%}"
+            band = f"train rate {floor.train_positive_rate:.3%}, eval rate {floor.eval_positive_rate:.3%}"
             if value > high * (1 + CALIBRATION_TOLERANCE):
                 lines.append(f"{target.name}/{task}: over-predicts — mean prediction is {value:.2f}× the eval rate, "
                              f"{value / high - 1:.0%} beyond what the base-rate shift explains ({band}).")

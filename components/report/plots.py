@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
 from components.report.benchmark import BenchmarkSummary  # noqa: E402
 from components.train.summary import RunSummary  # noqa: E402
@@ -100,6 +101,10 @@ def reliability(summary: BenchmarkSummary) -> bytes | None:
                        label="eval rate")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+                axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
+                axis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("mean predicted probability (bin)")
         ax.set_ylabel("observed rate (bin)")
         ax.set_title(f"Reliability: {task}")
