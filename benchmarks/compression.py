@@ -52,7 +52,9 @@ def feature_index(config: AdrankConfig, name: str) -> int:
     raise SystemExit(f"error: no feature named {name!r} in {PRESET.name}")
 
 
-def encoded(base: list[str], config: AdrankConfig, features: list[str], encoding: str, rows: dict[str, int]) -> list[str]:
+def encoded(
+    base: list[str], config: AdrankConfig, features: list[str], encoding: str, rows: dict[str, int]
+) -> list[str]:
     """Overrides that encode each of `features` with `encoding` (hash_buckets from `rows` for the hashes)."""
     overrides = list(base)
     for name in features:
@@ -156,8 +158,8 @@ def main() -> None:
           f"positives), {args.seeds} seeds, {time.perf_counter() - started:.0f} s")
     print(f"constant-rate log-loss {manifest.constant_ctr_logloss(task):.6f}"
           + (f", Bayes floor {bayes:.6f}" if bayes is not None else ""))
-    header = f"| encoding | table size | rows ({', '.join(features)}) | log-loss mean ± std | vs vocabulary | AUC | calibration |"
-    print(header)
+    print(f"| encoding | table size | rows ({', '.join(features)}) | log-loss mean ± std | vs vocabulary | AUC "
+          "| calibration |")
     print("|" + "---|" * 7)
     for result in results:
         losses = [r["logloss"] for r in result["runs"]]

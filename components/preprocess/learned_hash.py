@@ -21,8 +21,8 @@ side of the paper's mapping). The evidence gate matters: grouping ids seen a few
 lucky ones (a conversion in 3 impressions) in rows of their own and leaves rows of ids that never converted,
 whose train rate is exactly 0 — the model then learns those rows as "never converts" and under-predicts every
 rare and unseen id at eval (measured: docs/compression.md). An id never seen in training (and an empty token)
-maps to the row of the ids seen once; that row is trained. The mapping is a `feature:token<TAB>row` file written by the analyzer, looked up by the
-transform graph, so serving applies exactly the training mapping.
+maps to the row of the ids seen once; that row is trained. The mapping is a `feature:token<TAB>row` file
+written by the analyzer, looked up by the transform graph, so serving applies exactly the training mapping.
 """
 
 from __future__ import annotations

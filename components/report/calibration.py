@@ -37,8 +37,8 @@ def calibration_findings(summary: BenchmarkSummary) -> list[str]:
                              f"{1 - value / low:.0%} beyond what the base-rate shift explains ({band}).")
             if stats.uncalibrated_calibration is not None and stats.uncalibrated_logloss is not None:
                 lines.append(
-                    f"{target.name}/{task}: the {stats.calibration_method or ''} calibration step moved mean prediction "
-                    f"/ eval rate {stats.uncalibrated_calibration.mean:.3f} → {value:.3f} and log-loss "
+                    f"{target.name}/{task}: the {stats.calibration_method or ''} calibration step moved mean "
+                    f"prediction / eval rate {stats.uncalibrated_calibration.mean:.3f} → {value:.3f} and log-loss "
                     f"{stats.uncalibrated_logloss.mean:.5f} → {stats.logloss.mean:.5f}."
                 )
     return lines

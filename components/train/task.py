@@ -324,7 +324,8 @@ def fit_synchronous(
 
 # -- evaluation -----------------------------------------------------------------------------------
 def predict_split(
-    model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int, holdout_fraction: float = 0.0
+    model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int,
+    holdout_fraction: float = 0.0,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(labels, probabilities) per task over every example of `split` (with `holdout_fraction`: of its
     held-out slice only), in file order."""
@@ -378,7 +379,9 @@ def calibration_holdout(training: TrainingConfig) -> float:
     return 0.0 if training.calibration == "none" else training.calibration_holdout_fraction
 
 
-def fit_calibrators(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig) -> dict[str, Calibrator]:
+def fit_calibrators(
+    model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig
+) -> dict[str, Calibrator]:
     """Per task, `training.calibration` fitted on the held-out train slice; empty when it is none."""
     if training.calibration == "none":
         return {}

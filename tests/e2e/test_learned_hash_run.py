@@ -3,7 +3,6 @@ the mapping is built in preprocessing, the table has the configured rows, the ru
 after, and the exported model serves raw log rows (ids seen and never seen) through both."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

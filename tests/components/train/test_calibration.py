@@ -78,7 +78,8 @@ def test_a_calibrated_run_serves_what_it_evaluated(single_task_examples_dir, tmp
     assert sum(count for _, _, count in task.reliability) == task.examples
 
     serve = tf.saved_model.load(str(tmp_path / "model" / "saved_model")).signatures["serving_transformed"]
-    data = make_dataset(single_task_examples_dir, manifest, "eval", InputOptions(512, training=False, drop_remainder=False))
+    options = InputOptions(512, training=False, drop_remainder=False)
+    data = make_dataset(single_task_examples_dir, manifest, "eval", options)
     labels, served = [], []
     for features, batch_labels in data:
         served.append(serve(**features)["engagement"].numpy())
