@@ -2,7 +2,7 @@
 
     bytes = Σ_tables rows × dim × 4 B × (1 + optimizer slots per value)
 
-Rows per table: `hash_buckets`; a vocabulary's `top_k + oov_buckets` (+1 padding row for lists); a
+Rows per table: `hash_buckets` (hash, learned_hash); a vocabulary's `top_k + oov_buckets` (+1 padding row for lists); a
 vocabulary without `top_k` is assumed to keep `training.untruncated_vocabulary_rows` tokens (its real
 size is known only after preprocessing); `buckets` for quantile-bucketed numbers; 24 hours or 7 weekdays.
 Slots: Adam keeps two values per weight, Adagrad one, row-wise Adagrad one per row, SGD none.
@@ -54,7 +54,7 @@ def table_rows(index: int, feature, untruncated_vocabulary_rows: int) -> TableEs
     prefix = f"features.{index}"
     if feature.kind in ("categorical", "categorical_list"):
         padding = 1 if feature.kind == "categorical_list" else 0
-        if feature.encoding == "hash":
+        if feature.encoding in ("hash", "learned_hash"):
             return TableEstimate(feature.name, feature.hash_buckets + padding, f"{prefix}.hash_buckets")
         if feature.top_k is not None:
             return TableEstimate(feature.name, feature.top_k + feature.oov_buckets + padding, f"{prefix}.top_k")

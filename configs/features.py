@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from configs.base import StrictModel
 
@@ -13,18 +13,47 @@ MAX_TABLE_ROWS = 2**31 - 1  # the most rows an int32 id can index; tables near i
 
 
 class CategoricalFeature(StrictModel):
-    """A string id: hashed into buckets, or looked up in a vocabulary computed on the train split.
+    """A string id: hashed into buckets, looked up in a vocabulary computed on the train split, or mapped by a
+    hash learned from the train split.
 
     Vocabulary: the `top_k` most frequent ids seen at least `frequency_threshold` times; the rest hash into
-    `oov_buckets`. Missing values become the token `__missing__` (a vocabulary entry like any other)."""
+    `oov_buckets`. Missing values become the token `__missing__` (a vocabulary entry like any other).
+    learned_hash: a table of `hash_buckets` rows; the `dedicated_rows` most frequent ids have their own, the tail
+    shares the rest, ids of similar label rate colliding (components/preprocess/learned_hash.py)."""
 
     kind: Literal["categorical"] = "categorical"
     name: str = Field(pattern=FEATURE_NAME)
-    encoding: Literal["hash", "vocabulary"] = "vocabulary"
-    hash_buckets: int = Field(1000, ge=2, le=MAX_TABLE_ROWS)
+    encoding: Literal["hash", "vocabulary", "learned_hash"] = "vocabulary"
+    hash_buckets: int = Field(1000, ge=2, le=MAX_TABLE_ROWS, description="table rows of hash and learned_hash")
     top_k: int | None = Field(None, ge=1, le=MAX_TABLE_ROWS)
     frequency_threshold: int = Field(1, ge=1)
     oov_buckets: int = Field(1, ge=1, le=1_000_000)
+    dedicated_rows: int | None = Field(
+        None, ge=0, le=MAX_TABLE_ROWS,
+        description="learned_hash only: rows of the most frequent ids, one each (default hash_buckets // 2); the "
+        "other hash_buckets - dedicated_rows rows are shared by the tail",
+    )
+
+    @field_validator("dedicated_rows")
+    @classmethod
+    def _dedicated_rows_fit(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """Checked on the field itself (encoding and hash_buckets are declared before it), so the error names it."""
+        encoding, rows = info.data.get("encoding"), info.data.get("hash_buckets")
+        if value is None:
+            return value
+        if encoding != "learned_hash":
+            raise ValueError(f"applies to encoding learned_hash only, not {encoding}")
+        if rows is not None and value >= rows:
+            raise ValueError(f"must be less than hash_buckets ({rows}): the tail needs at least one shared row")
+        return value
+        if self.encoding != "learned_hash":
+            raise ValueError(f"dedicated_rows applies to encoding learned_hash only, not {self.encoding}")
+        if self.dedicated_rows >= self.hash_buckets:
+            raise ValueError(
+                f"dedicated_rows ({self.dedicated_rows}) must be less than hash_buckets ({self.hash_buckets}): the "
+                "tail needs at least one shared row"
+            )
+        return self
 
 
 class CategoricalListFeature(CategoricalFeature):
@@ -33,6 +62,7 @@ class CategoricalListFeature(CategoricalFeature):
     In text sources (CSV) the list is one string split on `separator`."""
 
     kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]
+    encoding: Literal["hash", "vocabulary"] = "vocabulary"  # type: ignore[assignment]  # learned_hash: one id per example
     max_length: int = Field(8, ge=1, le=4096)
     combiner: Literal["mean", "sum"] = "mean"
     separator: str = Field("|", min_length=1)

@@ -110,6 +110,17 @@ class TrainingConfig(StrictModel):
     untruncated_vocabulary_rows: int = Field(
         100_000, ge=1, description="tokens assumed for a vocabulary feature without top_k in that estimate",
     )
+    calibration: Literal["none", "intercept", "platt"] = Field(
+        "none",
+        description="post-hoc calibration fitted on a held-out slice of the train split and applied in the exported "
+        "model's serving signatures (components.train.calibration). intercept: shift the log-odds; platt: scale "
+        "and shift them",
+    )
+    calibration_holdout_fraction: float = Field(
+        0.1, gt=0, le=0.5,
+        description="share of train examples held out of training to fit the calibration (only when calibration "
+        "is not none)",
+    )
 
 
 def _overrides_of(model: type[StrictModel], name: str, exclude: tuple[str, ...] = ()) -> type[StrictModel]:

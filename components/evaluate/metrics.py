@@ -5,6 +5,9 @@
 - normalized entropy (He et al., 2014): log-loss / H(mean(y)), the entropy of the observed positive rate;
              below 1 means better than always predicting the average rate
 - calibration: mean(p) / mean(y)
+- reliability curve: examples sorted by p and cut into bins of equal count; per bin mean(p) against mean(y).
+             Equal-count bins, because at a 0.2% positive rate equal-width bins put almost every example in the
+             first one
 """
 
 from __future__ import annotations
@@ -70,4 +73,20 @@ def roc_curve(labels: np.ndarray, probabilities: np.ndarray, points: int = 51) -
         predicted = p >= threshold
         curve.append((float((predicted & (y == 0)).sum() / negatives), float((predicted & (y == 1)).sum() / positives),
                       float(threshold)))
+    return curve
+
+
+def reliability_curve(
+    labels: np.ndarray, probabilities: np.ndarray, bins: int = 10
+) -> list[tuple[float, float, int]]:
+    """(mean predicted probability, observed positive rate, examples) per bin, bins of equal example count
+    ordered by predicted probability (fewer bins when there are fewer examples). A calibrated model's points lie
+    on the diagonal."""
+    y, p = _check(labels, probabilities)
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    order = np.argsort(p, kind="stable")
+    curve = []
+    for part in np.array_split(order, min(bins, y.size)):
+        curve.append((float(p[part].mean()), float(y[part].mean()), int(part.size)))
     return curve

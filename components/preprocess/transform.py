@@ -1,7 +1,8 @@
 """The tf.Transform side: raw feature spec and `preprocessing_fn` built from the feature config.
 
 Transformed-example contract (the trainer depends on it):
-  categorical      → int64 [] ids in [0, vocabulary_size)          (vocabulary ids, then OOV buckets; or hash)
+  categorical      → int64 [] ids in [0, vocabulary_size)          (vocabulary ids, then OOV buckets; or hash;
+                                                                     or learned_hash rows, learned_hash.py)
   categorical_list → int64 [max_length], 0 = padding, ids 1..vocabulary_size−1
   numeric          → float32 [] normalized; `quantile_buckets` → int64 [] bucket id (a categorical input)
   time             → int64 [] hour of day (24 rows) or day of week (7 rows), from the impression time
@@ -16,6 +17,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components.preprocess.join import label_key
+from components.preprocess.learned_hash import apply_learned_hashing
 from components.preprocess.manifest import FeatureInfo
 from components.preprocess.parse import TIMESTAMP_MS
 from components.preprocess.vocabulary import apply_vocabularies, vocabulary_sizes
@@ -39,8 +41,9 @@ def raw_feature_spec(features, tasks) -> dict:
     return spec
 
 
-def _categorical_ids(inputs: dict, features) -> dict[str, tf.Tensor]:
-    """Ids of every categorical and categorical_list feature; all vocabularies come from one analyzer."""
+def _categorical_ids(inputs: dict, features, task_names: tuple[str, ...]) -> dict[str, tf.Tensor]:
+    """Ids of every categorical and categorical_list feature; all vocabularies come from one analyzer, all
+    learned hash mappings from another (learned from the labels of `task_names`)."""
     tokens, lists = {}, {}
     for feature in features:
         if feature.kind == "categorical":
@@ -49,7 +52,11 @@ def _categorical_ids(inputs: dict, features) -> dict[str, tf.Tensor]:
             lists[feature.name] = tf.RaggedTensor.from_sparse(inputs[feature.name])
             tokens[feature.name] = lists[feature.name].flat_values
     categorical = [f for f in features if f.name in tokens]
-    ids = apply_vocabularies(tokens, [f for f in categorical if f.encoding != "hash"])
+    ids = apply_vocabularies(tokens, [f for f in categorical if f.encoding == "vocabulary"])
+    learned = [f for f in categorical if f.encoding == "learned_hash"]
+    if learned:
+        labels = tf.stack([tf.reshape(inputs[label_key(name)], [-1]) for name in task_names], axis=1)
+        ids |= apply_learned_hashing(tokens, labels, learned)
     ids |= {
         f.name: tf.strings.to_hash_bucket_fast(tokens[f.name], f.hash_buckets)
         for f in categorical if f.encoding == "hash"
@@ -65,7 +72,7 @@ def build_preprocessing_fn(features, tasks):
     features, task_names = tuple(features), tuple(t.name for t in tasks)
 
     def preprocessing_fn(inputs):
-        ids = _categorical_ids(inputs, features)
+        ids = _categorical_ids(inputs, features, task_names)
         outputs = {}
         for feature in features:
             if feature.name in ids:
@@ -124,6 +131,6 @@ def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: di
 
 
 def _table_rows(feature, vocabularies: dict[str, int]) -> int:
-    if feature.encoding == "hash":
+    if feature.encoding in ("hash", "learned_hash"):
         return feature.hash_buckets
     return vocabularies[feature.name] + feature.oov_buckets

@@ -25,6 +25,12 @@ class TaskStats(BaseModel):
     normalized_entropy: SampleStats
     calibration: SampleStats
     vs_baseline: Comparison | None = None
+    uncalibrated_calibration: SampleStats | None = Field(None, description="before the calibration step, if any")
+    uncalibrated_logloss: SampleStats | None = Field(None, description="before the calibration step, if any")
+    calibration_method: str | None = Field(None, description="training.calibration of the runs (None: none)")
+    reliability: list[tuple[float, float, int]] = Field(
+        default_factory=list, description="(mean prediction, observed rate, examples) per bin, mean over runs"
+    )
 
 
 class TargetSummary(BaseModel):
@@ -219,6 +225,25 @@ def embedding_memory_mib(run: RunSummary) -> float | None:
     return sum(t.parameter_bytes + t.optimizer_slot_bytes for t in run.embedding_tables) / 2**20
 
 
+def calibration_step_stats(runs: list[RunSummary], task: str) -> dict:
+    """The calibration fields of a target's `TaskStats`: before/after the calibration step when every run had
+    one, and the reliability curve averaged bin by bin (runs of a target share the eval split, so bins of
+    equal count hold the same number of examples)."""
+    stats: dict = {}
+    metrics = [r.metrics[task] for r in runs]
+    if all(m.uncalibrated_logloss is not None for m in metrics):
+        stats["uncalibrated_logloss"] = describe([m.uncalibrated_logloss for m in metrics])
+        stats["uncalibrated_calibration"] = describe([m.uncalibrated_calibration for m in metrics])
+        stats["calibration_method"] = runs[0].calibrators[task].method if task in runs[0].calibrators else None
+    curves = [m.reliability for m in metrics if m.reliability]
+    if curves and len({len(c) for c in curves}) == 1:
+        stats["reliability"] = [
+            (sum(c[i][0] for c in curves) / len(curves), sum(c[i][1] for c in curves) / len(curves), curves[0][i][2])
+            for i in range(len(curves[0]))
+        ]
+    return stats
+
+
 def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
     target = config.target(name)
     tasks = {
@@ -227,6 +252,7 @@ def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> 
             auc=describe([r.metrics[task].auc for r in runs]),
             normalized_entropy=describe([r.metrics[task].normalized_entropy for r in runs]),
             calibration=describe([r.metrics[task].calibration for r in runs]),
+            **calibration_step_stats(runs, task),
         )
         for task in runs[0].metrics
     }

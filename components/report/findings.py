@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from components.report.benchmark import BenchmarkSummary
+from components.report.calibration import calibration_findings
 
 
 def overfitting(name: str, curve: list[tuple[int, float]]) -> str | None:
@@ -57,6 +58,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         if target.dropped_steps:
             lines.append(f"{target.name}: {target.dropped_steps:,} full batches per run were not trained "
                          "(steps per execution could not split the epoch evenly).")
+    lines += calibration_findings(summary)
     if summary.best_exported_run is None:
         lines.append("No run exported a model (TPU runs do not export): nothing can be promoted.")
     elif (summary.best_exported_run.target, summary.best_exported_run.run_index) != (best.target, best.run_index):

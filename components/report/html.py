@@ -6,6 +6,7 @@ import base64
 import html
 
 from components.report.benchmark import BenchmarkSummary
+from components.report.calibration import reliability_table
 from components.report.findings import findings
 from components.report.table import Table, eval_curve_table, per_run_table, per_target_table, statistics_table
 
@@ -44,6 +45,7 @@ def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> 
         "from Student's t; the baseline comparison is Welch's t-test.</p>",
         _table(statistics_table(summary), text_columns={len(statistics_table(summary).header) - 1}),
         *_eval_curve_section(summary),
+        *_reliability_section(summary),
         "<h2>Every run</h2>",
         "<p class='meta'>Hardware as reported by the runtime of each run, not as requested.</p>",
         _table(per_run_table(summary)),
@@ -65,6 +67,16 @@ def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:
     return ["<h2>Eval log-loss per epoch</h2>",
             "<p class='meta'>Mean over each target's runs, measured after every epoch: rising values mean "
             "over-fitting, values still falling at the end mean more epochs would help.</p>", _table(table)]
+
+
+def _reliability_section(summary: BenchmarkSummary) -> list[str]:
+    table = reliability_table(summary)
+    if table is None:
+        return []
+    return ["<h2>Calibration: reliability per bin</h2>",
+            "<p class='meta'>Eval examples in bins of equal count by predicted probability, mean over each "
+            "target's runs (the reliability figure above plots them); a calibrated model predicts each bin's observed "
+            "rate.</p>", _table(table)]
 
 
 def _table(table: Table, text_columns: set[int] = frozenset()) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from components.report.benchmark import BenchmarkSummary
+from components.report.calibration import reliability_table
 from components.report.findings import findings
 from components.report.table import Table, eval_curve_table, per_run_table, per_target_table, statistics_table
 
@@ -25,6 +26,7 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         markdown_table(statistics_table(summary)),
         "",
         *_eval_curve_section(summary),
+        *_reliability_section(summary),
         "## Every run",
         "",
         markdown_table(per_run_table(summary)),
@@ -42,6 +44,15 @@ def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:
     if table is None:
         return []
     return ["## Eval log-loss per epoch (mean over runs)", "", markdown_table(table), ""]
+
+
+def _reliability_section(summary: BenchmarkSummary) -> list[str]:
+    table = reliability_table(summary)
+    if table is None:
+        return []
+    return ["## Calibration: reliability per bin (mean over runs)", "",
+            "Eval examples in bins of equal count by predicted probability; a calibrated model predicts each bin's "
+            "observed rate.", "", markdown_table(table), ""]
 
 
 def markdown_table(table: Table) -> str:

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
 from components.report.benchmark import BenchmarkSummary  # noqa: E402
 from components.train.summary import RunSummary  # noqa: E402
@@ -74,6 +75,41 @@ def training_curves(summary: BenchmarkSummary, runs: list[RunSummary]) -> bytes 
     ax.set_title("Training loss per chunk (—) and eval log-loss per epoch (- - o)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def reliability(summary: BenchmarkSummary) -> bytes | None:
+    """Per task, each target's reliability curve (mean prediction vs observed rate per equal-count bin, mean
+    over runs) against the diagonal; log axes, since at low rates the bins span decades."""
+    tasks = [task for task in summary.tasks if any(t.tasks[task].reliability for t in summary.targets.values())]
+    if not tasks:
+        return None
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.8), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        points = []
+        for i, target in enumerate(summary.targets.values()):
+            curve = [(p, o) for p, o, _ in target.tasks[task].reliability if p > 0 and o > 0]
+            if not curve:
+                continue
+            points += [v for point in curve for v in point]
+            ax.plot([p for p, _ in curve], [o for _, o in curve], marker="o", markersize=3, linewidth=1,
+                    color=COLORS[i % 10], label=f"{target.name} ({target.tasks[task].calibration.mean:.2f}×)")
+        if points:
+            low, high = min(points) / 1.5, min(max(points) * 1.5, 1.0)
+            ax.plot([low, high], [low, high], color="gray", linestyle="--", linewidth=1, label="calibrated")
+            ax.axhline(summary.tasks[task].eval_positive_rate, color="#b44", linestyle=":", linewidth=1,
+                       label="eval rate")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+                axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
+                axis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("mean predicted probability (bin)")
+        ax.set_ylabel("observed rate (bin)")
+        ax.set_title(f"Reliability: {task}")
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3, which="both")
     return _png(fig)
 
 

@@ -21,6 +21,7 @@ def build_report(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary
         "log-loss per run": plots.logloss_per_run(summary),
         "throughput": plots.throughput(summary),
         "training curves": plots.training_curves(summary, runs),
+        "reliability": plots.reliability(summary),
     }
     return summary, render_html(summary, figures), render_markdown(summary)
 
@@ -58,6 +59,7 @@ def write_report(
         if target.logloss_std is not None:
             artifact.log_metric("logloss_std", target.logloss_std)
         artifact.log_metric("auc_mean", target.auc_mean)
+        artifact.log_metric("calibration_mean", target.tasks[summary.primary_task].calibration.mean)
         artifact.log_metric("examples_per_second_mean", target.examples_per_second_mean)
         if target.cost_per_million_examples_usd is not None:
             artifact.log_metric("cost_per_million_examples_usd", target.cost_per_million_examples_usd)

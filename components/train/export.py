@@ -3,6 +3,9 @@
 Signatures:
 - `serving_default`: `examples` (serialized raw tf.Examples, as logged) → {task: probability [batch]}
 - `serving_transformed`: already-transformed feature tensors → {task: probability [batch]}
+
+Both apply the run's calibration step (`components.train.calibration`) when `training.calibration` fitted one,
+so what serving returns is what the run's eval metrics measured.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
+from components.train.calibration import Calibrator
 from components.train.input import feature_spec
 
 
@@ -45,9 +49,11 @@ def raw_feature_spec(output) -> dict:
 
 
 class ServingModule(tf.Module):
-    def __init__(self, model, manifest: Manifest, transform_fn_dir: str | None):
+    def __init__(self, model, manifest: Manifest, transform_fn_dir: str | None,
+                 calibrators: dict[str, Calibrator] | None = None):
         super().__init__()
         self.model = model
+        self.calibrators = dict(calibrators or {})
         self.tasks = list(manifest.tasks)
         self.feature_names = [f.name for f in manifest.features]
         transformed_spec = feature_spec(manifest, with_labels=False)
@@ -66,7 +72,11 @@ class ServingModule(tf.Module):
 
     def _predict(self, features):
         outputs = self.model({name: features[name] for name in self.feature_names}, training=False)
-        return {task: tf.reshape(outputs[task], [-1]) for task in self.tasks}
+        probabilities = {task: tf.reshape(outputs[task], [-1]) for task in self.tasks}
+        return {
+            task: self.calibrators[task].apply_tensor(p) if task in self.calibrators else p
+            for task, p in probabilities.items()
+        }
 
     def signatures(self) -> dict:
         signatures = {
@@ -90,9 +100,10 @@ class ServingModule(tf.Module):
         return signatures
 
 
-def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, export_dir: str | Path) -> Path:
+def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, export_dir: str | Path,
+                         calibrators: dict[str, Calibrator] | None = None) -> Path:
     """Writes the SavedModel to `export_dir` and returns it."""
-    module = ServingModule(model, manifest, tft_output_dir(examples_dir, manifest))
+    module = ServingModule(model, manifest, tft_output_dir(examples_dir, manifest), calibrators)
     tf.saved_model.save(module, str(export_dir), signatures=module.signatures())
     return Path(export_dir)
 

@@ -25,6 +25,7 @@ import tensorflow as tf
 from components.preprocess.manifest import Manifest
 
 LABEL_PREFIX = "label_"
+HOLDOUT_BUCKETS = 10_000
 log = logging.getLogger(__name__)
 
 
@@ -77,6 +78,8 @@ class InputOptions:
     drop_remainder: bool = True
     repeat: bool = False
     cycle_length: int = 4
+    holdout_fraction: float = 0.0  # > 0: split train examples by a hash of their bytes (calibration slice)
+    holdout: str = "exclude"  # "exclude": read the rest; "only": read the held-out slice alone
 
 
 def make_dataset(
@@ -109,6 +112,10 @@ def make_dataset(
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,  # in shard order: the seed, not thread timing, decides which records come first
     )
+    if options.holdout_fraction > 0:
+        cut = int(round(options.holdout_fraction * HOLDOUT_BUCKETS))
+        held = lambda record: tf.strings.to_hash_bucket_fast(record, HOLDOUT_BUCKETS) < cut  # noqa: E731
+        records = records.filter(held if options.holdout == "only" else lambda record: tf.logical_not(held(record)))
     if options.training:
         records = records.shuffle(options.shuffle_buffer, seed=options.seed, reshuffle_each_iteration=True)
     if options.repeat:

@@ -27,15 +27,16 @@ log = logging.getLogger(__name__)
 def fit_parameter_server(
     resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int
 ):
-    from components.train.task import FitResult, StepPlan, checkpoint_manager, compiled_model
+    from components.train.task import FitResult, StepPlan, calibration_holdout, checkpoint_manager, compiled_model
 
     training = resolved.training
     strategy = runtime.strategy
-    plan = StepPlan(manifest.splits["train"].examples, training)
+    plan = StepPlan(round(manifest.splits["train"].examples * (1 - calibration_holdout(training))), training)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     options = InputOptions(
         batch_size=training.global_batch_size, training=True, seed=seed, shuffle_buffer=training.shuffle_buffer,
         deterministic=training.deterministic, drop_remainder=True, repeat=True,
+        holdout_fraction=calibration_holdout(training),
     )
 
     def dataset_fn(input_context):

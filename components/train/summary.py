@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.train.calibration import Calibrator
+
 SUMMARY_FILE = "run_summary.json"
 
 
@@ -69,6 +71,16 @@ class TaskMetrics(BaseModel):
     roc: list[tuple[float, float, float]] = Field(
         default_factory=list, description="(fpr, tpr, threshold) points, see components.evaluate.metrics.roc_curve"
     )
+    mean_prediction: float | None = Field(None, description="mean predicted probability on the eval split")
+    reliability: list[tuple[float, float, int]] = Field(
+        default_factory=list,
+        description="(mean prediction, observed rate, examples) per equal-count bin, see "
+        "components.evaluate.metrics.reliability_curve",
+    )
+    uncalibrated_logloss: float | None = Field(
+        None, description="log-loss before the calibration step (None when training.calibration is none)"
+    )
+    uncalibrated_calibration: float | None = Field(None, description="mean prediction / rate before calibration")
 
 
 class CurvePoint(BaseModel):
@@ -123,6 +135,9 @@ class RunSummary(BaseModel):
     embedding_tables: list[EmbeddingTableMemory] = Field(default_factory=list, description="table memory")
     model_uri: str | None = Field(None, description="the exported serving model; None when nothing was exported")
     warm_start: WarmStartSummary | None = Field(None, description="what was carried over from the champion")
+    calibrators: dict[str, Calibrator] = Field(
+        default_factory=dict, description="per task, the calibration the serving signatures apply (none: empty)"
+    )
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / SUMMARY_FILE

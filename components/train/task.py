@@ -34,6 +34,8 @@ from components.train.strategy import (
 from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TaskMetrics, WarmStartSummary
 from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
+from components.train.calibration import Calibrator, fit_calibrator
+from components.evaluate.task_metrics import task_metrics
 from configs.schema import AdrankConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
 
@@ -82,18 +84,21 @@ def train(
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
                                                   warm_start_from)
 
-    task_metrics = evaluate(model, manifest, examples_dir, resolved.training)
+    calibrators = fit_calibrators(model, manifest, examples_dir, resolved.training)
+    task_metrics = evaluate(model, manifest, examples_dir, resolved.training, calibrators)
     exported_uri = None
     if not runtime.is_tpu:  # TPU-embedding tables are not exported here: the run records no model
         export_dir = Path(model_dir) / SAVED_MODEL_DIR
-        export_serving_model(model, manifest, examples_dir, export_dir)
+        export_serving_model(model, manifest, examples_dir, export_dir, calibrators)
         write_warm_start_state(model, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
                                export_dir)
         exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
     curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
              for step, loss, epoch, value in fit_result.curve]
-    eval_logloss = float(np.mean([m.logloss for m in task_metrics.values()]))
+    # The curve follows the model's own output epoch by epoch: before the calibration step, if there is one.
+    eval_logloss = float(np.mean([m.logloss if m.uncalibrated_logloss is None else m.uncalibrated_logloss
+                                  for m in task_metrics.values()]))
     if curve:
         last_epoch = curve[-1].epoch if curve[-1].epoch is not None else resolved.training.epochs
         curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss, "epoch": last_epoch})
@@ -125,6 +130,7 @@ def train(
         embedding_tables=[EmbeddingTableMemory(**table) for table in model.table_memory()],
         model_uri=exported_uri,
         warm_start=fit_result.warm_start,
+        calibrators=calibrators,
     )
 
 
@@ -282,7 +288,7 @@ def fit_synchronous(
         raise ValueError(
             f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
         )
-    plan = StepPlan(manifest.splits["train"].examples, training)
+    plan = StepPlan(round(manifest.splits["train"].examples * (1 - calibration_holdout(training))), training)
     train_data = make_dataset(
         examples_dir,
         manifest,
@@ -295,6 +301,7 @@ def fit_synchronous(
             deterministic=training.deterministic,
             drop_remainder=True,
             repeat=True,
+            holdout_fraction=calibration_holdout(training),
         ),
     )
     sample_features, _ = next(iter(train_data.take(1)))
@@ -339,14 +346,17 @@ def fit_synchronous(
 
 # -- evaluation -----------------------------------------------------------------------------------
 def predict_split(
-    model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int
+    model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int,
+    holdout_fraction: float = 0.0,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """(labels, probabilities) per task over every example of `split`, in file order."""
+    """(labels, probabilities) per task over every example of `split` (with `holdout_fraction`: of its
+    held-out slice only), in file order."""
     data = make_dataset(
         examples_dir,
         manifest,
         split,
-        InputOptions(batch_size=batch_size, training=False, drop_remainder=False, deterministic=True),
+        InputOptions(batch_size=batch_size, training=False, drop_remainder=False, deterministic=True,
+                     holdout_fraction=holdout_fraction, holdout="only"),
     )
     predict = tf.function(lambda features: model(features, training=False))
     return labels_and_probabilities(data, predict, list(manifest.tasks))
@@ -386,18 +396,29 @@ class EvalSplit:
         return float(np.mean([ranking_metrics.logloss(labels[t], probabilities[t]) for t in self.tasks]))
 
 
-def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig) -> dict[str, TaskMetrics]:
+def calibration_holdout(training: TrainingConfig) -> float:
+    """The share of train examples held out of training to fit the calibration step (0 without one)."""
+    return 0.0 if training.calibration == "none" else training.calibration_holdout_fraction
+
+
+def fit_calibrators(
+    model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig
+) -> dict[str, Calibrator]:
+    """Per task, `training.calibration` fitted on the held-out train slice; empty when it is none."""
+    if training.calibration == "none":
+        return {}
+    labels, probabilities = predict_split(model, manifest, examples_dir, "train", max(training.global_batch_size, 1024),
+                                          holdout_fraction=calibration_holdout(training))
+    return {task: fit_calibrator(training.calibration, labels[task], probabilities[task]) for task in manifest.tasks}
+
+
+def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig,
+             calibrators: dict[str, Calibrator] | None = None) -> dict[str, TaskMetrics]:
+    """Eval-split metrics of what serving returns: the model's output, calibrated when a calibrator is given."""
     labels, probabilities = predict_split(model, manifest, examples_dir, "eval", max(training.global_batch_size, 1024))
-    result = {}
-    for task in manifest.tasks:
-        y, p = labels[task], probabilities[task]
-        result[task] = TaskMetrics(
-            logloss=ranking_metrics.logloss(y, p),
-            auc=ranking_metrics.auc(y, p),
-            normalized_entropy=ranking_metrics.normalized_entropy(y, p),
-            calibration=ranking_metrics.calibration(y, p),
-            examples=int(y.size),
-            positive_rate=float(y.mean()),
-            roc=ranking_metrics.roc_curve(y, p),
-        )
-    return result
+    calibrators = calibrators or {}
+    return {
+        task: task_metrics(labels[task], calibrators[task].apply(probabilities[task]), probabilities[task])
+        if task in calibrators else task_metrics(labels[task], probabilities[task])
+        for task in manifest.tasks
+    }

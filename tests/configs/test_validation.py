@@ -125,3 +125,29 @@ def test_every_shipped_config_still_loads():
     for path in [embedded_config_path(), *sorted((REPO / "configs").rglob("*.yaml"))]:
         data = yaml.safe_load(Path(path).read_text())
         assert load_config(path).name == data["name"]
+
+
+@pytest.mark.parametrize("overrides, field, message", [
+    (["features.0.encoding=learned_hash", "features.0.hash_buckets=100", "features.0.dedicated_rows=100"],
+     "features.0.categorical.dedicated_rows", "must be less than hash_buckets (100)"),
+    (["features.0.encoding=hash", "features.0.dedicated_rows=10"],
+     "features.0.categorical.dedicated_rows", "applies to encoding learned_hash only, not hash"),
+    (["features.0.encoding=learned_hash", "features.0.dedicated_rows=-1"],
+     "features.0.categorical.dedicated_rows", "greater than or equal to 0"),
+    (["features=[{name: tags, kind: categorical_list, encoding: learned_hash}]"],
+     "features.0.categorical_list.encoding", "'hash' or 'vocabulary'"),
+    (["training.calibration=isotonic"], "training.calibration", "'none', 'intercept' or 'platt'"),
+    (["training.calibration=platt", "training.calibration_holdout_fraction=0.9"],
+     "training.calibration_holdout_fraction", "less than or equal to 0.5"),
+])
+def test_learned_hash_and_calibration_settings_fail_naming_the_field(overrides, field, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=overrides)
+    assert f"{field}: " in str(error.value) and message in str(error.value)
+
+
+def test_a_learned_hash_table_counts_its_rows_in_the_memory_estimate():
+    config = load_config(overrides=["features.0.encoding=learned_hash", "features.0.hash_buckets=12345"])
+    estimate = estimate_embedding_memory(config.features, config.model, config.training)
+    (table,) = [t for t in estimate.tables if t.feature == config.features[0].name]
+    assert table.rows == 12345 and table.size_field == "features.0.hash_buckets"

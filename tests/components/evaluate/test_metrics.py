@@ -48,3 +48,16 @@ def test_roc_curve_runs_from_origin_to_corner_and_matches_counts():
     assert (0.5, 0.5, 0.6) in [(f, t, round(th, 6)) for f, t, th in curve]
     fprs = [point[0] for point in curve]
     assert fprs == sorted(fprs)
+
+
+def test_reliability_curve_bins_by_predicted_probability_in_equal_counts():
+    probabilities = np.array([0.9, 0.1, 0.2, 0.8, 0.3, 0.7])
+    labels = np.array([1, 0, 0, 1, 1, 0])
+    curve = metrics.reliability_curve(labels, probabilities, bins=3)
+    # sorted by p: (0.1 0, 0.2 0), (0.3 1, 0.7 0), (0.8 1, 0.9 1)
+    assert [count for _, _, count in curve] == [2, 2, 2]
+    assert [round(p, 6) for p, _, _ in curve] == [0.15, 0.5, 0.85]
+    assert [rate for _, rate, _ in curve] == [0.0, 0.5, 1.0]
+    assert len(metrics.reliability_curve([1, 0], [0.4, 0.6], bins=10)) == 2  # no empty bins
+    with pytest.raises(ValueError, match="bins"):
+        metrics.reliability_curve(labels, probabilities, bins=0)

@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.evaluate import metrics
+from components.train.calibration import fit_calibrator
+from components.train.input import InputOptions, make_dataset
+from components.preprocess.manifest import Manifest
+from components.train.task import train
+from config_fixture import small_config
+
+
+def distorted_log(examples=200_000, slope=2.0, shift=1.0, seed=0):
+    """Labels drawn from true probabilities, and predictions over-confident (slope) and too high (shift)."""
+    rng = np.random.default_rng(seed)
+    true_logit = rng.normal(-5.0, 1.0, examples)
+    labels = (rng.random(examples) < 1 / (1 + np.exp(-true_logit))).astype(float)
+    predicted = 1 / (1 + np.exp(-(slope * true_logit + 5.0 * (slope - 1) + shift)))
+    return labels, predicted
+
+
+def test_platt_recovers_a_known_distortion_and_lowers_logloss():
+    labels, predicted = distorted_log()
+    calibrator = fit_calibrator("platt", labels, predicted)
+    assert calibrator.slope == pytest.approx(0.5, abs=0.05)
+    calibrated = calibrator.apply(predicted)
+    assert metrics.calibration(labels, predicted) > 1.5
+    assert metrics.calibration(labels, calibrated) == pytest.approx(1.0, abs=0.05)
+    assert metrics.logloss(labels, calibrated) < metrics.logloss(labels, predicted)
+    assert metrics.auc(labels, calibrated) == pytest.approx(metrics.auc(labels, predicted))  # monotone
+
+
+def test_intercept_only_matches_the_mean_and_keeps_the_slope():
+    labels, predicted = distorted_log(slope=1.0, shift=1.0)
+    calibrator = fit_calibrator("intercept", labels, predicted)
+    assert calibrator.slope == 1.0
+    assert calibrator.intercept == pytest.approx(-1.0, abs=0.1)
+    assert metrics.calibration(labels, calibrator.apply(predicted)) == pytest.approx(1.0, abs=0.03)
+
+
+def test_the_serving_map_equals_the_evaluation_map():
+    labels, predicted = distorted_log(examples=1000)
+    calibrator = fit_calibrator("platt", labels, predicted)
+    served = calibrator.apply_tensor(tf.constant(predicted, tf.float32)).numpy()
+    np.testing.assert_allclose(served, calibrator.apply(predicted), rtol=1e-4, atol=1e-7)
+
+
+def test_unknown_method_and_empty_slice_fail_clearly():
+    with pytest.raises(ValueError, match="unknown calibration method"):
+        fit_calibrator("isotonic", [1, 0], [0.5, 0.5])
+    with pytest.raises(ValueError, match="held-out slice"):
+        fit_calibrator("platt", [], [])
+
+
+def test_holdout_slices_split_the_train_split_without_overlap(single_task_examples_dir):
+    manifest = Manifest.read(single_task_examples_dir)
+
+    def count(holdout):
+        options = InputOptions(1024, training=False, drop_remainder=False, holdout_fraction=0.1, holdout=holdout)
+        return sum(int(labels["engagement"].shape[0])
+                   for _, labels in make_dataset(single_task_examples_dir, manifest, "train", options))
+
+    held, rest = count("only"), count("exclude")
+    assert held + rest == manifest.splits["train"].examples
+    assert 0.05 < held / manifest.splits["train"].examples < 0.15
+
+
+def test_a_calibrated_run_serves_what_it_evaluated(single_task_examples_dir, tmp_path):
+    config = small_config(epochs=1, calibration="platt", calibration_holdout_fraction=0.2)
+    summary = train(config, "cpu", 0, str(single_task_examples_dir), str(tmp_path / "model"))
+    manifest = Manifest.read(single_task_examples_dir)
+    calibrator = summary.calibrators["engagement"]
+    assert calibrator.method == "platt" and 0 < calibrator.examples < 4096 * 0.3
+    assert summary.steps == round(4096 * 0.8) // 256  # the held-out slice is not trained on
+    task = summary.metrics["engagement"]
+    assert task.uncalibrated_logloss is not None and task.uncalibrated_calibration is not None
+    assert task.mean_prediction == pytest.approx(task.calibration * task.positive_rate)
+    assert sum(count for _, _, count in task.reliability) == task.examples
+
+    serve = tf.saved_model.load(str(tmp_path / "model" / "saved_model")).signatures["serving_transformed"]
+    options = InputOptions(512, training=False, drop_remainder=False)
+    data = make_dataset(single_task_examples_dir, manifest, "eval", options)
+    labels, served = [], []
+    for features, batch_labels in data:
+        served.append(serve(**features)["engagement"].numpy())
+        labels.append(batch_labels["engagement"].numpy().reshape(-1))
+    labels, served = np.concatenate(labels), np.concatenate(served)
+    assert metrics.logloss(labels, served) == pytest.approx(task.logloss, rel=1e-4)
+    assert metrics.logloss(labels, served) != pytest.approx(task.uncalibrated_logloss, rel=1e-6)
+    assert summary.curve[-1].eval_logloss == task.uncalibrated_logloss  # the curve is the model's own output
