@@ -32,8 +32,9 @@ import numpy as np  # noqa: E402
 from components.logs.synthetic import generate_logs  # noqa: E402
 from components.preprocess.manifest import Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
+from components.evaluate.stats import paired_difference  # noqa: E402
 from components.registry.scoring import (  # noqa: E402
-    EvalExamples, paired_difference, per_example_logloss, predicted_probabilities,
+    EvalExamples, per_example_logloss, predicted_probabilities,
 )
 from components.train.task import SAVED_MODEL_DIR, train  # noqa: E402
 from configs import load_config  # noqa: E402

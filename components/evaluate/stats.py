@@ -3,11 +3,13 @@
 - `describe`: mean, sample standard deviation (ddof=1), 95% confidence interval of the mean from
   Student's t with n−1 degrees of freedom (mean ± t₀.₉₇₅,ₙ₋₁ · s/√n), min, max, coefficient of variation s/|mean|.
 - `welch_test`: Welch's unequal-variance t-test of two samples' means, two-sided.
+- `paired_difference`: two models scored on the same examples: the mean per-example difference and its 95% t-interval.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -86,4 +88,31 @@ def welch_test(a: Sequence[float], b: Sequence[float], metric: str = "log-loss",
     return Comparison(
         difference=difference, relative_difference=relative, t_statistic=float(result.statistic),
         p_value=p_value, significant=significant, verdict=verdict,
+    )
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Challenger minus champion, example by example, on the same eval examples."""
+
+    challenger_logloss: float
+    champion_logloss: float
+    difference: float
+    difference_ci95: tuple[float, float]
+    examples: int
+
+
+def paired_difference(challenger: np.ndarray, champion: np.ndarray) -> PairedComparison:
+    """Mean of d_i = challenger_i − champion_i with a t-interval; both arrays are per-example log-losses."""
+    if challenger.shape != champion.shape:
+        raise ValueError(f"paired scores differ in length: {challenger.shape} vs {champion.shape}")
+    n = int(challenger.size)
+    if n < 2:
+        raise ValueError("a paired comparison needs at least 2 eval examples")
+    d = challenger - champion
+    mean = float(d.mean())
+    half_width = float(scipy_stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n))
+    return PairedComparison(
+        challenger_logloss=float(challenger.mean()), champion_logloss=float(champion.mean()),
+        difference=mean, difference_ci95=(mean - half_width, mean + half_width), examples=n,
     )

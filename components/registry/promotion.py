@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.registry.scoring import PairedComparison
+from components.evaluate.stats import PairedComparison
 from configs.promotion import PromotionConfig
 
 DECISION_FILE = "promotion.json"

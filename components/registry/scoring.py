@@ -3,6 +3,7 @@
     raw eval tf.Examples (as logged, written by preprocess) ──► model A `serving_default` ──► ℓ_A(i)
                                                           └──► model B `serving_default` ──► ℓ_B(i)
     d_i = ℓ_challenger(i) − ℓ_champion(i);   mean d̄,   95% CI  d̄ ± t(0.975, n−1) · s_d / √n
+                                                 (`components.evaluate.stats.paired_difference`)
 
 Scoring goes through `serving_default`, the signature the prediction server calls, so each model applies its
 own tf.Transform graph (its own vocabularies) to today's raw fields. Pairing by example removes the day's
@@ -12,13 +13,11 @@ noise (click rate, traffic mix) that both models see alike: the interval is abou
 from __future__ import annotations
 
 import glob
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from scipy import stats as scipy_stats
 
 from components.preprocess.join import label_key
 from components.preprocess.manifest import Manifest
@@ -96,33 +95,6 @@ def predicted_probabilities(model_dir: str, examples: EvalExamples) -> np.ndarra
 def per_example_logloss(labels: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
     p = np.clip(probabilities.astype(np.float64), EPSILON, 1.0 - EPSILON)
     return -(labels * np.log(p) + (1.0 - labels) * np.log(1.0 - p))
-
-
-@dataclass(frozen=True)
-class PairedComparison:
-    """Challenger minus champion, example by example, on the same eval examples."""
-
-    challenger_logloss: float
-    champion_logloss: float
-    difference: float
-    difference_ci95: tuple[float, float]
-    examples: int
-
-
-def paired_difference(challenger: np.ndarray, champion: np.ndarray) -> PairedComparison:
-    """Mean of d_i = challenger_i − champion_i with a t-interval; both arrays are per-example log-losses."""
-    if challenger.shape != champion.shape:
-        raise ValueError(f"paired scores differ in length: {challenger.shape} vs {champion.shape}")
-    n = int(challenger.size)
-    if n < 2:
-        raise ValueError("a paired comparison needs at least 2 eval examples")
-    d = challenger - champion
-    mean = float(d.mean())
-    half_width = float(scipy_stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n))
-    return PairedComparison(
-        challenger_logloss=float(challenger.mean()), champion_logloss=float(champion.mean()),
-        difference=mean, difference_ci95=(mean - half_width, mean + half_width), examples=n,
-    )
 
 
 def _first_line(error: BaseException) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion import Candidate, PromotionDecision, Verdict, judge, read_candidate, rule_in_words
+from components.evaluate.stats import paired_difference
 from components.registry.scoring import (
-    ChampionUnscorable, EvalExamples, paired_difference, per_example_logloss, predicted_probabilities,
+    ChampionUnscorable, EvalExamples, per_example_logloss, predicted_probabilities,
 )
 from configs import AdrankConfig, config_hash
 from configs.promotion import PromotionConfig

@@ -12,7 +12,8 @@ from fixture_models import TASK, day_of_examples, save_model, summary_naming, wr
 
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion import PromotionDecision, judge
-from components.registry.scoring import PairedComparison, paired_difference, per_example_logloss
+from components.evaluate.stats import PairedComparison, paired_difference
+from components.registry.scoring import per_example_logloss
 from components.registry.task import promote_best_run
 from configs import load_config
 
