@@ -22,6 +22,7 @@ from components.registry.champion import champion_model_dir
 from components.registry.scoring import per_example_logloss
 from components.registry.task import promote_best_run
 from configs import config_hash, load_config
+from configs.slices import PromoteStepConfig
 from ops.vertex.session import VertexSession
 
 
@@ -63,8 +64,12 @@ def day(tmp_path):
     return fixture_models.write_eval_examples(tmp_path / "examples", x, y), x, y
 
 
-def _config(*overrides):
-    return load_config(VERTEX_CONFIG, ["runs_per_target=1", *overrides])
+def _config(*overrides) -> PromoteStepConfig:
+    """What the promote and champion steps receive: the slice of configs/vertex.yaml, through its JSON."""
+    whole = load_config(VERTEX_CONFIG, ["runs_per_target=1", *overrides])
+    config = PromoteStepConfig.model_validate_json(PromoteStepConfig.of(whole).to_json())
+    assert config.config_hash == config_hash(whole)
+    return config
 
 
 def _promote(tmp_path, config, examples_dir, slope_bias, day_name, required=None):
@@ -113,7 +118,7 @@ def test_day1_day2_day3_the_champion_is_scored_on_the_same_examples(registry, tm
     assert body["model"]["versionAliases"] == ["default"]
     assert body["model"]["containerSpec"]["imageUri"] == config.vertex.model_registry.serving_image
     assert body["model"]["encryptionSpec"]["kmsKeyName"] == config.vertex.encryption_spec_key_name
-    assert body["model"]["labels"] == {"adrank-pipeline": "adrank-daily", "adrank-config": config_hash(config),
+    assert body["model"]["labels"] == {"adrank-pipeline": "adrank-daily", "adrank-config": config.config_hash,
                                        "adrank-target": "cpu"}
     path, evaluation = _imported(fake, 0)
     assert path.endswith(f"/models/{model_id}@1/evaluations:import")
@@ -163,7 +168,7 @@ def test_day1_day2_day3_the_champion_is_scored_on_the_same_examples(registry, tm
     assert [call.path.rsplit("/", 1)[1] for call in fake.calls("GET", r"/models/[^/]+$")].count(model_id) >= 2
     assert all(call.query["filter"] == ['display_name="adrank-ranker"'] for call in fake.calls("GET", r"/models$"))
     # the upload is a long-running operation the client polled until done
-    assert len(fake.calls("GET", r"/models/[^/]+/operations/[^/]+$")) >= 3
+    assert len(fake.calls("GET", r"/models/[^/]+/operations/[^/]+$")) == 3  # one poll each: done
     assert fake.rejected == []
 
 
