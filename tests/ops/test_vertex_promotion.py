@@ -209,3 +209,8 @@ def test_the_double_rejects_what_vertex_rejects(registry):
     assert status == 400
     status, _ = fake.handle("GET", f"/v1/{LOCATION}/models/missing", {}, None)
     assert status == 404
+
+
+def test_a_gcs_uri_is_read_under_the_container_mount():
+    assert gcs_mount.container_path("gs://adrank-prod-pipelines/root/1/model") == "/gcs/adrank-prod-pipelines/root/1/model"
+    assert gcs_mount.container_path("/tmp/runs/model") == "/tmp/runs/model"  # a local run's path is its own
