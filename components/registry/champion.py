@@ -12,15 +12,9 @@ def champion_model_dir(config: AdrankConfig, backend: str) -> str:
     On Vertex: the Model Registry's default version of `vertex.model_registry.model_display_name`, as a /gcs/ path.
     """
     if backend == "vertex":
-        from google.cloud import aiplatform
+        from components.registry.vertex import default_version, registered_model
 
-        from components.registry.vertex import default_version, model_display_name
-
-        vertex = config.vertex
-        assert vertex is not None
-        aiplatform.init(project=vertex.project, location=vertex.region)
-        existing = aiplatform.Model.list(filter=f'display_name="{model_display_name(config)}"')
-        champion = default_version(existing[0] if existing else None)
+        champion = default_version(registered_model(config))
         return champion[1] if champion else ""
     champion = LocalModelRegistry(config.promotion.local_registry).default_model_dir(config.name)
     return champion[1] if champion else ""

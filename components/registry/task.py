@@ -3,6 +3,7 @@ the challenger, and apply the promotion rule (`components.registry.promotion`)."
 
 from __future__ import annotations
 
+from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion import Candidate, PromotionDecision, Verdict, judge, read_candidate, rule_in_words
 from components.evaluate.stats import paired_difference
@@ -80,7 +81,7 @@ def promote_best_run(config: AdrankConfig, backend: str, summary_json: str, exam
     if refused is not None:
         verdict = Verdict(False, refused, "none")
         return decision_record(model, None, verdict, candidate, examples, None, promotion, None)
-    same_day = SameDayJudge(examples, _local_path(candidate.model_uri), promotion)
+    same_day = SameDayJudge(examples, gcs_mount.container_path(candidate.model_uri), promotion)
     if backend == "vertex":
         from components.registry.vertex import register_version
 
@@ -99,8 +100,3 @@ def promote_best_run(config: AdrankConfig, backend: str, summary_json: str, exam
     version, verdict, champion_version = registry.register(model, candidate, same_day, record)
     return decision_record(model, version, verdict, candidate, examples, champion_version, promotion,
                            same_day.challenger_logloss)
-
-
-def _local_path(uri: str) -> str:
-    """A gs:// model URI as the pipeline container sees it (Vertex mounts Cloud Storage at /gcs/)."""
-    return "/gcs/" + uri.removeprefix("gs://") if uri.startswith("gs://") else uri

@@ -7,8 +7,9 @@ new version is uploaded as the default only if the promotion rule allows.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Protocol
 
+from components.registry import gcs_mount
 from components.registry.promotion import Candidate, Verdict
 from configs import AdrankConfig
 
@@ -16,9 +17,34 @@ from configs import AdrankConfig
 CLASSIFICATION_METRICS_SCHEMA = "gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml"
 
 
+class ChallengerJudge(Protocol):
+    """Judges a champion model directory (None: no champion) against the challenger it already scored."""
+
+    @property
+    def challenger_logloss(self) -> float:
+        """The challenger's log-loss on the eval examples both models are scored on."""
+
+    def __call__(self, champion_model_dir: str | None) -> Verdict: ...
+
+
 def model_display_name(config: AdrankConfig) -> str:
     assert config.vertex is not None
     return config.vertex.model_registry.model_display_name or config.name
+
+
+def registered_model(config: AdrankConfig):
+    """The registry's model named `model_display_name(config)` (an `aiplatform.Model`), None before day 1.
+
+    `aiplatform.init` sets only what it is given, so an endpoint, transport and credentials set beforehand
+    (`ops.vertex.session`, e.g. pointing at a test double) are kept; in a pipeline container they are the defaults.
+    """
+    from google.cloud import aiplatform
+
+    vertex = config.vertex
+    assert vertex is not None
+    aiplatform.init(project=vertex.project, location=vertex.region)
+    existing = aiplatform.Model.list(filter=f'display_name="{model_display_name(config)}"')
+    return existing[0] if existing else None
 
 
 def default_version(parent) -> tuple[str, str] | None:
@@ -28,22 +54,20 @@ def default_version(parent) -> tuple[str, str] | None:
     if parent is None:
         return None
     default = aiplatform.Model(parent.resource_name)  # a model name without @version resolves to its default
-    uri = default.uri or ""
-    return default.version_id, ("/gcs/" + uri.removeprefix("gs://") if uri.startswith("gs://") else uri)
+    return default.version_id, gcs_mount.container_path(default.uri or "")
 
 
 def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[str, str],
-                     judge: Callable[[str | None], Verdict]) -> tuple[str, Verdict, str | None]:
+                     judge: ChallengerJudge) -> tuple[str, Verdict, str | None]:
     """Upload the candidate as a new version of the model; it is the default if `judge(champion dir)` says so.
-    Returns (version id, verdict, champion version id)."""
+    Its evaluation carries `judge.challenger_logloss`, the figure of the decision record, whether or not a
+    champion was scored. Returns (version id, verdict, champion version id)."""
     from google.cloud import aiplatform
 
     vertex = config.vertex
     assert vertex is not None
-    aiplatform.init(project=vertex.project, location=vertex.region)
     name = model_display_name(config)
-    existing = aiplatform.Model.list(filter=f'display_name="{name}"')
-    parent = existing[0] if existing else None
+    parent = registered_model(config)
     champion = default_version(parent)
     verdict = judge(champion[1] if champion else None)
     model = aiplatform.Model.upload(
@@ -56,8 +80,7 @@ def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[st
         labels=labels,
         encryption_spec_key_name=vertex.encryption_spec_key_name,
     )
-    logloss = verdict.comparison.challenger_logloss if verdict.comparison else candidate.logloss
-    metrics = {"logLoss": logloss}
+    metrics = {"logLoss": judge.challenger_logloss}
     if candidate.auc is not None:
         metrics["auRoc"] = candidate.auc
     model.api_client.import_model_evaluation(

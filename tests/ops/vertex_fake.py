@@ -12,6 +12,13 @@ submitted display name (the SDK cannot set it, googleapis/python-aiplatform#5086
 `<schedule display name>-<yyyymmddhhmmss>`), with `scheduleName` set. Listing pipeline jobs applies the
 `filter` the way Vertex documents it for the fields adrank sends (`labels.KEY`, `schedule_name`,
 `display_name`, joined by AND); any other filter is a 400, so a filter the double does not know fails.
+
+The Model Registry keeps every version of a model (`versionId` "1", "2", ...); exactly one carries the
+`default` alias. Getting `models/ID` answers the default version, `models/ID@N` (or `@alias`) that version;
+listing models answers each model's default version, as Vertex does (filter: `display_name="..."` only).
+Uploading a version whose `versionAliases` hold "default" moves the alias to it; a model's first version is
+its default whatever it asks. Upload is a long-running operation: the POST answers it not done, and the
+SDK's poll (a GET on `/ui/{operation name}`, the first rule of its REST operations client) answers it done.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from google.cloud import aiplatform_v1
 from google.protobuf import json_format
@@ -61,6 +68,9 @@ class FakeVertex:
     schedules: dict[str, dict] = field(default_factory=dict)
     contexts: dict[str, dict] = field(default_factory=dict)
     context_children: dict[str, list[str]] = field(default_factory=dict)
+    models: dict[str, list[dict]] = field(default_factory=dict)  # model id → its versions, oldest first
+    operations: dict[str, dict] = field(default_factory=dict)  # operation name → the operation when done
+    evaluations: dict[str, list[dict]] = field(default_factory=dict)  # "model id@version" → its evaluations
     failures: list[tuple[str, str, int]] = field(default_factory=list)  # (method, path regex, status), used once
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, why) of 400s from parsing
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -90,6 +100,13 @@ class FakeVertex:
             schedule["lastScheduledRunResponse"] = {"scheduledRunTime": when,
                                                     "runResponse": self.pipeline_jobs[job_id]["name"]}
             return job_id
+
+    def model_versions(self, model_id: str) -> list[dict]:
+        return self.models[model_id]
+
+    def default_version(self, model_id: str) -> dict:
+        (default,) = [v for v in self.models[model_id] if "default" in v.get("versionAliases", [])]
+        return default
 
     def calls(self, method: str, pattern: str) -> list[Recorded]:
         return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
@@ -135,6 +152,12 @@ class FakeVertex:
             ("POST", loc + r"/metadataStores/([^/:]+)/contexts/([^/:]+):addContextChildren", self._add_children,
              v1.AddContextChildrenRequest),
             ("GET", loc + r"/metadataStores/([^/:]+)/contexts", self._list_contexts, None),
+            ("GET", loc + r"/models", self._list_models, None),
+            ("GET", loc + r"/models/([^/:]+)", self._get_model, None),
+            ("POST", loc + r"/models:upload", self._upload_model, v1.UploadModelRequest),
+            ("GET", r"(?:/ui/)?" + loc + r"/models/([^/:]+)/operations/([^/:]+)", self._get_operation, None),
+            ("POST", loc + r"/models/([^/:]+)/evaluations:import", self._import_evaluation,
+             v1.ImportModelEvaluationRequest),
         ]
 
     # -- pipeline jobs ----------------------------------------------------------------------------
@@ -279,6 +302,80 @@ class FakeVertex:
 
     def _list_contexts(self, project, region, store, query, body):
         return 200, {"contexts": list(self.contexts.values())}
+
+    # -- model registry ---------------------------------------------------------------------------
+    def _model_version(self, project, region, model_ref) -> tuple[int, dict]:
+        """`model_ref`: `ID`, `ID@versionId` or `ID@alias` (the `@` possibly percent-encoded)."""
+        model_id, _, version = unquote(model_ref).partition("@")
+        name = f"projects/{project}/locations/{region}/models/{model_id}"
+        if model_id not in self.models:
+            return 404, _error(404, f"Model {name} not found")
+        version = version or "default"
+        for held in self.models[model_id]:
+            if held["versionId"] == version or version in held.get("versionAliases", []):
+                return 200, held
+        return 404, _error(404, f"Model {name}@{version} not found")
+
+    def _list_models(self, project, region, query, body):
+        text = (query.get("filter") or [""])[0]
+        match = re.fullmatch(r'\s*display_name\s*=\s*"([^"]*)"\s*', text) if text else None
+        if text and not match:
+            return 400, _error(400, f"Invalid filter (the double knows display_name=\"...\"): {text}")
+        defaults = [self.default_version(model_id) for model_id in self.models]
+        return 200, {"models": [m for m in defaults if match is None or m["displayName"] == match.group(1)]}
+
+    def _get_model(self, project, region, model_ref, query, body):
+        return self._model_version(project, region, model_ref)
+
+    def _upload_model(self, project, region, query, body):
+        parent = body.get("parentModel")
+        model = copy.deepcopy(body["model"])
+        if parent:
+            match = re.fullmatch(rf"projects/{project}/locations/{region}/models/([^/@]+)", parent)
+            if match is None or match.group(1) not in self.models:
+                return 404, _error(404, f"parent model {parent} not found")
+            model_id = match.group(1)
+            versions = self.models[model_id]
+        else:
+            model_id = body.get("modelId") or str(4000 + len(self.models) + 1)
+            if model_id in self.models:
+                return 409, _error(409, f"Model {model_id} already exists")
+            versions = self.models[model_id] = []
+        aliases = list(model.get("versionAliases", []))
+        if not versions and "default" not in aliases:  # a model's first version is its default
+            aliases.append("default")
+        if "default" in aliases:
+            for held in versions:
+                held["versionAliases"] = [a for a in held.get("versionAliases", []) if a != "default"]
+        name = f"projects/{project}/locations/{region}/models/{model_id}"
+        version_id = str(len(versions) + 1)
+        model.update(name=name, versionId=version_id, versionAliases=aliases, createTime=TIME, updateTime=TIME,
+                     versionCreateTime=TIME, versionUpdateTime=TIME)
+        versions.append(model)
+        operation = f"{name}/operations/{uuid.uuid4().int % 10**12}"
+        metadata = {"@type": "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelOperationMetadata",
+                    "genericMetadata": {"createTime": TIME, "updateTime": TIME}}
+        self.operations[operation] = {"name": operation, "metadata": metadata, "done": True, "response": {
+            "@type": "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelResponse",
+            "model": name, "modelVersionId": version_id}}
+        return 200, {"name": operation, "metadata": metadata}  # not done yet: the client polls it
+
+    def _get_operation(self, project, region, model_id, operation_id, query, body):
+        name = f"projects/{project}/locations/{region}/models/{model_id}/operations/{operation_id}"
+        if name not in self.operations:
+            return 404, _error(404, f"Operation {name} not found")
+        return 200, self.operations[name]
+
+    def _import_evaluation(self, project, region, model_ref, query, body):
+        status, version = self._model_version(project, region, model_ref)
+        if status != 200:
+            return status, version
+        key = f"{unquote(model_ref).partition('@')[0]}@{version['versionId']}"
+        held = self.evaluations.setdefault(key, [])
+        evaluation = copy.deepcopy(body["modelEvaluation"])
+        evaluation.update(name=f"{version['name']}/evaluations/{len(held) + 1}", createTime=TIME)
+        held.append(evaluation)
+        return 200, evaluation
 
 
 def _task(index: int, name: str, state: str, job: dict, metrics: dict[str, float] | None = None) -> dict:
