@@ -197,11 +197,14 @@ def _quiet_tensorflow() -> Iterator[None]:
 
 
 _TASK_STARTED = re.compile(r"Executing task '([\w-]+)'")
+# A step line carrying this prefix is meant for the person running adrank (components.preprocess.run.CONSOLE_WARNING).
+_CONSOLE_WARNING = re.compile(r"adrank warning: (.+)$")
 _TASK_FINISHED = re.compile(r"Task '([\w-]+)' finished with status (\w+)")
 
 
 class _ProgressStream(io.TextIOBase):
-    """Everything goes to the log file; the terminal gets one line when a step starts and one when it ends."""
+    """Everything goes to the log file; the terminal gets one line when a step starts, one when it ends, and the
+    warnings steps address to the user."""
 
     def __init__(self, log, terminal, display_names: dict[str, str], progress: _StepProgress):
         self._log, self._terminal, self._names, self._progress_seen = log, terminal, display_names, progress
@@ -217,6 +220,9 @@ class _ProgressStream(io.TextIOBase):
         return len(text)
 
     def _progress(self, line: str) -> None:
+        warning = _CONSOLE_WARNING.search(line)
+        if warning:
+            self._terminal.write(f"  ! {warning.group(1)}\n")
         started = _TASK_STARTED.search(line)
         if started:
             key = started.group(1)

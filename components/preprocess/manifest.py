@@ -60,6 +60,10 @@ class Manifest(BaseModel):
         default_factory=dict, description="transformed feature spec: name → {dtype, shape}"
     )
     window: dict[str, str | None] | None = Field(None, description="impression time window read (scheduled runs)")
+    mostly_missing_features: dict[str, float] = Field(
+        default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples "
+        "→ that share",
+    )
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / MANIFEST_FILE
