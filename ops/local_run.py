@@ -24,6 +24,8 @@ from typing import Iterator
 import yaml
 
 from configs import AdrankConfig, config_hash
+from configs.embedding_memory import check_local_embedding_memory
+from configs.errors import ConfigError
 from ops.local_runs import is_run_id
 from ops.run_record import RunRecord
 
@@ -76,6 +78,10 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
 
     from pipelines.ranking import create_pipeline
 
+    try:
+        check_local_embedding_memory(config)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     run_dir = create_run_dir(runs_dir, run_id, config)
     run_id = run_dir.name
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))

@@ -72,3 +72,12 @@ def test_an_unwritable_output_path_is_a_one_line_error(capsys, tmp_path):
     blocker.write_text("not a directory")
     err = _one_line_error(capsys, ["logs", "generate", "--output", str(blocker / "logs")])
     assert err.startswith("adrank logs: error: ") and str(blocker) in err
+
+
+def test_listing_a_missing_runs_directory_is_an_error(capsys, tmp_path):
+    err = _one_line_error(capsys, ["runs", "list", "--runs-dir", str(tmp_path / "typo")])
+    assert f"runs directory {tmp_path / 'typo'} does not exist" in err
+    (tmp_path / "file").write_text("")
+    assert "is not a directory" in _one_line_error(capsys, ["runs", "list", "--runs-dir", str(tmp_path / "file")])
+    assert main(["runs", "list", "--runs-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"no runs under {tmp_path}"
