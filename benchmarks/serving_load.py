@@ -33,8 +33,9 @@ SERVER = """
 import os, sys
 sys.path.insert(0, {repo!r})
 from components.images.serving import Predictor, ServingLimits, make_server
-server = make_server(Predictor({model!r}), 0, "/predict", "/health", host="127.0.0.1",
-                     limits=ServingLimits.from_environment())
+limits = ServingLimits.from_environment()
+server = make_server(Predictor({model!r}, limits.max_concurrent_predictions), 0, "/predict", "/health",
+                     host="127.0.0.1", limits=limits)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 """
@@ -200,6 +201,8 @@ def main() -> int:
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment)
         try:
             port = int(server.stdout.readline())
+            # the server logs a line per request: drain it, or a full pipe blocks every handler thread
+            threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
             body = request_body(args.instances)
             idle = 0
             for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():

@@ -53,16 +53,19 @@ class ServingLimits:
     max_instances: int = 1000
     read_timeout_seconds: float = 10.0
     max_connections: int = 64
+    max_concurrent_predictions: int = 4  # model calls at once; other requests wait for a slot before TensorFlow
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> ServingLimits:
-        """ADRANK_MAX_BODY_BYTES, ADRANK_MAX_INSTANCES, ADRANK_READ_TIMEOUT_SECONDS, ADRANK_MAX_CONNECTIONS."""
+        """ADRANK_MAX_BODY_BYTES, ADRANK_MAX_INSTANCES, ADRANK_READ_TIMEOUT_SECONDS, ADRANK_MAX_CONNECTIONS,
+        ADRANK_MAX_CONCURRENT_PREDICTIONS."""
         environ = os.environ if environ is None else environ
         values = {}
         for field, variable, kind in (("max_body_bytes", "ADRANK_MAX_BODY_BYTES", int),
                                       ("max_instances", "ADRANK_MAX_INSTANCES", int),
                                       ("read_timeout_seconds", "ADRANK_READ_TIMEOUT_SECONDS", float),
-                                      ("max_connections", "ADRANK_MAX_CONNECTIONS", int)):
+                                      ("max_connections", "ADRANK_MAX_CONNECTIONS", int),
+                                      ("max_concurrent_predictions", "ADRANK_MAX_CONCURRENT_PREDICTIONS", int)):
             if variable in environ:
                 try:
                     value = kind(environ[variable])
@@ -100,7 +103,9 @@ def serialized_examples(body: bytes, max_instances: int | None = None) -> list[b
 class Predictor:
     """The SavedModel's `serving_default` signature: serialized examples → one probability per task."""
 
-    def __init__(self, model_dir: str):
+    def __init__(self, model_dir: str, max_concurrent: int = 4):
+        import threading
+
         import tensorflow as tf
 
         self._tf = tf
@@ -110,6 +115,7 @@ class Predictor:
             raise ValueError(f"{model_dir}: the SavedModel has no '{SIGNATURE}' signature")
         self._signature = self._loaded.signatures[SIGNATURE]
         self.expectations = signature_expectations(self._signature)
+        self._slots = threading.BoundedSemaphore(max_concurrent)  # the rest wait here, not inside TensorFlow
 
     def predict(self, examples: list[bytes]) -> list[dict[str, float]]:
         try:
@@ -117,7 +123,8 @@ class Predictor:
         except InstanceError as error:
             raise BadRequest(str(error)) from None
         try:
-            outputs = self._signature(**{INPUT: self._tf.constant(examples, dtype=self._tf.string)})
+            with self._slots:
+                outputs = self._signature(**{INPUT: self._tf.constant(examples, dtype=self._tf.string)})
         except (self._tf.errors.InvalidArgumentError, ValueError) as error:
             message = getattr(error, "message", str(error)).strip().splitlines()[0]
             raise BadRequest(f"the model rejected the examples: {message}") from None
@@ -277,7 +284,7 @@ def main() -> int:
         print(f"serving: {error}")
         return 2
     try:
-        predictor = Predictor(model_dir)
+        predictor = Predictor(model_dir, limits.max_concurrent_predictions)
     except (OSError, ValueError) as error:
         print(f"serving: cannot load the model at AIP_STORAGE_URI={model_dir}: {str(error).strip().splitlines()[0]}")
         return 2
