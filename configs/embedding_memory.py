@@ -6,16 +6,24 @@ Rows per table: `hash_buckets` (hash, learned_hash); a vocabulary's `top_k + oov
 vocabulary without `top_k` is assumed to keep `training.untruncated_vocabulary_rows` tokens (its real
 size is known only after preprocessing); `buckets` for quantile-bucketed numbers; 24 hours or 7 weekdays.
 Slots: Adam keeps two values per weight, Adagrad one, row-wise Adagrad one per row, SGD none.
+
+The limit is `training.max_embedding_memory_gb`. For a run on this machine (`adrank run`) a limit the config
+does not set explicitly is LOCAL_MEMORY_SHARE of this machine's physical memory instead of the schema default,
+so a table the kernel would kill the training step for is refused before the run starts.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 BYTES_PER_VALUE = 4
 GIB = 1024**3
 OPTIMIZER_SLOTS = {"adam": 2.0, "lazy_adam": 2.0, "adagrad": 1.0, "sgd": 0.0}
 TIME_ROWS = {"hour_of_day": 24, "day_of_week": 7}
+# Tables and their optimizer slots may take this share of the machine's memory in a local run; the rest is for
+# TensorFlow, the input pipeline, Beam and the OS.
+LOCAL_MEMORY_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,41 @@ def estimate_embedding_memory(features, model, training) -> EmbeddingMemory:
     return EmbeddingMemory(tables, dim, slots, optimizer)
 
 
-def check_embedding_memory(features, model, training, target_name: str) -> None:
+def machine_memory_gib() -> float | None:
+    """This machine's physical memory in GiB (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GIB
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def local_memory_limit_gb(memory_gib: float | None = None) -> float | None:
+    """The default embedding-memory limit of a local run: LOCAL_MEMORY_SHARE of the machine's memory."""
+    memory_gib = machine_memory_gib() if memory_gib is None else memory_gib
+    return None if memory_gib is None else round(memory_gib * LOCAL_MEMORY_SHARE, 1)
+
+
+def check_local_embedding_memory(config, memory_gib: float | None = None) -> None:
+    """The load-time check again for a run on this machine: every target whose config leaves
+    `training.max_embedding_memory_gb` unset (pipeline-wide and per target) is held to `local_memory_limit_gb`."""
+    from configs.training import resolve_target
+
+    local_limit = local_memory_limit_gb(memory_gib)
+    if local_limit is None:
+        return
+    pipeline_wide = "max_embedding_memory_gb" in config.training.model_fields_set
+    for target in config.targets:
+        per_target = target.training is not None and target.training.max_embedding_memory_gb is not None
+        if pipeline_wide or per_target:
+            continue  # the config's own limit was already checked at load
+        resolved = resolve_target(config.model, config.training, target)
+        training = resolved.training.model_copy(update={"max_embedding_memory_gb": local_limit})
+        check_embedding_memory(config.features, resolved.model, training, target.name,
+                               limit_source=f"this machine's {memory_gib or machine_memory_gib():,.1f} GiB × "
+                               f"{LOCAL_MEMORY_SHARE:g}, the default for a local run")
+
+
+def check_embedding_memory(features, model, training, target_name: str, limit_source: str | None = None) -> None:
     """Raise ValueError naming the limit and the largest table when the estimate exceeds the limit."""
     memory = estimate_embedding_memory(features, model, training)
     limit = training.max_embedding_memory_gb
@@ -97,7 +139,8 @@ def check_embedding_memory(features, model, training, target_name: str) -> None:
     raise ValueError(
         f"training.max_embedding_memory_gb: target '{target_name}' needs about {memory.gib:,.1f} GiB for "
         f"embedding tables ({memory.rows:,} rows × dim {memory.embedding_dim} × {BYTES_PER_VALUE} B × "
-        f"(1 + {memory.slots_per_value:g} {memory.optimizer} slots)), over the limit of {limit:g} GiB; "
+        f"(1 + {memory.slots_per_value:g} {memory.optimizer} slots)), over the limit of {limit:g} GiB"
+        f"{f' ({limit_source})' if limit_source else ''}; "
         f"largest table: {largest.feature} with {largest.rows:,} rows from {largest.size_field}. "
         "Shrink it or model.embedding_dim, or raise training.max_embedding_memory_gb"
     )

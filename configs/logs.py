@@ -113,6 +113,10 @@ class LogsConfig(StrictModel):
         description="rfc3339 (ISO 8601; naive = UTC), epoch_seconds, epoch_millis, or a strptime pattern with '%'",
     )
     csv_delimiter: str = Field(",", min_length=1, max_length=1)
+    max_record_bytes: int = Field(
+        65_536, ge=64, description="a JSONL line or CSV record (which may span lines inside quotes) longer than this "
+        "is a dead letter (record_too_large) keeping its first KiB",
+    )
     event_types: list[str] = Field(
         default_factory=lambda: list(EVENT_TYPES), description="known event types; others are dead letters"
     )

@@ -37,6 +37,18 @@ class PreprocessConfig(StrictModel):
         description="the train split is written in a seeded hash order, grouped in output_shards x this many buckets",
     )
     max_invalid_fraction: float = Field(0.05, ge=0.0, le=1.0)
+    min_positives_per_task: int = Field(
+        1, ge=0, description="preprocess fails when a split has fewer positive labels than this for a task "
+        "(a task whose event never occurs would otherwise train on all-negative labels); 0: not checked",
+    )
+    min_negatives_per_task: int = Field(
+        1, ge=0, description="preprocess fails when a split has fewer negative labels than this for a task; "
+        "0: not checked",
+    )
+    max_missing_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="a feature absent from more than this share of examples is a finding "
+        "in the report and a warning on the console (a misspelt column is absent from every example)",
+    )
     dataflow: DataflowConfig | None = None
 
     @model_validator(mode="after")

@@ -24,8 +24,12 @@ from typing import Iterator
 import yaml
 
 from configs import AdrankConfig, config_hash
+from configs.embedding_memory import check_local_embedding_memory
+from configs.errors import ConfigError
 from ops.local_runs import is_run_id
-from ops.run_record import RunRecord
+from ops.run_record import RUN_FILE, RunRecord
+from ops.step_reuse import StepReuse
+from ops.step_processes import step_processes
 
 REPORT_FILES = {"report_html": "report.html", "report_markdown": "report.md", "summary_json": "summary.json"}
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
@@ -38,8 +42,33 @@ class LocalRunFailed(RuntimeError):
         self.record = record
 
 
+class LocalRunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the run; its steps' processes are gone and `run.json` says `interrupted`."""
+
+    def __init__(self, record: RunRecord):
+        super().__init__(record.failure_reason)
+        self.record = record
+
+
 class RunIdError(ValueError):
-    """A --run-id that is taken or is not one plain directory name."""
+    """A --run-id that is taken or is not one plain directory name; a --resume of a run that cannot resume."""
+
+
+def resumable_run(runs_dir: Path, run_id: str, config: AdrankConfig) -> Path:
+    """The directory of a run that may resume: it exists, did not succeed, no live process runs it, and `config`
+    is the config it ran with (`config.yaml` in it)."""
+    if not is_run_id(run_id) or not (runs_dir / run_id / RUN_FILE).exists():
+        raise RunIdError(f"--resume {run_id!r}: no run '{run_id}' under {runs_dir} (see `adrank runs list`)")
+    run_dir = runs_dir / run_id
+    record = RunRecord.read(run_dir)
+    if record.status == "succeeded":
+        raise RunIdError(f"run {run_id} already succeeded; its report: {(run_dir / 'report.html').resolve()}")
+    if record.status == "running":
+        raise RunIdError(f"run {run_id} is still running (pid {record.pid} on {record.host})")
+    if config_hash(config) != record.config_hash:
+        raise RunIdError(f"run {run_id} ran config {record.config_hash}, not {config_hash(config)}: a resumed run "
+                         "keeps its config (it is read from the run's config.yaml)")
+    return run_dir
 
 
 def new_run_id(config: AdrankConfig, now: dt.datetime | None = None) -> str:
@@ -70,41 +99,62 @@ def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> 
     raise RunIdError(f"999 runs named '{base}*' under {runs_dir} this second; pass --run-id")
 
 
-def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None,
-                window_end: str = "") -> RunRecord:
+def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None, *,
+                window_end: str = "", resume: bool = False) -> RunRecord:
     """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step.
 
     `window_end` (RFC 3339): read only the `logs.lookback_days` before it, as a scheduled run does (`adrank
-    retrain`); "" reads every log."""
+    retrain`); "" reads every log. `resume`: run `run_id` again in its own directory (see `resumable_run`): steps
+    that finished in an earlier attempt and whose outputs are intact are reused, an interrupted training step
+    continues from its checkpoints."""
     from kfp import local
 
     from pipelines.ranking import create_pipeline
 
-    run_dir = create_run_dir(runs_dir, run_id, config)
-    run_id = run_dir.name
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
-    record = RunRecord(
-        id=run_id, config_name=config.name, config_source=config_source, config_hash=config_hash(config),
-        started=dt.datetime.now(dt.timezone.utc), status="running",
-    )
+    try:
+        check_local_embedding_memory(config)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    reuse = None
+    if resume:
+        if run_id is None:
+            raise RunIdError("resuming needs the id of the run")
+        run_dir = resumable_run(runs_dir, run_id, config)
+        record = RunRecord.read(run_dir)
+        reuse = StepReuse(run_dir / "artifacts", current_attempts=set())
+        record.status, record.failed_step, record.failure_reason, record.finished = "running", None, None, None
+        record.attempts += 1
+    else:
+        run_dir = create_run_dir(runs_dir, run_id, config)
+        run_id = run_dir.name
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        record = RunRecord(
+            id=run_id, config_name=config.name, config_source=config_source, config_hash=config_hash(config),
+            started=dt.datetime.now(dt.timezone.utc), status="running",
+        )
     record.claim_process()
     record.write(run_dir)
 
     pipeline = create_pipeline(config, "local", window_end=window_end)
     display_names = {key: task.task_info.name for key, task in pipeline.pipeline_spec.root.dag.tasks.items()}
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"))
     log_path = run_dir / "pipeline.log"
     progress = _StepProgress()
     try:
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
-        with _quiet_tensorflow(), _progress_output(log_path, display_names, progress):
+        with step_processes(run_id, reuse) as temp_root, _quiet_tensorflow(), \
+                _progress_output(log_path, display_names, progress):
+            workspace = temp_root / "kfp-workspace"
+            workspace.mkdir()
+            local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"),
+                       workspace_root=str(workspace))
             pipeline()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:  # Ctrl-C or SIGTERM: the steps' processes are already gone
         record.status = "interrupted"
-        record.failure_reason = "interrupted (Ctrl-C)"
+        record.failure_reason = f"interrupted ({getattr(interruption, 'signal_name', 'SIGINT')})"
+        record.failed_step = next((display_names.get(k, k) for k in progress.unfinished()), None)
         record.finished = dt.datetime.now(dt.timezone.utc)
         record.write(run_dir)
-        raise
+        raise LocalRunInterrupted(record) from interruption
     except Exception as error:  # kfp.local raises RuntimeError naming the failed task key
         record.status = "failed"
         record.failed_step = failed_step(str(error), display_names, progress)
@@ -113,6 +163,10 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
         record.write(run_dir)
         raise LocalRunFailed(record) from error
 
+    if reuse is not None and (reuse.reused or reuse.resumed_from_checkpoint):
+        print(f"resumed: reused {', '.join(display_names.get(k, k) for k in reuse.reused) or 'no step'}"
+              + (f"; continued from checkpoints: {', '.join(display_names.get(k, k) for k in reuse.resumed_from_checkpoint)}"
+                 if reuse.resumed_from_checkpoint else ""))
     for output, name in REPORT_FILES.items():
         source = _find_output(run_dir / "artifacts", output)
         shutil.copyfile(source, run_dir / name)
@@ -218,11 +272,15 @@ def _quiet_tensorflow() -> Iterator[None]:
 
 
 _TASK_STARTED = re.compile(r"Executing task '([\w-]+)'")
+# A step line carrying this prefix is meant for the person running adrank (components.preprocess.run.CONSOLE_WARNING,
+# ops.step_processes.CONSOLE_NOTE).
+_CONSOLE_WARNING = re.compile(r"adrank (?:warning|note): (.+)$")
 _TASK_FINISHED = re.compile(r"Task '([\w-]+)' finished with status (\w+)")
 
 
 class _ProgressStream(io.TextIOBase):
-    """Everything goes to the log file; the terminal gets one line when a step starts and one when it ends."""
+    """Everything goes to the log file; the terminal gets one line when a step starts, one when it ends, and the
+    warnings steps address to the user."""
 
     def __init__(self, log, terminal, display_names: dict[str, str], progress: _StepProgress):
         self._log, self._terminal, self._names, self._progress_seen = log, terminal, display_names, progress
@@ -238,6 +296,9 @@ class _ProgressStream(io.TextIOBase):
         return len(text)
 
     def _progress(self, line: str) -> None:
+        warning = _CONSOLE_WARNING.search(line)
+        if warning:
+            self._terminal.write(f"  ! {warning.group(1)}\n")
         started = _TASK_STARTED.search(line)
         if started:
             key = started.group(1)

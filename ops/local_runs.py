@@ -22,6 +22,12 @@ class RunNotFound(LookupError):
 
 
 def list_runs(runs_dir: Path) -> list[RunRecord]:
+    """Every run under `runs_dir`, newest first; a runs directory that does not exist is an error (a typo in
+    --runs-dir must not read as "no runs")."""
+    if not runs_dir.is_dir():
+        raise RunNotFound(f"runs directory {runs_dir} does not exist (adrank run creates it; --runs-dir names "
+                          "another)" if not runs_dir.exists()
+                          else f"{runs_dir} is not a directory")
     records = [RunRecord.read(path.parent) for path in runs_dir.glob(f"*/{RUN_FILE}")]
     return sorted(records, key=lambda r: r.started, reverse=True)
 

@@ -35,6 +35,7 @@ class RunRecord(BaseModel):
     pid: int | None = None
     host: str | None = None
     process_start: str | None = None
+    attempts: int = 1  # 1 + the times `adrank run --resume` ran it again
 
     def write(self, run_dir: Path) -> Path:
         """Replace `run.json` atomically, so a reader never sees half a record."""

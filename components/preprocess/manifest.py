@@ -64,6 +64,10 @@ class Manifest(BaseModel):
         None, description="glob of the eval split's raw tf.Examples (as logged, with labels), gzip TFRecords: what "
         "promotion scores the challenger and the champion on, through their raw serving signatures",
     )
+    mostly_missing_features: dict[str, float] = Field(
+        default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples "
+        "→ that share",
+    )
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / MANIFEST_FILE

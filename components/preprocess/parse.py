@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -42,15 +43,19 @@ class InvalidRecord(ValueError):
 
 @dataclass(frozen=True)
 class RecordDecoder:
-    """Raw record (a JSON or CSV line as read, bytes or text, or a dict) → dict of source columns."""
+    """Raw record (a JSON line or a CSV record as read, bytes or text, or a dict) → dict of source columns.
+    A text record longer than `max_record_bytes` is `record_too_large` before it is decoded."""
 
     file_format: str = "jsonl"
     csv_columns: tuple[str, ...] = ()
     csv_delimiter: str = ","
+    max_record_bytes: int | None = None
 
     def __call__(self, raw: Any) -> dict:
         if isinstance(raw, dict):
             return raw
+        if self.max_record_bytes is not None and isinstance(raw, (bytes, str)) and len(raw) > self.max_record_bytes:
+            raise InvalidRecord("record_too_large")
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")
@@ -59,10 +64,7 @@ class RecordDecoder:
         if not isinstance(raw, str) or not raw.strip():
             raise InvalidRecord("empty_record")
         if self.file_format == "csv":
-            rows = list(csv.reader([raw], delimiter=self.csv_delimiter))
-            if len(rows) != 1 or len(rows[0]) != len(self.csv_columns):
-                raise InvalidRecord("bad_csv_row")
-            return {column: (value if value != "" else None) for column, value in zip(self.csv_columns, rows[0])}
+            return self._csv_row(raw)
         try:
             record = json.loads(raw)
         except ValueError:
@@ -70,6 +72,19 @@ class RecordDecoder:
         if not isinstance(record, dict):
             raise InvalidRecord("not_an_object")
         return record
+
+    def _csv_row(self, raw: str) -> dict:
+        """One CSV record (line breaks only inside quoted fields) → {column: value or None}; `bad_csv_row:<what>`."""
+        try:
+            rows = list(csv.reader(io.StringIO(raw, newline=""), delimiter=self.csv_delimiter, strict=True))
+        except csv.Error as error:
+            detail = "unterminated quoted field" if "unexpected end of data" in str(error) else str(error)
+            raise InvalidRecord(f"bad_csv_row:{detail}") from None
+        if len(rows) != 1:
+            raise InvalidRecord(f"bad_csv_row:{len(rows)} rows in one record (a line break outside quotes)")
+        if len(rows[0]) != len(self.csv_columns):
+            raise InvalidRecord(f"bad_csv_row:expected {len(self.csv_columns)} columns, got {len(rows[0])}")
+        return {column: (value if value != "" else None) for column, value in zip(self.csv_columns, rows[0])}
 
 
 @dataclass(frozen=True)
@@ -283,8 +298,17 @@ class EngagementParser:
         }
 
 
+RECORD_EXCERPT_BYTES = 1024
+
+
 def dead_letter(stream: str, reason: str, raw: Any) -> dict:
-    """{stream, reason, raw}: `raw` is the record as read; bytes that are not UTF-8 are kept as \\xNN escapes."""
+    """{stream, reason, raw}: `raw` is the record as read; bytes that are not UTF-8 are kept as \\xNN escapes.
+    A `record_too_large` record keeps its first RECORD_EXCERPT_BYTES bytes and its size (`raw_bytes`)."""
+    if reason == "record_too_large" and isinstance(raw, (bytes, str)):
+        size = len(raw)
+        excerpt = raw[:RECORD_EXCERPT_BYTES]
+        text = excerpt.decode("utf-8", "backslashreplace") if isinstance(excerpt, bytes) else excerpt
+        return {"stream": stream, "reason": reason, "raw": text, "raw_bytes": size}
     if isinstance(raw, bytes):
         text = raw.decode("utf-8", "backslashreplace")
     else:

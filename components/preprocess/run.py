@@ -5,7 +5,10 @@
               ▼              ▼                     ▼                                          ▼
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
-After the job: too many dead letters in either stream, or a split below `split.min_*_examples`, fail the step.
+Before the job: a configured column absent from a CSV header or Parquet schema fails the step, naming it.
+After the job: too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
+fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels of a class in a split fail the
+step; a feature absent from more than `preprocess.max_missing_share` of examples is printed as a warning.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 from components.logs.readers import LogWindow, ReadLogRecords, csv_header
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
+from components.preprocess.input_columns import (
+    MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
+)
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import TRANSFORM_FN_DIR, Manifest, SplitInfo
 from components.preprocess.markdown import manifest_markdown
@@ -53,6 +59,14 @@ class NotEnoughExamples(RuntimeError):
     """The logs gave no examples, or a split has fewer than `split.min_train_examples` / `min_eval_examples`."""
 
 
+class OneClassLabels(NotEnoughExamples):
+    """A task's labels in a split are (nearly) all one class: fewer positives or negatives than configured."""
+
+
+# Lines a step prints with this prefix reach the console of `adrank run`, not only pipeline.log.
+CONSOLE_WARNING = "adrank warning: "
+
+
 def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
                window_end: str | None = None, beam_args: list[str] | None = None) -> Manifest:
     """Run the Beam pipeline and write examples, `transform_fn`, `manifest.json` and `manifest.md`.
@@ -68,6 +82,7 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     on_dataflow = runs_on_dataflow(options)
     root = (output_uri if on_dataflow and output_uri else output_dir).rstrip("/")
     window = LogWindow.ending_at(window_end, config.logs.lookback_days)
+    check_configured_columns(config, logs_dir)
     local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
     try:
         with beam.Pipeline(options=options) as pipeline:
@@ -79,7 +94,44 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
     check_invalid_records(manifest, config.preprocess.max_invalid_fraction, f"{root}/{manifest.dead_letter_pattern}")
     check_split_sizes(manifest, config.split.min_train_examples, config.split.min_eval_examples)
+    check_label_classes(manifest, config)
+    for name, share in manifest.mostly_missing_features.items():
+        print(f"{CONSOLE_WARNING}feature '{name}' is absent from {share:.1%} of examples (above "
+              f"preprocess.max_missing_share {config.preprocess.max_missing_share:.0%}): check its column in the logs",
+              flush=True)
     return manifest
+
+
+def check_configured_columns(config: AdrankConfig, logs_dir: str | None) -> None:
+    """Every column the config reads is in the header of each file input (CSV header, Parquet schema)."""
+    impressions_path, engagements_path = _stream_paths(config, logs_dir)
+    logs = config.logs
+    check_input_columns("impressions", impressions_path, logs.format, impression_columns(config), logs.csv_delimiter)
+    if logs.label_mode == "engagements" and engagements_path is not None:
+        check_input_columns("engagements", engagements_path, logs.format, engagement_columns(config),
+                            logs.csv_delimiter)
+
+
+def check_label_classes(manifest: Manifest, config: AdrankConfig) -> None:
+    """Each task has at least `min_positives_per_task` positive and `min_negatives_per_task` negative labels in
+    each split; a task whose event never occurs (or always occurs) would train and evaluate on one class."""
+    settings = config.preprocess
+    for task in config.tasks:
+        source = (f"event type '{task.event_type}' within {task.attribution_window_seconds} s of the impression"
+                  if task.event_type is not None else f"column '{task.label_column}' ({task.positive_when})")
+        for split in SPLITS:
+            info = manifest.splits[split]
+            positives = info.positives.get(task.name, 0)
+            negatives = info.examples - positives
+            for label_class, count, field in (("positive", positives, "min_positives_per_task"),
+                                              ("negative", negatives, "min_negatives_per_task")):
+                minimum = getattr(settings, field)
+                if count < minimum:
+                    raise OneClassLabels(
+                        f"task '{task.name}': the {split} split has {count} {label_class} labels of "
+                        f"{info.examples} examples, fewer than preprocess.{field} {minimum} "
+                        f"(label: {source}); a model cannot be trained or evaluated on one class"
+                    )
 
 
 def check_invalid_records(manifest: Manifest, max_fraction: float, dead_letters: str) -> None:
@@ -128,7 +180,7 @@ def impression_parser(config: AdrankConfig, impressions_path: str) -> Impression
         columns = tuple(csv_header(impressions_path.replace("{date}", "*"), logs.csv_delimiter))
     outcome = logs.label_mode == "outcome"
     return ImpressionParser(
-        decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter),
+        decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
         timestamps=TimestampParser(logs.timestamp_format),
         features=tuple(
             FeatureField(f.name, f.kind, logs.impression_column(f.name), getattr(f, "separator", "|"),
@@ -150,7 +202,7 @@ def engagement_parser(config: AdrankConfig, engagements_path: str) -> Engagement
     if logs.format == "csv":
         columns = tuple(csv_header(engagements_path.replace("{date}", "*"), logs.csv_delimiter))
     return EngagementParser(
-        decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter),
+        decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
         timestamps=TimestampParser(logs.timestamp_format),
         event_types=frozenset(logs.event_types),
         id_column=logs.engagement_column(IMPRESSION_ID),
@@ -169,7 +221,8 @@ def event_tasks(config: AdrankConfig) -> tuple[EventTask, ...]:
 def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, window: LogWindow, tft_temp: str):
     impressions_path, engagements_path = _stream_paths(config, logs_dir)
     fmt = config.logs.format
-    raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(impressions_path, fmt, window)
+    read_options = {"csv_delimiter": config.logs.csv_delimiter, "max_record_bytes": config.logs.max_record_bytes}
+    raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(impressions_path, fmt, window, **read_options)
     impressions, impression_dead = parse_stream(
         raw_impressions, "impressions", impression_parser(config, impressions_path)
     )
@@ -184,7 +237,7 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     if config.logs.label_mode == "engagements":
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         late_days = late_seconds // DAY_SECONDS + 1
-        raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(engagements_path, fmt, window, late_days)
+        raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(engagements_path, fmt, window, late_days, **read_options)
         events, event_dead = parse_stream(raw_events, "engagements", engagement_parser(config, engagements_path))
         dead_letters.append(event_dead)
         if median is not None:
@@ -289,6 +342,7 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
         f.name: sum(counters.get(f"split:{s}:missing:{f.name}", 0) for s in SPLITS) / examples if examples else 0.0
         for f in config.features if f.kind != "time"
     }
+    limit = config.preprocess.max_missing_share
     tft_output = tft.TFTransformOutput(root)
     dead_letter = {k.removeprefix("dead_letter:"): v for k, v in counters.items() if k.startswith("dead_letter:")}
     read = counters.get("impressions_read", 0) + counters.get("engagements_read", 0)
@@ -315,6 +369,7 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
         },
         raw_eval_pattern=f"{RAW_EVAL_DIR}/part-*.tfrecord.gz",
         window=None if window.end_ms is None else {"start": _str(window.start_ms), "end": _str(window.end_ms)},
+        mostly_missing_features={name: rate for name, rate in missing_rates.items() if rate > limit},
     )
 
 
@@ -330,4 +385,4 @@ def _str(value: int | None) -> str | None:
     return None if value is None else format_timestamp(value)
 
 
-__all__ = ["TooManyInvalidRecords", "preprocess"]
+__all__ = ["MissingInputColumns", "NotEnoughExamples", "OneClassLabels", "TooManyInvalidRecords", "preprocess"]

@@ -123,6 +123,9 @@ class BenchmarkSummary(BaseModel):
         None, description="the best run that exported a model (what promotion registers); None if none did"
     )
     dead_letter: dict[str, int]
+    mostly_missing_features: dict[str, float] = Field(
+        default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples"
+    )
 
 
 def hardware_label(run: RunSummary) -> str:
@@ -188,6 +191,7 @@ def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) 
         best_run=_best(best, primary),
         best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
+        mostly_missing_features=dict(manifest.mostly_missing_features),
     )
 
 

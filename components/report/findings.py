@@ -23,6 +23,13 @@ def overfitting(name: str, curve: list[tuple[int, float]]) -> str | None:
     return None
 
 
+def missing_features(shares: dict[str, float]) -> list[str]:
+    """A sentence per feature absent from more than `preprocess.max_missing_share` of examples: the model trained
+    without most of it (a misspelt column is absent from every example)."""
+    return [f"Feature '{name}' is absent from {share:.1%} of examples: check its column in the logs "
+            "(logs.impression_fields maps names that differ)." for name, share in sorted(shares.items())]
+
+
 def findings(summary: BenchmarkSummary) -> list[str]:
     task = summary.primary_task
     best = summary.best_run
@@ -36,6 +43,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         closed = (summary.constant_ctr_logloss - best.logloss) / gap if gap > 0 else float("nan")
         quality += f", Bayes floor {summary.bayes_logloss:.5f} (closes {closed:.0%} of the gap)"
     lines.append(quality + ".")
+    lines += missing_features(summary.mostly_missing_features)
 
     targets = list(summary.targets.values())
     fastest = max(targets, key=lambda t: t.examples_per_second_mean)

@@ -324,6 +324,8 @@ def fit_synchronous(
     done_steps = int(model.optimizer.iterations.numpy())
     if done_steps % plan.chunk_steps:
         raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")
+    if done_steps:  # resumed: the batches an uninterrupted run would see next (the same ones when deterministic)
+        train_data = train_data.skip(done_steps)
     curve, clock, tensorboard = LossCurve(), StepClock(), tensorboard_scalars()
     callbacks: list[keras.callbacks.Callback] = [StopOnNonFiniteLoss(), SaveCheckpoint(manager)]
     if plan.epochs > 1:

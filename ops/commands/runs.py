@@ -48,9 +48,13 @@ def _positive(text: str) -> int:
 def _list(args: argparse.Namespace) -> int:
     if args.backend == "vertex":
         return _vertex(args, "list")
-    from ops.local_runs import format_runs_table
+    from ops.errors import CommandError
+    from ops.local_runs import RunNotFound, format_runs_table
 
-    print(format_runs_table(Path(args.runs_dir)))
+    try:
+        print(format_runs_table(Path(args.runs_dir)))
+    except RunNotFound as error:
+        raise CommandError(str(error)) from None
     return 0
 
 

@@ -72,3 +72,50 @@ def test_an_unwritable_output_path_is_a_one_line_error(capsys, tmp_path):
     blocker.write_text("not a directory")
     err = _one_line_error(capsys, ["logs", "generate", "--output", str(blocker / "logs")])
     assert err.startswith("adrank logs: error: ") and str(blocker) in err
+
+
+def test_listing_a_missing_runs_directory_is_an_error(capsys, tmp_path):
+    err = _one_line_error(capsys, ["runs", "list", "--runs-dir", str(tmp_path / "typo")])
+    assert f"runs directory {tmp_path / 'typo'} does not exist" in err
+    (tmp_path / "file").write_text("")
+    assert "is not a directory" in _one_line_error(capsys, ["runs", "list", "--runs-dir", str(tmp_path / "file")])
+    assert main(["runs", "list", "--runs-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"no runs under {tmp_path}"
+
+
+def test_resume_errors_are_one_line(capsys, tmp_path):
+    assert "no run 'nope' with a config.yaml" in _one_line_error(
+        capsys, ["run", "--resume", "nope", "--runs-dir", str(tmp_path)])
+    assert "drop --config, --set and --run-id" in _one_line_error(
+        capsys, ["run", "--resume", "x", "--set", "training.epochs=1", "--runs-dir", str(tmp_path)])
+
+
+def test_a_finished_or_running_run_is_not_resumed(tmp_path):
+    import datetime as dt
+    import os
+
+    import yaml
+
+    from configs import config_hash, load_config
+    from ops.local_run import RunIdError, resumable_run
+    from ops.run_record import RunRecord
+
+    config = load_config()
+    run_dir = tmp_path / "r1"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    record = RunRecord(id="r1", config_name=config.name, config_source="x", config_hash=config_hash(config),
+                       started=dt.datetime.now(dt.timezone.utc), status="succeeded")
+    record.write(run_dir)
+    with pytest.raises(RunIdError, match="already succeeded"):
+        resumable_run(tmp_path, "r1", config)
+    record.status = "running"
+    record.claim_process()  # this test's own process: alive
+    record.write(run_dir)
+    with pytest.raises(RunIdError, match=f"still running \\(pid {os.getpid()}"):
+        resumable_run(tmp_path, "r1", config)
+    record.status = "failed"
+    record.write(run_dir)
+    assert resumable_run(tmp_path, "r1", config) == run_dir
+    with pytest.raises(RunIdError, match="a resumed run keeps its config"):
+        resumable_run(tmp_path, "r1", load_config(overrides=["training.epochs=1"]))

@@ -297,7 +297,7 @@ def test_the_serving_image_answers_vertex_prediction_requests(serving_server):
     (b'{"instances": []}', 'request needs a non-empty "instances" list'),
     (b'{"instances": [{"ad_bid": 1.0}]}', 'instances[0]: expected {"b64": "<base64 serialized tf.Example>"}'),
     (b'{"instances": [{"b64": "%%%"}]}', "instances[0].b64: not base64"),
-    (b'{"instances": [{"b64": "bm90IGFuIGV4YW1wbGU="}]}', "the model rejected the examples:"),
+    (b'{"instances": [{"b64": "bm90IGFuIGV4YW1wbGU="}]}', "instances[0]: not a serialized tf.Example"),
 ])
 def test_the_serving_image_rejects_bad_requests_in_one_line(serving_server, body, error):
     status, answer = _call(serving_server + "/v1/predict", body)

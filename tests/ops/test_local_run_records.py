@@ -96,3 +96,17 @@ def test_a_failure_outside_any_task_still_names_a_step():
     progress.finished["train"] = "FAILURE"
     assert failed_step("something else", names, progress) == "train · cpu · run 1"
     assert failed_step("Inner task failed: 'report'", names, progress) == "report"
+
+
+def test_a_step_warning_reaches_the_console_and_the_log():
+    import io
+
+    from components.preprocess.run import CONSOLE_WARNING
+    from ops.local_run import _ProgressStream
+
+    log, terminal = io.StringIO(), io.StringIO()
+    stream = _ProgressStream(log, terminal, {"preprocess": "preprocess"}, _StepProgress())
+    stream.write("\x1b[32mExecuting task 'preprocess'\x1b[0m\nlots of Beam chatter\n")
+    stream.write(f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples\n")
+    assert terminal.getvalue() == "  ▶ preprocess\n  ! feature 'ip' is absent from 100.0% of examples\n"
+    assert "lots of Beam chatter" in log.getvalue() and CONSOLE_WARNING in log.getvalue()

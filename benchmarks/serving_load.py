@@ -1,0 +1,238 @@
+"""Load on the prediction server (components/images/serving.py), on 127.0.0.1 only: requests/s, p50/p99 latency,
+answers by status, and the server's memory, for well-behaved clients alone and with abusive clients beside them.
+
+    python benchmarks/serving_load.py [--clients 64] [--seconds 30] [--slow-clients 4] [--instances 8]
+                                      [--model-dir DIR] [--max-connections 64]
+
+The server runs in its own process (its RSS is sampled from /proc every 0.2 s) on a SavedModel with adrank's
+serving signature: the default is a small model that parses the raw features of configs/local.yaml's schema;
+--model-dir serves a model that `adrank run` exported (runs/<id>/artifacts/.../saved_model). Two phases of
+--seconds each: (A) --clients clients posting --instances instances in a loop; (B) the same, plus
+--slow-clients clients that announce 1 MB and send 2 bytes (answered 408 after the read timeout) and as many that
+announce 100 MB (answered 413 unread). Printed: both phases side by side and B/A ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER = """
+import os, sys
+sys.path.insert(0, {repo!r})
+from components.images.serving import Predictor, ServingLimits, make_server
+limits = ServingLimits.from_environment()
+server = make_server(Predictor({model!r}, limits.max_concurrent_predictions), 0, "/predict", "/health",
+                     host="127.0.0.1", limits=limits)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def build_model(directory: Path) -> Path:
+    """A SavedModel whose `serving_default` parses adrank-shaped raw examples and scores them with a small MLP."""
+    import tensorflow as tf
+
+    spec = {
+        "user_id": tf.io.FixedLenFeature([], tf.string, default_value=""),
+        "ad_id": tf.io.FixedLenFeature([], tf.string, default_value=""),
+        "ad_category": tf.io.FixedLenFeature([], tf.string, default_value=""),
+        "user_interests": tf.io.VarLenFeature(tf.string),
+        "ad_bid": tf.io.FixedLenFeature([], tf.float32, default_value=0.0),
+        "user_age": tf.io.FixedLenFeature([], tf.float32, default_value=0.0),
+    }
+
+    class Ranker(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = tf.Variable(tf.random.normal([4096, 16], seed=1))
+            self.dense = tf.Variable(tf.random.normal([16 * 4 + 2, 64], seed=2))
+            self.out = tf.Variable(tf.random.normal([64, 1], seed=3))
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve(self, examples):
+            raw = tf.io.parse_example(examples, spec)
+            ids = [tf.strings.to_hash_bucket_fast(raw[name], 4096) for name in ("user_id", "ad_id", "ad_category")]
+            interests = tf.sparse.to_dense(raw["user_interests"], default_value="")
+            pooled = tf.reduce_mean(tf.gather(self.table, tf.strings.to_hash_bucket_fast(interests, 4096)), axis=1)
+            x = tf.concat([tf.gather(self.table, i) for i in ids] + [pooled, tf.stack([raw["ad_bid"],
+                                                                                       raw["user_age"]], 1)], 1)
+            logit = tf.matmul(tf.nn.relu(tf.matmul(x, self.dense)), self.out)
+            return {"engagement": tf.reshape(tf.sigmoid(logit), [-1])}
+
+    model_dir = directory / "model"
+    ranker = Ranker()
+    tf.saved_model.save(ranker, str(model_dir), signatures={"serving_default": ranker.serve})
+    return model_dir
+
+
+def request_body(instances: int) -> bytes:
+    from tensorflow.core.example import example_pb2, feature_pb2
+
+    def strings(*values):
+        return feature_pb2.Feature(bytes_list=feature_pb2.BytesList(value=[v.encode() for v in values]))
+
+    def numbers(value):
+        return feature_pb2.Feature(float_list=feature_pb2.FloatList(value=[value]))
+
+    rows = []
+    for i in range(instances):
+        example = example_pb2.Example(features=feature_pb2.Features(feature={
+            "user_id": strings(f"u{i}"), "ad_id": strings(f"a{i % 7}"), "ad_category": strings("games"),
+            "user_interests": strings("sports", "news"), "ad_bid": numbers(1.5), "user_age": numbers(31.0),
+        }))
+        rows.append({"b64": base64.b64encode(example.SerializeToString()).decode()})
+    return json.dumps({"instances": rows}).encode()
+
+
+class Tally:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.latencies: list[float] = []
+        self.statuses: Counter = Counter()
+
+    def add(self, status: str, seconds: float | None = None) -> None:
+        with self.lock:
+            self.statuses[status] += 1
+            if seconds is not None:
+                self.latencies.append(seconds)
+
+
+def well_behaved(port: int, body: bytes, stop: float, tally: Tally) -> None:
+    while time.monotonic() < stop:
+        started = time.perf_counter()
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.request("POST", "/predict", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
+            connection.close()
+        except OSError as error:
+            tally.add(f"connection error ({type(error).__name__})")
+            continue
+        elapsed = time.perf_counter() - started
+        tally.add(str(response.status), elapsed if response.status == 200 else None)
+        if response.status == 503:
+            time.sleep(0.01)
+
+
+def abusive(port: int, announced: int, stop: float, tally: Tally) -> None:
+    """Announce `announced` bytes, send 2, and wait for the server's answer."""
+    while time.monotonic() < stop:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as connection:
+                connection.sendall(f"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: {announced}\r\n\r\n{{}}"
+                                   .encode())
+                answer = connection.recv(64)
+            tally.add(f"abusive {answer.split()[1].decode() if answer else 'closed'}")
+        except OSError as error:
+            tally.add(f"abusive connection error ({type(error).__name__})")
+
+
+def rss_sampler(pid: int, stop: threading.Event, samples: list[int]) -> None:
+    while not stop.is_set():
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    samples.append(int(line.split()[1]) * 1024)
+        except OSError:
+            return
+        stop.wait(0.2)
+
+
+def phase(port: int, pid: int, args, body: bytes, abuse: bool) -> dict:
+    tally, samples, stop_sampling = Tally(), [], threading.Event()
+    sampler = threading.Thread(target=rss_sampler, args=(pid, stop_sampling, samples), daemon=True)
+    sampler.start()
+    stop = time.monotonic() + args.seconds
+    threads = [threading.Thread(target=well_behaved, args=(port, body, stop, tally)) for _ in range(args.clients)]
+    if abuse:
+        threads += [threading.Thread(target=abusive, args=(port, 1_000_000, stop, tally))
+                    for _ in range(args.slow_clients)]
+        threads += [threading.Thread(target=abusive, args=(port, 100_000_000, stop, tally))
+                    for _ in range(args.slow_clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - started
+    stop_sampling.set()
+    sampler.join()
+    latencies = sorted(tally.latencies)
+
+    def percentile(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000 if latencies else float("nan")
+
+    return {"ok_per_second": len(latencies) / elapsed, "p50_ms": percentile(0.50), "p99_ms": percentile(0.99),
+            "statuses": dict(tally.statuses), "rss_peak_mib": max(samples, default=0) / 2**20,
+            "rss_end_mib": (samples[-1] if samples else 0) / 2**20}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--slow-clients", type=int, default=4)
+    parser.add_argument("--instances", type=int, default=8)
+    parser.add_argument("--model-dir", default=None)
+    parser.add_argument("--max-connections", type=int, default=64)
+    parser.add_argument("--read-timeout", type=float, default=5.0)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="serving-load-") as temp:
+        model = args.model_dir or str(build_model(Path(temp)))
+        environment = os.environ | {"ADRANK_MAX_CONNECTIONS": str(args.max_connections),
+                                    "ADRANK_READ_TIMEOUT_SECONDS": str(args.read_timeout),
+                                    "TF_CPP_MIN_LOG_LEVEL": "2"}
+        server = subprocess.Popen([sys.executable, "-c", SERVER.format(repo=str(REPO), model=model)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment)
+        try:
+            port = int(server.stdout.readline())
+            # the server logs a line per request: drain it, or a full pipe blocks every handler thread
+            threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+            body = request_body(args.instances)
+            idle = 0
+            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    idle = int(line.split()[1]) * 1024
+            print(f"server pid {server.pid} on 127.0.0.1:{port}, idle RSS {idle / 2**20:.0f} MiB; "
+                  f"{args.clients} clients × {args.instances} instances ({len(body):,} B a request), "
+                  f"{args.seconds:g} s a phase, max connections {args.max_connections}, "
+                  f"read timeout {args.read_timeout:g} s, {os.cpu_count()} CPUs", flush=True)
+            plain = phase(port, server.pid, args, body, abuse=False)
+            abused = phase(port, server.pid, args, body, abuse=True)
+            alive = server.poll() is None
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+    rows = [("", "A: clients only", f"B: + {args.slow_clients} slow + {args.slow_clients} 100 MB", "B/A")]
+    for key, label, unit in (("ok_per_second", "answered 200 / s", "{:,.1f}"), ("p50_ms", "p50 latency ms", "{:,.1f}"),
+                             ("p99_ms", "p99 latency ms", "{:,.1f}"), ("rss_peak_mib", "server peak RSS MiB", "{:,.0f}"),
+                             ("rss_end_mib", "server RSS at end MiB", "{:,.0f}")):
+        ratio = abused[key] / plain[key] if plain[key] else float("nan")
+        rows.append((label, unit.format(plain[key]), unit.format(abused[key]), f"{ratio:.2f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
+    print(f"A answers: {plain['statuses']}")
+    print(f"B answers: {abused['statuses']}")
+    print(f"server alive after both phases: {alive}")
+    return 0 if alive else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""`adrank run --resume`: a run killed during preprocess or during training, resumed, ends like an uninterrupted
+run: the same final step, and with training.deterministic the same log-loss; finished steps are reused only when
+their files are intact."""
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from e2e_cli import adrank, sets
+from test_run_interruption import step_processes_of, wait_for_step
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+DETERMINISTIC = [
+    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000", "logs.synthetic.users=200",
+    "logs.synthetic.ads=40", "logs.synthetic.advertisers=8", "preprocess.direct_running_mode=in_memory",
+    "preprocess.direct_num_workers=1", "training.epochs=6", "training.global_batch_size=64",
+    "training.deterministic=true", "training.checkpoints_per_epoch=2", "promotion.enabled=false",
+    "runs_per_target=1",
+]
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(runs_dir):
+    adrank("run", "--runs-dir", str(runs_dir), "--run-id", "whole", *sets(DETERMINISTIC), cwd=runs_dir)
+    return json.loads((runs_dir / "whole" / "summary.json").read_text())
+
+
+def start(runs_dir: Path, run_id: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ops.cli", "run", "--runs-dir", str(runs_dir), "--run-id", run_id,
+                             *sets(DETERMINISTIC)], cwd=runs_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def first_checkpoint(run_dir: Path, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if list(run_dir.glob("artifacts/*/train-*/model/checkpoints/checkpoint")):
+            return
+        time.sleep(0.2)
+    raise AssertionError("no checkpoint written")
+
+
+def resume(runs_dir: Path, run_id: str) -> str:
+    deadline = time.monotonic() + 20  # the killed run's steps are gone before it is resumed
+    while step_processes_of(runs_dir / run_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return adrank("run", "--resume", run_id, "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
+
+
+def final(summary: dict) -> tuple[int, float]:
+    run = summary["runs"][0]
+    return run["steps"], run["logloss"]
+
+
+def retrained_from_scratch(runs_dir: Path, run_id: str) -> dict:
+    """The same run's training and report done again, uninterrupted, on the same preprocessed examples: a copy of
+    the run without any training or report output (no seal, no checkpoint), resumed."""
+    copy = runs_dir / f"{run_id}-retrained"
+    shutil.copytree(runs_dir / run_id, copy)
+    for task_dir in [*copy.glob("artifacts/*/train-*"), *copy.glob("artifacts/*/report-*")]:
+        shutil.rmtree(task_dir)
+    record = json.loads((copy / "run.json").read_text())
+    (copy / "run.json").write_text(json.dumps(record | {"id": copy.name, "status": "failed"}))
+    stdout = resume(runs_dir, copy.name)
+    assert "resumed: reused generate logs, preprocess\n" in stdout
+    return json.loads((copy / "summary.json").read_text())
+
+
+def test_killed_during_training_resumes_from_its_checkpoint(runs_dir, uninterrupted):
+    run = start(runs_dir, "killed-in-training")
+    wait_for_step(run, runs_dir / "killed-in-training", "train")
+    first_checkpoint(runs_dir / "killed-in-training")
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    stdout = resume(runs_dir, "killed-in-training")
+    assert "reused generate logs, preprocess; continued from checkpoints: train" in stdout
+    summary = json.loads((runs_dir / "killed-in-training" / "summary.json").read_text())
+    steps, logloss = final(summary)
+    assert steps == final(uninterrupted)[0]
+    assert logloss == pytest.approx(final(retrained_from_scratch(runs_dir, "killed-in-training"))[1], abs=1e-9)
+    record = json.loads((runs_dir / "killed-in-training" / "run.json").read_text())
+    assert record["status"] == "succeeded" and record["attempts"] == 2
+
+
+def test_killed_during_preprocess_resumes_and_matches(runs_dir, uninterrupted):
+    run = start(runs_dir, "killed-in-preprocess")
+    wait_for_step(run, runs_dir / "killed-in-preprocess", "preprocess")
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    stdout = resume(runs_dir, "killed-in-preprocess")
+    assert "reused generate logs" in stdout
+    summary = json.loads((runs_dir / "killed-in-preprocess" / "summary.json").read_text())
+    steps, logloss = final(summary)
+    assert steps == final(uninterrupted)[0]
+    # preprocess ran again in its own Beam job: the same examples, written in an order that may differ
+    assert logloss == pytest.approx(final(uninterrupted)[1], rel=0.02)
+
+
+def test_a_step_whose_outputs_changed_runs_again_and_a_finished_run_is_not_resumed(runs_dir, uninterrupted):
+    run_dir = runs_dir / "killed-in-preprocess"
+    result = adrank("run", "--resume", "killed-in-preprocess", "--runs-dir", str(runs_dir), cwd=runs_dir, check=False)
+    assert result.returncode == 2 and "already succeeded" in result.stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    record["status"] = "failed"
+    (run_dir / "run.json").write_text(json.dumps(record))
+    manifests = sorted(run_dir.glob("artifacts/*/preprocess-step/examples/manifest.json"))
+    manifests[-1].write_text(manifests[-1].read_text().replace('"examples"', '"examples" ', 1))  # tampered
+    stdout = resume(runs_dir, "killed-in-preprocess")
+    assert "resumed: reused generate logs\n" in stdout  # preprocess ran again, and so did training and the report

@@ -1,0 +1,112 @@
+"""Steps die with their run: kill -9 or SIGTERM `adrank run` during preprocess or training, and no step process
+of that run is left, its temp directories are gone, and a SIGTERM marks run.json interrupted on disk."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from e2e_cli import sets
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TINY = [
+    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=3000", "logs.synthetic.users=300",
+    "logs.synthetic.ads=60", "logs.synthetic.advertisers=10", "preprocess.direct_running_mode=in_memory",
+    "preprocess.direct_num_workers=1", "training.epochs=30", "training.global_batch_size=64",
+    "promotion.enabled=false",
+]
+
+
+def start_run(tmp_path: Path, run_id: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "ops.cli", "run", "--runs-dir", str(tmp_path / "runs"), "--run-id", run_id,
+         *sets(TINY)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=os.environ | {"TMPDIR": str(tmp_path / "tmp")},
+    )
+
+
+def step_processes_of(run_dir: Path) -> dict[int, int]:
+    """pid → process group of every kfp step executor whose command line names this run's directory."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "kfp.dsl.executor_main" in command and str(run_dir) in command:
+                found[int(proc.name)] = os.getpgid(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def alive_in_groups(groups: set[int]) -> list[int]:
+    alive = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                stat = (proc / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2:].split()
+                if int(fields[2]) in groups and fields[0] != "Z":
+                    alive.append(int(proc.name))
+            except (OSError, ValueError):
+                continue
+    return alive
+
+
+def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:
+    """Wait until `task` is executing (pipeline.log says so and its executor process exists)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run.poll() is None, run.communicate()
+        log = run_dir / "pipeline.log"
+        if log.exists() and re.search(rf"Executing task (?:\x1b\[[0-9;]*m)?'{task}", log.read_text(errors="replace")):
+            executors = step_processes_of(run_dir)
+            if executors:
+                time.sleep(3)  # let the step get going (Beam / TensorFlow started)
+                return step_processes_of(run_dir) or executors
+        time.sleep(0.5)
+    raise AssertionError(f"task {task} did not start within {timeout} s")
+
+
+def assert_nothing_left(run_dir: Path, groups: set[int], tmp: Path) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (step_processes_of(run_dir) or alive_in_groups(groups)):
+        time.sleep(0.5)
+    assert step_processes_of(run_dir) == {}
+    assert alive_in_groups(groups) == []
+    assert not [p for p in tmp.glob("adrank-*")], list(tmp.iterdir())  # the run's temp root, with each step's TMPDIR
+
+
+@pytest.mark.parametrize("task", ["preprocess", "train"])
+def test_kill_9_of_adrank_run_takes_its_steps_with_it(tmp_path, task):
+    (tmp_path / "tmp").mkdir()
+    run = start_run(tmp_path, f"killed-{task}")
+    run_dir = tmp_path / "runs" / f"killed-{task}"
+    groups = set(wait_for_step(run, run_dir, task).values())
+    run.kill()
+    run.wait()
+    assert_nothing_left(run_dir, groups, tmp_path / "tmp")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "running"  # killed -9: nothing could write; `runs list` reads it as interrupted
+
+
+def test_sigterm_stops_the_run_and_marks_it_interrupted_on_disk(tmp_path):
+    (tmp_path / "tmp").mkdir()
+    run = start_run(tmp_path, "stopped")
+    run_dir = tmp_path / "runs" / "stopped"
+    groups = set(wait_for_step(run, run_dir, "train").values())
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130
+    assert "run stopped interrupted (SIGTERM) during 'train" in stderr
+    assert_nothing_left(run_dir, groups, tmp_path / "tmp")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted" and record["failure_reason"] == "interrupted (SIGTERM)"
+    assert record["failed_step"].startswith("train")
