@@ -74,7 +74,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step."""
     from kfp import local
 
-    from pipelines.ranking import create_pipeline
+    from pipelines.ranking import create_pipeline, targets_for
 
     run_dir = create_run_dir(runs_dir, run_id, config)
     run_id = run_dir.name
@@ -93,6 +93,8 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     progress = _StepProgress()
     try:
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
+        for skipped in targets_for(config, "local").skipped:
+            print(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}")
         with _quiet_tensorflow(), _progress_output(log_path, display_names, progress):
             pipeline()
     except KeyboardInterrupt:

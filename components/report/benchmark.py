@@ -15,6 +15,7 @@ from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
 from components.train.summary import RunSummary
 from configs import AdrankConfig, config_hash
+from configs.report import SkippedTarget
 
 
 class TaskStats(BaseModel):
@@ -117,6 +118,9 @@ class BenchmarkSummary(BaseModel):
         None, description="the best run that exported a model (what promotion registers); None if none did"
     )
     dead_letter: dict[str, int]
+    skipped_targets: list[SkippedTarget] = Field(
+        default_factory=list, description="configured targets this DAG did not train, with the reason"
+    )
 
 
 def hardware_label(run: RunSummary) -> str:
@@ -129,7 +133,9 @@ def hardware_label(run: RunSummary) -> str:
     return label
 
 
-def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) -> BenchmarkSummary:
+def summarize(
+    config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
+) -> BenchmarkSummary:
     if not runs:
         raise ValueError("the report needs at least one training run")
     primary = manifest.tasks[0]
@@ -182,6 +188,7 @@ def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) 
         best_run=_best(best, primary),
         best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
+        skipped_targets=list(skipped_targets),
     )
 
 

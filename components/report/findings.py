@@ -63,6 +63,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         e = summary.best_exported_run
         lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "
                      f"{e.run_index + 1} (log-loss {e.logloss:.5f}).")
+    lines += skipped_target_lines(summary)
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""
         lines.append(
@@ -70,3 +71,8 @@ def findings(summary: BenchmarkSummary) -> list[str]:
             f"log-loss {target.logloss_mean:.5f}{std}."
         )
     return lines
+
+
+def skipped_target_lines(summary: BenchmarkSummary) -> list[str]:
+    """One sentence per configured target this DAG did not train."""
+    return [f"Skipped {s.name} ({s.kind}): {s.reason}." for s in summary.skipped_targets]

@@ -89,6 +89,13 @@ def per_run_table(summary: BenchmarkSummary) -> Table:
     return Table(header, rows)
 
 
+def skipped_targets_table(summary: BenchmarkSummary) -> Table | None:
+    """The configured targets this DAG did not train, and why; None when every target ran."""
+    if not summary.skipped_targets:
+        return None
+    return Table(["target", "kind", "why it was skipped"], [[s.name, s.kind, s.reason] for s in summary.skipped_targets])
+
+
 def _ratio(value: float | None) -> str:
     return f"{value:.2f}×" if value is not None else "—"
 

@@ -94,3 +94,18 @@ def test_write_report_writes_every_output(tmp_path):
     assert "| cpu (baseline) |" in markdown and "bad_json: 3" in markdown
     assert outputs["m2"].metrics["examples_per_second_mean"] == pytest.approx(3000.0)
     assert outputs["metrics"].metrics["best_logloss"] == pytest.approx(0.33)
+
+
+def test_skipped_targets_are_listed_with_their_reason(tmp_path):
+    from components.report.task import build_report
+    from configs.report import SkippedTarget
+
+    runs = [run("cpu", i, 0.33 + i * 0.01, 1000.0) for i in range(2)]
+    skipped = [SkippedTarget(name="tpu-v5e", kind="tpu", reason="the local backend has no TPU")]
+    summary, html, markdown = build_report(config(), manifest(), runs, skipped)
+    assert summary.skipped_targets == skipped
+    assert "Skipped tpu-v5e (tpu): the local backend has no TPU." in markdown
+    assert "## Skipped targets" in markdown and "| tpu-v5e | tpu | the local backend has no TPU |" in markdown
+    assert "Skipped targets" in html and "the local backend has no TPU" in html
+    _, _, nothing_skipped = build_report(config(), manifest(), runs)
+    assert "Skipped" not in nothing_skipped
