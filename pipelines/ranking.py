@@ -61,8 +61,6 @@ def _local_skip_reason(kind: str, local_devices: set[str]) -> str | None:
     """Why a target of `kind` cannot train on the local backend of this machine; None when it can."""
     if kind == "tpu":
         return "the local backend has no TPU (kfp.local runs on this machine); compile for Vertex to train it"
-    if kind == "cpu-ps":
-        return "the local backend starts no parameter-server cluster; compile for Vertex to train it"
     if kind == "gpu" and "GPU" not in local_devices:
         return "this machine has no GPU (TensorFlow sees none)"
     return None

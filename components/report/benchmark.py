@@ -56,6 +56,9 @@ class TargetSummary(BaseModel):
     relative_cost: float | None
     tasks: dict[str, TaskStats]
     embedding_memory_mib: float | None = None  # one run's embedding tables + optimizer slots
+    input_stall_mean: float | None = Field(
+        None, description="share of step time spent waiting for input, mean over the runs that measured it"
+    )
 
 
 class TaskFloor(BaseModel):
@@ -226,6 +229,11 @@ def embedding_memory_mib(run: RunSummary) -> float | None:
     return sum(t.parameter_bytes + t.optimizer_slot_bytes for t in run.embedding_tables) / 2**20
 
 
+def mean_input_stall(runs: list[RunSummary]) -> float | None:
+    measured = [r.input_stall_fraction for r in runs if r.input_stall_fraction is not None]
+    return sum(measured) / len(measured) if measured else None
+
+
 def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
     target = config.target(name)
     tasks = {
@@ -265,6 +273,7 @@ def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> 
         relative_cost=None,
         tasks=tasks,
         embedding_memory_mib=embedding_memory_mib(runs[0]),
+        input_stall_mean=mean_input_stall(runs),
     )
 
 

@@ -67,6 +67,8 @@ def write_report(
             artifact.log_metric("logloss_std", target.logloss_std)
         artifact.log_metric("auc_mean", target.auc_mean)
         artifact.log_metric("examples_per_second_mean", target.examples_per_second_mean)
+        if target.input_stall_mean is not None:
+            artifact.log_metric("input_stall_mean", target.input_stall_mean)
         if target.cost_per_million_examples_usd is not None:
             artifact.log_metric("cost_per_million_examples_usd", target.cost_per_million_examples_usd)
         artifact.metadata["hardware_seen"] = ", ".join(target.hardware_seen)

@@ -49,6 +49,10 @@ def test_summary_has_every_run_between_the_floors(two_target_run):
         assert target["hardware_seen"] and all("CPU" in h for h in target["hardware_seen"])
     assert summary["targets"]["cpu-ple"]["global_batch_size"] == 512
     assert len(summary["runs"]) == 4
+    for run in summary["runs"]:  # every run measured its input stall: a share of step time
+        assert 0.0 <= run["input_stall_fraction"] <= 1.0, run
+    for target in summary["targets"].values():
+        assert 0.0 <= target["input_stall_mean"] <= 1.0
     assert {(r["target"], r["run_index"]) for r in summary["runs"]} == {
         ("cpu", 0), ("cpu", 1), ("cpu-ple", 0), ("cpu-ple", 1)}
     for name, target in summary["targets"].items():  # both models report both tasks, with statistics

@@ -27,9 +27,10 @@ def test_local_compile_has_every_step_and_one_input_per_run(tmp_path):
     pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     tasks = pipeline_spec.root.dag.tasks
     names = sorted(task.task_info.name for task in tasks.values())
-    assert names == sorted(["generate logs", "preprocess", "report", "promote model"] + [train_display_name("cpu", i) for i in range(4)])
+    trains = [train_display_name(target, i) for target in ("cpu", "cpu-ps") for i in range(4)]
+    assert names == sorted(["generate logs", "preprocess", "report", "promote model"] + trains)
     report = next(t for t in tasks.values() if t.task_info.name == "report")
-    fed = {name for name in report.inputs.artifacts if name.startswith("summary_")}
+    fed = {name for name in report.inputs.artifacts if name.startswith("summary_cpu_run")}
     assert fed == {summary_input_name("cpu", i) for i in range(4)} == {f"summary_cpu_run_{n}" for n in (1, 2, 3, 4)}
     for name in fed:  # each input is fed by the training task of the same target and run
         producer = report.inputs.artifacts[name].task_output_artifact.producer_task
@@ -61,10 +62,11 @@ def test_local_backend_runs_only_cpu_targets():
 def test_local_backend_lists_each_target_it_leaves_out_with_the_reason():
     config = load_config(overrides=[
         "targets=[{name: cpu, kind: cpu}, {name: tpu-v3-8, kind: tpu}, {name: gpu-local, kind: gpu}, "
-        "{name: gpu-or-cpu, kind: gpu, allow_cpu_fallback: true}]",
+        "{name: gpu-or-cpu, kind: gpu, allow_cpu_fallback: true}, {name: cpu-ps, kind: cpu-ps}]",
     ])
     selection = targets_for(config, "local", local_devices={"CPU"})
-    assert [t.name for t in selection.runnable] == ["cpu", "gpu-or-cpu"]  # a CPU fallback runs, on the CPU
+    # a CPU fallback runs, on the CPU; cpu-ps starts its own cluster on this machine
+    assert [t.name for t in selection.runnable] == ["cpu", "gpu-or-cpu", "cpu-ps"]
     skipped = {s.name: s for s in selection.skipped}
     assert set(skipped) == {"tpu-v3-8", "gpu-local"}
     assert "no TPU" in skipped["tpu-v3-8"].reason and skipped["tpu-v3-8"].kind == "tpu"
@@ -72,7 +74,7 @@ def test_local_backend_lists_each_target_it_leaves_out_with_the_reason():
     with_gpu = targets_for(config, "local", local_devices={"CPU", "GPU"})
     assert [s.name for s in with_gpu.skipped] == ["tpu-v3-8"]
     assert "gpu-local" in [t.name for t in with_gpu.runnable]
-    assert targets_for(config, "vertex").skipped == [] and len(targets_for(config, "vertex").runnable) == 4
+    assert targets_for(config, "vertex").skipped == [] and len(targets_for(config, "vertex").runnable) == 5
 
     # the report step receives them with its config slice
     pipeline = create_pipeline(config, "local", local_devices={"CPU"})
