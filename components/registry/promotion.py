@@ -64,7 +64,7 @@ def read_candidate(summary_json: str | Path) -> Candidate:
         best = summary["best_run"]  # a summary written before `best_exported_run` existed
     if best is None or not best.get("model_uri"):
         raise NoExportedModel(
-            f"{summary_json}: no training run exported a model (TPU runs do not export one); nothing to promote"
+            f"{summary_json}: no training run exported a model; nothing to promote"
         )
     auc = None
     for run in summary.get("runs", []):

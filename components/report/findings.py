@@ -98,7 +98,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
             lines.append(f"{target.name}: {target.dropped_steps:,} full batches per run were not trained "
                          "(steps per execution could not split the epoch evenly).")
     if summary.best_exported_run is None:
-        lines.append("No run exported a model (TPU runs do not export): nothing can be promoted.")
+        lines.append("No run exported a model: nothing can be promoted.")
     elif (summary.best_exported_run.target, summary.best_exported_run.run_index) != (best.target, best.run_index):
         e = summary.best_exported_run
         lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "

@@ -3,7 +3,7 @@
     resolve target overrides → seed, determinism → strategy from the hardware present → input pipeline →
     model + optimizers under the strategy scope → restore checkpoint → fit in checkpointed chunks (eval
     log-loss after each epoch; TensorBoard scalars when `AIP_TENSORBOARD_LOG_DIR` is set) → evaluate on the
-    eval split → export the serving SavedModel (not on TPU: `model_uri` None) → RunSummary
+    eval split → export the serving SavedModel (from TPU: a CPU copy of the model) → RunSummary
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from components.preprocess.manifest import Manifest
 from components.train.callbacks import (
     EpochEvaluation, InputStallMeter, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
 )
-from components.train.export import export_serving_model
+from components.train.export import export_serving_model, servable_copy
 from components.train.input import InputOptions, make_dataset
 from components.train.local_cluster import local_cluster_for
 from components.train.models import RankingModel, build_model
@@ -81,11 +81,11 @@ def train(
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed)
 
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training)
-    exported_uri = None
-    if not runtime.is_tpu:  # TPU-embedding tables are not exported here: the run records no model
-        export_dir = Path(model_dir) / SAVED_MODEL_DIR
-        export_serving_model(model, manifest, examples_dir, export_dir)
-        exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
+    export_dir = Path(model_dir) / SAVED_MODEL_DIR
+    # a TPU run exports the same model rebuilt off the TPU, its tables read back from the TPU embedding layer
+    servable = servable_copy(model, runtime.strategy, manifest) if runtime.is_tpu else model
+    export_serving_model(servable, manifest, examples_dir, export_dir)
+    exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
     curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
              for step, loss, epoch, value in fit_result.curve]
