@@ -5,8 +5,8 @@
 
 On the local backend nothing else starts the workers and parameter servers a `cpu-ps` target asks for, so
 the train step does: every worker and ps is its own process (`python -m components.train.local_cluster
---serve`, a `tf.distribute.Server` with TF_CONFIG naming its task, exactly what each replica of a Vertex
-CustomJob runs), on ports chosen free when the cluster starts. The step's own process is the chief.
+--serve`: `ps_server.serve_from_tf_config`, a `tf.distribute.Server` for the task its TF_CONFIG names, which
+is what the worker and ps replicas of a Vertex CustomJob run too), on ports chosen free when the cluster starts. The step's own process is the chief.
 
 No server outlives the step:
 - success, an exception, Ctrl-C: leaving the `with` block SIGKILLs the servers' process group (they share
@@ -29,12 +29,15 @@ import sys
 import time
 from pathlib import Path
 
-from configs.training import TargetConfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a server process imports this module: keep its start-up to one TensorFlow import
+    from configs.training import TargetConfig
 
 log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-SERVER_START_TIMEOUT_S = 120.0
+SERVER_START_TIMEOUT_S = 600.0  # a TensorFlow import per server; slow on a busy 2-core machine
 HOST = "127.0.0.1"
 
 
@@ -181,9 +184,9 @@ def die_with_parent(parent: int) -> None:
 
 def serve(parent: int) -> None:
     die_with_parent(parent)
-    from components.train.strategy import serve_parameter_server_task
+    from components.train.ps_server import serve_from_tf_config
 
-    serve_parameter_server_task()
+    serve_from_tf_config()
 
 
 if __name__ == "__main__":
