@@ -83,6 +83,7 @@ def fit_parameter_server(
     waited = computed = 0.0  # seconds, over the steady chunks
     log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
              len(runtime.device_names))
+    loop_started = time.perf_counter()
     for _chunk in range(done // plan.chunk_steps, plan.chunks):
         results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
         coordinator.join()
@@ -111,4 +112,5 @@ def fit_parameter_server(
     examples_per_second = steady_steps * training.global_batch_size / elapsed if elapsed > 0 and steady_steps else 0.0
     if not steady_steps and steady_started is not None:  # a one-chunk run: its only chunk, start-up included
         waited, computed = first_chunk_times
+        examples_per_second = plan.chunk_steps * training.global_batch_size / (steady_started - loop_started)
     return model, plan, FitResult(curve, examples_per_second, input_stall_fraction=stall_fraction(waited, computed))

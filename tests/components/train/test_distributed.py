@@ -108,3 +108,4 @@ def test_a_cpu_ps_target_trains_on_its_own_local_cluster_with_a_table_split_over
     assert summary["metrics"]["engagement"]["logloss"] < 0.7
     assert 0.0 <= summary["input_stall_fraction"] <= 1.0  # stamped by the workers around next(iterator)
     assert summary["model_uri"]  # exported from the chief
+    assert summary["examples_per_second"] > 0  # one chunk only: timed over it, start-up included
