@@ -120,7 +120,7 @@ def main() -> None:
         worker_count = "—" if variant == "sync" else variant.split(":")[1]
         stall = run.get("input_stall_fraction")
         print("| " + " | ".join([
-            "sync cpu" if variant == "sync" else f"cpu-ps {worker_count}w/1ps", run["hardware"]["strategy"],
+            "sync cpu" if variant == "sync" else f"cpu-ps {worker_count}w/1ps", run["hardware"]["strategy"].lstrip("_"),
             worker_count, f"{rate:,.0f}", f"{rate / one_worker:.2f}×" if one_worker else "—",
             f"{rate / sync:.2f}×" if sync else "—", f"{_logloss(run):.5f}",
             f"{stall:.0%}" if stall is not None else "—", f"{run['process_seconds']:.0f}",
