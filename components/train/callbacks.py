@@ -143,7 +143,8 @@ class InputStallMeter(keras.callbacks.Callback):
         input_stall_fraction = Σ waits / (Σ waits + Σ step compute)   ∈ [0, 1]
 
     The variables are plain (created outside any strategy scope) and are only read from the host. Not for
-    TPU: `tf.timestamp` has no TPU kernel, so a TPU run records no stall figure.
+    TPU (`tf.timestamp` has no TPU kernel) nor under op determinism (`training.deterministic`, which refuses
+    `tf.timestamp`): those runs record no stall figure.
     """
 
     def __init__(self):

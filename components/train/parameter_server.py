@@ -66,6 +66,11 @@ def fit_parameter_server(
 
         # The worker stamps the time before and after taking its batch and after the step's updates: the
         # share of step time spent waiting for input (see `callbacks.InputStallMeter`) from the same clock.
+        # (Not under op determinism, which refuses tf.timestamp: the run then records no stall.)
+        if training.deterministic:
+            features, labels = next(iterator)
+            loss, norm = strategy.run(replica_step, args=(features, labels))
+            return loss, norm, tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64)
         asked = tf.timestamp()
         with tf.control_dependencies([asked]):
             features, labels = next(iterator)

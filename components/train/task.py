@@ -296,7 +296,8 @@ def fit_synchronous(
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
     steps_per_execution = plan.steps_per_execution if runtime.replicas == 1 or runtime.is_tpu else 1
-    stall = None if runtime.is_tpu else InputStallMeter()  # its variables stay outside the strategy scope
+    # its variables stay outside the strategy scope; no TPU kernel for tf.timestamp, which op determinism refuses
+    stall = None if runtime.is_tpu or training.deterministic else InputStallMeter()
     with runtime.strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
         manager = checkpoint_manager(model, model_dir)
