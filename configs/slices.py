@@ -17,7 +17,7 @@ from configs.features import Feature
 from configs.logs import LogsConfig, SplitConfig, TaskConfig
 from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
-from configs.report import ReportConfig
+from configs.report import ReportConfig, SkippedTarget
 from configs.schema import AdrankConfig
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target
 from configs.vertex import VertexConfig
@@ -73,20 +73,22 @@ class TrainStepConfig(_Slice):
 
 
 class ReportStepConfig(_Slice):
-    """The report: targets (names, order, prices), tasks, report settings, and the full config's hash."""
+    """The report: targets (names, order, prices), tasks, report settings, the full config's hash, and the
+    targets the DAG could not run on its backend or machine (listed in the report with the reason)."""
 
     name: str
     config_hash: str
     tasks: list[TaskConfig]
     targets: list[TargetConfig]
     report: ReportConfig
+    skipped_targets: list[SkippedTarget] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, config: AdrankConfig) -> ReportStepConfig:
+    def of(cls, config: AdrankConfig, skipped_targets: list[SkippedTarget] = ()) -> ReportStepConfig:
         from configs.loader import config_hash
 
         return cls(name=config.name, config_hash=config_hash(config), tasks=config.tasks, targets=config.targets,
-                   report=config.report)
+                   report=config.report, skipped_targets=list(skipped_targets))
 
     def target(self, name: str) -> TargetConfig:
         return find_target(self.targets, name)

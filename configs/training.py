@@ -138,6 +138,14 @@ ModelOverrides = _overrides_of(ModelConfig, "ModelOverrides")
 TrainingOverrides = _overrides_of(TrainingConfig, "TrainingOverrides", exclude=("global_batch_size",))
 
 
+class LocalClusterShape(StrictModel):
+    """The processes a `cpu-ps` target's train step starts on 127.0.0.1 on the local backend (the step itself
+    is the chief)."""
+
+    workers: int = Field(2, ge=1, le=32)
+    parameter_servers: int = Field(1, ge=1, le=16)
+
+
 class TargetConfig(StrictModel):
     """A hardware target. `kind` says what hardware it needs; what actually ran is read at run time."""
 
@@ -148,6 +156,10 @@ class TargetConfig(StrictModel):
     vertex: VertexTargetSpec | None = Field(None, description="the Vertex CustomJob machines (vertex backend)")
     allow_cpu_fallback: bool = Field(
         False, description="train on the CPU when the target's accelerator is absent instead of failing"
+    )
+    local_cluster: LocalClusterShape | None = Field(
+        None, description="cpu-ps on the local backend: the worker and ps processes the train step starts; default: "
+        "the replica counts of the `vertex` pools, else 2 workers and 1 parameter server",
     )
     model: ModelOverrides | None = None  # type: ignore[valid-type]
     training: TrainingOverrides | None = None  # type: ignore[valid-type]
@@ -160,6 +172,21 @@ class TargetConfig(StrictModel):
         if problem:
             raise ValueError(problem)
         return name
+
+    @model_validator(mode="after")
+    def _local_cluster_is_for_parameter_servers(self) -> TargetConfig:
+        if self.local_cluster is not None and self.kind != "cpu-ps":
+            raise ValueError(f"local_cluster is for 'cpu-ps' targets, not '{self.kind}'")
+        return self
+
+    def local_cluster_shape(self) -> LocalClusterShape:
+        """The local cluster of a `cpu-ps` target (see `local_cluster`)."""
+        if self.local_cluster is not None:
+            return self.local_cluster
+        if self.vertex is not None and self.vertex.workers is not None and self.vertex.parameter_servers is not None:
+            return LocalClusterShape(workers=self.vertex.workers.replica_count,
+                                     parameter_servers=self.vertex.parameter_servers.replica_count)
+        return LocalClusterShape()
 
 
 @dataclass(frozen=True)

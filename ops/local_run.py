@@ -109,7 +109,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     continues from its checkpoints."""
     from kfp import local
 
-    from pipelines.ranking import create_pipeline
+    from pipelines.ranking import create_pipeline, targets_for
 
     try:
         check_local_embedding_memory(config)
@@ -141,6 +141,8 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     progress = _StepProgress()
     try:
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
+        for skipped in targets_for(config, "local").skipped:
+            print(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}")
         with step_processes(run_id, reuse) as temp_root, _quiet_tensorflow(), \
                 _progress_output(log_path, display_names, progress):
             workspace = temp_root / "kfp-workspace"

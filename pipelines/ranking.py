@@ -7,11 +7,13 @@ depends only on the config and the backend, never on the environment.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from kfp import dsl
 
 from components.preprocess.options import beam_pipeline_args
 from configs import AdrankConfig
+from configs.report import SkippedTarget
 from configs.slices import PreprocessStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
 from pipelines import placement
@@ -25,18 +27,43 @@ def train_display_name(target: str, run_index: int) -> str:
     return f"train · {target} · run {run_index + 1}"
 
 
-def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None) -> list[TargetConfig]:
-    """Every target on Vertex; locally only those whose hardware this machine has (CPU always).
+@dataclass(frozen=True)
+class TargetSelection:
+    """The targets a DAG trains (`runnable`) and those it leaves out, each with the reason (`skipped`)."""
+
+    runnable: list[TargetConfig]
+    skipped: list[SkippedTarget]
+
+
+def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None) -> TargetSelection:
+    """Every target on Vertex. Locally: `cpu` targets and `cpu-ps` targets (the train step starts its own
+    parameter-server cluster on 127.0.0.1), `gpu` targets when this machine has a GPU; `tpu` targets never
+    (kfp.local has no TPU). A target that allows a CPU fallback runs on the CPU instead of being skipped.
 
     `local_devices` is the set of device kinds present ('CPU', 'GPU'); it is probed only when the
     config has a GPU target, so the CPU-only DAG never touches the accelerator stack at build time.
     """
     if backend == "vertex":
-        return list(config.targets)
+        return TargetSelection(list(config.targets), [])
     if local_devices is None:
         local_devices = local_device_kinds() if any(t.kind == "gpu" for t in config.targets) else {"CPU"}
-    runnable = {"cpu": "CPU", "gpu": "GPU"}
-    return [t for t in config.targets if runnable.get(t.kind) in local_devices]
+    runnable, skipped = [], []
+    for target in config.targets:
+        reason = _local_skip_reason(target.kind, local_devices)
+        if reason is None or target.allow_cpu_fallback:
+            runnable.append(target)
+        else:
+            skipped.append(SkippedTarget(name=target.name, kind=target.kind, reason=reason))
+    return TargetSelection(runnable, skipped)
+
+
+def _local_skip_reason(kind: str, local_devices: set[str]) -> str | None:
+    """Why a target of `kind` cannot train on the local backend of this machine; None when it can."""
+    if kind == "tpu":
+        return "the local backend has no TPU (kfp.local runs on this machine); compile for Vertex to train it"
+    if kind == "gpu" and "GPU" not in local_devices:
+        return "this machine has no GPU (TensorFlow sees none)"
+    return None
 
 
 def local_device_kinds() -> set[str]:
@@ -51,11 +78,12 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     run reads the days before its own create time (`adrank retrain` steps it one day at a time)."""
     if window_end and backend == "vertex":
         raise ValueError("window_end is set by Vertex (the pipeline job's create time); pass it only locally")
-    targets = targets_for(config, backend, local_devices)
+    selection = targets_for(config, backend, local_devices)
+    targets = selection.runnable
     if not targets:
         raise ValueError(
-            f"no target of config '{config.name}' can run on the {backend} backend "
-            f"(targets: {[f'{t.name} ({t.kind})' for t in config.targets]})"
+            f"no target of config '{config.name}' can run on the {backend} backend: "
+            + "; ".join(f"{s.name} ({s.kind}): {s.reason}" for s in selection.skipped)
         )
     preprocess_config_json = PreprocessStepConfig.of(config).to_json()
     # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
@@ -105,7 +133,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                 summaries[summary_input_name(target.name, run_index)] = train.outputs["summary"]
 
         report = report_op(
-            report_config_json=ReportStepConfig.of(config).to_json(), examples=preprocess.outputs["examples"],
+            report_config_json=ReportStepConfig.of(config, selection.skipped).to_json(), examples=preprocess.outputs["examples"],
             **summaries,
         ).set_display_name("report")
         add_promotion(report, preprocess.outputs["examples"], config, backend, component)

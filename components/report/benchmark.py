@@ -15,6 +15,7 @@ from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
 from components.train.summary import RunSummary
 from configs import AdrankConfig, config_hash
+from configs.report import SkippedTarget
 
 
 class TaskStats(BaseModel):
@@ -61,6 +62,9 @@ class TargetSummary(BaseModel):
     relative_cost: float | None
     tasks: dict[str, TaskStats]
     embedding_memory_mib: float | None = None  # one run's embedding tables + optimizer slots
+    input_stall_mean: float | None = Field(
+        None, description="share of step time spent waiting for input, mean over the runs that measured it"
+    )
 
 
 class TaskFloor(BaseModel):
@@ -125,6 +129,8 @@ class BenchmarkSummary(BaseModel):
     dead_letter: dict[str, int]
     mostly_missing_features: dict[str, float] = Field(
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples"
+    skipped_targets: list[SkippedTarget] = Field(
+        default_factory=list, description="configured targets this DAG did not train, with the reason"
     )
 
 
@@ -138,7 +144,9 @@ def hardware_label(run: RunSummary) -> str:
     return label
 
 
-def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) -> BenchmarkSummary:
+def summarize(
+    config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
+) -> BenchmarkSummary:
     if not runs:
         raise ValueError("the report needs at least one training run")
     primary = manifest.tasks[0]
@@ -192,6 +200,7 @@ def summarize(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) 
         best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
         mostly_missing_features=dict(manifest.mostly_missing_features),
+        skipped_targets=list(skipped_targets),
     )
 
 
@@ -246,6 +255,9 @@ def calibration_step_stats(runs: list[RunSummary], task: str) -> dict:
             for i in range(len(curves[0]))
         ]
     return stats
+def mean_input_stall(runs: list[RunSummary]) -> float | None:
+    measured = [r.input_stall_fraction for r in runs if r.input_stall_fraction is not None]
+    return sum(measured) / len(measured) if measured else None
 
 
 def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
@@ -288,6 +300,7 @@ def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> 
         relative_cost=None,
         tasks=tasks,
         embedding_memory_mib=embedding_memory_mib(runs[0]),
+        input_stall_mean=mean_input_stall(runs),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.report.benchmark import BenchmarkSummary
+from components.report.benchmark import BenchmarkSummary, TargetSummary
 from components.report.calibration import calibration_findings
 
 
@@ -28,6 +28,45 @@ def missing_features(shares: dict[str, float]) -> list[str]:
     without most of it (a misspelt column is absent from every example)."""
     return [f"Feature '{name}' is absent from {share:.1%} of examples: check its column in the logs "
             "(logs.impression_fields maps names that differ)." for name, share in sorted(shares.items())]
+
+
+INPUT_BOUND_STALL = 0.10
+
+
+def input_bound(name: str, stall: float | None) -> str | None:
+    """A sentence when the target's steps spent more than `INPUT_BOUND_STALL` of their time waiting for input."""
+    if stall is None or stall <= INPUT_BOUND_STALL:
+        return None
+    return (f"{name} is input-bound: {stall:.0%} of its step time went to waiting for the next batch (above "
+            f"{INPUT_BOUND_STALL:.0%}); a faster input pipeline (more parallel reads and parsing, caching, more "
+            "CPU for tf.data) would speed it up more than faster compute.")
+
+
+def synchronous_vs_asynchronous(summary: BenchmarkSummary, target: TargetSummary) -> str | None:
+    """For a parameter-server target compared with a synchronous baseline: in words, whether their log-loss
+    differs significantly, which trains faster, and what each costs per run and per million examples."""
+    base = summary.targets[summary.baseline_target]
+    comparison = target.tasks[summary.primary_task].vs_baseline
+    if target.kind != "cpu-ps" or base.kind == "cpu-ps" or comparison is None:
+        return None
+    if comparison.significant:
+        quality = f"their log-loss differs significantly ({comparison.verdict})"
+    elif comparison.significant is None:
+        quality = f"whether their log-loss differs cannot be tested ({comparison.verdict})"
+    else:
+        quality = f"their log-loss does not differ significantly ({comparison.verdict})"
+    line = (f"Synchronous {base.name} vs asynchronous {target.name} (parameter servers): log-loss "
+            f"{base.logloss_mean:.5f} vs {target.logloss_mean:.5f}, {quality}")
+    if target.relative_throughput:
+        faster, slower, ratio = (target, base, target.relative_throughput) if target.relative_throughput >= 1 else (
+            base, target, 1 / target.relative_throughput)
+        line += (f"; {faster.name} is faster, {ratio:.2f}× the examples/s of {slower.name} "
+                 f"({faster.examples_per_second_mean:,.0f} vs {slower.examples_per_second_mean:,.0f})")
+    line += f"; cost per run ${base.cost_per_run_usd:.4f} vs ${target.cost_per_run_usd:.4f}"
+    if base.cost_per_million_examples_usd is not None and target.cost_per_million_examples_usd is not None:
+        line += (f", per million examples ${base.cost_per_million_examples_usd:.4f} vs "
+                 f"${target.cost_per_million_examples_usd:.4f}")
+    return line + "."
 
 
 def findings(summary: BenchmarkSummary) -> list[str]:
@@ -59,6 +98,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         comparison = target.tasks[task].vs_baseline
         if comparison is not None:
             lines.append(f"{target.name} vs {summary.baseline_target}: {comparison.verdict}.")
+    lines += [line for target in targets if (line := synchronous_vs_asynchronous(summary, target))]
     for target in targets:
         line = overfitting(target.name, target.eval_curve)
         if line:
@@ -68,11 +108,13 @@ def findings(summary: BenchmarkSummary) -> list[str]:
                          "(steps per execution could not split the epoch evenly).")
     lines += calibration_findings(summary)
     if summary.best_exported_run is None:
-        lines.append("No run exported a model (TPU runs do not export): nothing can be promoted.")
+        lines.append("No run exported a model: nothing can be promoted.")
     elif (summary.best_exported_run.target, summary.best_exported_run.run_index) != (best.target, best.run_index):
         e = summary.best_exported_run
         lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "
                      f"{e.run_index + 1} (log-loss {e.logloss:.5f}).")
+    lines += [line for target in targets if (line := input_bound(target.name, target.input_stall_mean))]
+    lines += skipped_target_lines(summary)
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""
         lines.append(
@@ -80,3 +122,8 @@ def findings(summary: BenchmarkSummary) -> list[str]:
             f"log-loss {target.logloss_mean:.5f}{std}."
         )
     return lines
+
+
+def skipped_target_lines(summary: BenchmarkSummary) -> list[str]:
+    """One sentence per configured target this DAG did not train."""
+    return [f"Skipped {s.name} ({s.kind}): {s.reason}." for s in summary.skipped_targets]

@@ -8,7 +8,9 @@ import html
 from components.report.benchmark import BenchmarkSummary
 from components.report.calibration import reliability_table
 from components.report.findings import findings
-from components.report.table import Table, eval_curve_table, per_run_table, per_target_table, statistics_table
+from components.report.table import (
+    Table, eval_curve_table, per_run_table, per_target_table, skipped_targets_table, statistics_table,
+)
 
 STYLE = """
 body { font-family: -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif; margin: 24px auto;
@@ -35,6 +37,7 @@ def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> 
         "<ul class='findings'>" + "".join(f"<li>{_e(line)}</li>" for line in findings(summary)) + "</ul>",
         "<h2>Targets</h2>",
         _table(per_target_table(summary)),
+        *_skipped_section(summary),
         "<h2>Figures</h2>",
         "".join(
             f"<figure><img alt='{_e(name)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'/></figure>"
@@ -58,6 +61,15 @@ def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> 
         f"<title>adrank benchmark — {_e(summary.pipeline)}</title><style>{STYLE}</style></head><body>"
         + "\n".join(body) + "</body></html>\n"
     )
+
+
+def _skipped_section(summary: BenchmarkSummary) -> list[str]:
+    table = skipped_targets_table(summary)
+    if table is None:
+        return []
+    return ["<h2>Skipped targets</h2>",
+            "<p class='meta'>Configured targets this DAG did not train on this backend or machine.</p>",
+            _table(table, text_columns={2})]
 
 
 def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from components.report.benchmark import BenchmarkSummary
 from components.report.calibration import reliability_table
 from components.report.findings import findings
-from components.report.table import Table, eval_curve_table, per_run_table, per_target_table, statistics_table
+from components.report.table import (
+    Table, eval_curve_table, per_run_table, per_target_table, skipped_targets_table, statistics_table,
+)
 
 
 def render_markdown(summary: BenchmarkSummary) -> str:
@@ -21,6 +23,7 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         "",
         markdown_table(per_target_table(summary)),
         "",
+        *_skipped_section(summary),
         "## Log-loss statistics per task",
         "",
         markdown_table(statistics_table(summary)),
@@ -37,6 +40,13 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         parts += [f"- {reason}: {count:,}" for reason, count in sorted(summary.dead_letter.items())]
         parts.append("")
     return "\n".join(parts)
+
+
+def _skipped_section(summary: BenchmarkSummary) -> list[str]:
+    table = skipped_targets_table(summary)
+    if table is None:
+        return []
+    return ["## Skipped targets", "", _markdown_table(table), ""]
 
 
 def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:

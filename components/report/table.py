@@ -15,7 +15,7 @@ class Table:
 
 def per_target_table(summary: BenchmarkSummary) -> Table:
     header = ["target", "kind", "ran on", "runs", "batch", "learning rate", "log-loss mean ± std", "95% CI", "AUC",
-              "examples/s", "rel. speed", "cost/run", "$/M examples", "rel. cost",
+              "examples/s", "rel. speed", "input stall", "cost/run", "$/M examples", "rel. cost",
               "tables + slots MiB"]
     rows = []
     for t in summary.targets.values():
@@ -31,6 +31,7 @@ def per_target_table(summary: BenchmarkSummary) -> Table:
             f"{t.auc_mean:.4f}",
             f"{t.examples_per_second_mean:,.0f}" + (f" ± {t.examples_per_second_std:,.0f}" if t.examples_per_second_std else ""),
             _ratio(t.relative_throughput),
+            _share(t.input_stall_mean),
             f"${t.cost_per_run_usd:.4f}",
             f"${t.cost_per_million_examples_usd:.4f}" if t.cost_per_million_examples_usd is not None else "—",
             _ratio(t.relative_cost),
@@ -81,12 +82,23 @@ def per_run_table(summary: BenchmarkSummary) -> Table:
         [r.target, str(r.run_index + 1), str(r.seed), r.hardware, r.strategy, str(r.replicas),
          f"{r.global_batch_size:,}", f"{r.learning_rate:.3g}", f"{r.steps:,}", f"{r.dropped_steps:,}",
          f"{r.wall_time_seconds:.1f}", f"{r.examples_per_second:,.0f}",
-         f"{r.input_stall_fraction:.1%}" if r.input_stall_fraction is not None else "—"]
+         _share(r.input_stall_fraction)]
         + [f"{r.logloss[t]:.5f}" for t in tasks] + [f"{r.auc[t]:.4f}" for t in tasks]
         + ["exported" if r.model_uri else "not exported"]
         for r in summary.runs
     ]
     return Table(header, rows)
+
+
+def skipped_targets_table(summary: BenchmarkSummary) -> Table | None:
+    """The configured targets this DAG did not train, and why; None when every target ran."""
+    if not summary.skipped_targets:
+        return None
+    return Table(["target", "kind", "why it was skipped"], [[s.name, s.kind, s.reason] for s in summary.skipped_targets])
+
+
+def _share(value: float | None) -> str:
+    return f"{value:.1%}" if value is not None else "—"
 
 
 def _ratio(value: float | None) -> str:

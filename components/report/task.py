@@ -12,11 +12,15 @@ from components.report.html import render_html
 from components.report.markdown import render_markdown
 from components.train.summary import RunSummary
 from configs import AdrankConfig
+from configs.report import SkippedTarget
+from configs.slices import ReportStepConfig
 
 
-def build_report(config: AdrankConfig, manifest: Manifest, runs: list[RunSummary]) -> tuple[BenchmarkSummary, str, str]:
+def build_report(
+    config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
+) -> tuple[BenchmarkSummary, str, str]:
     """The summary, HTML and Markdown for these runs (plain function; the KFP step only writes them out)."""
-    summary = summarize(config, manifest, runs)
+    summary = summarize(config, manifest, runs, skipped_targets)
     figures = {
         "log-loss per run": plots.logloss_per_run(summary),
         "throughput": plots.throughput(summary),
@@ -37,10 +41,14 @@ def write_report(
     target_metrics: dict[str, Any],
     best_roc: Any = None,
 ) -> BenchmarkSummary:
-    """Write the report into KFP output artifacts (anything with `.path`, `.log_metric`, `.metadata`)."""
+    """Write the report into KFP output artifacts (anything with `.path`, `.log_metric`, `.metadata`).
+
+    The skipped targets come from the step's config slice (`ReportStepConfig.skipped_targets`, set when the
+    DAG was built); a full `AdrankConfig` has none."""
     manifest = Manifest.read(examples_dir)
     runs = [RunSummary.read(path) for path in summary_paths]
-    summary, html_text, markdown_text = build_report(config, manifest, runs)
+    skipped = config.skipped_targets if isinstance(config, ReportStepConfig) else []
+    summary, html_text, markdown_text = build_report(config, manifest, runs, skipped)
     _write(report_html.path, html_text)
     _write(report_markdown.path, markdown_text)
     _write(summary_json.path, summary.model_dump_json(indent=2))
@@ -61,6 +69,8 @@ def write_report(
         artifact.log_metric("auc_mean", target.auc_mean)
         artifact.log_metric("calibration_mean", target.tasks[summary.primary_task].calibration.mean)
         artifact.log_metric("examples_per_second_mean", target.examples_per_second_mean)
+        if target.input_stall_mean is not None:
+            artifact.log_metric("input_stall_mean", target.input_stall_mean)
         if target.cost_per_million_examples_usd is not None:
             artifact.log_metric("cost_per_million_examples_usd", target.cost_per_million_examples_usd)
         artifact.metadata["hardware_seen"] = ", ".join(target.hardware_seen)

@@ -129,3 +129,63 @@ class StepClock(keras.callbacks.Callback):
         if self.started is None or self.stopped is None or self.last_step <= (self.first_step or 0):
             return None
         return (self.last_step - self.first_step) / (self.stopped - self.started)
+
+
+class InputStallMeter(keras.callbacks.Callback):
+    """The share of step time spent waiting for input, measured inside the training function on every step.
+
+    `wrap(train_step)` times each step with `tf.timestamp()`: the step starts once its batch has arrived and
+    ends after its variable updates. The gap between one step's end and the next one's start is time spent
+    in `next(iterator)` (waiting for tf.data); before every execution of the train function the clock is set
+    to "now", so time Keras spends between executions (callbacks, checkpoints, evaluation) is not counted.
+    The first execution (tracing, filling the shuffle buffer) is left out, as for the step clock.
+
+        input_stall_fraction = Σ waits / (Σ waits + Σ step compute)   ∈ [0, 1]
+
+    The variables are plain (created outside any strategy scope) and are only read from the host. Not for
+    TPU (`tf.timestamp` has no TPU kernel) nor under op determinism (`training.deterministic`, which refuses
+    `tf.timestamp`): those runs record no stall figure.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="input_wait_seconds")
+        self.computed = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="step_compute_seconds")
+        self.last_end = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="last_step_end")
+        self.executions = 0
+
+    def wrap(self, train_step: Callable, model: keras.Model) -> Callable:
+        """`train_step` timed; `model`'s optimizer step counter orders the end stamp after the updates."""
+
+        def timed_train_step(data):
+            with tf.control_dependencies(tf.nest.flatten(data)):
+                started = tf.timestamp()
+            self.waited.assign_add(tf.maximum(started - self.last_end, 0.0))
+            logs = train_step(data)
+            with tf.control_dependencies(tf.nest.flatten(logs) + [model.optimizer.iterations.value]):
+                ended = tf.timestamp()
+            self.computed.assign_add(ended - started)
+            self.last_end.assign(ended)
+            return logs
+
+        return timed_train_step
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.last_end.assign(tf.timestamp())
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.executions += 1
+        if self.executions == 1:  # warm-up excluded
+            self.waited.assign(0.0)
+            self.computed.assign(0.0)
+
+    def input_stall_fraction(self) -> float | None:
+        return stall_fraction(float(self.waited.numpy()), float(self.computed.numpy()))
+
+
+def stall_fraction(waited_seconds: float, computed_seconds: float) -> float | None:
+    """waits / (waits + compute), clipped into [0, 1]; None when nothing was measured."""
+    total = waited_seconds + computed_seconds
+    if total <= 0 or not math.isfinite(total):
+        return None
+    return min(1.0, max(0.0, waited_seconds / total))

@@ -356,7 +356,9 @@ class TPUFeatureEmbedding(keras.layers.Layer):
         super().__init__(**kwargs)
         check_static_shapes(feature_configs)
         self.feature_configs = feature_configs
-        self.distributed = keras_rs.layers.DistributedEmbedding(feature_configs)
+        # A plain dict: keras-rs matches the inputs' structure against its configs' node type, and a Keras
+        # layer's attribute (the model's `feature_configs`) is a TrackedDict, which a dict of inputs never matches.
+        self.distributed = keras_rs.layers.DistributedEmbedding(dict(feature_configs))
 
     def call(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         ids = {}

@@ -6,12 +6,15 @@ Signatures:
 
 Both apply the run's calibration step (`components.train.calibration`) when `training.calibration` fitted one,
 so what serving returns is what the run's eval metrics measured.
+A TPU-trained model is exported through `servable_copy`: the same model rebuilt off the TPU, with the
+tables read back from the TPU embedding layer, so every target exports the same CPU-servable SavedModel.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
@@ -106,6 +109,49 @@ def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, ex
     module = ServingModule(model, manifest, tft_output_dir(examples_dir, manifest), calibrators)
     tf.saved_model.save(module, str(export_dir), signatures=module.signatures())
     return Path(export_dir)
+
+
+def servable_copy(model, strategy: tf.distribute.Strategy, manifest: Manifest):
+    """A TPU-embedding `model` (trained under `strategy`) as the same model on the default device, in float32.
+
+    The copy is built from `model.get_config()` outside the TPU strategy, where keras-rs's
+    `DistributedEmbedding` keeps each table as an ordinary variable on the default device (CPU); its tables are
+    read back with `get_embedding_tables()` under `strategy` (on a TPU this gathers every SparseCore shard),
+    every other weight is copied in order (same architecture, same order, shapes checked).
+    """
+    import keras
+
+    tpu_layer = model.embedding.distributed
+    with strategy.scope():
+        tables = {name: np.asarray(table) for name, table in tpu_layer.get_embedding_tables().items()}
+    saved_policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32")  # serving on CPU: no bfloat16 compute
+    try:
+        copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+        copy(example_batch(copy, manifest))
+    finally:
+        keras.mixed_precision.set_global_policy(saved_policy)
+
+    table_variables = {id(v) for v in model.embedding.weights}
+    trained = [v for v in model.weights if id(v) not in table_variables]
+    copy_tables = {id(v) for v in copy.embedding.weights}
+    rebuilt = [v for v in copy.weights if id(v) not in copy_tables]
+    if [tuple(v.shape) for v in trained] != [tuple(v.shape) for v in rebuilt]:
+        raise RuntimeError("the servable copy's weights do not line up with the trained model's")
+    for source, target in zip(trained, rebuilt):
+        target.assign(np.asarray(source.value if hasattr(source, "value") else source))
+    for variable in copy.embedding.weights:
+        table_name = variable.path.split("/")[-2]  # .../<table name>/embeddings
+        variable.assign(tables[table_name].astype(np.float32))
+    return copy
+
+
+def example_batch(model, manifest: Manifest) -> dict[str, tf.Tensor]:
+    """Zeros in the shapes the model's embedding configs fix (TPU lookups are static): enough to build it."""
+    configs = model.feature_configs
+    batch = next(iter(configs.values())).input_shape[0]
+    batch_spec = feature_spec(manifest, with_labels=False)
+    return {name: tf.zeros([batch, *spec.shape], spec.dtype) for name, spec in batch_spec.items()}
 
 
 def tft_output_dir(examples_dir: str | Path, manifest: Manifest) -> str | None:

@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.train.callbacks import NonFiniteLossError
+from components.train.callbacks import NonFiniteLossError, stall_fraction
 from components.train.embedding_optimizers import gradient_norm
 from components.train.input import InputOptions, make_dataset
 from components.train.strategy import Runtime
@@ -65,15 +65,31 @@ def fit_parameter_server(
             model.apply_split_gradients(gradients, tables, dense)
             return loss, gradient_norm(gradients, rows_summed=True)
 
-        features, labels = next(iterator)
-        return strategy.run(replica_step, args=(features, labels))
+        # The worker stamps the time before and after taking its batch and after the step's updates: the
+        # share of step time spent waiting for input (see `callbacks.InputStallMeter`) from the same clock.
+        # (Not under op determinism, which refuses tf.timestamp: the run then records no stall.)
+        if training.deterministic:
+            features, labels = next(iterator)
+            loss, norm = strategy.run(replica_step, args=(features, labels))
+            return loss, norm, tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64)
+        asked = tf.timestamp()
+        with tf.control_dependencies([asked]):
+            features, labels = next(iterator)
+        with tf.control_dependencies(tf.nest.flatten((features, labels))):
+            arrived = tf.timestamp()
+        loss, norm = strategy.run(replica_step, args=(features, labels))
+        with tf.control_dependencies([loss, norm]):
+            finished = tf.timestamp()
+        return loss, norm, arrived - asked, finished - arrived
 
     done = int(model.optimizer.iterations.numpy())
     done -= done % plan.chunk_steps
     curve: list[tuple[int, float]] = []
     steady_started, steady_steps = None, 0
+    waited = computed = 0.0  # seconds, over the steady chunks
     log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
              len(runtime.device_names))
+    loop_started = time.perf_counter()
     for _chunk in range(done // plan.chunk_steps, plan.chunks):
         results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
         coordinator.join()
@@ -85,16 +101,22 @@ def fit_parameter_server(
         for optimizer in (model.optimizer, model.embedding_optimizer):
             if optimizer is not None:
                 optimizer.iterations.assign(done)
-        mean_loss = float(sum(float(loss) for loss, _ in fetched) / len(fetched))
-        if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm in fetched):
+        mean_loss = float(sum(float(loss) for loss, *_ in fetched) / len(fetched))
+        if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm, *_ in fetched):
             raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
         curve.append((done, mean_loss))
         manager.save(checkpoint_number=done)
         log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
         if steady_started is None:
             steady_started = time.perf_counter()  # after the first chunk: tracing and start-up excluded
+            first_chunk_times = (sum(float(f[2]) for f in fetched), sum(float(f[3]) for f in fetched))
         else:
             steady_steps += plan.chunk_steps
+            waited += sum(float(wait) for _, _, wait, _ in fetched)
+            computed += sum(float(step) for _, _, _, step in fetched)
     elapsed = time.perf_counter() - steady_started if steady_started else 0.0
     examples_per_second = steady_steps * training.global_batch_size / elapsed if elapsed > 0 and steady_steps else 0.0
-    return model, plan, FitResult(curve, examples_per_second)
+    if not steady_steps and steady_started is not None:  # a one-chunk run: its only chunk, start-up included
+        waited, computed = first_chunk_times
+        examples_per_second = plan.chunk_steps * training.global_batch_size / (steady_started - loop_started)
+    return model, plan, FitResult(curve, examples_per_second, input_stall_fraction=stall_fraction(waited, computed))

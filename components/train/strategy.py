@@ -14,14 +14,11 @@ What the run saw (device kind, count, names, strategy, replicas) is read back fr
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 from dataclasses import dataclass, field
 
 import tensorflow as tf
-
-log = logging.getLogger(__name__)
 
 from components.train.embedding import TablePlacement
 from components.train.summary import HardwareSeen
@@ -196,13 +193,6 @@ def serve_parameter_server_task() -> None:
     On Vertex a `cpu-ps` CustomJob runs the same command in every pool; the chief (pool 0) coordinates
     and the job finishes when it does, so workers and parameter servers only serve.
     """
-    config = tf_config_from_env()
-    cluster = tf.train.ClusterSpec(config["cluster"])
-    task = config["task"]
-    workers = len(config["cluster"].get("worker", []))
-    server = tf.distribute.Server(
-        cluster, job_name=task["type"], task_index=int(task.get("index", 0)), protocol="grpc",
-        config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=workers + 2), start=True,
-    )
-    log.info("serving as %s %s of a parameter-server cluster", task["type"], task.get("index", 0))
-    server.join()
+    from components.train.ps_server import serve_from_tf_config
+
+    serve_from_tf_config()

@@ -3,7 +3,7 @@
     resolve target overrides → seed, determinism → strategy from the hardware present → input pipeline →
     model + optimizers under the strategy scope → restore checkpoint → fit in checkpointed chunks (eval
     log-loss after each epoch; TensorBoard scalars when `AIP_TENSORBOARD_LOG_DIR` is set) → evaluate on the
-    eval split → export the serving SavedModel (not on TPU: `model_uri` None) → RunSummary
+    eval split → export the serving SavedModel (from TPU: a CPU copy of the model) → RunSummary
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import tensorflow as tf
 from components.evaluate import metrics as ranking_metrics
 from components.preprocess.manifest import Manifest
 from components.train.callbacks import (
-    EpochEvaluation, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
+    EpochEvaluation, InputStallMeter, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
 )
-from components.train.export import export_serving_model, tft_output_dir
+from components.train.export import export_serving_model, servable_copy, tft_output_dir
 from components.train.input import InputOptions, make_dataset
+from components.train.local_cluster import local_cluster_for
 from components.train.models import RankingModel, build_model
 from components.train.optimization import (
     make_optimizers, scaled_embedding_learning_rate, scaled_learning_rate, tpu_embedding_optimizer,
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "checkpoints"
 SAVED_MODEL_DIR = "saved_model"
+LOCAL_CLUSTER_LOG_DIR = "cluster_logs"  # each local ps/worker server's output, under the model dir
 TENSORBOARD_ENV = "AIP_TENSORBOARD_LOG_DIR"
 
 
@@ -61,9 +63,14 @@ def train(
     starts from its weights (`components.train.warm_start`), a resumed one from its own checkpoint.
 
     In a parameter-server cluster only the chief trains; a worker or ps replica serves until the job ends.
+    A `cpu-ps` target outside any cluster (no `ps` job in TF_CONFIG) starts its own on 127.0.0.1.
     """
     if parameter_server_role() is not None:
         serve_parameter_server_task()  # does not return
+    cluster = local_cluster_for(config.target(target_name), Path(model_dir) / LOCAL_CLUSTER_LOG_DIR)
+    if cluster is not None:  # a cpu-ps target with no cluster around it (local backend): start one, then train
+        with cluster:         # as its chief; no server outlives this call (components/train/local_cluster.py)
+            return train(config, target_name, run_index, examples_dir, model_dir, model_uri)
     started = time.perf_counter()
     resolved = resolve_target(config.model, config.training, config.target(target_name))
     seed = config.seed + run_index
@@ -86,13 +93,13 @@ def train(
 
     calibrators = fit_calibrators(model, manifest, examples_dir, resolved.training)
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training, calibrators)
-    exported_uri = None
-    if not runtime.is_tpu:  # TPU-embedding tables are not exported here: the run records no model
-        export_dir = Path(model_dir) / SAVED_MODEL_DIR
-        export_serving_model(model, manifest, examples_dir, export_dir, calibrators)
-        write_warm_start_state(model, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
-                               export_dir)
-        exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
+    export_dir = Path(model_dir) / SAVED_MODEL_DIR
+    # a TPU run exports the same model rebuilt off the TPU, its tables read back from the TPU embedding layer
+    servable = servable_copy(model, runtime.strategy, manifest) if runtime.is_tpu else model
+    export_serving_model(servable, manifest, examples_dir, export_dir, calibrators)
+    write_warm_start_state(servable, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
+                           export_dir)
+    exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
     curve = [CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=value)
              for step, loss, epoch, value in fit_result.curve]
@@ -124,7 +131,7 @@ def train(
         train_examples=manifest.splits["train"].examples,
         wall_time_seconds=time.perf_counter() - started,
         examples_per_second=fit_result.examples_per_second,
-        input_stall_fraction=None,
+        input_stall_fraction=fit_result.input_stall_fraction,
         metrics=task_metrics,
         curve=curve,
         embedding_tables=[EmbeddingTableMemory(**table) for table in model.table_memory()],
@@ -221,14 +228,16 @@ def steps_per_execution_for(chunk: int, configured: int, max_waste: float = 0.05
 
 
 class FitResult:
-    """`curve`: (step, chunk training loss) or (step, loss, epoch or None, eval log-loss or None) per chunk."""
+    """`curve`: (step, chunk training loss) or (step, loss, epoch or None, eval log-loss or None) per chunk;
+    `input_stall_fraction`: the share of steady-state step time spent waiting for input (None: not measured)."""
 
     def __init__(self, curve: list[tuple], examples_per_second: float, tensorboard: TensorBoardScalars | None = None,
-                 warm_start: WarmStartSummary | None = None):
+                 warm_start: WarmStartSummary | None = None, input_stall_fraction: float | None = None):
         self.curve = [(*point, None, None) if len(point) == 2 else tuple(point) for point in curve]
         self.examples_per_second = examples_per_second
         self.tensorboard = tensorboard
         self.warm_start = warm_start
+        self.input_stall_fraction = input_stall_fraction
 
 
 def tensorboard_scalars() -> TensorBoardScalars | None:
@@ -308,6 +317,8 @@ def fit_synchronous(
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
     steps_per_execution = plan.steps_per_execution if runtime.replicas == 1 or runtime.is_tpu else 1
+    # its variables stay outside the strategy scope; no TPU kernel for tf.timestamp, which op determinism refuses
+    stall = None if runtime.is_tpu or training.deterministic else InputStallMeter()
     with runtime.strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
         manager = checkpoint_manager(model, model_dir)
@@ -332,6 +343,9 @@ def fit_synchronous(
         eval_split = EvalSplit(model, manifest, examples_dir, training)
         callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss))
     callbacks += [curve, clock] + ([tensorboard] if tensorboard else [])
+    if stall is not None:
+        model.train_step = stall.wrap(model.train_step, model)
+        callbacks.append(stall)
     if done_steps < plan.total_steps:
         model.fit(
             train_data,
@@ -343,7 +357,9 @@ def fit_synchronous(
         )
     steps_per_second = clock.steady_steps_per_second()
     examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
-    return model, plan, FitResult(curve.points, examples_per_second, tensorboard, warm_start)
+    stall_fraction = stall.input_stall_fraction() if stall is not None else None
+    return model, plan, FitResult(curve.points, examples_per_second, tensorboard, warm_start=warm_start,
+                                  input_stall_fraction=stall_fraction)
 
 
 # -- evaluation -----------------------------------------------------------------------------------

@@ -16,14 +16,16 @@ TINY = [
 
 
 @pytest.fixture(scope="module")
-def two_target_run(tmp_path_factory):
-    """2 CPU targets × 2 runs, two tasks: DCN-v2 at batch 256 and PLE at batch 512 (5 epochs), fanned out and in."""
+def three_target_run(tmp_path_factory):
+    """3 targets × 2 runs, two tasks: DCN-v2 at batch 256 synchronously and on its own parameter-server cluster
+    (cpu-ps: 2 workers, 1 ps), and PLE at batch 512 (5 epochs), fanned out and in; a TPU target is skipped."""
     runs_dir = tmp_path_factory.mktemp("runs")
     overrides = TINY + [
         "runs_per_target=2",
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
         "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
-        "training: {epochs: 5}}]",  # 16 steps an epoch at batch 512 on this tiny log
+        "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38}, "
+        "{name: tpu-v5e, kind: tpu, price_per_hour: 1.2}]",  # PLE: 16 steps an epoch at batch 512 on this tiny log
         "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
         "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
     ]
@@ -31,16 +33,18 @@ def two_target_run(tmp_path_factory):
     return runs_dir, result
 
 
-def test_run_prints_the_report_path_last(two_target_run):
-    runs_dir, result = two_target_run
+def test_run_prints_the_report_path_last(three_target_run):
+    runs_dir, result = three_target_run
     last = result.stdout.strip().splitlines()[-1]
     assert last == f"report: {(runs_dir / 'tiny' / 'report.html').resolve()}"
+    assert "skipped target tpu-v5e (tpu): the local backend has no TPU" in result.stdout
 
 
-def test_summary_has_every_run_between_the_floors(two_target_run):
-    runs_dir, _ = two_target_run
+def test_summary_has_every_run_between_the_floors(three_target_run):
+    runs_dir, _ = three_target_run
     summary = json.loads((runs_dir / "tiny" / "summary.json").read_text())
-    assert set(summary["targets"]) == {"cpu", "cpu-ple"}
+    assert set(summary["targets"]) == {"cpu", "cpu-ple", "cpu-ps"}
+    assert [(s["name"], s["kind"]) for s in summary["skipped_targets"]] == [("tpu-v5e", "tpu")]
     for target in summary["targets"].values():
         assert target["runs"] == 2
         assert math.isfinite(target["logloss_mean"]) and target["logloss_std"] is not None
@@ -48,9 +52,14 @@ def test_summary_has_every_run_between_the_floors(two_target_run):
         assert target["examples_per_second_mean"] > 0
         assert target["hardware_seen"] and all("CPU" in h for h in target["hardware_seen"])
     assert summary["targets"]["cpu-ple"]["global_batch_size"] == 512
-    assert len(summary["runs"]) == 4
+    assert len(summary["runs"]) == 6
+    assert {r["strategy"] for r in summary["runs"] if r["target"] == "cpu-ps"} == {"ParameterServerStrategy"}
+    for run in summary["runs"]:  # every run measured its input stall: a share of step time
+        assert 0.0 <= run["input_stall_fraction"] <= 1.0, run
+    for target in summary["targets"].values():
+        assert 0.0 <= target["input_stall_mean"] <= 1.0
     assert {(r["target"], r["run_index"]) for r in summary["runs"]} == {
-        ("cpu", 0), ("cpu", 1), ("cpu-ple", 0), ("cpu-ple", 1)}
+        ("cpu", 0), ("cpu", 1), ("cpu-ple", 0), ("cpu-ple", 1), ("cpu-ps", 0), ("cpu-ps", 1)}
     for name, target in summary["targets"].items():  # both models report both tasks, with statistics
         conversion = target["tasks"]["conversion"]
         assert conversion["logloss"]["n"] == 2 and math.isfinite(conversion["logloss"]["mean"])
@@ -58,11 +67,13 @@ def test_summary_has_every_run_between_the_floors(two_target_run):
     assert summary["tasks"]["conversion"]["eval_positive_rate"] < summary["tasks"]["engagement"]["eval_positive_rate"]
     html = (runs_dir / "tiny" / "report.html").read_text()
     assert "cpu-ple" in html and "data:image/png;base64," in html and "conversion" in html
-    assert "cpu-ple" in (runs_dir / "tiny" / "report.md").read_text()
+    markdown = (runs_dir / "tiny" / "report.md").read_text()
+    assert "cpu-ple" in markdown and "Skipped tpu-v5e (tpu)" in markdown
+    assert "Synchronous cpu vs asynchronous cpu-ps (parameter servers)" in markdown
 
 
-def test_review_commands_read_the_run(two_target_run):
-    runs_dir, _ = two_target_run
+def test_review_commands_read_the_run(three_target_run):
+    runs_dir, _ = three_target_run
     listing = adrank("runs", "list", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout
     assert "tiny" in listing and "succeeded" in listing
     shown = adrank("runs", "show", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout

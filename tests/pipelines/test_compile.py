@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
@@ -9,7 +11,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from configs import load_config
 from ops.cli import main
 from pipelines.fan_in import summary_input_name
-from pipelines.ranking import create_pipeline, train_display_name
+from configs.slices import ReportStepConfig
+from pipelines.ranking import create_pipeline, targets_for, train_display_name
 
 
 def compile_to_dict(tmp_path, *cli_args):
@@ -24,9 +27,10 @@ def test_local_compile_has_every_step_and_one_input_per_run(tmp_path):
     pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     tasks = pipeline_spec.root.dag.tasks
     names = sorted(task.task_info.name for task in tasks.values())
-    assert names == sorted(["generate logs", "preprocess", "report", "promote model"] + [train_display_name("cpu", i) for i in range(4)])
+    trains = [train_display_name(target, i) for target in ("cpu", "cpu-ps") for i in range(4)]
+    assert names == sorted(["generate logs", "preprocess", "report", "promote model"] + trains)
     report = next(t for t in tasks.values() if t.task_info.name == "report")
-    fed = {name for name in report.inputs.artifacts if name.startswith("summary_")}
+    fed = {name for name in report.inputs.artifacts if name.startswith("summary_cpu_run")}
     assert fed == {summary_input_name("cpu", i) for i in range(4)} == {f"summary_cpu_run_{n}" for n in (1, 2, 3, 4)}
     for name in fed:  # each input is fed by the training task of the same target and run
         producer = report.inputs.artifacts[name].task_output_artifact.producer_task
@@ -53,6 +57,36 @@ def test_local_backend_runs_only_cpu_targets():
     names = {t.task_info.name for t in pipeline.pipeline_spec.root.dag.tasks.values()}
     assert train_display_name("cpu", 0) in names
     assert not any("tpu" in name for name in names)
+
+
+def test_local_backend_lists_each_target_it_leaves_out_with_the_reason():
+    config = load_config(overrides=[
+        "targets=[{name: cpu, kind: cpu}, {name: tpu-v3-8, kind: tpu}, {name: gpu-local, kind: gpu}, "
+        "{name: gpu-or-cpu, kind: gpu, allow_cpu_fallback: true}, {name: cpu-ps, kind: cpu-ps}]",
+    ])
+    selection = targets_for(config, "local", local_devices={"CPU"})
+    # a CPU fallback runs, on the CPU; cpu-ps starts its own cluster on this machine
+    assert [t.name for t in selection.runnable] == ["cpu", "gpu-or-cpu", "cpu-ps"]
+    skipped = {s.name: s for s in selection.skipped}
+    assert set(skipped) == {"tpu-v3-8", "gpu-local"}
+    assert "no TPU" in skipped["tpu-v3-8"].reason and skipped["tpu-v3-8"].kind == "tpu"
+    assert "no GPU" in skipped["gpu-local"].reason
+    with_gpu = targets_for(config, "local", local_devices={"CPU", "GPU"})
+    assert [s.name for s in with_gpu.skipped] == ["tpu-v3-8"]
+    assert "gpu-local" in [t.name for t in with_gpu.runnable]
+    assert targets_for(config, "vertex").skipped == [] and len(targets_for(config, "vertex").runnable) == 5
+
+    # the report step receives them with its config slice
+    pipeline = create_pipeline(config, "local", local_devices={"CPU"})
+    report = next(t for t in pipeline.pipeline_spec.root.dag.tasks.values() if t.task_info.name == "report")
+    sent = report.inputs.parameters["report_config_json"].runtime_value.constant.string_value
+    assert [s.name for s in ReportStepConfig.model_validate_json(sent).skipped_targets] == ["tpu-v3-8", "gpu-local"]
+
+
+def test_no_runnable_target_fails_naming_every_reason():
+    config = load_config(overrides=["targets=[{name: tpu-v3-8, kind: tpu}]"])
+    with pytest.raises(ValueError, match="tpu-v3-8 \\(tpu\\): the local backend has no TPU"):
+        create_pipeline(config, "local", local_devices={"CPU"})
 
 
 def test_local_backend_adds_gpu_targets_only_when_a_gpu_is_present():

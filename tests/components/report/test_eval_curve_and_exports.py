@@ -56,7 +56,7 @@ def test_overfitting_and_underfitting_sentences():
 
 def test_promotion_picks_the_best_run_that_exported_a_model(tmp_path):
     tpu = run("tpu", 0, 0.30, 9000.0)
-    tpu.model_uri = None  # TPU runs export nothing
+    tpu.model_uri = None  # a run that exported nothing
     runs = [tpu, run("cpu", 0, 0.33, 1000.0), run("cpu", 1, 0.32, 1000.0)]
     summary = summarize(config(), manifest(), runs)
     assert summary.best_run.target == "tpu" and summary.best_run.model_uri is None

@@ -94,3 +94,56 @@ def test_write_report_writes_every_output(tmp_path):
     assert "| cpu (baseline) |" in markdown and "bad_json: 3" in markdown
     assert outputs["m2"].metrics["examples_per_second_mean"] == pytest.approx(3000.0)
     assert outputs["metrics"].metrics["best_logloss"] == pytest.approx(0.33)
+
+
+def test_skipped_targets_are_listed_with_their_reason(tmp_path):
+    from components.report.task import build_report
+    from configs.report import SkippedTarget
+
+    runs = [run("cpu", i, 0.33 + i * 0.01, 1000.0) for i in range(2)]
+    skipped = [SkippedTarget(name="tpu-v5e", kind="tpu", reason="the local backend has no TPU")]
+    summary, html, markdown = build_report(config(), manifest(), runs, skipped)
+    assert summary.skipped_targets == skipped
+    assert "Skipped tpu-v5e (tpu): the local backend has no TPU." in markdown
+    assert "## Skipped targets" in markdown and "| tpu-v5e | tpu | the local backend has no TPU |" in markdown
+    assert "Skipped targets" in html and "the local backend has no TPU" in html
+    _, _, nothing_skipped = build_report(config(), manifest(), runs)
+    assert "Skipped" not in nothing_skipped
+
+
+def test_input_stall_is_shown_per_target_with_a_sentence_when_input_bound():
+    from components.report.findings import findings
+    from components.report.markdown import render_markdown
+
+    runs = [run("cpu", i, 0.33, 1000.0).model_copy(update={"input_stall_fraction": stall})
+            for i, stall in enumerate([0.20, 0.30])]
+    runs += [run("cpu-big", i, 0.34, 3000.0).model_copy(update={"input_stall_fraction": 0.04}) for i in range(2)]
+    summary = summarize(config(), manifest(), runs)
+    assert summary.targets["cpu"].input_stall_mean == pytest.approx(0.25)
+    lines = findings(summary)
+    assert any(line.startswith("cpu is input-bound: 25% of its step time") for line in lines)
+    assert not any(line.startswith("cpu-big is input-bound") for line in lines)
+    markdown = render_markdown(summary)
+    assert markdown.count("| input stall |") == 2  # the per-target and the per-run table
+    assert "25.0%" in markdown and "4.0%" in markdown and "30.0%" in markdown  # per target and per run
+
+
+def test_synchronous_and_asynchronous_targets_are_compared_in_words():
+    from components.report.findings import findings
+
+    ps_config = load_config(overrides=[
+        "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38}]",
+    ])
+    runs = [run("cpu", i, ll, 2000.0, wall=60.0) for i, ll in enumerate([0.320, 0.321, 0.322])]
+    runs += [run("cpu-ps", i, ll, 1000.0, wall=90.0) for i, ll in enumerate([0.320, 0.322, 0.321])]
+    line = next(l for l in findings(summarize(ps_config, manifest(), runs)) if l.startswith("Synchronous"))
+    assert line.startswith("Synchronous cpu vs asynchronous cpu-ps (parameter servers): log-loss 0.32100 vs 0.32100")
+    assert "does not differ significantly" in line
+    assert "cpu is faster, 2.00× the examples/s of cpu-ps (2,000 vs 1,000)" in line
+    per_run, per_million = 0.38 * 60 / 3600, 0.38 / (2000 * 3600) * 1e6
+    assert f"cost per run ${per_run:.4f} vs ${0.38 * 90 / 3600:.4f}" in line
+    assert f"per million examples ${per_million:.4f} vs ${2 * per_million:.4f}" in line
+
+    worse = runs[:3] + [run("cpu-ps", i, ll, 3000.0) for i, ll in enumerate([0.35, 0.351, 0.352])]
+    line = next(l for l in findings(summarize(ps_config, manifest(), worse)) if l.startswith("Synchronous"))
+    assert "their log-loss differs significantly" in line and "cpu-ps is faster, 1.50×" in line

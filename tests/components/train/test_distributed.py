@@ -49,16 +49,47 @@ def test_mirrored_strategy_over_two_logical_cpus(examples_dir, tmp_path):
     assert summary["hardware"]["replicas"] == 2 and summary["hardware"]["device_count"] == 2
     assert summary["steps"] == 2048 // 256
     assert summary["metrics"]["engagement"]["logloss"] < 0.7
+    assert 0.0 <= summary["input_stall_fraction"] <= 1.0  # stamped by the workers around next(iterator)
+
+
+PARAMETER_SERVERS = """
+import os, sys
+from config_fixture import small_config, with_targets
+from components.train.task import train
+print("STEP", os.getpid(), flush=True)
+config = with_targets(small_config(epochs=1, ps_table_shard_bytes=1024),
+                      {"name": "cpu-ps", "kind": "cpu-ps", "local_cluster": {"workers": 2, "parameter_servers": 2}})
+summary = train(config, "cpu-ps", 0, sys.argv[1], sys.argv[2])
+print("SUMMARY " + summary.model_dump_json(), flush=True)
+print("TF_CONFIG after training:", os.environ.get("TF_CONFIG"), flush=True)
+"""
+
+
+def servers_of(step_pid: int) -> list[int]:
+    """Local-cluster server processes (running, not zombies) started by the step with this pid."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            state = next(l for l in (proc / "status").read_text().splitlines() if l.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if b"components.train.local_cluster" in command and str(step_pid).encode() in command and "Z" not in state:
+            found.append(int(proc.name))
+    return found
 
 
 @pytest.mark.slow
-def test_parameter_server_training_on_a_local_cluster_with_a_table_split_over_two_ps(examples_dir, tmp_path):
-    # 2 workers + 2 ps as tf.distribute.Servers in one server subprocess, this test's subprocess as the chief;
-    # the runner kills the servers in a finally and dumps stacks + exits after 120 s (the servers exit when
-    # orphaned), so it cannot hang CI. The fixture's stacked table (82 rows x 8 x 4 B) is over 1 KiB: split in two.
-    stdout = run_python(
-        [str(HERE / "ps_cluster_run.py"), str(examples_dir), str(tmp_path / "model"), "2", "1024"], timeout=180
-    )
+def test_a_cpu_ps_target_trains_on_its_own_local_cluster_with_a_table_split_over_two_ps(examples_dir, tmp_path):
+    # train() of a cpu-ps target without TF_CONFIG starts 2 workers + 2 ps as server processes on 127.0.0.1,
+    # trains as their chief, and ends them before it returns. The fixture's stacked table (82 rows x 8 x 4 B)
+    # is over 1 KiB: split in two.
+    stdout = run_python(["-c", PARAMETER_SERVERS, str(examples_dir), str(tmp_path / "model")], timeout=300)
+    step_pid = int(next(line for line in stdout.splitlines() if line.startswith("STEP ")).split()[1])
+    assert servers_of(step_pid) == []  # the step exited normally and left no server behind
+    assert "TF_CONFIG after training: None" in stdout
+    assert sorted(p.name for p in (tmp_path / "model" / "cluster_logs").iterdir()) == [
+        "ps-0.log", "ps-1.log", "worker-0.log", "worker-1.log"]
     summary = summary_from(stdout)
     hardware = summary["hardware"]
     assert hardware["strategy"] == "ParameterServerStrategy"
@@ -75,3 +106,6 @@ def test_parameter_server_training_on_a_local_cluster_with_a_table_split_over_tw
     for task in ("engagement", "conversion"):
         assert math.isfinite(summary["metrics"][task]["logloss"])
     assert summary["metrics"]["engagement"]["logloss"] < 0.7
+    assert 0.0 <= summary["input_stall_fraction"] <= 1.0  # stamped by the workers around next(iterator)
+    assert summary["model_uri"]  # exported from the chief
+    assert summary["examples_per_second"] > 0  # one chunk only: timed over it, start-up included
