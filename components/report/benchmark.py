@@ -129,6 +129,7 @@ class BenchmarkSummary(BaseModel):
     dead_letter: dict[str, int]
     mostly_missing_features: dict[str, float] = Field(
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples"
+    )
     skipped_targets: list[SkippedTarget] = Field(
         default_factory=list, description="configured targets this DAG did not train, with the reason"
     )
