@@ -29,8 +29,11 @@ run: install ## run the whole DAG locally on the embedded default config (CONFIG
 retrain: install ## replay daily retraining for DAYS days (default 3) on configs/examples/daily.yaml (CONFIG=file to change)
 	$(BIN)/adrank retrain --config $(or $(CONFIG),configs/examples/daily.yaml) --days $(DAYS)
 
-test: install ## run the test suite
+test: install ## run the test suite (without the tests marked long)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-long: install ## run the tests marked long: several whole-DAG runs each (daily replay, kill and resume)
+	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 compile: install ## compile the Vertex pipeline spec (CONFIG=configs/vertex.yaml)
 	$(BIN)/adrank compile --config $(or $(CONFIG),configs/vertex.yaml) --backend vertex --output build/ranking.yaml
@@ -51,4 +54,4 @@ images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CON
 clean: ## remove build outputs and local runs (keeps .venv)
 	rm -rf build runs .pytest_cache
 
-.PHONY: help install run retrain test compile bench lock locks-check images clean
+.PHONY: help install run retrain test test-long compile bench lock locks-check images clean

@@ -46,7 +46,7 @@ def _skipped_section(summary: BenchmarkSummary) -> list[str]:
     table = skipped_targets_table(summary)
     if table is None:
         return []
-    return ["## Skipped targets", "", _markdown_table(table), ""]
+    return ["## Skipped targets", "", markdown_table(table), ""]
 
 
 def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:

@@ -14,14 +14,14 @@ import pytest
 from e2e_cli import adrank, sets
 from test_run_interruption import step_processes_of, wait_for_step
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.long]  # benchmarks/resume.py runs it too
 
 DETERMINISTIC = [
     "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000", "logs.synthetic.users=200",
     "logs.synthetic.ads=40", "logs.synthetic.advertisers=8", "preprocess.direct_running_mode=in_memory",
     "preprocess.direct_num_workers=1", "training.epochs=6", "training.global_batch_size=64",
     "training.deterministic=true", "training.checkpoints_per_epoch=2", "promotion.enabled=false",
-    "runs_per_target=1",
+    "runs_per_target=1", "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}]",
 ]
 
 

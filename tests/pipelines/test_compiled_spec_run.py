@@ -143,7 +143,7 @@ def test_dataflow_runs_as_direct_runner_and_promotion_into_the_local_registry(ex
     assert best["best_target"] in ("cpu", "cpu-ps") and best["best_logloss"] > 0
     assert storage.local_path(report["report_html"][0]["uri"]).read_text().lstrip().startswith("<")
     promotion = run.task("promote-step").outputs["promotion"][0]["metadata"]
-    assert promotion["version"] == "1" and promotion["is_default"] is True
+    assert promotion["version"] == "1" and promotion["promoted"] is True
     evaluation = json.loads((storage.root / "model-registry" / "adrank-daily" / "versions" / "1" /
                              "evaluation.json").read_text())
     assert evaluation["target"] == best["best_target"]
