@@ -41,6 +41,12 @@ class LocalRunFailed(RuntimeError):
         super().__init__(f"step '{record.failed_step}' failed: {record.failure_reason}")
         self.record = record
 
+    def describe(self, runs_dir: Path) -> str:
+        """What the CLI says: the run, the step that failed and why, and where its logs are."""
+        record = self.record
+        return (f"run {record.id} failed at step '{record.failed_step}': {record.failure_reason}\n"
+                f"  logs: {Path(runs_dir) / record.id / 'pipeline.log'}")
+
 
 class LocalRunInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM stopped the run; its steps' processes are gone and `run.json` says `interrupted`."""

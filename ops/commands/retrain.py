@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import sys
 from pathlib import Path
 
 from ops.commands.options import add_config_arguments
@@ -35,7 +36,7 @@ def _retrain(args: argparse.Namespace) -> int:
     from configs import load_config
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_run import LocalRunFailed
+    from ops.local_run import LocalRunFailed, LocalRunInterrupted
     from ops.local_runs import is_run_id
     from ops.replay import ReplayError, create_replay_dir, plan_replay, replay
 
@@ -57,10 +58,11 @@ def _retrain(args: argparse.Namespace) -> int:
     except ReplayError as error:
         raise CommandError(str(error)) from None
     except LocalRunFailed as failure:
-        raise CommandError(
-            f"replay stopped: run {failure.record.id} failed at step '{failure.record.failed_step}': "
-            f"{failure.record.failure_reason}\n  logs: {runs_dir / failure.record.id / 'pipeline.log'}"
-        ) from None
+        raise CommandError(f"replay stopped: {failure.describe(runs_dir)}") from None
+    except LocalRunInterrupted as interruption:
+        print(f"adrank retrain: replay stopped: run {interruption.record.id} {interruption.record.failure_reason}; "
+              "the days before it are kept", file=sys.stderr)
+        return 130
     promoted = sum(day.decision.promoted for day in series.days)
     print(f"replay {series_dir.name} done: {len(series.days)} days, {promoted} promoted")
     print(f"report: {(series_dir / 'replay.html').resolve()}")

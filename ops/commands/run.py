@@ -46,10 +46,7 @@ def _run(args: argparse.Namespace) -> int:
     except RunIdError as error:
         raise CommandError(str(error)) from None
     except LocalRunFailed as failure:
-        raise CommandError(
-            f"run {failure.record.id} failed at step '{failure.record.failed_step}': {failure.record.failure_reason}\n"
-            f"  logs: {Path(args.runs_dir) / failure.record.id / 'pipeline.log'}"
-        ) from None
+        raise CommandError(failure.describe(Path(args.runs_dir))) from None
     run_dir = Path(args.runs_dir) / record.id
     print(f"run {record.id} succeeded; best log-loss {record.best_logloss:.5f} ({record.best_target})")
     print(f"report: {(run_dir / 'report.html').resolve()}")
