@@ -17,6 +17,7 @@ WIDTH = 1000
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a minute of Beam; benchmarks/preprocess.py --features 1000 runs 1,000 features through preprocess
 def test_thousand_categorical_features_in_a_lookback_window(tmp_path, config_for, log_writer):
     days = ["2026-03-07", "2026-03-08", "2026-03-09"]
     for d, day in enumerate(days):
