@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/daily_replay.py [--days 3] [--config FILE] [--set dotted.key=value ...]
 
 Runs the replay in a temporary runs directory (the same flow as tests/e2e/test_replay.py, by default on its tiny
-days), then prints per day: seconds per DAG step (from each run's pipeline.log), the day's total, the decision and
+days), then prints per day: seconds per DAG step (from the progress lines `adrank retrain` prints), the day's total, the decision and
 warm/cold, and each day's time as a ratio to day 1 (cold, no champion to score).
 """
 
@@ -49,10 +49,9 @@ def main() -> int:
         return result.returncode
     series = json.loads((runs_dir / "bench" / "replay.json").read_text())
     steps_per_day = []
-    for day in series["days"]:
-        log = (runs_dir / day["run_id"] / "pipeline.log").read_text()
+    for output in re.split(r"^day \d+/\d+: .*$", result.stdout, flags=re.M)[1:]:  # each day's step lines
         steps: dict[str, int] = {}
-        for name, seconds in STEP.findall(log):
+        for name, seconds in STEP.findall(output):
             kind = name.split(" · ")[0]
             steps[kind] = steps.get(kind, 0) + int(seconds)
         steps_per_day.append(steps)

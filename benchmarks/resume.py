@@ -37,8 +37,9 @@ def with_sets(overrides: list[str]) -> list[str]:
 
 
 def final(run_dir: Path) -> tuple[int, float]:
-    run = json.loads((run_dir / "summary.json").read_text())["runs"][0]
-    return run["steps"], run["logloss"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    run = summary["runs"][0]
+    return run["steps"], run["logloss"][summary["primary_task"]]
 
 
 def main() -> int:
