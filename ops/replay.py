@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.logs.records import format_utc_seconds
 from components.preprocess.manifest import Manifest
 from components.registry.promotion import DECISION_FILE, PromotionDecision
 from components.train.summary import RunSummary
@@ -99,7 +100,7 @@ def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: st
     series = DaySeries(replay_id=series_dir.name, config_name=config.name, config_hash=config_hash(config),
                        lookback_days=config.logs.lookback_days or 0, registry=config.promotion.local_registry, days=[])
     for index, window_end in enumerate(plan.window_ends, start=1):
-        stamp = f"{window_end:%Y-%m-%dT%H:%M:%SZ}"
+        stamp = format_utc_seconds(window_end)
         echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}")
         record = run_locally(config, runs_dir, config_source, f"{series_dir.name}-day{index}", window_end=stamp)
         day = _day_result(index, stamp, runs_dir / record.id, record)

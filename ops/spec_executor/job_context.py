@@ -10,10 +10,7 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 
-
-def utc_timestamp(moment: dt.datetime) -> str:
-    """RFC 3339 in UTC with a `Z`, whole seconds (assumed: the form Vertex gives `pipeline_job_create_time_utc`)."""
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+from components.logs.records import format_utc_seconds
 
 
 @dataclass
@@ -53,8 +50,9 @@ class PipelineJobContext:
             "pipeline_job_uuid": self.job_uuid,
             "pipeline_task_name": task,
             "pipeline_task_uuid": self.task_uuid(task),
-            "pipeline_job_create_time_utc": utc_timestamp(self.create_time),
-            "pipeline_job_schedule_time_utc": utc_timestamp(schedule),
+            # assumed: RFC 3339 in UTC with a `Z`, whole seconds, as the Vertex console shows them
+            "pipeline_job_create_time_utc": format_utc_seconds(self.create_time),
+            "pipeline_job_schedule_time_utc": format_utc_seconds(schedule),
             "pipeline_root": self.pipeline_root,
             "pipeline_google_cloud_project_id": self.project,
             "pipeline_google_cloud_location": self.location,

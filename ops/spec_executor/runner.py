@@ -25,11 +25,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+from components.logs.records import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry
 from ops.spec_executor.executor_input import (
     MissingInput, TaskOutputs, build_executor_input, read_task_outputs,
 )
-from ops.spec_executor.job_context import PipelineJobContext, utc_timestamp
+from ops.spec_executor.job_context import PipelineJobContext
 from ops.spec_executor.pipeline_spec import SpecTask, UnsupportedSpec, load_pipeline_spec
 from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolver
 from ops.spec_executor.processes import ProcessTable
@@ -106,7 +107,7 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
     storage = CloudStorageRoot(root)
     context = PipelineJobContext(spec.name, options.project, options.location, pipeline_root, options.create_time,
                                  options.schedule_time, options.project_number)
-    run = SpecRun(spec.name, context.job_name, context.job_uuid, utc_timestamp(options.create_time), str(root))
+    run = SpecRun(spec.name, context.job_name, context.job_uuid, format_utc_seconds(options.create_time), str(root))
     run_dir = root / "spec-runs" / context.job_name
     parameters = {name: definition["defaultValue"] for name, definition in spec.root_parameters.items()
                   if "defaultValue" in definition} | options.parameters

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from components.logs.records import format_utc_seconds
 from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, build_pipeline_job, job_labels, pipeline_label_value
 from ops.vertex.retry import with_backoff
@@ -65,7 +66,7 @@ def resolve_start_time(config: AdrankConfig, now: dt.datetime, existing=None,
     schedule = vertex_section(config).schedule
     if schedule.end_time is not None and schedule.end_time <= now:
         raise ScheduleTimeError(f"vertex.schedule.end_time: {schedule.end_time.isoformat()} is already past "
-                                f"(now {_utc(now)}): the schedule would never start a run")
+                                f"(now {format_utc_seconds(now)}): the schedule would never start a run")
     start = schedule.start_time
     if start is None or start >= now:
         return StartTime(start)
@@ -73,16 +74,12 @@ def resolve_start_time(config: AdrankConfig, now: dt.datetime, existing=None,
         return StartTime(None, keep_existing=True)  # the schedule has been running since then: leave it
     if start_now_if_past:
         return StartTime(now, note=f"note: vertex.schedule.start_time {start.isoformat()} is past; "
-                                   f"the schedule starts now ({_utc(now)}), with no catch-up runs")
+                                   f"the schedule starts now ({format_utc_seconds(now)}), with no catch-up runs")
     raise ScheduleTimeError(
-        f"vertex.schedule.start_time: {start.isoformat()} is already past (now {_utc(now)}); a start in the "
+        f"vertex.schedule.start_time: {start.isoformat()} is already past (now {format_utc_seconds(now)}); a start in the "
         "past could make Vertex start the runs due since then. Set a future time, remove it (start at creation), "
         "or pass --start-now-if-past"
     )
-
-
-def _utc(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
