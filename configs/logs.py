@@ -169,3 +169,8 @@ class SplitConfig(StrictModel):
     eval_days: int = Field(1, ge=1)
     min_train_examples: int = Field(1, ge=1, description="preprocess fails when the train split has fewer examples")
     min_eval_examples: int = Field(1, ge=1, description="preprocess fails when the eval split has fewer examples")
+    calibration_days: int = Field(
+        0, ge=0, description="also write the last N days of the train split as the `calibration` split (transformed, "
+        "still part of train), which `training.calibration_data: latest_train_days` fits the calibration step on; "
+        "0 writes none",
+    )

@@ -69,11 +69,29 @@ class AdrankConfig(StrictModel):
                     raise ValueError(f"target '{target.name}': {error}") from None
         self._check_task_labels()
         self._check_vertex_names()
-        for target in self.targets:
+        for index, target in enumerate(self.targets):
             resolved = resolve_target(self.model, self.training, target)
             check_embedding_memory(self.features, resolved.model, resolved.training, target.name)
+            self._check_calibration_data(resolved.training, index)
         warn_on_partial_shuffle(self.logs, self.split, self.model, self.training, self.targets)
         return self
+
+    def _check_calibration_data(self, training: TrainingConfig, target_index: int) -> None:
+        """A calibration fitted on the latest train days needs preprocess to write them (split.calibration_days)."""
+        if training.calibration == "none" or training.calibration_data != "latest_train_days":
+            return
+        overridden = self.targets[target_index].training
+        field = ("training.calibration_data" if overridden is None or overridden.calibration_data is None
+                 else f"targets.{target_index}.training.calibration_data")
+        if self.split.calibration_days == 0:
+            raise ValueError(f"{field}: latest_train_days needs split.calibration_days ≥ 1 (the days preprocess "
+                             "writes as the calibration split); it is 0")
+        if self.logs.source == "synthetic":
+            train_days = min(self.logs.synthetic.days, self.logs.lookback_days or self.logs.synthetic.days) \
+                - self.split.eval_days
+            if self.split.calibration_days > train_days:
+                raise ValueError(f"split.calibration_days: {self.split.calibration_days} days, but the synthetic logs "
+                                 f"leave {train_days} train days")
 
     def _check_task_labels(self) -> None:
         """Every task must be able to get a positive label from the configured logs."""

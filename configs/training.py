@@ -119,7 +119,14 @@ class TrainingConfig(StrictModel):
     calibration_holdout_fraction: float = Field(
         0.1, gt=0, le=0.5,
         description="share of train examples held out of training to fit the calibration (only when calibration "
-        "is not none)",
+        "is not none and calibration_data is holdout)",
+    )
+    calibration_data: Literal["holdout", "latest_train_days"] = Field(
+        "holdout",
+        description="what the calibration step is fitted on. holdout: a hashed slice of the train split kept out of "
+        "training (calibration_holdout_fraction); latest_train_days: the last split.calibration_days days of the "
+        "train split, trained on as well, so the calibration follows the most recent base rate (the closest day to "
+        "the one served next when the click rate drifts)",
     )
 
 

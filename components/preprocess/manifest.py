@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MANIFEST_FILE = "manifest.json"
 TRANSFORM_FN_DIR = "transform_fn"
+CALIBRATION_SPLIT = "calibration"  # the last split.calibration_days of train, written again for the calibration step
 
 
 class FeatureInfo(BaseModel):

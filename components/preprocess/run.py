@@ -30,7 +30,7 @@ from components.preprocess.input_columns import (
     MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
 )
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
-from components.preprocess.manifest import TRANSFORM_FN_DIR, Manifest, SplitInfo
+from components.preprocess.manifest import CALIBRATION_SPLIT, TRANSFORM_FN_DIR, Manifest, SplitInfo
 from components.preprocess.markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
@@ -41,7 +41,7 @@ from components.preprocess.shuffle import ShuffleExamples
 from components.preprocess.stats import WriteCounters, count_all, count_split, read_counters
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
-from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
+from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.schema import AdrankConfig
 
 SPLITS = ("train", "eval")
@@ -262,8 +262,14 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     by_split = examples | "SplitByTime" >> beam.Partition(
         lambda e, n, start: SPLITS.index(split_of(e[TIMESTAMP_MS], start)), len(SPLITS), beam.pvalue.AsSingleton(boundary)
     )
+    collections = dict(zip(SPLITS, by_split))
+    if config.split.calibration_days:
+        collections[CALIBRATION_SPLIT] = collections["train"] | "LatestTrainDays" >> beam.Filter(
+            lambda e, start, days: e[TIMESTAMP_MS] >= start - days * DAY_SECONDS * 1000,
+            beam.pvalue.AsSingleton(boundary), config.split.calibration_days,
+        )
     labels = tuple(label_key(t.name) for t in config.tasks)
-    for split, collection in zip(SPLITS, by_split):
+    for split, collection in collections.items():
         counters.append(count_split(collection, split, labels))
     _ = tuple(counters) | "Counters" >> WriteCounters(root)
 
@@ -272,13 +278,13 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     keys = tuple(spec)
     instances = [
         collection | f"{split.title()}Instances" >> beam.Map(lambda e: {k: e[k] for k in keys})
-        for split, collection in zip(SPLITS, by_split)
+        for split, collection in collections.items()
     ]
     with tft_beam.Context(temp_dir=tft_temp, force_tf_compat_v1=False):
         transform_fn = (instances[0], metadata) | "Analyze" >> tft_beam.AnalyzeDataset(
             build_preprocessing_fn(config.features, config.tasks)
         )
-        for split, split_instances in zip(SPLITS, instances):
+        for split, split_instances in zip(collections, instances):
             transformed, transformed_metadata = ((split_instances, metadata), transform_fn) | (
                 f"Transform{split.title()}" >> tft_beam.TransformDataset()
             )
@@ -320,12 +326,12 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
     tasks = [t.name for t in config.tasks]
     truth = read_ground_truth(logs_dir) if logs_dir else None
     splits = {}
-    for split in SPLITS:
+    for split in SPLITS + ((CALIBRATION_SPLIT,) if config.split.calibration_days else ()):
         n = counters.get(f"split:{split}:examples", 0)
         positives = {t: counters.get(f"split:{split}:positives:{label_key(t)}", 0) for t in tasks}
         bayes = None
         if truth and window.end_ms is not None:  # a replayed day: the floor of this window's own days
-            floors = {t: bayes_logloss_over_days(truth, t, _split_dates(window, config.split.eval_days, split))
+            floors = {t: bayes_logloss_over_days(truth, t, _split_dates(window, config.split, split))
                       for t in tasks}
             bayes = floors if all(v is not None for v in floors.values()) else None
         elif truth and split in truth.get("splits", {}):
@@ -337,7 +343,7 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
             bayes_logloss=bayes,
             positives=positives,
         )
-    examples = sum(s.examples for s in splits.values())
+    examples = sum(splits[s].examples for s in SPLITS)  # the calibration split is a part of train
     missing_rates = {
         f.name: sum(counters.get(f"split:{s}:missing:{f.name}", 0) for s in SPLITS) / examples if examples else 0.0
         for f in config.features if f.kind != "time"
@@ -373,10 +379,14 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
     )
 
 
-def _split_dates(window: LogWindow, eval_days: int, split: str) -> list:
-    """The UTC dates of `split` inside a window whose end is a day boundary: the last `eval_days` are eval."""
-    dates = window.dates() or []
-    return dates[-eval_days:] if split == "eval" else dates[:-eval_days]
+def _split_dates(window: LogWindow, split_config: SplitConfig, split: str) -> list:
+    """The UTC dates of `split` inside a window whose end is a day boundary: the last `eval_days` are eval, the
+    calibration split is the last `calibration_days` before them."""
+    dates, eval_days = window.dates() or [], split_config.eval_days
+    if split == "eval":
+        return dates[-eval_days:]
+    train = dates[:-eval_days]
+    return train[-split_config.calibration_days:] if split == CALIBRATION_SPLIT else train
 
 
 def _str(value: int | None) -> str | None:

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from components.evaluate import metrics as ranking_metrics
-from components.preprocess.manifest import Manifest
+from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
 from components.train.callbacks import (
     EpochEvaluation, InputStallMeter, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
 )
@@ -415,8 +415,11 @@ class EvalSplit:
 
 
 def calibration_holdout(training: TrainingConfig) -> float:
-    """The share of train examples held out of training to fit the calibration step (0 without one)."""
-    return 0.0 if training.calibration == "none" else training.calibration_holdout_fraction
+    """The share of train examples held out of training to fit the calibration step (0 without one, and when it
+    is fitted on the latest train days, which are trained on as well)."""
+    if training.calibration == "none" or training.calibration_data != "holdout":
+        return 0.0
+    return training.calibration_holdout_fraction
 
 
 def fit_calibrators(
@@ -425,8 +428,15 @@ def fit_calibrators(
     """Per task, `training.calibration` fitted on the held-out train slice; empty when it is none."""
     if training.calibration == "none":
         return {}
-    labels, probabilities = predict_split(model, manifest, examples_dir, "train", max(training.global_batch_size, 1024),
-                                          holdout_fraction=calibration_holdout(training))
+    batch_size = max(training.global_batch_size, 1024)
+    if training.calibration_data == "latest_train_days":
+        if CALIBRATION_SPLIT not in manifest.splits:
+            raise ValueError("training.calibration_data is latest_train_days, but these examples have no calibration "
+                             "split: preprocess them with split.calibration_days ≥ 1")
+        labels, probabilities = predict_split(model, manifest, examples_dir, CALIBRATION_SPLIT, batch_size)
+    else:
+        labels, probabilities = predict_split(model, manifest, examples_dir, "train", batch_size,
+                                              holdout_fraction=calibration_holdout(training))
     return {task: fit_calibrator(training.calibration, labels[task], probabilities[task]) for task in manifest.tasks}
 
 

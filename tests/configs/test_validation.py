@@ -139,6 +139,13 @@ def test_every_shipped_config_still_loads():
     (["training.calibration=isotonic"], "training.calibration", "'none', 'intercept' or 'platt'"),
     (["training.calibration=platt", "training.calibration_holdout_fraction=0.9"],
      "training.calibration_holdout_fraction", "less than or equal to 0.5"),
+    (["training.calibration=intercept", "training.calibration_data=latest_train_days"],
+     "training.calibration_data", "needs split.calibration_days ≥ 1"),
+    (["training.calibration=intercept", "targets.0.training={calibration_data: latest_train_days}"],
+     "targets.0.training.calibration_data", "needs split.calibration_days ≥ 1"),
+    (["training.calibration=intercept", "training.calibration_data=latest_train_days", "split.calibration_days=4"],
+     "split.calibration_days", "the synthetic logs leave 3 train days"),
+    (["training.calibration_data=last_day"], "training.calibration_data", "'holdout' or 'latest_train_days'"),
 ])
 def test_learned_hash_and_calibration_settings_fail_naming_the_field(overrides, field, message):
     with pytest.raises(ConfigError) as error:

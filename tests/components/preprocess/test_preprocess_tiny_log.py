@@ -154,3 +154,31 @@ def test_too_many_invalid_records_fail_naming_share_and_reasons(tmp_path, config
     )
     with pytest.raises(TooManyInvalidRecords, match=r"^impressions: 3 of 5 records read \(60\.00%\) .*impressions:bad_json \(3\)"):
         preprocess(config, None, str(tmp_path / "out"))
+
+
+def test_the_calibration_split_is_the_latest_train_days(tmp_path, config_for, log_writer):
+    """split.calibration_days: 1 writes the last train day again as the calibration split (transformed like
+    train); train keeps every train day and the example count is not doubled."""
+    days = ["2026-01-01", "2026-01-02", "2026-01-03"]
+    rows = [impression(10 * d + i, f"{day}T{10 + i}:00:00.000Z", "a1", 20 + i, ["x"])
+            for d, day in enumerate(days) for i in range(3)]
+    events = [event(1, "imp-10", "swipe", f"{days[1]}T10:30:00.000Z"),   # day 2 (the calibration day): positive
+              event(2, "imp-0", "swipe", f"{days[0]}T10:30:00.000Z")]    # day 1: positive
+    config = config_for(
+        logs={"source": "files", "impressions": log_writer(tmp_path / "logs" / "impressions.jsonl", rows),
+              "engagements": log_writer(tmp_path / "logs" / "engagements.jsonl", events)},
+        tasks=[{"name": "engagement", "event_type": "swipe", "attribution_window_seconds": 3600}],
+        split={"eval_days": 1, "calibration_days": 1},
+        features=[{"name": "ad_id", "kind": "categorical", "encoding": "vocabulary"},
+                  {"name": "user_age", "kind": "numeric", "normalization": "zscore"},
+                  {"name": "hour", "kind": "time", "part": "hour_of_day"}],
+    )
+    manifest = preprocess(config, None, str(tmp_path / "out"))
+    assert {s: manifest.splits[s].examples for s in manifest.splits} == {"train": 6, "eval": 3, "calibration": 3}
+    assert manifest.counts["examples"] == 9
+    assert manifest.splits["calibration"].label_rates == pytest.approx({"engagement": 1 / 3})
+    calibration = read_split(tmp_path / "out", manifest, "calibration")
+    train = read_split(tmp_path / "out", manifest, "train")
+    ages = lambda split: sorted(float(r["user_age"]) for r in split)  # noqa: E731 (zscored: day 2's are a subset)
+    assert set(ages(calibration)) <= set(ages(train)) and len(ages(calibration)) == 3
+    assert sorted(float(r["label_engagement"]) for r in calibration) == [0.0, 0.0, 1.0]

@@ -50,14 +50,17 @@ def synthetic_rows(count: int, tasks: list[str], rng: np.random.Generator) -> li
 
 def write_transformed_examples(
     directory: str | Path, train: int = 2048, eval: int = 512, tasks: tuple[str, ...] = ("engagement",),
-    shards: int = 2, seed: int = 0, corrupt_numeric: bool = False,
+    shards: int = 2, seed: int = 0, corrupt_numeric: bool = False, calibration: int = 0,
 ) -> Manifest:
-    """`corrupt_numeric`: every numeric value is NaN (to test the non-finite-loss stop)."""
+    """`corrupt_numeric`: every numeric value is NaN (to test the non-finite-loss stop). `calibration`: also write
+    the last that many train rows as the calibration split, as preprocess does for its latest train days."""
     directory = Path(directory)
     rng = np.random.default_rng(seed)
     splits = {}
-    for split, count in (("train", train), ("eval", eval)):
-        rows = synthetic_rows(count, list(tasks), rng)
+    written = {}
+    for split, count in (("train", train), ("eval", eval)) + ((("calibration", calibration),) if calibration else ()):
+        rows = written["train"][-count:] if split == "calibration" else synthetic_rows(count, list(tasks), rng)
+        written[split] = rows
         if corrupt_numeric:
             for row in rows:
                 row["ad_bid"] = float("nan")

@@ -2,12 +2,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from configs import AdrankConfig
+
 from components.evaluate import metrics
 from components.train.calibration import fit_calibrator
 from components.train.input import InputOptions, make_dataset
 from components.preprocess.manifest import Manifest
 from components.train.task import train
 from config_fixture import small_config
+from fixture_data import write_transformed_examples
 
 
 def distorted_log(examples=200_000, slope=2.0, shift=1.0, seed=0):
@@ -88,3 +91,37 @@ def test_a_calibrated_run_serves_what_it_evaluated(single_task_examples_dir, tmp
     assert metrics.logloss(labels, served) == pytest.approx(task.logloss, rel=1e-4)
     assert metrics.logloss(labels, served) != pytest.approx(task.uncalibrated_logloss, rel=1e-6)
     assert summary.curve[-1].eval_logloss == task.uncalibrated_logloss  # the curve is the model's own output
+
+
+def test_calibration_on_the_latest_train_days_trains_on_every_example(tmp_path):
+    """latest_train_days: the calibrator is fitted on the calibration split preprocess wrote (a part of train that
+    is trained on too), nothing is held out, and what is served is what was evaluated."""
+    examples = tmp_path / "examples"
+    write_transformed_examples(examples, train=4096, eval=1024, tasks=("engagement",), calibration=1024)
+    config = latest_days_config()
+    summary = train(config, "cpu", 0, str(examples), str(tmp_path / "model"))
+    calibrator = summary.calibrators["engagement"]
+    assert calibrator.method == "intercept" and calibrator.examples == 1024 and calibrator.slope == 1.0
+    assert summary.steps == 4096 // 256  # every train example, the latest days included
+    manifest = Manifest.read(examples)
+    labels, served = [], []
+    serve = tf.saved_model.load(str(tmp_path / "model" / "saved_model")).signatures["serving_transformed"]
+    for features, batch_labels in make_dataset(examples, manifest, "calibration",
+                                               InputOptions(512, training=False, drop_remainder=False)):
+        served.append(serve(**features)["engagement"].numpy().reshape(-1))
+        labels.append(batch_labels["engagement"].numpy().reshape(-1))
+    # an intercept fit makes the mean served prediction on the latest days their label rate
+    assert np.mean(np.concatenate(served)) == pytest.approx(np.mean(np.concatenate(labels)), rel=0.02)
+
+
+def test_latest_train_days_without_a_calibration_split_fails_clearly(single_task_examples_dir, tmp_path):
+    config = latest_days_config()
+    with pytest.raises(ValueError, match="split.calibration_days"):
+        train(config, "cpu", 0, str(single_task_examples_dir), str(tmp_path / "model"))
+
+
+def latest_days_config() -> AdrankConfig:
+    values = small_config(epochs=1).model_dump()
+    values["training"].update(calibration="intercept", calibration_data="latest_train_days")
+    values["split"]["calibration_days"] = 1
+    return AdrankConfig.model_validate(values)
