@@ -1,11 +1,13 @@
 """The calibration step's effect: mean prediction / eval rate and eval log-loss before and after it.
 
 On the low-rate preset (`configs/examples/low_rate.yaml`), preprocessed once, adrank trains `--seeds` times with
-`training.calibration` none, intercept and platt (the same seeds for each). A calibrated run holds a slice of the
-train split out of training (`training.calibration_holdout_fraction`, default 10%) and reports its metrics both
-before the step (the model's own output) and after it (what serving returns); `none` trains on the whole split.
+`training.calibration` none, intercept and platt (the same seeds for each). A method alone fits on a slice of
+the train split held out of training (`training.calibration_holdout_fraction`, default 10%); `METHOD:latest`
+fits on the last train day (`training.calibration_data: latest_train_days`, preprocessed with
+`split.calibration_days: 1`), which is trained on as well. Each run reports its metrics both before the step
+(the model's own output) and after it (what serving returns); `none` trains on the whole split.
 
-    .venv/bin/python benchmarks/calibration.py [--seeds 3] [--methods none,intercept,platt]
+    .venv/bin/python benchmarks/calibration.py [--seeds 3] [--methods none,intercept,platt,intercept:latest]
                                                [--impressions-per-day N] [--work DIR] [--set dotted.key=value ...]
 
 Prints per method: calibration before → after, log-loss before → after and its ratio to `none`, AUC, and the
@@ -54,7 +56,7 @@ def main() -> None:
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="adrank-calibration-"))
     work.mkdir(parents=True, exist_ok=True)
-    base = [*IN_PROCESS, *args.overrides]
+    base = [*IN_PROCESS, "split.calibration_days=1", *args.overrides]
     if args.impressions_per_day:
         base.append(f"logs.synthetic.impressions_per_day={args.impressions_per_day}")
     config = load_config(PRESET, overrides=base)
@@ -63,12 +65,18 @@ def main() -> None:
         logs = generate_logs(config, work / "logs")
         preprocess(config, str(logs.directory), str(examples))
     manifest = Manifest.read(examples)
+    if "calibration" not in manifest.splits:
+        sys.exit(f"{examples} was preprocessed without the calibration split (split.calibration_days); "
+                 "use a new --work directory")
     task = manifest.tasks[0]
     started = time.perf_counter()
 
     results: dict[str, list[dict]] = {}
     for method in args.methods.split(","):
-        method_config = load_config(PRESET, overrides=[*base, f"training.calibration={method}"])
+        name, _, data = method.partition(":")
+        data = {"": "holdout", "latest": "latest_train_days"}.get(data, data)
+        settings = [f"training.calibration={name}", f"training.calibration_data={data}"]
+        method_config = load_config(PRESET, overrides=[*base, *settings])
         results[method] = []
         for run_index in range(args.seeds):
             with tempfile.TemporaryDirectory() as model_dir:
