@@ -26,7 +26,7 @@ from components.train.summary import RunSummary
 from components.report.day_series import DaySeries, ReplayDay, write_reports
 from configs import AdrankConfig, config_hash, load_config
 from configs.promotion import PromotionConfig
-from ops.local_run import run_locally
+from ops.local_dag import run_locally
 
 
 class ReplayError(ValueError):

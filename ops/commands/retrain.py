@@ -36,8 +36,8 @@ def _retrain(args: argparse.Namespace) -> int:
     from configs import load_config
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_run import LocalRunFailed, LocalRunInterrupted
-    from ops.local_runs import is_run_id
+    from ops.local_dag import LocalRunFailed, LocalRunInterrupted
+    from ops.run_history import is_run_id
     from ops.replay import ReplayError, create_replay_dir, plan_replay, replay
 
     if args.replay_id is not None and not is_run_id(args.replay_id):

@@ -26,7 +26,7 @@ import yaml
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
-from ops.local_runs import is_run_id
+from ops.run_history import is_run_id
 from ops.run_record import RUN_FILE, RunRecord
 from ops.step_reuse import StepReuse
 from ops.step_processes import step_processes

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from configs import load_config
-from ops.local_run import RunIdError, _StepProgress, create_run_dir, failed_step
-from ops.local_runs import format_run, format_runs_table, list_runs
+from ops.local_dag import RunIdError, _StepProgress, create_run_dir, failed_step
+from ops.run_history import format_run, format_runs_table, list_runs
 from ops.run_record import RunRecord
 
 
@@ -102,7 +102,7 @@ def test_a_step_warning_reaches_the_console_and_the_log():
     import io
 
     from components.preprocess.run import CONSOLE_WARNING
-    from ops.local_run import _ProgressStream
+    from ops.local_dag import _ProgressStream
 
     log, terminal = io.StringIO(), io.StringIO()
     stream = _ProgressStream(log, terminal, {"preprocess": "preprocess"}, _StepProgress())
