@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ops.commands.options import add_config_arguments, config_for_local_run
+from ops.commands.options import add_config_arguments, add_quiet_argument, config_for_local_run, quiet_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run an interrupted or failed run again with its own config: finished steps whose outputs are intact "
         "are reused, an interrupted training run continues from its last checkpoint",
     )
+    add_quiet_argument(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -36,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
         source = args.config or str(embedded_config_path())
     try:
         record = run_locally(config, Path(args.runs_dir), source, args.resume or args.run_id,
-                             resume=args.resume is not None)
+                             resume=args.resume is not None, quiet=quiet_from_args(args))
     except LocalRunInterrupted as interruption:
         record = interruption.record
         step = f" during '{record.failed_step}'" if record.failed_step else ""
