@@ -6,6 +6,7 @@ Layout of a run directory:
   pipeline.log    everything the steps printed
   artifacts/      the kfp.local pipeline root (every step's outputs)
   report.html, report.md, summary.json   copies of the report step's outputs
+  *.png           the report's figures, which report.md links (report.html embeds them)
 """
 
 from __future__ import annotations
@@ -182,6 +183,8 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     for output, name in REPORT_FILES.items():
         source = _find_output(run_dir / "artifacts", output)
         shutil.copyfile(source, run_dir / name)
+    for figure in _find_output(run_dir / "artifacts", "report_markdown").parent.glob("*.png"):
+        shutil.copyfile(figure, run_dir / figure.name)  # the figures report.md links
     attach_promotion(run_dir)
     record.status = "succeeded"
     record.finished = dt.datetime.now(dt.timezone.utc)
