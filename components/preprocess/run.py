@@ -9,6 +9,8 @@ Before the job: a configured column absent from a CSV header or Parquet schema f
 After the job: too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
 fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels of a class in a split fail the
 step; a feature absent from more than `preprocess.max_missing_share` of examples is printed as a warning.
+While it runs, the step prints what it is doing: input files, records read, parsed and dead-lettered, examples per
+split, stages done (`components/preprocess/progress.py`).
 """
 
 from __future__ import annotations
