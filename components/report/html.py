@@ -60,14 +60,9 @@ def _findings(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str
 
 
 def _figures(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str | None:
-    drawn = [figure for figure in figures if figure.png]
-    if not drawn:
-        return None
-    return "".join(
-        f"<figure><img alt='{_e(figure.title)}' src='data:image/png;base64,{base64.b64encode(figure.png).decode()}'/>"
-        "</figure>"
-        for figure in drawn
-    )
+    images = [f"<figure><img alt='{_e(figure.title)}' src='data:image/png;base64,{base64.b64encode(figure.png).decode()}'/>"
+              "</figure>" for figure in figures if figure.png is not None]
+    return "".join(images) if images else None
 
 
 def _statistics(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str:

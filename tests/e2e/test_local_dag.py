@@ -84,6 +84,8 @@ def test_summary_has_every_run_between_the_floors(three_target_run):
     markdown = (runs_dir / "tiny" / "report.md").read_text()
     assert "cpu-ple" in markdown and "Skipped tpu-v5e (tpu)" in markdown
     assert "Synchronous cpu vs asynchronous cpu-ps (parameter servers)" in markdown
+    for figure in ("logloss_per_run.png", "throughput.png", "cost.png", "training_curves.png"):  # beside report.md
+        assert f"]({figure})" in markdown and (runs_dir / "tiny" / figure).read_bytes().startswith(b"\x89PNG")
 
 
 def test_review_commands_read_the_run(three_target_run):
