@@ -25,9 +25,9 @@ from typing import Callable, Iterator
 
 import yaml
 
+from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
-from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
 from configs.errors import ConfigError
 from ops.run_history import is_run_id
 from ops.run_record import RUN_FILE, RunRecord
