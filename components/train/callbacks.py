@@ -143,7 +143,8 @@ class TrainingProgress(keras.callbacks.Callback):
     Steps are the optimizer's (a resumed run counts on from its checkpoint). examples/s is measured over the steps
     since the previous line; the ETA divides the remaining steps by the pace since the first execution ended
     (tracing and warm-up excluded), so it is shown from the second execution on. Put it after `EpochEvaluation`
-    in the callbacks list to see the eval log-loss."""
+    in the callbacks list to see the eval log-loss. A loop without Keras `fit` (the parameter-server loop) calls
+    `begin`, `steps_done` and `chunk_done` itself."""
 
     def __init__(self, total_steps: int, steps_per_epoch: int, global_batch_size: int, interval_seconds: float = 30.0,
                  clock: Callable[[], float] = time.monotonic, echo: Callable[[str], None] = report_progress):
@@ -155,28 +156,40 @@ class TrainingProgress(keras.callbacks.Callback):
         self.steady: tuple[float, int] | None = None  # (time, step) when the first execution ended
         self.last_line: tuple[float, int] = (clock(), 0)
 
-    def on_train_begin(self, logs=None):
-        step = self._step()
+    def begin(self, step: int) -> None:
+        """Training starts (or resumes) at `step`."""
         self.steady, self.last_line = None, (self.clock(), step)
         resumed = f", resuming at step {step:,}" if step else ""
         self.echo(f"training {self.total_steps:,} steps ({self.epochs} epoch{'s' if self.epochs > 1 else ''} of "
                   f"{self.steps_per_epoch:,}) of {self.global_batch_size:,} examples{resumed}")
 
-    def on_train_batch_end(self, batch, logs=None):
+    def steps_done(self, step: int) -> None:
+        """An execution ended at `step`: a line when `interval_seconds` have passed since the last one."""
         now = self.clock()
         if self.steady is None:
-            self.steady = (now, self._step())
+            self.steady = (now, step)
         if now - self.last_line[0] >= self.interval_seconds:
-            self.echo(self.line(now, self._step()))
+            self.echo(self.line(now, step))
 
-    def on_epoch_end(self, epoch, logs=None):
-        step = self._step()
+    def chunk_done(self, step: int, loss: float | None = None, eval_logloss: float | None = None) -> None:
+        """A checkpoint chunk ended at `step`: a line with its figures when it ends a training epoch."""
         if step % self.steps_per_epoch and step != self.total_steps:
             return  # a chunk inside an epoch
-        logs = logs or {}
-        figures = "".join(f"  {name} {float(logs[key]):.4f}" for key, name in (("loss", "loss"),
-                          ("eval_logloss", "eval log-loss")) if logs.get(key) is not None)
+        figures = "".join(f"  {name} {value:.4f}" for name, value in (("loss", loss), ("eval log-loss", eval_logloss))
+                          if value is not None)
         self.echo(self.line(self.clock(), step, done=True) + figures)
+
+    def on_train_begin(self, logs=None):
+        self.begin(self._step())
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.steady is None or self.clock() - self.last_line[0] >= self.interval_seconds:
+            self.steps_done(self._step())  # the step counter is read only when it is needed
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        self.chunk_done(self._step(), *(None if logs.get(key) is None else float(logs[key])
+                                         for key in ("loss", "eval_logloss")))
 
     def line(self, now: float, step: int, done: bool = False) -> str:
         """`epoch e/E[ done]  step s/S  r ex/s  ETA m:ss` at `step`, and the start of the next line's window."""

@@ -38,3 +38,19 @@ def test_a_keras_fit_prints_a_start_line_interim_lines_and_each_epoch_end():
     assert interim and all(line.startswith("epoch ") and " ex/s  ETA " in line for line in interim)
     steps = [int(line.split("step ")[1].split("/")[0]) for line in lines[1:]]
     assert steps == sorted(steps) and steps[-1] == 24
+
+
+def test_a_loop_without_fit_reports_through_the_same_lines():
+    now, lines = [0.0], []
+    progress = TrainingProgress(total_steps=40, steps_per_epoch=20, global_batch_size=10, interval_seconds=100,
+                                clock=lambda: now[0], echo=lines.append)
+    progress.begin(10)  # resumed from a checkpoint at step 10
+    for step in (15, 20, 25, 30, 35, 40):  # chunks of 5 steps, 1 s each after a 4 s first chunk
+        now[0] += 4.0 if step == 15 else 1.0
+        progress.steps_done(step)
+        progress.chunk_done(step, loss=0.5)
+    assert lines == [
+        "training 40 steps (2 epochs of 20) of 10 examples, resuming at step 10",
+        "epoch 1/2 done  step 20/40  50 ex/s  ETA 0:04  loss 0.5000",
+        "epoch 2/2 done  step 40/40  50 ex/s  ETA 0:00  loss 0.5000",
+    ]
