@@ -188,14 +188,14 @@ class TrainingProgress(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
-        self.chunk_done(self._step(), *(None if logs.get(key) is None else float(logs[key])
-                                         for key in ("loss", "eval_logloss")))
+        loss, eval_logloss = (None if logs.get(key) is None else float(logs[key]) for key in ("loss", "eval_logloss"))
+        self.chunk_done(self._step(), loss, eval_logloss)
 
     def line(self, now: float, step: int, done: bool = False) -> str:
         """`epoch e/E[ done]  step s/S  r ex/s  ETA m:ss` at `step`, and the start of the next line's window."""
         epoch = min(self.epochs, max(1, -(-step // self.steps_per_epoch)))
         since, since_step = self.last_line
-        if since_step < (self.steady[1] if self.steady else 0) <= step:
+        if self.steady is not None and since_step < self.steady[1] <= step:
             since, since_step = self.steady  # the first execution (tracing) is not a pace
         rate = (step - since_step) * self.global_batch_size / (now - since) if now > since and step > since_step else None
         self.last_line = (now, step)
