@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.logs.records import format_utc_seconds
+from components.progress import progress_quiet
 from components.preprocess.manifest import Manifest
 from components.registry.promotion import DECISION_FILE, PromotionDecision
 from components.train.summary import RunSummary
 from components.report.day_series import DaySeries, ReplayDay, write_reports
 from configs import AdrankConfig, config_hash, load_config
 from configs.promotion import PromotionConfig
-from ops.local_run import run_locally
+from ops.local_dag import run_locally
 
 
 class ReplayError(ValueError):
@@ -94,15 +95,20 @@ def create_replay_dir(runs_dir: Path, replay_id: str | None, config_name: str) -
     raise ReplayError(f"999 replays named '{name}*' under {runs_dir} this second; pass --replay-id")
 
 
-def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: str, echo=print) -> DaySeries:
-    """Run every day of the plan in order; the day-series reports are rewritten after each day."""
+def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: str, echo=print,
+           quiet: bool | None = None) -> DaySeries:
+    """Run every day of the plan in order; the day-series reports are rewritten after each day. `quiet`: no
+    progress lines (which day starts, the steps of its run), only each day's decision; None: `ADRANK_QUIET`."""
+    quiet = progress_quiet() if quiet is None else quiet
     config = plan.config
     series = DaySeries(replay_id=series_dir.name, config_name=config.name, config_hash=config_hash(config),
                        lookback_days=config.logs.lookback_days or 0, registry=config.promotion.local_registry, days=[])
     for index, window_end in enumerate(plan.window_ends, start=1):
         stamp = format_utc_seconds(window_end)
-        echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}")
-        record = run_locally(config, runs_dir, config_source, f"{series_dir.name}-day{index}", window_end=stamp)
+        if not quiet:
+            echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}")
+        record = run_locally(config, runs_dir, config_source, f"{series_dir.name}-day{index}", window_end=stamp,
+                             quiet=quiet)
         day = _day_result(index, stamp, runs_dir / record.id, record)
         series.days.append(day)
         write_reports(series, series_dir)

@@ -29,7 +29,7 @@ from typing import Iterator
 from ops.step_reuse import StepOutputs, StepReuse, seal_step
 
 PR_SET_PDEATHSIG = 1
-# A line the run's console shows besides pipeline.log (ops.local_run forwards "adrank note:" / "adrank warning:").
+# A line the run's console shows besides pipeline.log (ops.local_dag forwards "adrank note:" / "adrank warning:").
 CONSOLE_NOTE = "adrank note: "
 STOP_GRACE_SECONDS = 5.0
 

@@ -18,6 +18,7 @@ from typing import Any
 import apache_beam as beam
 
 from components.logs.records import parse_timestamp
+from components.preprocess.progress import ParseTally
 from configs.logs import EVENT_ID, EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 
 VALID = "valid"
@@ -323,14 +324,27 @@ class ParseRecords(beam.DoFn):
         super().__init__()
         self.stream = stream
         self.parser = parser
+        self.tally: ParseTally | None = None
+
+    def setup(self):
+        self.tally = ParseTally(self.stream)  # this worker's progress lines and the job's metrics counters
 
     def process(self, raw):
         try:
-            yield self.parser(raw)
+            record = self.parser(raw)
         except InvalidRecord as error:
+            self.tally.count(parsed=False)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, error.reason, raw))
+            return
         except Exception as error:  # noqa: BLE001 - a record must never be lost, whatever went wrong
+            self.tally.count(parsed=False)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, f"unparsable:{type(error).__name__}", raw))
+            return
+        self.tally.count(parsed=True)
+        yield record
+
+    def finish_bundle(self):
+        self.tally.flush_metrics()
 
 
 def parse_stream(records, stream: str, parser):

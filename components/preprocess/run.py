@@ -9,6 +9,8 @@ Before the job: a configured column absent from a CSV header or Parquet schema f
 After the job: too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
 fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels of a class in a split fail the
 step; a feature absent from more than `preprocess.max_missing_share` of examples is printed as a warning.
+While it runs, the step prints what it is doing: input files, records read, parsed and dead-lettered, examples per
+split, stages done (`components/preprocess/progress.py`).
 """
 
 from __future__ import annotations
@@ -37,10 +39,14 @@ from components.preprocess.parse import (
     TIMESTAMP_MS, EngagementParser, FeatureField, ImpressionParser, OutcomeLabel, RecordDecoder,
     TimestampParser, parse_stream,
 )
+from components.preprocess.progress import (
+    announce_counter, announce_dead_letters, announce_done, input_files_line, plural, wait_for_job,
+)
 from components.preprocess.shuffle import ShuffleExamples
 from components.preprocess.stats import WriteCounters, count_all, count_split, read_counters
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
+from components.progress import report_progress
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.schema import AdrankConfig
 
@@ -85,11 +91,16 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     check_configured_columns(config, logs_dir)
     local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
     try:
-        with beam.Pipeline(options=options) as pipeline:
-            _build(pipeline, config, logs_dir, root, window, temp_location(options, local_temp))
+        pipeline = beam.Pipeline(options=options)
+        _build(pipeline, config, logs_dir, root, window, temp_location(options, local_temp))
+        report_progress(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
+        wait_for_job(pipeline.run())
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)
     manifest = _manifest(config, logs_dir, root, window)
+    report_progress(f"examples: train {manifest.splits['train'].examples:,}, eval {manifest.splits['eval'].examples:,}; "
+                    f"dead letters {manifest.counts.get('dead_letters', 0):,} "
+                    f"({manifest.invalid_fraction:.2%} of records read)")
     manifest.write(output_dir)
     (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
     check_invalid_records(manifest, config.preprocess.max_invalid_fraction, f"{root}/{manifest.dead_letter_pattern}")
@@ -222,11 +233,13 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     impressions_path, engagements_path = _stream_paths(config, logs_dir)
     fmt = config.logs.format
     read_options = {"csv_delimiter": config.logs.csv_delimiter, "max_record_bytes": config.logs.max_record_bytes}
+    report_progress(input_files_line("impressions", impressions_path, fmt, window))
     raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(impressions_path, fmt, window, **read_options)
     impressions, impression_dead = parse_stream(
         raw_impressions, "impressions", impression_parser(config, impressions_path)
     )
     counters = [count_all(raw_impressions, "impressions_read")]
+    read_engagements = None
     dead_letters = [impression_dead]
     skew_days = config.logs.max_timestamp_skew_days
     median = None
@@ -237,6 +250,7 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     if config.logs.label_mode == "engagements":
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         late_days = late_seconds // DAY_SECONDS + 1
+        report_progress(input_files_line("engagements", engagements_path, fmt, window, late_days))
         raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(engagements_path, fmt, window, late_days, **read_options)
         events, event_dead = parse_stream(raw_events, "engagements", engagement_parser(config, engagements_path))
         dead_letters.append(event_dead)
@@ -244,7 +258,8 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
             events, out_of_range = keep_plausible_times(events, "engagements", median, skew_days, late_seconds * 1000)
             dead_letters.append(out_of_range)
         examples, join_counts = (impressions, events) | "Join" >> JoinEngagements(event_tasks(config), window)
-        counters += [count_all(raw_events, "engagements_read")]
+        read_engagements = count_all(raw_events, "engagements_read")
+        counters.append(read_engagements)
     else:
         examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
     counters.append(join_counts)
@@ -254,6 +269,7 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
         f"{root}/{DEAD_LETTER_DIR}/dead_letter", file_name_suffix=".jsonl"
     )
     counters.append(dead | "DeadLetterReason" >> beam.Map(lambda d: (f"dead_letter:{d['stream']}:{d['reason']}", 1)))
+    _ = announce_dead_letters(dead)
 
     latest = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS]) | "Latest" >> beam.CombineGlobally(
         lambda stamps: max(stamps, default=0)
@@ -271,6 +287,12 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     labels = tuple(label_key(t.name) for t in config.tasks)
     for split, collection in collections.items():
         counters.append(count_split(collection, split, labels))
+        _ = announce_counter(counters[-1], f"split:{split}:examples", f"{split.title()}Examples",
+                             lambda n, split=split: f"{split} split: {plural(n, 'example')}")
+    for stream, counter in zip(("impressions", "engagements"), (counters[0], read_engagements)):
+        if counter is not None:
+            _ = announce_counter(counter, f"{stream}_read", f"{stream.title()}Read",
+                                 lambda n, stream=stream: f"{stream}: read {plural(n, 'record')}")
     _ = tuple(counters) | "Counters" >> WriteCounters(root)
 
     spec = raw_feature_spec(config.features, config.tasks)
@@ -284,6 +306,7 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
         transform_fn = (instances[0], metadata) | "Analyze" >> tft_beam.AnalyzeDataset(
             build_preprocessing_fn(config.features, config.tasks)
         )
+        _ = announce_done(transform_fn[0], "Analysis", "train split analysed: vocabularies and statistics ready")
         for split, split_instances in zip(collections, instances):
             transformed, transformed_metadata = ((split_instances, metadata), transform_fn) | (
                 f"Transform{split.title()}" >> tft_beam.TransformDataset()
@@ -304,7 +327,7 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
                 encoded = encoded | "ShuffleTrain" >> ShuffleExamples(
                     config.seed, config.preprocess.output_shards * config.preprocess.shuffle_buckets_per_shard
                 )
-            _ = (
+            written = (
                 encoded
                 | f"Write{split.title()}" >> beam.io.WriteToTFRecord(
                     f"{root}/{split}/part", file_name_suffix=".tfrecord.gz",
@@ -312,6 +335,7 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
                     compression_type=beam.io.filesystem.CompressionTypes.GZIP,
                 )
             )
+            _ = announce_done(written, f"Written{split.title()}", f"{split} examples written ({{files}})")
         _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(root)
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable, Sequence
 
 from components.report.benchmark import BenchmarkSummary
 from components.report.calibration import reliability_table
 from components.report.findings import findings
+from components.report.plots import ReportFigure
+from components.report.sections import REPORT_SECTIONS
 from components.report.table import (
     Table, eval_curve_table, per_run_table, per_target_table, skipped_targets_table, statistics_table,
 )
@@ -28,34 +31,23 @@ figure { display: inline-block; margin: 8px 16px 8px 0; } img { max-width: 100%;
 """
 
 
-def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> str:
+def render_html(summary: BenchmarkSummary, figures: Sequence[ReportFigure] = ()) -> str:
+    """The report: its title line, then every section of `REPORT_SECTIONS` that has something to show."""
     body = [
         f"<h1>adrank benchmark — {_e(summary.pipeline)}</h1>",
         f"<p class='meta'>config <code>{_e(summary.config_hash)}</code> · generated "
         f"{summary.generated:%Y-%m-%d %H:%M} UTC · train {summary.train_examples:,} / eval "
         f"{summary.eval_examples:,} examples · primary task <b>{_e(summary.primary_task)}</b></p>",
-        "<ul class='findings'>" + "".join(f"<li>{_e(line)}</li>" for line in findings(summary)) + "</ul>",
-        "<h2>Targets</h2>",
-        _table(per_target_table(summary)),
-        *_skipped_section(summary),
-        "<h2>Figures</h2>",
-        "".join(
-            f"<figure><img alt='{_e(name)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'/></figure>"
-            for name, png in figures.items() if png
-        ),
-        "<h2>Log-loss statistics per task</h2>",
-        "<p class='meta'>Standard deviation over repeated identical runs (different seeds); 95% CI of the mean "
-        "from Student's t; the baseline comparison is Welch's t-test.</p>",
-        _table(statistics_table(summary), text_columns={len(statistics_table(summary).header) - 1}),
-        *_eval_curve_section(summary),
-        *_reliability_section(summary),
-        "<h2>Every run</h2>",
-        "<p class='meta'>Hardware as reported by the runtime of each run, not as requested.</p>",
-        _table(per_run_table(summary)),
     ]
-    if summary.dead_letter:
-        body += ["<h2>Dead-lettered log records</h2>",
-                 _table(Table(["reason", "records"], [[k, f"{v:,}"] for k, v in sorted(summary.dead_letter.items())]))]
+    for section in REPORT_SECTIONS:
+        content = SECTION_BODIES[section.key](summary, figures)
+        if content is None:
+            continue
+        if section.title:
+            body.append(f"<h2>{_e(section.title)}</h2>")
+        if section.explanation:
+            body.append(f"<p class='meta'>{_e(section.explanation)}</p>")
+        body.append(content)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>adrank benchmark — {_e(summary.pipeline)}</title><style>{STYLE}</style></head><body>"
@@ -63,32 +55,52 @@ def render_html(summary: BenchmarkSummary, figures: dict[str, bytes | None]) -> 
     )
 
 
-def _skipped_section(summary: BenchmarkSummary) -> list[str]:
+def _findings(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str:
+    return "<ul class='findings'>" + "".join(f"<li>{_e(line)}</li>" for line in findings(summary)) + "</ul>"
+
+
+def _figures(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str | None:
+    images = [f"<figure><img alt='{_e(figure.title)}' src='data:image/png;base64,{base64.b64encode(figure.png).decode()}'/>"
+              "</figure>" for figure in figures if figure.png is not None]
+    return "".join(images) if images else None
+
+
+def _statistics(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str:
+    table = statistics_table(summary)
+    return _table(table, text_columns={len(table.header) - 1})
+
+
+def _skipped(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str | None:
     table = skipped_targets_table(summary)
-    if table is None:
-        return []
-    return ["<h2>Skipped targets</h2>",
-            "<p class='meta'>Configured targets this DAG did not train on this backend or machine.</p>",
-            _table(table, text_columns={2})]
+    return None if table is None else _table(table, text_columns={2})
 
 
-def _eval_curve_section(summary: BenchmarkSummary) -> list[str]:
-    table = eval_curve_table(summary)
-    if table is None:
-        return []
-    return ["<h2>Eval log-loss per epoch</h2>",
-            "<p class='meta'>Mean over each target's runs, measured after every epoch: rising values mean "
-            "over-fitting, values still falling at the end mean more epochs would help.</p>", _table(table)]
+def _optional(make_table: Callable[[BenchmarkSummary], Table | None]) -> Callable[..., str | None]:
+    def body(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str | None:
+        table = make_table(summary)
+        return None if table is None else _table(table)
+
+    return body
 
 
-def _reliability_section(summary: BenchmarkSummary) -> list[str]:
-    table = reliability_table(summary)
-    if table is None:
-        return []
-    return ["<h2>Calibration: reliability per bin</h2>",
-            "<p class='meta'>Eval examples in bins of equal count by predicted probability, mean over each "
-            "target's runs (the reliability figure above plots them); a calibrated model predicts each bin's observed "
-            "rate.</p>", _table(table)]
+def _dead_letters(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str | None:
+    if not summary.dead_letter:
+        return None
+    return _table(Table(["reason", "records"], [[k, f"{v:,}"] for k, v in sorted(summary.dead_letter.items())]))
+
+
+# The body of each section of REPORT_SECTIONS (None: the section has nothing to show for these runs).
+SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], str | None]] = {
+    "findings": _findings,
+    "targets": lambda summary, figures: _table(per_target_table(summary)),
+    "skipped_targets": _skipped,
+    "figures": _figures,
+    "statistics": _statistics,
+    "eval_curve": _optional(eval_curve_table),
+    "reliability": _optional(reliability_table),
+    "every_run": lambda summary, figures: _table(per_run_table(summary)),
+    "dead_letters": _dead_letters,
+}
 
 
 def _table(table: Table, text_columns: set[int] = frozenset()) -> str:

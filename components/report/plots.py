@@ -1,8 +1,10 @@
-"""The report's figures, as PNG bytes (embedded in the HTML as data URIs)."""
+"""The report's figures, as PNG bytes: embedded in the HTML as data URIs, and written beside the Markdown report
+as the files it links (`ReportFigure.file_name`)."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -14,6 +16,27 @@ from components.report.benchmark import BenchmarkSummary  # noqa: E402
 from components.train.summary import RunSummary  # noqa: E402
 
 COLORS = plt.get_cmap("tab10").colors
+
+
+@dataclass(frozen=True)
+class ReportFigure:
+    """One figure of the report: its title (the image's alt text), the PNG file the Markdown report links, and
+    the PNG itself (None: nothing to draw for these runs, e.g. no training curve)."""
+
+    title: str
+    file_name: str
+    png: bytes | None
+
+
+def report_figures(summary: BenchmarkSummary, runs: list[RunSummary]) -> list[ReportFigure]:
+    """Every figure of the run report, in the order it shows them."""
+    return [
+        ReportFigure("log-loss per run", "logloss_per_run.png", logloss_per_run(summary)),
+        ReportFigure("throughput", "throughput.png", throughput(summary)),
+        ReportFigure("cost per run and per million examples", "cost.png", cost(summary)),
+        ReportFigure("training curves", "training_curves.png", training_curves(summary, runs)),
+        ReportFigure("reliability", "reliability.png", reliability(summary)),
+    ]
 
 
 def logloss_per_run(summary: BenchmarkSummary) -> bytes:
@@ -52,6 +75,31 @@ def throughput(summary: BenchmarkSummary) -> bytes:
     ax.set_ylabel("training examples / s")
     ax.set_title("Throughput per target (mean ± std over runs)")
     ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def cost(summary: BenchmarkSummary) -> bytes:
+    """Per target, what one run cost (price per hour × mean wall time) and what a million training examples cost
+    (price per hour / throughput), from `components.report.cost`; a target without a throughput shows no bar."""
+    names = list(summary.targets)
+    colors = [COLORS[i % 10] for i in range(len(names))]
+    fig, (per_run, per_million) = plt.subplots(1, 2, figsize=(max(7.0, 2.4 * len(names) + 3), 3.2))
+    panels = (
+        (per_run, [summary.targets[n].cost_per_run_usd for n in names], "USD per run", "Cost per run", "${:,.4f}"),
+        (per_million, [summary.targets[n].cost_per_million_examples_usd for n in names], "USD per million examples",
+         "Cost per million training examples", "${:,.4f}"),
+    )
+    for ax, values, label, title, fmt in panels:
+        drawn = [value if value is not None else 0.0 for value in values]
+        bars = ax.bar(names, drawn, color=colors)
+        for bar, value in zip(bars, values):
+            ax.annotate("—" if value is None else fmt.format(value), (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=8)
+        ax.set_ylabel(label)
+        ax.set_title(title)
+        ax.margins(y=0.15)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Cost by target (price per hour from the config)", fontsize=10)
     return _png(fig)
 
 

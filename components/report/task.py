@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from components.preprocess.manifest import Manifest
-from components.report import plots
+from components.report.plots import ReportFigure, report_figures
 from components.report.benchmark import BenchmarkSummary, summarize
 from components.report.html import render_html
 from components.report.markdown import render_markdown
@@ -18,16 +18,12 @@ from configs.slices import ReportStepConfig
 
 def build_report(
     config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
-) -> tuple[BenchmarkSummary, str, str]:
-    """The summary, HTML and Markdown for these runs (plain function; the KFP step only writes them out)."""
+) -> tuple[BenchmarkSummary, str, str, list[ReportFigure]]:
+    """The summary, HTML, Markdown and figures for these runs (plain function; the KFP step only writes them
+    out): the HTML embeds the figures, the Markdown links the PNG files of their names."""
     summary = summarize(config, manifest, runs, skipped_targets)
-    figures = {
-        "log-loss per run": plots.logloss_per_run(summary),
-        "throughput": plots.throughput(summary),
-        "training curves": plots.training_curves(summary, runs),
-        "reliability": plots.reliability(summary),
-    }
-    return summary, render_html(summary, figures), render_markdown(summary)
+    figures = report_figures(summary, runs)
+    return summary, render_html(summary, figures), render_markdown(summary, figures), figures
 
 
 def write_report(
@@ -48,9 +44,12 @@ def write_report(
     manifest = Manifest.read(examples_dir)
     runs = [RunSummary.read(path) for path in summary_paths]
     skipped = config.skipped_targets if isinstance(config, ReportStepConfig) else []
-    summary, html_text, markdown_text = build_report(config, manifest, runs, skipped)
+    summary, html_text, markdown_text, figures = build_report(config, manifest, runs, skipped)
     _write(report_html.path, html_text)
     _write(report_markdown.path, markdown_text)
+    for figure in figures:  # beside the Markdown report, which links them by file name
+        if figure.png:
+            (Path(report_markdown.path).parent / figure.file_name).write_bytes(figure.png)
     _write(summary_json.path, summary.model_dump_json(indent=2))
 
     metrics.log_metric("best_logloss", summary.best_run.logloss)

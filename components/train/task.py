@@ -21,6 +21,7 @@ from components.evaluate import metrics as ranking_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
 from components.train.callbacks import (
     EpochEvaluation, InputStallMeter, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
+    TrainingProgress,
 )
 from components.train.export import export_serving_model, servable_copy, tft_output_dir
 from components.train.input import InputOptions, make_dataset
@@ -343,6 +344,7 @@ def fit_synchronous(
         eval_split = EvalSplit(model, manifest, examples_dir, training)
         callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss))
     callbacks += [curve, clock] + ([tensorboard] if tensorboard else [])
+    callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size))
     if stall is not None:
         model.train_step = stall.wrap(model.train_step, model)
         callbacks.append(stall)

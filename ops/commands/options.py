@@ -20,6 +20,19 @@ def add_config_arguments(parser: argparse.ArgumentParser, required: bool = False
     )
 
 
+def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quiet", action="store_true",
+        help="no progress lines (steps starting and ending, their progress, still-running notes), e.g. for CI; "
+        "warnings, errors and the final summary are still printed. ADRANK_QUIET=1 does the same",
+    )
+
+
+def quiet_from_args(args: argparse.Namespace) -> bool | None:
+    """True with --quiet; None leaves it to `ADRANK_QUIET` (components.progress)."""
+    return True if args.quiet else None
+
+
 def config_from_args(args: argparse.Namespace) -> AdrankConfig:
     return load_config(args.config, args.overrides)
 

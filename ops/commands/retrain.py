@@ -7,7 +7,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from ops.commands.options import add_config_arguments
+from ops.commands.options import add_config_arguments, add_quiet_argument, quiet_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "logs.synthetic.start_date; required for your own logs)")
     parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default: runs)")
     parser.add_argument("--replay-id", default=None, help="replay directory name (default: <UTC time>-<config>-replay)")
+    add_quiet_argument(parser)
     parser.set_defaults(handler=_retrain)
 
 
@@ -36,8 +37,8 @@ def _retrain(args: argparse.Namespace) -> int:
     from configs import load_config
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_run import LocalRunFailed, LocalRunInterrupted
-    from ops.local_runs import is_run_id
+    from ops.local_dag import LocalRunFailed, LocalRunInterrupted
+    from ops.run_history import is_run_id
     from ops.replay import ReplayError, create_replay_dir, plan_replay, replay
 
     if args.replay_id is not None and not is_run_id(args.replay_id):
@@ -54,7 +55,8 @@ def _retrain(args: argparse.Namespace) -> int:
         if plan.note:
             print(plan.note)
         print(f"replay {series_dir.name}: {args.days} days, registry {plan.config.promotion.local_registry}")
-        series = replay(plan, series_dir, runs_dir, args.config or str(embedded_config_path()))
+        series = replay(plan, series_dir, runs_dir, args.config or str(embedded_config_path()),
+                        quiet=quiet_from_args(args))
     except ReplayError as error:
         raise CommandError(str(error)) from None
     except LocalRunFailed as failure:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ops.commands.options import add_config_arguments, config_for_local_run
+from ops.commands.options import add_config_arguments, add_quiet_argument, config_for_local_run, quiet_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,13 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run an interrupted or failed run again with its own config: finished steps whose outputs are intact "
         "are reused, an interrupted training run continues from its last checkpoint",
     )
+    add_quiet_argument(parser)
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_run import LocalRunFailed, LocalRunInterrupted, RunIdError, run_locally
+    from ops.local_dag import LocalRunFailed, LocalRunInterrupted, RunIdError, run_locally
 
     if args.resume is not None:
         if args.config or args.overrides or args.run_id:
@@ -36,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
         source = args.config or str(embedded_config_path())
     try:
         record = run_locally(config, Path(args.runs_dir), source, args.resume or args.run_id,
-                             resume=args.resume is not None)
+                             resume=args.resume is not None, quiet=quiet_from_args(args))
     except LocalRunInterrupted as interruption:
         record = interruption.record
         step = f" during '{record.failed_step}'" if record.failed_step else ""
@@ -57,7 +58,7 @@ def _config_of_run(runs_dir: Path, run_id: str):
     """The config a run ran with (its `config.yaml`) and where it came from (its run record)."""
     from configs import load_config
     from ops.errors import CommandError
-    from ops.local_runs import is_run_id
+    from ops.run_history import is_run_id
     from ops.run_record import RunRecord
 
     run_dir = runs_dir / run_id

@@ -17,10 +17,13 @@ def click_log_config(request):
     return str(request.config.rootpath / REPO_CONFIG)
 
 
-def test_the_click_log_example_runs_from_any_directory(tmp_path, click_log_config):
+def test_the_click_log_example_runs_from_any_directory_and_quietly(tmp_path, click_log_config):
     result = adrank("run", "--config", click_log_config, "--runs-dir", "runs", "--run-id", "clicks", *sets(FAST),
-                    cwd=tmp_path)
+                    "--quiet", cwd=tmp_path)
     assert "failed" not in result.stdout
+    # --quiet: no step or progress lines, only the run's first line and its summary
+    assert not any(line.startswith(("  ▶", "  ✓", "  …", "      ")) for line in result.stdout.splitlines())
+    assert "adrank progress" not in result.stdout and result.stdout.strip().splitlines()[-1].startswith("report: ")
     summary = json.loads((tmp_path / "runs" / "clicks" / "summary.json").read_text())
     assert summary["runs"][0]["target"] == "cpu" and summary["runs"][0]["steps"] > 0
     assert "download" in summary["tasks"]

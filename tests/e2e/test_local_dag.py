@@ -40,6 +40,20 @@ def test_run_prints_the_report_path_last(three_target_run):
     assert "skipped target tpu-v5e (tpu): the local backend has no TPU" in result.stdout
 
 
+def test_run_shows_each_step_and_what_it_is_doing(three_target_run):
+    _, result = three_target_run
+    lines = result.stdout.splitlines()
+    assert "  ▶ preprocess" in lines and any(line.startswith("  ✓ preprocess: success (") for line in lines)
+    for progress in ("      impressions: read 12,000 records", "      running the Beam job (DirectRunner)"):
+        assert progress in lines
+    assert any(line.startswith("      train split: ") and line.endswith(" examples") for line in lines)
+    training = [line.strip() for line in lines if line.startswith("      epoch ")]
+    # cpu and cpu-ple train with Keras fit (3 and 5 epochs, 2 runs each): a line at every epoch's end
+    assert sum(line.startswith("epoch 3/3 done") for line in training) == 2
+    assert sum(line.startswith("epoch 5/5 done") for line in training) == 2
+    assert all(" ex/s  ETA " in line for line in training)
+
+
 def test_summary_has_every_run_between_the_floors(three_target_run):
     runs_dir, _ = three_target_run
     summary = json.loads((runs_dir / "tiny" / "summary.json").read_text())
@@ -70,6 +84,8 @@ def test_summary_has_every_run_between_the_floors(three_target_run):
     markdown = (runs_dir / "tiny" / "report.md").read_text()
     assert "cpu-ple" in markdown and "Skipped tpu-v5e (tpu)" in markdown
     assert "Synchronous cpu vs asynchronous cpu-ps (parameter servers)" in markdown
+    for figure in ("logloss_per_run.png", "throughput.png", "cost.png", "training_curves.png"):  # beside report.md
+        assert f"]({figure})" in markdown and (runs_dir / "tiny" / figure).read_bytes().startswith(b"\x89PNG")
 
 
 def test_review_commands_read_the_run(three_target_run):

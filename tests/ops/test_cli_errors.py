@@ -97,7 +97,7 @@ def test_a_finished_or_running_run_is_not_resumed(tmp_path):
     import yaml
 
     from configs import config_hash, load_config
-    from ops.local_run import RunIdError, resumable_run
+    from ops.local_dag import RunIdError, resumable_run
     from ops.run_record import RunRecord
 
     config = load_config()

@@ -43,7 +43,7 @@ def test_finding_only_when_calibration_is_off_beyond_the_base_rate_shift():
 
 def test_the_report_shows_the_calibration_step_and_the_reliability_curve():
     runs = [calibrated_run("cpu", i, 1.02, uncalibrated=1.4) for i in range(2)]
-    summary, html_text, markdown_text = build_report(config(), manifest(), runs)
+    summary, html_text, markdown_text, _ = build_report(config(), manifest(), runs)
     (step,) = calibration_lines(runs)
     assert "platt calibration step moved mean prediction / eval rate 1.400 → 1.020" in step
     curve = summary.targets["cpu"].tasks["engagement"].reliability
@@ -63,5 +63,5 @@ def test_summaries_written_before_the_calibration_fields_still_load(tmp_path):
 
     loaded = RunSummary.model_validate(legacy)
     assert loaded.metrics["engagement"].reliability == [] and loaded.calibrators == {}
-    summary, html_text, _ = build_report(config(), manifest(), [loaded])
+    summary, html_text, _, _ = build_report(config(), manifest(), [loaded])
     assert summary.targets["cpu"].tasks["engagement"].reliability == [] and "alt='reliability'" not in html_text

@@ -102,12 +102,12 @@ def test_skipped_targets_are_listed_with_their_reason(tmp_path):
 
     runs = [run("cpu", i, 0.33 + i * 0.01, 1000.0) for i in range(2)]
     skipped = [SkippedTarget(name="tpu-v5e", kind="tpu", reason="the local backend has no TPU")]
-    summary, html, markdown = build_report(config(), manifest(), runs, skipped)
+    summary, html, markdown, _ = build_report(config(), manifest(), runs, skipped)
     assert summary.skipped_targets == skipped
     assert "Skipped tpu-v5e (tpu): the local backend has no TPU." in markdown
     assert "## Skipped targets" in markdown and "| tpu-v5e | tpu | the local backend has no TPU |" in markdown
     assert "Skipped targets" in html and "the local backend has no TPU" in html
-    _, _, nothing_skipped = build_report(config(), manifest(), runs)
+    _, _, nothing_skipped, _ = build_report(config(), manifest(), runs)
     assert "Skipped" not in nothing_skipped
 
 

@@ -6,6 +6,7 @@ Layout of a run directory:
   pipeline.log    everything the steps printed
   artifacts/      the kfp.local pipeline root (every step's outputs)
   report.html, report.md, summary.json   copies of the report step's outputs
+  *.png           the report's figures, which report.md links (report.html embeds them)
 """
 
 from __future__ import annotations
@@ -16,17 +17,19 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import yaml
 
+from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
-from ops.local_runs import is_run_id
+from ops.run_history import is_run_id
 from ops.run_record import RUN_FILE, RunRecord
 from ops.step_reuse import StepReuse
 from ops.step_processes import step_processes
@@ -106,17 +109,19 @@ def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> 
 
 
 def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None, *,
-                window_end: str = "", resume: bool = False) -> RunRecord:
+                window_end: str = "", resume: bool = False, quiet: bool | None = None) -> RunRecord:
     """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step.
 
     `window_end` (RFC 3339): read only the `logs.lookback_days` before it, as a scheduled run does (`adrank
     retrain`); "" reads every log. `resume`: run `run_id` again in its own directory (see `resumable_run`): steps
     that finished in an earlier attempt and whose outputs are intact are reused, an interrupted training step
-    continues from its checkpoints."""
+    continues from its checkpoints. `quiet`: the terminal shows no progress (steps starting and ending, their
+    progress lines), only warnings, failures and what the run made; None: quiet when `ADRANK_QUIET` is set."""
     from kfp import local
 
     from pipelines.ranking import create_pipeline, targets_for
 
+    quiet = progress_quiet() if quiet is None else quiet
     try:
         check_local_embedding_memory(config)
     except ValueError as error:
@@ -149,8 +154,8 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
         for skipped in targets_for(config, "local").skipped:
             print(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}")
-        with step_processes(run_id, reuse) as temp_root, _quiet_tensorflow(), \
-                _progress_output(log_path, display_names, progress):
+        with step_processes(run_id, reuse) as temp_root, _step_environment(quiet), \
+                _progress_output(log_path, display_names, progress, quiet):
             workspace = temp_root / "kfp-workspace"
             workspace.mkdir()
             local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"),
@@ -178,6 +183,8 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     for output, name in REPORT_FILES.items():
         source = _find_output(run_dir / "artifacts", output)
         shutil.copyfile(source, run_dir / name)
+    for figure in _find_output(run_dir / "artifacts", "report_markdown").parent.glob("*.png"):
+        shutil.copyfile(figure, run_dir / figure.name)  # the figures report.md links
     attach_promotion(run_dir)
     record.status = "succeeded"
     record.finished = dt.datetime.now(dt.timezone.utc)
@@ -266,75 +273,135 @@ def _indent(line: str) -> int:
 
 
 @contextmanager
-def _quiet_tensorflow() -> Iterator[None]:
-    """The steps inherit this environment: keep TensorFlow's C++ start-up chatter out of the progress log."""
-    saved = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+def _step_environment(quiet: bool) -> Iterator[None]:
+    """The steps inherit this environment: TensorFlow's C++ start-up chatter kept out of the progress log, and with
+    `quiet` no progress lines from the steps (`ADRANK_QUIET`)."""
+    wanted = {"TF_CPP_MIN_LOG_LEVEL": "2"} | ({QUIET_ENV: "1"} if quiet else {})
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
-        else:
-            os.environ["TF_CPP_MIN_LOG_LEVEL"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 _TASK_STARTED = re.compile(r"Executing task '([\w-]+)'")
 # A step line carrying this prefix is meant for the person running adrank (components.preprocess.run.CONSOLE_WARNING,
 # ops.step_processes.CONSOLE_NOTE).
 _CONSOLE_WARNING = re.compile(r"adrank (?:warning|note): (.+)$")
+_STEP_PROGRESS = re.compile(re.escape(PROGRESS_PREFIX) + r"(.+)$")
 _TASK_FINISHED = re.compile(r"Task '([\w-]+)' finished with status (\w+)")
+STILL_RUNNING_SECONDS = 60.0
+
+
+class _RunConsole:
+    """What the terminal shows of a run, from the lines of the steps' log: one line when a step starts and one
+    when it ends (with its duration), the progress lines of the running step (`components.progress`), a "still
+    running" line when the terminal has been silent for `still_running_seconds`, and the warnings steps address
+    to the user. `quiet`: only warnings and failed steps reach the terminal."""
+
+    def __init__(self, terminal, display_names: dict[str, str], progress: _StepProgress, quiet: bool = False,
+                 still_running_seconds: float = STILL_RUNNING_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self._terminal, self._names, self._progress_seen = terminal, display_names, progress
+        self._quiet, self._still_running_seconds, self._clock = quiet, still_running_seconds, clock
+        self._started: dict[str, float] = {}
+        self._last_terminal_line = clock()
+        self._lock = threading.RLock()
+
+    def line(self, line: str) -> None:
+        with self._lock:
+            self._line(_ANSI.sub("", line))
+            self._terminal.flush()
+
+    def _say(self, line: str, progress: bool = True) -> None:
+        if progress and self._quiet:
+            return
+        self._terminal.write(line + "\n")
+        self._last_terminal_line = self._clock()
+
+    def _line(self, line: str) -> None:
+        warning = _CONSOLE_WARNING.search(line)
+        if warning:
+            self._say(f"  ! {warning.group(1)}", progress=False)
+        step_progress = _STEP_PROGRESS.search(line)
+        if step_progress:
+            self._say(f"      {step_progress.group(1)}")
+        started = _TASK_STARTED.search(line)
+        if started:
+            key = started.group(1)
+            self._started[key] = self._clock()
+            self._progress_seen.started.append(key)
+            self._say(f"  ▶ {self._names.get(key, key)}")
+        finished = _TASK_FINISHED.search(line)
+        if finished:
+            key, status = finished.groups()
+            self._progress_seen.finished[key] = status
+            seconds = self._clock() - self._started.get(key, self._clock())
+            mark = "✓" if status == "SUCCESS" else "✗"
+            self._say(f"  {mark} {self._names.get(key, key)}: {status.lower()} ({seconds:.0f} s)",
+                      progress=status == "SUCCESS")
+
+    def still_running(self) -> None:
+        """`still running: <step> (m:ss)` when a step runs and the terminal has said nothing for a while."""
+        with self._lock:
+            now = self._clock()
+            running = [key for key in self._progress_seen.unfinished() if key in self._started]
+            if not running or now - self._last_terminal_line < self._still_running_seconds:
+                return
+            key = running[-1]
+            self._say(f"  … still running: {self._names.get(key, key)} ({format_duration(now - self._started[key])})")
+            self._terminal.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._terminal.flush()
 
 
 class _ProgressStream(io.TextIOBase):
-    """Everything goes to the log file; the terminal gets one line when a step starts, one when it ends, and the
-    warnings steps address to the user."""
+    """One of this process's output streams during a run: everything goes to the log file, each whole line to
+    the run's console."""
 
-    def __init__(self, log, terminal, display_names: dict[str, str], progress: _StepProgress):
-        self._log, self._terminal, self._names, self._progress_seen = log, terminal, display_names, progress
+    def __init__(self, log, console: _RunConsole):
+        self._log, self._console = log, console
         self._pending = ""
-        self._started: dict[str, float] = {}
 
     def write(self, text: str) -> int:
         self._log.write(text)
         self._pending += text
         *lines, self._pending = self._pending.split("\n")
         for line in lines:
-            self._progress(_ANSI.sub("", line))
+            self._console.line(line)
         return len(text)
-
-    def _progress(self, line: str) -> None:
-        warning = _CONSOLE_WARNING.search(line)
-        if warning:
-            self._terminal.write(f"  ! {warning.group(1)}\n")
-        started = _TASK_STARTED.search(line)
-        if started:
-            key = started.group(1)
-            self._started[key] = time.monotonic()
-            self._progress_seen.started.append(key)
-            self._terminal.write(f"  ▶ {self._names.get(key, key)}\n")
-        finished = _TASK_FINISHED.search(line)
-        if finished:
-            key, status = finished.groups()
-            self._progress_seen.finished[key] = status
-            seconds = time.monotonic() - self._started.get(key, time.monotonic())
-            mark = "✓" if status == "SUCCESS" else "✗"
-            self._terminal.write(f"  {mark} {self._names.get(key, key)}: {status.lower()} ({seconds:.0f} s)\n")
-        self._terminal.flush()
 
     def flush(self) -> None:
         self._log.flush()
-        self._terminal.flush()
+        self._console.flush()
 
 
 @contextmanager
-def _progress_output(path: Path, display_names: dict[str, str], progress: _StepProgress) -> Iterator[None]:
-    """kfp.local prints each step's output through this process's stdout and its own status to stderr."""
+def _progress_output(path: Path, display_names: dict[str, str], progress: _StepProgress,
+                     quiet: bool = False) -> Iterator[None]:
+    """kfp.local prints each step's output through this process's stdout and its own status to stderr; a timer
+    thread says which step is still running when the terminal has been silent for a while."""
     with path.open("a") as log:
         saved_out, saved_err = sys.stdout, sys.stderr
-        sys.stdout = _ProgressStream(log, saved_out, display_names, progress)
-        sys.stderr = _ProgressStream(log, saved_out, display_names, progress)
+        console = _RunConsole(saved_out, display_names, progress, quiet)
+        sys.stdout, sys.stderr = _ProgressStream(log, console), _ProgressStream(log, console)
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(STILL_RUNNING_SECONDS / 6):
+                console.still_running()
+
+        ticker = threading.Thread(target=tick, name="adrank-still-running", daemon=True)
+        ticker.start()
         try:
             yield
         finally:
+            stop.set()
+            ticker.join()
             sys.stdout, sys.stderr = saved_out, saved_err

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from configs import load_config
-from ops.local_run import RunIdError, _StepProgress, create_run_dir, failed_step
-from ops.local_runs import format_run, format_runs_table, list_runs
+from ops.local_dag import RunIdError, _StepProgress, create_run_dir, failed_step
+from ops.run_history import format_run, format_runs_table, list_runs
 from ops.run_record import RunRecord
 
 
@@ -102,11 +102,102 @@ def test_a_step_warning_reaches_the_console_and_the_log():
     import io
 
     from components.preprocess.run import CONSOLE_WARNING
-    from ops.local_run import _ProgressStream
+    from ops.local_dag import _ProgressStream, _RunConsole
 
     log, terminal = io.StringIO(), io.StringIO()
-    stream = _ProgressStream(log, terminal, {"preprocess": "preprocess"}, _StepProgress())
+    stream = _ProgressStream(log, _RunConsole(terminal, {"preprocess": "preprocess"}, _StepProgress()))
     stream.write("\x1b[32mExecuting task 'preprocess'\x1b[0m\nlots of Beam chatter\n")
     stream.write(f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples\n")
     assert terminal.getvalue() == "  ▶ preprocess\n  ! feature 'ip' is absent from 100.0% of examples\n"
     assert "lots of Beam chatter" in log.getvalue() and CONSOLE_WARNING in log.getvalue()
+
+
+class _FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _console(quiet: bool, clock: _FakeClock):
+    import io
+
+    from ops.local_dag import _ProgressStream, _RunConsole
+
+    names = {"preprocess-step": "preprocess", "train-step": "train · cpu · run 1"}
+    terminal = io.StringIO()
+    console = _RunConsole(terminal, names, _StepProgress(), quiet=quiet, still_running_seconds=60, clock=clock)
+    return _ProgressStream(io.StringIO(), console), console, terminal
+
+
+def test_the_console_shows_each_step_its_progress_lines_and_how_long_it_took():
+    from components.progress import PROGRESS_PREFIX
+
+    clock = _FakeClock()
+    stream, _, terminal = _console(quiet=False, clock=clock)
+    stream.write("Executing task 'preprocess-step'\n")
+    stream.write(f"    {PROGRESS_PREFIX}impressions: read 60,000 records\n    Beam chatter\n")
+    clock.now += 42
+    stream.write("Task 'preprocess-step' finished with status SUCCESS\n")
+    assert terminal.getvalue().splitlines() == [
+        "  ▶ preprocess", "      impressions: read 60,000 records", "  ✓ preprocess: success (42 s)",
+    ]
+
+
+def test_a_silent_step_is_reported_as_still_running_with_its_time_so_far():
+    from components.progress import PROGRESS_PREFIX
+
+    clock = _FakeClock()
+    stream, console, terminal = _console(quiet=False, clock=clock)
+    console.still_running()  # no step yet
+    stream.write("Executing task 'train-step'\n")
+    clock.now += 30
+    console.still_running()  # the terminal spoke 30 s ago: nothing to add
+    clock.now += 100
+    console.still_running()
+    stream.write(f"{PROGRESS_PREFIX}epoch 1/3  step 10/90\n")
+    clock.now += 59
+    console.still_running()  # the progress line was 59 s ago
+    assert terminal.getvalue().splitlines() == [
+        "  ▶ train · cpu · run 1", "  … still running: train · cpu · run 1 (2:10)", "      epoch 1/3  step 10/90",
+    ]
+    stream.write("Task 'train-step' finished with status SUCCESS\n")
+    clock.now += 600
+    console.still_running()  # nothing runs
+    assert terminal.getvalue().splitlines()[-1].startswith("  ✓ train · cpu · run 1: success")
+
+
+def test_quiet_keeps_warnings_and_failures_and_drops_progress():
+    from components.preprocess.run import CONSOLE_WARNING
+    from components.progress import PROGRESS_PREFIX
+
+    clock = _FakeClock()
+    stream, console, terminal = _console(quiet=True, clock=clock)
+    stream.write("Executing task 'preprocess-step'\n")
+    stream.write(f"{PROGRESS_PREFIX}impressions: read 60,000 records\n{CONSOLE_WARNING}feature 'ip' is absent\n")
+    clock.now += 500
+    console.still_running()
+    stream.write("Task 'preprocess-step' finished with status SUCCESS\nExecuting task 'train-step'\n")
+    stream.write("Task 'train-step' finished with status FAILURE\n")
+    assert terminal.getvalue().splitlines() == [
+        "  ! feature 'ip' is absent", "  ✗ train · cpu · run 1: failure (0 s)",
+    ]
+
+
+def test_progress_lines_follow_adrank_quiet(monkeypatch):
+    import io
+
+    from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet, report_progress
+
+    out = io.StringIO()
+    monkeypatch.delenv(QUIET_ENV, raising=False)
+    report_progress("read 3 files", out)
+    for value in ("1", "true", "yes"):
+        monkeypatch.setenv(QUIET_ENV, value)
+        assert progress_quiet()
+        report_progress("not shown", out)
+    monkeypatch.setenv(QUIET_ENV, "0")
+    assert not progress_quiet()
+    assert out.getvalue() == f"{PROGRESS_PREFIX}read 3 files\n"
+    assert [format_duration(s) for s in (0, 41.4, 130, 3723)] == ["0:00", "0:41", "2:10", "1:02:03"]

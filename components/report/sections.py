@@ -1,0 +1,36 @@
+"""The sections of the run report, in order, with their headings and explanations: the HTML (`html.py`) and the
+Markdown (`markdown.py`) report both render this one list, each with its own markup for a section's body."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """`key`: what a renderer draws the body with; `title`: the heading (None: no heading); `explanation`: the
+    sentence under the heading that says how to read it."""
+
+    key: str
+    title: str | None
+    explanation: str | None = None
+
+
+REPORT_SECTIONS: tuple[ReportSection, ...] = (
+    ReportSection("findings", None),
+    ReportSection("targets", "Targets"),
+    ReportSection("skipped_targets", "Skipped targets",
+                  "Configured targets this DAG did not train on this backend or machine."),
+    ReportSection("figures", "Figures"),
+    ReportSection("statistics", "Log-loss statistics per task",
+                  "Standard deviation over repeated identical runs (different seeds); 95% CI of the mean from "
+                  "Student's t; the baseline comparison is Welch's t-test."),
+    ReportSection("eval_curve", "Eval log-loss per epoch",
+                  "Mean over each target's runs, measured after every epoch: rising values mean over-fitting, values "
+                  "still falling at the end mean more epochs would help."),
+    ReportSection("reliability", "Calibration: reliability per bin",
+                  "Eval examples in bins of equal count by predicted probability, mean over each target's runs (the "
+                  "reliability figure plots them); a calibrated model predicts each bin's observed rate."),
+    ReportSection("every_run", "Every run", "Hardware as reported by the runtime of each run, not as requested."),
+    ReportSection("dead_letters", "Dead-lettered log records"),
+)
