@@ -1,4 +1,5 @@
-"""Options shared by every command that takes a config: `--config FILE` and repeatable `--set key=value`."""
+"""Options shared by the commands: `--config FILE` and repeatable `--set key=value` for every command that takes a
+config; the hidden `--api-endpoint` for the ones that talk to Vertex AI."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, required: bool = False
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="override a config value, e.g. --set training.epochs=1 or --set targets.0.global_batch_size=1024",
     )
+
+
+def add_endpoint_argument(parser: argparse.ArgumentParser) -> None:
+    """The hidden `--api-endpoint URL`: point the Vertex client at another server (the tests' local double)."""
+    parser.add_argument("--api-endpoint", default=None, help=argparse.SUPPRESS)
 
 
 def config_from_args(args: argparse.Namespace) -> AdrankConfig:

@@ -9,6 +9,8 @@ from unittest import mock
 
 import pytest
 
+from ops.vertex.retry import Backoff
+
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
@@ -27,11 +29,15 @@ vertex_fake = _load_fake_module()
 
 @pytest.fixture
 def fake_vertex():
-    """(fake, endpoint): the double serving on 127.0.0.1 for this test; GCS bucket creation is patched out."""
+    """(fake, endpoint): the double serving on 127.0.0.1 for this test; GCS bucket creation is patched out, the
+    waits between polls of a job are recorded instead of slept (`fake.pauses`), and retries back off for
+    milliseconds, not seconds."""
     fake = vertex_fake.FakeVertex(project="adrank-prod", region="us-central1")
     with vertex_fake.FakeVertexServer(fake) as endpoint, mock.patch(
         "google.cloud.aiplatform.utils.gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist"
-    ) as create_bucket, mock.patch("ops.vertex.retry.pause") as pause:
+    ) as create_bucket, mock.patch("ops.vertex.jobs.pause") as pause, mock.patch(
+        "ops.vertex.retry.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)
+    ):
         fake.create_bucket = create_bucket
         fake.pauses = pause
         yield fake, endpoint
