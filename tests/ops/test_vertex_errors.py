@@ -128,3 +128,12 @@ def test_with_backoff_does_not_retry_a_permanent_error():
     with pytest.raises(VertexApiError, match="get job: 403 Forbidden, permission denied"):
         with_backoff(forbidden, "get job", Backoff(initial_seconds=0.001, maximum_seconds=0.001))
     assert len(calls) == 1
+
+
+def test_with_backoff_stops_retrying_at_its_timeout():
+    def always_busy():
+        raise exceptions.ServiceUnavailable("busy")
+
+    backoff = Backoff(attempts=1000, initial_seconds=0.01, maximum_seconds=0.01, timeout_seconds=0.2)
+    with pytest.raises(VertexApiError, match=r"^get job: no answer from the Vertex AI API: Timeout of 0\.2s exceeded"):
+        with_backoff(always_busy, "get job", backoff)
