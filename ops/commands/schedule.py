@@ -84,7 +84,7 @@ def _start(start) -> str:
 def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
-    from ops.vertex.session import VertexSetupError, require_service_account, session_for
+    from ops.vertex.session import VertexSetupError, require_service_account, session_for, vertex_section
 
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
@@ -107,10 +107,9 @@ def _run(args: argparse.Namespace) -> int:
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
                 done, schedule_name, start = schedules.create_or_update(
                     config, template, session, now=now, start_now_if_past=args.start_now_if_past)
-            cron = config.vertex.schedule.vertex_cron
-            print(f"{done} schedule {display_name} ({schedule_name}): {cron}, "
-                  f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
-                  f"{_limits(config.vertex.schedule)}, {_start(start)}")
+            timing = vertex_section(config).schedule
+            print(f"{done} schedule {display_name} ({schedule_name}): {timing.vertex_cron}, "
+                  f"max {timing.max_concurrent_runs} concurrent run(s), {_limits(timing)}, {_start(start)}")
             if start.note:
                 print(start.note)
             if schedules.experiment_note(config):

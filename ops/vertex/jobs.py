@@ -97,11 +97,13 @@ class Submission:
 def build_pipeline_job(
     config: AdrankConfig,
     template_path: Path,
-    job_id: str,
+    job_id: str | None,
     labels: dict[str, str],
     cache: CacheMode = "default",
     parameters: dict[str, object] | None = None,
 ):
+    """The SDK's PipelineJob for the compiled template; `job_id` None for a schedule's template (Vertex names
+    each run it starts)."""
     from google.cloud import aiplatform
 
     vertex = vertex_section(config)
