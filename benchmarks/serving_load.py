@@ -1,4 +1,4 @@
-"""Load on the prediction server (components/images/serving.py), on 127.0.0.1 only: requests/s, p50/p99 latency,
+"""Load on the prediction server (components/serving/server.py), on 127.0.0.1 only: requests/s, p50/p99 latency,
 answers by status, and the server's memory, for well-behaved clients alone and with abusive clients beside them.
 
     python benchmarks/serving_load.py [--clients 64] [--seconds 30] [--slow-clients 4] [--instances 8]
@@ -32,7 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 SERVER = """
 import os, sys
 sys.path.insert(0, {repo!r})
-from components.images.serving import Predictor, ServingLimits, make_server
+from components.serving.limits import ServingLimits
+from components.serving.predictor import Predictor
+from components.serving.server import make_server
 limits = ServingLimits.from_environment()
 server = make_server(Predictor({model!r}, limits.max_concurrent_predictions), 0, "/predict", "/health",
                      host="127.0.0.1", limits=limits)

@@ -1,17 +1,19 @@
 """`adrank`: the command line. Each subcommand lives in `ops.commands.<name>` and registers itself here.
 
-`CommandError` is re-exported for callers that import it from here."""
+The command modules import only argparse-level code at the top; what a command needs to do its work
+(TensorFlow, Beam, KFP, aiplatform) is imported inside its handler, so `adrank --help` stays fast."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from configs.errors import ConfigError
+from ops.commands import compile as compile_command
+from ops.commands import images, logs, report, retrain, run, run_spec, runs, schedule, submit
 from ops.errors import CommandError
 
-COMMANDS = ("logs", "run", "retrain", "run_spec", "compile", "submit", "schedule", "runs", "report", "images")
+COMMANDS = (logs, run, retrain, run_spec, compile_command, submit, schedule, runs, report, images)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,14 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train ad-ranking models on TPU, GPU and CPU through one Kubeflow pipeline.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"ops.commands.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"ops.commands.{name}":
-                continue  # command not built yet
-            raise
-        module.register(subparsers)
+    for command in COMMANDS:
+        command.register(subparsers)
     return parser
 
 

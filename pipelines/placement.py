@@ -2,8 +2,9 @@
 
 The local backend needs no placement: every hook returns what it was given, and kfp.local runs the
 plain components. The vertex backend's rules live here so `ranking.py` stays the one DAG definition
-for both backends. Two hooks per step: `*_component` may swap the component for one that runs
-elsewhere (a Vertex CustomJob wrapper); `place_*` sets options on the created task.
+for both backends. `training_component` swaps the training component for one that runs elsewhere
+(a Vertex CustomJob wrapper with the target's machines); `place_preprocess` sets options on the
+created preprocess task.
 
 Everything here is computed from the config alone, so the compiled YAML depends only on the config.
 """
@@ -21,9 +22,6 @@ from configs.training import TargetConfig
 from configs.vertex import VertexConfig, VertexTargetSpec, check_target_machine, default_image_kind
 
 Backend = Literal["local", "vertex"]
-
-# Vertex CustomJob pool order: 0 chief, 1 workers, 2 parameter servers (see CustomJobSpec.workerPoolSpecs).
-CHIEF, WORKERS, PARAMETER_SERVERS = 0, 1, 2
 
 
 def window_end_argument(backend: Backend, local_window_end: str = "") -> str:
@@ -77,13 +75,6 @@ def custom_job_output_directory(vertex: VertexConfig, target: TargetConfig) -> s
     are resolved by Vertex at run time; a CustomJob restarted after preemption keeps both, so it resumes."""
     return (f"{vertex.custom_job_output_directory}/{target.name}/"
             f"{dsl.PIPELINE_JOB_ID_PLACEHOLDER}/{dsl.PIPELINE_TASK_ID_PLACEHOLDER}")
-
-
-def place_training(
-    task: dsl.PipelineTask, target: TargetConfig, config: AdrankConfig, backend: Backend
-) -> dsl.PipelineTask:
-    """The machines are chosen by `training_component`; the task itself needs nothing more."""
-    return task
 
 
 def place_preprocess(task: dsl.PipelineTask, config: AdrankConfig, backend: Backend) -> dsl.PipelineTask:

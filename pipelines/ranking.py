@@ -14,13 +14,20 @@ from kfp import dsl
 from components.preprocess.options import beam_pipeline_args
 from configs import AdrankConfig
 from configs.report import SkippedTarget
-from configs.slices import PreprocessStepConfig, ReportStepConfig, TrainStepConfig
+from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
 from pipelines import placement
-from pipelines.fan_in import report_function, summary_input_name
+from pipelines.fan_in import summary_input_name
 from pipelines.placement import Backend
-from pipelines.promotion_step import add_champion, add_promotion
-from pipelines.steps import generate_logs_step, preprocess_files_step, preprocess_step, train_step
+from pipelines.steps import (
+    champion_step,
+    generate_logs_step,
+    preprocess_files_step,
+    preprocess_step,
+    promote_step,
+    report_function,
+    train_step,
+)
 
 
 def train_display_name(target: str, run_index: int) -> str:
@@ -129,7 +136,6 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                     examples=preprocess.outputs["examples"],
                     **warm_start,
                 ).set_display_name(train_display_name(target.name, run_index))
-                placement.place_training(train, target, config, backend)
                 summaries[summary_input_name(target.name, run_index)] = train.outputs["summary"]
 
         report = report_op(
@@ -139,6 +145,29 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         add_promotion(report, preprocess.outputs["examples"], config, backend, component)
 
     return ranking
+
+
+def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
+    """The champion lookup before training when `training.warm_start: champion`, else None; `component` makes
+    the KFP component."""
+    if config.training.warm_start != "champion":
+        return None
+    champion_op = component(champion_step)
+    task = champion_op(promote_config_json=PromoteStepConfig.of(config).to_json(), backend=backend)
+    task.set_display_name("find champion")
+    task.set_caching_options(False)  # the registry's default changes from one run to the next
+    return task
+
+
+def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, backend: Backend, component) -> None:
+    """Append the promotion step after `report` when `promotion.enabled`; `component` makes the KFP component."""
+    if not config.promotion.enabled:
+        return
+    promote_op = component(promote_step)
+    task = promote_op(promote_config_json=PromoteStepConfig.of(config).to_json(), backend=backend,
+                      summary_json=report.outputs["summary_json"], examples=examples)
+    task.set_display_name("promote model")
+    task.set_caching_options(False)  # it reads and writes the registry: never reuse yesterday's decision
 
 
 def _base_image(config: AdrankConfig, backend: Backend) -> str:

@@ -1,4 +1,8 @@
-"""The KFP component wrappers: each parses its artifacts and calls one plain function.
+"""Every KFP component of the DAG: each wrapper parses its artifacts and calls one plain function.
+
+generate logs → preprocess (synthetic source) or preprocess files (files / BigQuery) → train → report (its
+signature generated per config, see `report_function`) → promote; champion before training when
+`training.warm_start: champion`.
 
 These functions are shipped as Lightweight Python Components: their source is embedded in the
 pipeline spec and run by the KFP executor inside an image that has adrank installed, so every
@@ -10,7 +14,13 @@ and so its cache key on Vertex, change only when what it reads changes.
 """
 
 
-from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
+import hashlib
+import linecache
+from typing import Callable
+
+from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+
+from pipelines.fan_in import summary_input_name, target_metrics_name
 
 
 def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
@@ -89,3 +99,104 @@ def train_step(
     metrics.log_metric("examples_per_second", run.examples_per_second)
     metrics.log_metric("devices", run.hardware.device_count)
     metrics.metadata["device_kind"] = run.hardware.device_kind
+
+
+# --- the registry around training: the champion before it, promotion after the report -----------------------
+# `champion_step` finds the current default model in the registry. `promote_step` scores the challenger (the
+# report's best exported run) and the champion on this run's eval examples, registers the challenger and applies
+# the promotion rule (`components.registry.promotion`), locally into `promotion.local_registry`, on Vertex into
+# the Model Registry. Its decision record is an artifact, its figures a Metrics artifact (a Vertex Experiment
+# charts them across days) and its report section HTML and Markdown artifacts.
+
+
+def promote_step(promote_config_json: str, backend: str, summary_json: Input[Artifact], examples: Input[Dataset],
+                 promotion: Output[Artifact], promotion_metrics: Output[Metrics], promotion_html: Output[HTML],
+                 promotion_markdown: Output[Markdown]):
+    from components.registry.task import promote_best_run
+    from components.report.promotion import promotion_html as render_html
+    from components.report.promotion import promotion_markdown as render_markdown
+    from configs.slices import PromoteStepConfig
+
+    decision = promote_best_run(PromoteStepConfig.model_validate_json(promote_config_json), backend, summary_json.path,
+                                examples.path)
+    decision.write(promotion.path)
+    promotion.metadata.update({"version": decision.version or "", "promoted": decision.promoted,
+                               "reason": decision.reason})
+    for name, value in decision.metrics().items():
+        promotion_metrics.log_metric(name, value)
+    with open(promotion_html.path, "w") as stream:
+        stream.write("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+                     + render_html(decision) + "</body></html>\n")
+    with open(promotion_markdown.path, "w") as stream:
+        stream.write(render_markdown(decision))
+
+
+def champion_step(promote_config_json: str, backend: str) -> str:
+    """The current default model's directory ("" when the registry has none): what training warm-starts from."""
+    from components.registry.champion import champion_model_dir
+    from configs.slices import PromoteStepConfig
+
+    return champion_model_dir(PromoteStepConfig.model_validate_json(promote_config_json), backend)
+
+
+# --- the report: fan-in with one input per training run (see pipelines/fan_in.py) ----------------------------
+# The signature depends on the config, so `report_component_source` writes it as text: deterministic (same
+# targets and runs → same source), reviewable in the compiled spec, where KFP embeds it verbatim, and the same for
+# kfp.local and Vertex. It is compiled in memory and registered with `linecache` under a pseudo file name (KFP
+# reads a lightweight component's source with `inspect.getsource`); nothing is written to disk. The body only
+# calls `components.report.task.write_report`.
+
+_HEADER = (
+    "from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Output\n\n\n"
+)
+
+
+def report_component_source(runs: list[tuple[str, int]], targets: list[str]) -> str:
+    """The report step's source for the training runs `(target, run_index)`, in DAG order."""
+    summaries = [summary_input_name(target, run_index) for target, run_index in runs]
+    if len(set(summaries)) != len(summaries):
+        raise ValueError(f"two training runs map to one report input: {summaries}")
+    per_target = [target_metrics_name(t) for t in targets]
+    parameters = (
+        ["report_config_json: str", "examples: Input[Dataset]"]
+        + [f"{name}: Input[Artifact]" for name in summaries]
+        + ["report_html: Output[HTML]", "report_markdown: Output[Markdown]",
+           "summary_json: Output[Artifact]", "metrics: Output[Metrics]",
+           "best_roc: Output[ClassificationMetrics]"]
+        + [f"{name}: Output[Metrics]" for name in per_target]
+    )
+    target_pairs = ", ".join(f"({t!r}, {n})" for t, n in zip(targets, per_target))
+    return (
+        _HEADER
+        + "def report(\n" + "".join(f"    {p},\n" for p in parameters) + "):\n"
+        + "    from components.report.task import write_report\n"
+        + "    from configs.slices import ReportStepConfig\n\n"
+        + "    write_report(\n"
+        + "        ReportStepConfig.model_validate_json(report_config_json),\n"
+        + "        examples.path,\n"
+        + f"        [{', '.join(s + '.path' for s in summaries)}],\n"
+        + "        report_html=report_html,\n"
+        + "        report_markdown=report_markdown,\n"
+        + "        summary_json=summary_json,\n"
+        + "        metrics=metrics,\n"
+        + "        best_roc=best_roc,\n"
+        + f"        target_metrics=dict([{target_pairs}]),\n"
+        + "    )\n"
+    )
+
+
+def report_function(runs: list[tuple[str, int]], targets: list[str]) -> Callable:
+    """The report step's Python function (see `report_component_source`)."""
+    return _define_function(report_component_source(runs, targets), "report")
+
+
+def _define_function(source: str, name: str) -> Callable:
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    filename = f"<adrank generated component {name} {digest}>"
+    # mtime None: linecache.checkcache keeps the entry (there is no file to compare with)
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace: dict = {"__name__": f"adrank_generated_{name}_{digest}"}
+    # dont_inherit: not this module's `from __future__ import annotations`; KFP needs real annotation types
+    code = compile(source, filename, "exec", dont_inherit=True)
+    exec(code, namespace)  # noqa: S102 - source built above from target names the config schema restricts
+    return namespace[name]

@@ -7,12 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-IMPRESSION_FIELDS = (
-    "impression_id", "timestamp", "user_id", "ad_id", "advertiser_id", "ad_category",
-    "placement", "device_os", "country", "user_age", "ad_bid", "user_interests",
-)
-ENGAGEMENT_FIELDS = ("event_id", "impression_id", "event_type", "timestamp")
-
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 

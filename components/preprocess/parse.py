@@ -19,7 +19,7 @@ import apache_beam as beam
 
 from components.logs.records import parse_timestamp
 from components.preprocess.progress import ParseTally
-from configs.logs import EVENT_ID, EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
+from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 
 VALID = "valid"
 DEAD_LETTER = "dead_letter"
@@ -282,7 +282,6 @@ class EngagementParser:
     id_column: str = IMPRESSION_ID
     type_column: str = EVENT_TYPE
     timestamp_column: str = TIMESTAMP
-    event_id_column: str = EVENT_ID
 
     def __call__(self, raw: Any) -> dict:
         record = self.decoder(raw)

@@ -26,14 +26,13 @@ strategy (tables on remote ps tasks) nothing is XLA-compiled: the sums use TF ke
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Literal
+from typing import Any
 
 import keras
 import tensorflow as tf
 
 from components.train.embedding import busy_table, host_variables, xla_allowed
 
-EmbeddingOptimizerKind = Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd"]
 EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
 
 

@@ -1,4 +1,5 @@
-"""Options shared by every command that takes a config: `--config FILE` and repeatable `--set key=value`."""
+"""Options shared by the commands: `--config FILE` and repeatable `--set key=value` for every command that takes a
+config; the hidden `--api-endpoint` for the ones that talk to Vertex AI."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
 def quiet_from_args(args: argparse.Namespace) -> bool | None:
     """True with --quiet; None leaves it to `ADRANK_QUIET` (components.progress)."""
     return True if args.quiet else None
+
+
+def add_endpoint_argument(parser: argparse.ArgumentParser) -> None:
+    """The hidden `--api-endpoint URL`: point the Vertex client at another server (the tests' local double)."""
+    parser.add_argument("--api-endpoint", default=None, help=argparse.SUPPRESS)
 
 
 def config_from_args(args: argparse.Namespace) -> AdrankConfig:

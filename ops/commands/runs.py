@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ops.commands.options import add_config_arguments
+from ops.commands.options import add_config_arguments, add_endpoint_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,8 +34,6 @@ def _add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("local", "vertex"), default="local")
     parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="local runs directory (default: runs)")
     add_config_arguments(parser)
-    from ops.vertex.endpoint import add_endpoint_argument
-
     add_endpoint_argument(parser)
 
 

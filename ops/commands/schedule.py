@@ -7,8 +7,7 @@ import datetime as dt
 import tempfile
 from pathlib import Path
 
-from ops.commands.options import add_config_arguments, config_from_args
-from ops.vertex.endpoint import add_endpoint_argument
+from ops.commands.options import add_config_arguments, add_endpoint_argument, config_from_args
 
 ACTIONS = {
     "create": "create the config's schedule (updates it when one with the same display name exists)",
@@ -85,7 +84,7 @@ def _start(start) -> str:
 def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
-    from ops.vertex.session import VertexSetupError, require_service_account, session_for
+    from ops.vertex.session import VertexSetupError, require_service_account, session_for, vertex_section
 
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
@@ -106,12 +105,11 @@ def _run(args: argparse.Namespace) -> int:
                 from ops.compile import compile_pipeline
 
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
-                done, schedule, start = schedules.create_or_update(
+                done, schedule_name, start = schedules.create_or_update(
                     config, template, session, now=now, start_now_if_past=args.start_now_if_past)
-            cron = config.vertex.schedule.vertex_cron
-            print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
-                  f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
-                  f"{_limits(config.vertex.schedule)}, {_start(start)}")
+            timing = vertex_section(config).schedule
+            print(f"{done} schedule {display_name} ({schedule_name}): {timing.vertex_cron}, "
+                  f"max {timing.max_concurrent_runs} concurrent run(s), {_limits(timing)}, {_start(start)}")
             if start.note:
                 print(start.note)
             if schedules.experiment_note(config):

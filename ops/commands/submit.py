@@ -9,8 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from ops.commands.options import add_config_arguments, config_from_args
-from ops.vertex.endpoint import add_endpoint_argument
+from ops.commands.options import add_config_arguments, add_endpoint_argument, config_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

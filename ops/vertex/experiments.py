@@ -13,7 +13,6 @@ already added (documented in the aiplatform_v1 reference), so running this every
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from configs import AdrankConfig
 from ops.vertex.retry import with_backoff
@@ -32,26 +31,24 @@ class ExperimentSync:
     console_url: str
 
 
-def add_scheduled_runs(config: AdrankConfig, session: VertexSession, experiment: str | None = None,
-                       sleep: Callable[[float], None] | None = None) -> ExperimentSync:
+def add_scheduled_runs(config: AdrankConfig, session: VertexSession, experiment: str | None = None) -> ExperimentSync:
     """Add every run of the config's schedules to `experiment` (default `vertex.experiment`)."""
     from google.cloud import aiplatform
 
     experiment = experiment or vertex_section(config).experiment
     if not experiment:
         raise VertexSetupError("no experiment to add runs to: set vertex.experiment or pass --experiment")
-    schedules = config_schedules(config, session, sleep)
-    runs = read_runs(find_jobs(config, schedules, scheduled_only=True, sleep=sleep), sleep)
+    schedules = config_schedules(config, session)
+    runs = read_runs(find_jobs(config, schedules, scheduled_only=True))
     contexts = {run.name.rsplit("/", 1)[-1]: run.job_detail.pipeline_run_context.name for run in runs}
     added = sorted(job for job, context in contexts.items() if context)
     if added:
-        with_backoff(lambda: aiplatform.Experiment.get_or_create(experiment), f"get or create experiment {experiment}",
-                     sleep=sleep)
+        with_backoff(lambda: aiplatform.Experiment.get_or_create(experiment), f"get or create experiment {experiment}")
         name = f"{session.location_path}/metadataStores/{METADATA_STORE}/contexts/{experiment}"
-        context = with_backoff(lambda: aiplatform.Context(resource_name=name), f"get {name}", sleep=sleep)
+        context = with_backoff(lambda: aiplatform.Context(resource_name=name), f"get {name}")
         children = [contexts[job] for job in added]
         with_backoff(lambda: context.api_client.add_context_children(context=name, child_contexts=children),
-                     f"add {len(children)} run(s) to experiment {experiment}", sleep=sleep)
+                     f"add {len(children)} run(s) to experiment {experiment}")
     return ExperimentSync(experiment, added, sorted(job for job, context in contexts.items() if not context),
                           experiment_console_url(session, experiment))
 

@@ -20,7 +20,7 @@ from typing import Callable, Literal
 from configs import AdrankConfig, config_hash
 from ops.vertex import retry
 from ops.vertex.retry import with_backoff
-from ops.vertex.session import VertexSession, require_service_account, vertex_section
+from ops.vertex.session import VertexSession, console_url, require_service_account, vertex_section
 
 CacheMode = Literal["on", "off", "default"]
 FINAL_STATES = {"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"}
@@ -97,11 +97,13 @@ class Submission:
 def build_pipeline_job(
     config: AdrankConfig,
     template_path: Path,
-    job_id: str,
+    job_id: str | None,
     labels: dict[str, str],
     cache: CacheMode = "default",
     parameters: dict[str, object] | None = None,
 ):
+    """The SDK's PipelineJob for the compiled template; `job_id` None for a schedule's template (Vertex names
+    each run it starts)."""
     from google.cloud import aiplatform
 
     vertex = vertex_section(config)
@@ -129,10 +131,10 @@ def submit_pipeline(
     parameters: dict[str, object] | None = None,
     now: dt.datetime | None = None,
     revision: str | None = None,
-    sleep: Callable[[float], None] | None = None,
 ):
     """Create the PipelineJob on Vertex; returns `(job, Submission)`. Needs `vertex.service_account`."""
     from google.api_core import exceptions
+    from google.cloud import aiplatform
 
     service_account = require_service_account(config)
     vertex = vertex_section(config)
@@ -144,13 +146,18 @@ def submit_pipeline(
     def create():
         try:
             job.submit(service_account=service_account, network=vertex.network, experiment=experiment)
-        except exceptions.AlreadyExists:
-            # an earlier attempt went through before the transient error: the job id is deterministic
-            job._gca_resource = job.api_client.get_pipeline_job(name=f"{session.location_path}/pipelineJobs/{identifier}")
+            return job
+        except exceptions.Conflict as error:
+            # ALREADY_EXISTS (AlreadyExists over gRPC; a plain 409 Conflict over REST): an earlier attempt went
+            # through before the transient error, and the job id is deterministic
+            if retry.status_name(error) != "ALREADY_EXISTS":
+                raise
+            return aiplatform.PipelineJob.get(resource_name=f"{session.location_path}/pipelineJobs/{identifier}")
 
     warnings = []
+    submitted = job
     try:
-        with_backoff(create, f"create pipeline job {identifier}", sleep=sleep)
+        submitted = with_backoff(create, f"create pipeline job {identifier}")
     except RuntimeError as error:
         # The SDK adds the run to the experiment after creating it and wraps an API failure there in a
         # RuntimeError: the run exists and goes on, only the experiment lacks it.
@@ -159,10 +166,13 @@ def submit_pipeline(
         warnings.append(f"{identifier} runs, but was not added to experiment '{experiment}': "
                         + retry.describe_failure(f"add {identifier} to the experiment", error.__cause__))
         experiment = None
-    from ops.vertex.session import console_url
+    return submitted, Submission(identifier, submitted.resource_name, console_url(session, identifier), labels,
+                                 experiment, warnings)
 
-    return job, Submission(identifier, job.resource_name, console_url(session, identifier), labels, experiment,
-                           warnings)
+
+def pause(seconds: float) -> None:
+    """The wait between two polls of a running job (tests replace it)."""
+    time.sleep(seconds)
 
 
 @dataclass
@@ -196,14 +206,14 @@ def wait_for_pipeline(
     clock: Callable[[], float] = time.monotonic,
 ) -> WaitResult:
     """Poll the job, print every change of the job's or a task's state, return the final state."""
-    sleep = sleep or retry.pause
+    sleep = sleep or pause
     out = out or sys.stdout
     name = job.resource_name
     seen: dict[str, str] = {}
     job_state = ""
     started = clock()
     while True:
-        resource = with_backoff(lambda: job.api_client.get_pipeline_job(name=name), f"get {name}", sleep=sleep)
+        resource = with_backoff(lambda: job.api_client.get_pipeline_job(name=name), f"get {name}")
         state = resource.state.name
         if state != job_state:
             print(f"pipeline {name.rsplit('/', 1)[-1]}: {state}", file=out)

@@ -1,16 +1,17 @@
-"""Retry Vertex calls that failed for a transient reason (HTTP 429 quota, 503 unavailable) with backoff;
-turn every other failure into one `VertexApiError` line naming the request and the resource."""
+"""Retry Vertex calls that failed for a transient reason (HTTP 429 quota, 503 unavailable) with backoff
+(`google.api_core.retry.Retry`: truncated exponential backoff with jitter); turn every other failure into one
+`VertexApiError` line naming the request and the resource."""
 
 from __future__ import annotations
 
-import random
 import re
 import sys
-import time
+from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 import requests
 from google.api_core import exceptions
+from google.api_core.retry import Retry, if_exception_type
 from google.auth import exceptions as auth_exceptions
 
 from ops.errors import VertexApiError
@@ -30,35 +31,48 @@ HINTS = {
 }
 
 
-def pause(seconds: float) -> None:
-    time.sleep(seconds)
+@dataclass(frozen=True)
+class Backoff:
+    """How a transient failure is retried: at most `attempts` calls, waiting a random time up to
+    `initial_seconds`, then up to `multiplier` times more each time (at most `maximum_seconds`), and no new
+    attempt once `timeout_seconds` have passed since the first."""
+
+    attempts: int = 6
+    initial_seconds: float = 1.0
+    maximum_seconds: float = 30.0
+    multiplier: float = 2.0
+    timeout_seconds: float = 300.0
 
 
-def with_backoff(
-    call: Callable[[], T],
-    what: str,
-    attempts: int = 6,
-    initial_delay: float = 1.0,
-    max_delay: float = 30.0,
-    sleep: Callable[[float], None] | None = None,
-) -> T:
-    """Run `call`; on 429/503 wait (exponential, with jitter) and try again, at most `attempts` times."""
-    sleep = sleep or pause
-    delay = initial_delay
-    for attempt in range(1, attempts + 1):
-        try:
-            return call()
-        except TRANSIENT as error:
-            if attempt == attempts:
-                raise VertexApiError(describe_api_error(what, error) + f" (after {attempts} attempts)") from None
-            wait = min(max_delay, delay) * (0.5 + random.random() / 2)
-            print(f"{what}: {error.code} {type(error).__name__}, retrying in {wait:.1f}s "
-                  f"(attempt {attempt}/{attempts})", file=sys.stderr)
-            sleep(wait)
-            delay *= 2
-        except API_FAILURES as error:
-            raise VertexApiError(describe_failure(what, error)) from None
-    raise AssertionError("unreachable")
+BACKOFF = Backoff()
+
+
+def with_backoff(call: Callable[[], T], what: str, backoff: Backoff | None = None) -> T:
+    """Run `call`; on 429/503 wait and try again as `backoff` (default `BACKOFF`) says."""
+    backoff = backoff or BACKOFF
+    attempt = 0
+
+    def on_transient(error: Exception) -> None:
+        nonlocal attempt
+        attempt += 1
+        assert isinstance(error, TRANSIENT)
+        if attempt == backoff.attempts:
+            raise VertexApiError(describe_api_error(what, error) + f" (after {backoff.attempts} attempts)") from None
+        print(f"{what}: {error.code} {type(error).__name__}, retrying with backoff "
+              f"(attempt {attempt}/{backoff.attempts})", file=sys.stderr)
+
+    retrying = Retry(
+        predicate=if_exception_type(*TRANSIENT),
+        initial=backoff.initial_seconds,
+        maximum=backoff.maximum_seconds,
+        multiplier=backoff.multiplier,
+        timeout=backoff.timeout_seconds,
+        on_error=on_transient,
+    )
+    try:
+        return retrying(call)()
+    except API_FAILURES as error:
+        raise VertexApiError(describe_failure(what, error)) from None
 
 
 def describe_failure(what: str, error: BaseException) -> str:
@@ -77,14 +91,14 @@ def describe_api_error(what: str, error: exceptions.GoogleAPICallError) -> str:
     """`<what>: <code> <STATUS>, <hint>: <the server's message>` on one line."""
     hint = HINTS.get(error.code or 0)
     message = _REQUEST_PREFIX.sub("", _one_line(error.message or str(error)))
-    return f"{what}: {error.code} {_status_name(error)}" + (f", {hint}" if hint else "") + f": {message}"
+    return f"{what}: {error.code} {status_name(error)}" + (f", {hint}" if hint else "") + f": {message}"
 
 
 # The REST transport prefixes the server's message with the request line: "GET http://...?$alt=json: "
 _REQUEST_PREFIX = re.compile(r"^(GET|POST|PATCH|PUT|DELETE) \S+: ")
 
 
-def _status_name(error: exceptions.GoogleAPICallError) -> str:
+def status_name(error: exceptions.GoogleAPICallError) -> str:
     """The canonical status (NOT_FOUND, PERMISSION_DENIED, ...) from the exception or the REST error body."""
     if error.grpc_status_code is not None:
         return error.grpc_status_code.name

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
@@ -69,42 +69,40 @@ def run_from_resource(resource, schedules: dict[str, str] | None = None) -> Vert
     )
 
 
-def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20,
-              sleep: Callable[[float], None] | None = None) -> list[VertexRun]:
+def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20) -> list[VertexRun]:
     """The config's pipeline runs, submitted or scheduled, newest first, with their task details."""
     from ops.vertex.schedules import config_schedules
 
-    schedules = config_schedules(config, session, sleep)
+    schedules = config_schedules(config, session)
     return [run_from_resource(resource, schedules)
-            for resource in read_runs(find_jobs(config, schedules, sleep=sleep)[:limit], sleep)]
+            for resource in read_runs(find_jobs(config, schedules)[:limit])]
 
 
-def find_jobs(config: AdrankConfig, schedules: dict[str, str], scheduled_only: bool = False,
-              sleep: Callable[[float], None] | None = None) -> list:
+def find_jobs(config: AdrankConfig, schedules: dict[str, str], scheduled_only: bool = False) -> list:
     """The PipelineJobs (SDK objects, as listed) of the config, newest first: labelled with its pipeline, or
     started by one of `schedules` (resource names); with `scheduled_only`, only those started by `schedules`."""
     from google.cloud import aiplatform
 
     filters = [] if scheduled_only else [f'labels.{PIPELINE_LABEL}="{pipeline_label_value(config)}"']
     filters += [f'schedule_name="{name}"' for name in sorted(schedules)]
-    jobs = {}
+    jobs: dict[str, Any] = {}  # resource name → the SDK's PipelineJob, as listed
     for list_filter in filters:
         found = with_backoff(
             lambda: aiplatform.PipelineJob.list(filter=list_filter, order_by="create_time desc"),
-            "list pipeline jobs", sleep=sleep,
+            "list pipeline jobs",
         )
         for job in found:
             jobs.setdefault(job.resource_name, job)
     return sorted(jobs.values(), key=lambda job: (job.gca_resource.create_time, job.resource_name), reverse=True)
 
 
-def read_runs(jobs: list, sleep: Callable[[float], None] | None = None) -> list:
+def read_runs(jobs: list) -> list:
     """Each listed job's full resource (list responses may omit the job detail: task states, metrics, contexts)."""
     return [with_backoff(lambda: job.api_client.get_pipeline_job(name=job.resource_name),
-                         f"get {job.resource_name}", sleep=sleep) for job in jobs]
+                         f"get {job.resource_name}") for job in jobs]
 
 
-def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> VertexRun:
+def get_run(job_id: str, session: VertexSession) -> VertexRun:
     """One run by job id or resource name (its schedule, if any, by resource id: see `name_schedule`)."""
     from google.cloud import aiplatform
 
@@ -114,7 +112,7 @@ def get_run(job_id: str, session: VertexSession, sleep: Callable[[float], None] 
         raise VertexApiError(f"{job_id!r} is not a pipeline job id (lowercase letters, digits and '-', at most 128) "
                              "or projects/P/locations/L/pipelineJobs/ID; see `adrank runs list --backend vertex`")
     name = job_id if job_id.startswith("projects/") else f"{session.location_path}/pipelineJobs/{job_id}"
-    job = with_backoff(lambda: aiplatform.PipelineJob.get(name), f"get {name}", sleep=sleep)
+    job = with_backoff(lambda: aiplatform.PipelineJob.get(name), f"get {name}")
     return run_from_resource(job.gca_resource)
 
 
@@ -184,7 +182,7 @@ def _promotion_cells(figures: dict[str, float] | None) -> list[str]:
     difference = f"{figures['difference']:+.4f}" if "difference" in figures else ""
     if "difference_ci95_low" in figures and "difference_ci95_high" in figures:
         difference += f" [{figures['difference_ci95_low']:+.4f},{figures['difference_ci95_high']:+.4f}]"
-    promoted = {True: "yes", False: "no"}.get(bool(figures["promoted"])) if "promoted" in figures else ""
+    promoted = ("yes" if figures["promoted"] else "no") if "promoted" in figures else ""
     return [_number(figures.get("challenger_logloss")), _number(figures.get("champion_logloss")), difference,
             promoted]
 

@@ -21,9 +21,9 @@ at once, and with `allow_queueing: false` (the default) a run due while that man
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from components.logs.records import format_utc_seconds
 from configs import AdrankConfig
@@ -105,18 +105,17 @@ def schedule_display_name(config: AdrankConfig) -> str:
     return vertex_section(config).schedule.display_name or f"{config.name}-daily"
 
 
-def find_schedules(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
+def find_schedules(display_name: str, session: VertexSession):
     from google.cloud import aiplatform
 
     found = with_backoff(
         lambda: aiplatform.PipelineJobSchedule.list(filter=f'display_name="{display_name}"'),
-        f"list schedules {display_name}", sleep=sleep,
+        f"list schedules {display_name}",
     )
     return [s for s in found if s.display_name == display_name]
 
 
-def config_schedules(config: AdrankConfig, session: VertexSession,
-                     sleep: Callable[[float], None] | None = None) -> dict[str, str]:
+def config_schedules(config: AdrankConfig, session: VertexSession) -> dict[str, str]:
     """Resource name → display name of every schedule that starts this config's pipeline: the one with the
     config's schedule display name, and any whose pipeline job carries the config's `adrank-pipeline` label
     (a schedule created under an earlier display name keeps launching runs until it is deleted)."""
@@ -124,7 +123,7 @@ def config_schedules(config: AdrankConfig, session: VertexSession,
 
     display_name = schedule_display_name(config)
     pipeline = pipeline_label_value(config)
-    found = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules", sleep=sleep)
+    found = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules")
     owned = {}
     for schedule in found:
         resource = schedule.gca_resource
@@ -134,8 +133,8 @@ def config_schedules(config: AdrankConfig, session: VertexSession,
     return owned
 
 
-def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
-    found = find_schedules(display_name, session, sleep)
+def find_schedule(display_name: str, session: VertexSession):
+    found = find_schedules(display_name, session)
     if not found:
         raise ScheduleNotFound(f"no schedule named '{display_name}' in {session.location_path}")
     if len(found) > 1:
@@ -145,14 +144,21 @@ def find_schedule(display_name: str, session: VertexSession, sleep: Callable[[fl
 
 
 def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str | None, start: StartTime):
-    """The Schedule proto for this config: its timing and the CreatePipelineJobRequest it fires."""
+    """`(client, Schedule)`: the Vertex schedule service client and the Schedule proto for this config, its
+    timing and the CreatePipelineJobRequest it fires.
+
+    The SDK's `PipelineJobSchedule` builds the CreatePipelineJobRequest from the compiled template; its
+    `create()` cannot be used because an update must send the same Schedule (with the new request), which
+    its `update()` cannot, so the proto is read back through the public `to_dict()` and sent with the
+    SDK's service client."""
     from google.cloud import aiplatform
+    from google.cloud.aiplatform_v1.types import Schedule
 
     vertex = vertex_section(config)
     schedule = vertex.schedule
     job = build_pipeline_job(config, template_path, job_id=None, labels=job_labels(config, revision))
     builder = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name=schedule_display_name(config))
-    resource = builder._gca_resource
+    resource = Schedule.from_json(json.dumps(builder.to_dict()))
     resource.cron = schedule.vertex_cron
     resource.max_concurrent_run_count = schedule.max_concurrent_runs
     resource.allow_queueing = schedule.allow_queueing
@@ -166,7 +172,7 @@ def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str 
     request_job.service_account = require_service_account(config)
     if vertex.network:
         request_job.network = vertex.network
-    return builder, resource
+    return builder.api_client, resource
 
 
 def create_or_update(
@@ -174,69 +180,62 @@ def create_or_update(
     template_path: Path,
     session: VertexSession,
     revision: str | None = None,
-    sleep: Callable[[float], None] | None = None,
     now: dt.datetime | None = None,
     start_now_if_past: bool = False,
-) -> tuple[str, object, StartTime]:
+) -> tuple[str, str, StartTime]:
     """Create the config's schedule, or update the one with the same display name.
 
-    Returns (action, schedule, the start time sent); a past start time raises ScheduleTimeError before
+    Returns (action, the schedule's resource name, the start time sent); a past start time raises ScheduleTimeError before
     anything is written (see `resolve_start_time`)."""
     from google.protobuf import field_mask_pb2
 
     display_name = schedule_display_name(config)
-    existing = find_schedules(display_name, session, sleep)
+    existing = find_schedules(display_name, session)
     if len(existing) > 1:
         raise ScheduleNotFound(f"{len(existing)} schedules are named '{display_name}'; delete the extras")
     start = resolve_start_time(config, now or dt.datetime.now(dt.timezone.utc), existing[0] if existing else None,
                                start_now_if_past)
-    builder, resource = _schedule_resource(config, template_path, revision, start)
+    client, resource = _schedule_resource(config, template_path, revision, start)
     if not existing:
-        def create():
-            builder._gca_resource = builder.api_client.create_schedule(parent=session.location_path, schedule=resource)
-        with_backoff(create, f"create schedule {resource.display_name}", sleep=sleep)
-        return "created", builder, start
-    schedule = existing[0]
-    resource.name = schedule.resource_name
+        created = with_backoff(lambda: client.create_schedule(parent=session.location_path, schedule=resource),
+                               f"create schedule {resource.display_name}")
+        return "created", created.name, start
+    resource.name = existing[0].resource_name
     fields = [f for f in UPDATED_FIELDS if not (f == "start_time" and start.keep_existing)]
     mask = field_mask_pb2.FieldMask(paths=fields)
-    schedule._gca_resource = with_backoff(
-        lambda: schedule.api_client.update_schedule(schedule=resource, update_mask=mask),
-        f"update schedule {resource.display_name}", sleep=sleep,
-    )
-    return "updated", schedule, start
+    updated = with_backoff(lambda: client.update_schedule(schedule=resource, update_mask=mask),
+                           f"update schedule {resource.display_name}")
+    return "updated", updated.name, start
 
 
-def pause(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None):
-    schedule = find_schedule(display_name, session, sleep)
-    with_backoff(schedule.pause, f"pause schedule {display_name}", sleep=sleep)
+def pause(display_name: str, session: VertexSession):
+    schedule = find_schedule(display_name, session)
+    with_backoff(schedule.pause, f"pause schedule {display_name}")
     return schedule
 
 
-def resume(display_name: str, session: VertexSession, catch_up: bool = False,
-           sleep: Callable[[float], None] | None = None):
+def resume(display_name: str, session: VertexSession, catch_up: bool = False):
     """Resume a paused schedule; `catch_up` also starts the runs it missed while paused.
 
     Calls the API client directly: aiplatform's `PipelineJobSchedule.resume(catch_up=...)` drops the
     flag and always sends an empty body (so Vertex never catches up)."""
-    schedule = find_schedule(display_name, session, sleep)
+    schedule = find_schedule(display_name, session)
     with_backoff(lambda: schedule.api_client.resume_schedule(name=schedule.resource_name, catch_up=catch_up),
-                 f"resume schedule {display_name}", sleep=sleep)
+                 f"resume schedule {display_name}")
     return schedule
 
 
-def delete(display_name: str, session: VertexSession, sleep: Callable[[float], None] | None = None) -> str:
-    schedule = find_schedule(display_name, session, sleep)
+def delete(display_name: str, session: VertexSession) -> str:
+    schedule = find_schedule(display_name, session)
     name = schedule.resource_name
-    with_backoff(schedule.delete, f"delete schedule {display_name}", sleep=sleep)
+    with_backoff(schedule.delete, f"delete schedule {display_name}")
     return name
 
 
-def list_schedules(session: VertexSession, name_prefix: str = "",
-                   sleep: Callable[[float], None] | None = None) -> list[ScheduleRow]:
+def list_schedules(session: VertexSession, name_prefix: str = "") -> list[ScheduleRow]:
     from google.cloud import aiplatform
 
-    schedules = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules", sleep=sleep)
+    schedules = with_backoff(lambda: aiplatform.PipelineJobSchedule.list(), "list schedules")
     rows = []
     for schedule in schedules:
         resource = schedule.gca_resource

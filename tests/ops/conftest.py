@@ -1,40 +1,14 @@
-"""Fixtures for the Vertex tests: a recording Vertex REST double on 127.0.0.1 and the vertex config."""
+"""Fixtures for the ops tests: the vertex config; the Vertex double (`fake_vertex`) is in tests/conftest.py."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
-
-
-def _load_fake_module():
-    spec = importlib.util.spec_from_file_location("adrank_tests_vertex_fake", HERE / "vertex_fake.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-vertex_fake = _load_fake_module()
-
-
-@pytest.fixture
-def fake_vertex():
-    """(fake, endpoint): the double serving on 127.0.0.1 for this test; GCS bucket creation is patched out."""
-    fake = vertex_fake.FakeVertex(project="adrank-prod", region="us-central1")
-    with vertex_fake.FakeVertexServer(fake) as endpoint, mock.patch(
-        "google.cloud.aiplatform.utils.gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist"
-    ) as create_bucket, mock.patch("ops.vertex.retry.pause") as pause:
-        fake.create_bucket = create_bucket
-        fake.pauses = pause
-        yield fake, endpoint
 
 
 @pytest.fixture

@@ -233,82 +233,11 @@ def test_images_build_without_gcloud_fails_clearly(monkeypatch, capsys):
     assert "gcloud is not installed" in captured.err
 
 
-@pytest.fixture(scope="module")
-def serving_server(tmp_path_factory):
-    """The serving image's server on a tiny SavedModel with adrank's serving signature."""
-    import threading
-
-    import tensorflow as tf
-
-    from components.images.serving import Predictor, make_server
-
-    class Ranker(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
-        def serve(self, examples):
-            parsed = tf.io.parse_example(examples, {"ad_bid": tf.io.FixedLenFeature([], tf.float32)})
-            return {"engagement": tf.sigmoid(parsed["ad_bid"]), "install": tf.sigmoid(-parsed["ad_bid"])}
-
-    model_dir = tmp_path_factory.mktemp("model") / "1"
-    ranker = Ranker()
-    tf.saved_model.save(ranker, str(model_dir), signatures={"serving_default": ranker.serve})
-    server = make_server(Predictor(str(model_dir)), 0, "/v1/predict", "/v1/health", host="127.0.0.1")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def _call(url: str, body: bytes | None = None) -> tuple[int, dict]:
-    import json
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-def _example(ad_bid: float) -> dict:
-    import base64
-
-    import tensorflow as tf
-
-    feature = {"ad_bid": tf.train.Feature(float_list=tf.train.FloatList(value=[ad_bid]))}
-    serialized = tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
-    return {"b64": base64.b64encode(serialized).decode()}
-
-
-def test_the_serving_image_answers_vertex_prediction_requests(serving_server):
-    import json
-    import math
-
-    assert _call(serving_server + "/v1/health")[0] == 200
-    status, answer = _call(serving_server + "/v1/predict", json.dumps({"instances": [_example(0.0), _example(2.0)]}).encode())
-    assert status == 200
-    assert [row["engagement"] for row in answer["predictions"]] == pytest.approx([0.5, 1 / (1 + math.exp(-2))])
-    assert [row["install"] for row in answer["predictions"]] == pytest.approx([0.5, 1 / (1 + math.exp(2))])
-
-
-@pytest.mark.parametrize("body, error", [
-    (b"{not json", "request body is not JSON"),
-    (b'{"instances": []}', 'request needs a non-empty "instances" list'),
-    (b'{"instances": [{"ad_bid": 1.0}]}', 'instances[0]: expected {"b64": "<base64 serialized tf.Example>"}'),
-    (b'{"instances": [{"b64": "%%%"}]}', "instances[0].b64: not base64"),
-    (b'{"instances": [{"b64": "bm90IGFuIGV4YW1wbGU="}]}', "instances[0]: not a serialized tf.Example"),
-])
-def test_the_serving_image_rejects_bad_requests_in_one_line(serving_server, body, error):
-    status, answer = _call(serving_server + "/v1/predict", body)
-    assert status == 400 and answer["error"].startswith(error) and "\n" not in answer["error"]
-
-
 def test_the_serving_image_is_the_cpu_lock_with_the_server_as_entrypoint():
     stages = _stages()
     assert stages["serving"].startswith("FROM cpu AS serving")
     assert stages["serving"].rstrip().splitlines()[-1] == (
-        'ENTRYPOINT ["python", "-m", "components.images.serving"]')
+        'ENTRYPOINT ["python", "-m", "components.serving.server"]')
     assert "pip install" not in stages["serving"]
 
 
@@ -329,17 +258,3 @@ def test_the_example_runs_dataflow_on_the_cpu_image():
     config = load_config(VERTEX_CONFIG)
     assert config.preprocess.dataflow.worker_image == config.vertex.images.cpu
     assert f"--sdk_container_image={config.vertex.images.cpu}" in beam_pipeline_args(config)
-
-
-def test_the_serving_image_names_a_missing_model_in_one_line(monkeypatch, tmp_path, capsys):
-    from components.images import serving
-
-    monkeypatch.delenv("AIP_STORAGE_URI", raising=False)
-    assert serving.main() == 2
-    assert capsys.readouterr().out.strip() == (
-        "serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
-    monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path / "no-model"))
-    assert serving.main() == 2
-    out = capsys.readouterr().out.strip()
-    assert out.startswith(f"serving: cannot load the model at AIP_STORAGE_URI={tmp_path / 'no-model'}: ")
-    assert "\n" not in out

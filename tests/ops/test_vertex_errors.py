@@ -9,7 +9,7 @@ from google.auth import exceptions as auth_exceptions
 
 from ops.cli import main
 from ops.errors import VertexApiError
-from ops.vertex.retry import with_backoff
+from ops.vertex.retry import Backoff, with_backoff
 
 JOBS = "projects/adrank-prod/locations/us-central1/pipelineJobs"
 
@@ -18,7 +18,7 @@ def _one_line_error(capsys, argv: list[str]) -> str:
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2, err
-    lines = [line for line in err.strip().splitlines() if "retrying in" not in line]
+    lines = [line for line in err.strip().splitlines() if "retrying with backoff" not in line]
     assert len(lines) == 1, err
     return lines[0]
 
@@ -100,3 +100,40 @@ def test_with_backoff_keeps_non_api_errors(fake_vertex):
 
     with pytest.raises(KeyError):
         with_backoff(broken, "call")
+
+
+def test_with_backoff_retries_transient_errors_until_the_call_succeeds(capsys):
+    answers = [exceptions.ServiceUnavailable("busy"), exceptions.TooManyRequests("quota"), "job"]
+
+    def flaky():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert with_backoff(flaky, "get job", Backoff(attempts=3, initial_seconds=0.001, maximum_seconds=0.001)) == "job"
+    assert capsys.readouterr().err.splitlines() == [
+        "get job: 503 ServiceUnavailable, retrying with backoff (attempt 1/3)",
+        "get job: 429 TooManyRequests, retrying with backoff (attempt 2/3)",
+    ]
+
+
+def test_with_backoff_does_not_retry_a_permanent_error():
+    calls = []
+
+    def forbidden():
+        calls.append(1)
+        raise exceptions.Forbidden("no")
+
+    with pytest.raises(VertexApiError, match="get job: 403 Forbidden, permission denied"):
+        with_backoff(forbidden, "get job", Backoff(initial_seconds=0.001, maximum_seconds=0.001))
+    assert len(calls) == 1
+
+
+def test_with_backoff_stops_retrying_at_its_timeout():
+    def always_busy():
+        raise exceptions.ServiceUnavailable("busy")
+
+    backoff = Backoff(attempts=1000, initial_seconds=0.01, maximum_seconds=0.01, timeout_seconds=0.2)
+    with pytest.raises(VertexApiError, match=r"^get job: no answer from the Vertex AI API: Timeout of 0\.2s exceeded"):
+        with_backoff(always_busy, "get job", backoff)

@@ -7,7 +7,9 @@ import re
 
 from configs import config_hash, load_config
 from ops.cli import main
-from ops.vertex.jobs import job_id, job_labels
+from ops.compile import compile_pipeline
+from ops.vertex.jobs import job_id, job_labels, submit_pipeline
+from ops.vertex.session import session_for
 
 JOB_ID = re.compile(r"^adrank-daily-[0-9a-f]{8}-\d{8}-\d{6}$")
 
@@ -98,7 +100,7 @@ def test_wait_on_failure_exits_non_zero_naming_the_failed_task(fake_vertex, vert
     assert "PIPELINE_STATE_FAILED" in captured.err
 
 
-def test_submit_retries_transient_errors_with_backoff(fake_vertex, vertex_args):
+def test_submit_retries_transient_errors_with_backoff(fake_vertex, vertex_args, capsys):
     fake, endpoint = fake_vertex
     fake.failures += [("POST", r"/pipelineJobs$", 503), ("POST", r"/pipelineJobs$", 429)]
     assert main(["submit", *vertex_args, "--api-endpoint", endpoint]) == 0
@@ -106,8 +108,11 @@ def test_submit_retries_transient_errors_with_backoff(fake_vertex, vertex_args):
     assert len(attempts) == 3
     assert len({r.query["pipelineJobId"][0] for r in attempts}) == 1  # same deterministic id each time
     assert len(fake.pipeline_jobs) == 1
-    delays = [call.args[0] for call in fake.pauses.call_args_list]
-    assert len(delays) == 2 and delays[1] > 0
+    retries = [line for line in capsys.readouterr().err.splitlines() if "retrying with backoff" in line]
+    assert [line.split(": ", 1)[1] for line in retries] == [
+        "503 ServiceUnavailable, retrying with backoff (attempt 1/6)",
+        "429 TooManyRequests, retrying with backoff (attempt 2/6)",
+    ]
 
 
 def test_submit_without_service_account_fails_clearly(fake_vertex, vertex_args, capsys):
@@ -201,3 +206,19 @@ def test_a_failure_adding_the_run_to_the_experiment_is_a_warning(fake_vertex, ve
     (line,) = captured.err.strip().splitlines()
     assert line.startswith(f"warning: {job_id} runs, but was not added to experiment 'adrank-daily': "
                            f"add {job_id} to the experiment: 403 PERMISSION_DENIED")
+
+
+def test_a_create_that_already_went_through_is_read_back_not_duplicated(fake_vertex, vertex_args, tmp_path):
+    """A retried create of a job id Vertex already has (the first attempt went through before a transient
+    error) reads that job back instead of failing or making a second one."""
+    fake, endpoint = fake_vertex
+    config = load_config(vertex_args[1], [*vertex_args[3:], "vertex.experiment=null"])
+    template = compile_pipeline(config, "vertex", tmp_path / "pipeline.yaml")
+    session = session_for(config, endpoint)
+    when = dt.datetime(2026, 3, 2, 3, 0, 5, tzinfo=dt.timezone.utc)
+    first, submitted = submit_pipeline(config, template, session, now=when, revision="abc")
+    again, resubmitted = submit_pipeline(config, template, session, now=when, revision="abc")
+    assert len(fake.pipeline_jobs) == 1
+    assert again.resource_name == first.resource_name == resubmitted.resource_name == submitted.resource_name
+    assert len(fake.calls("POST", r"/pipelineJobs$")) == 2
+    assert fake.calls("GET", rf"/pipelineJobs/{submitted.job_id}$")  # the existing job, read back

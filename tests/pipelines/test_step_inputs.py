@@ -12,7 +12,8 @@ from components.preprocess.options import beam_pipeline_args, dataflow_job_name,
 from configs import config_hash, load_config
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from ops.cli import main
-from pipelines.fan_in import report_component_source, summary_input_name
+from pipelines.fan_in import summary_input_name
+from pipelines.steps import report_component_source
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 

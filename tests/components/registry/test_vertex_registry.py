@@ -7,12 +7,11 @@ Model artifacts are gs:// URIs; `components.registry.gcs_mount` maps them under 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from urllib.parse import unquote
 
+import fixture_models
 import numpy as np
 import pytest
 from google.cloud.aiplatform import initializer
@@ -25,18 +24,7 @@ from configs import config_hash, load_config
 from configs.slices import PromoteStepConfig
 from ops.vertex.session import VertexSession
 
-
-def _load_fixture_models():
-    path = Path(__file__).parents[1] / "components" / "registry" / "fixture_models.py"
-    spec = importlib.util.spec_from_file_location("adrank_tests_fixture_models", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fixture_models = _load_fixture_models()
-VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
+VERTEX_CONFIG = Path(__file__).parents[3] / "configs" / "vertex.yaml"
 GOOD, BAD = (2.0, -2.0), (0.5, -1.0)  # (slope, bias): the truth of `day_of_examples`, and a blurred model
 LOCATION = "projects/adrank-prod/locations/us-central1"
 ROOT = "gs://adrank-prod-pipelines/root"
