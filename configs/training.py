@@ -7,7 +7,7 @@ targets); `resolve_target` is the one place those overrides are applied.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, create_model, field_validator, model_validator
 
@@ -126,7 +126,7 @@ class TrainingConfig(StrictModel):
 def _overrides_of(model: type[StrictModel], name: str, exclude: tuple[str, ...] = ()) -> type[StrictModel]:
     """A model with the same fields as `model`, all optional (None = not overridden)."""
     fields: dict[str, Any] = {
-        field_name: (field.annotation | None, None)
+        field_name: (Optional[field.annotation], None)
         for field_name, field in model.model_fields.items()
         if field_name not in exclude
     }

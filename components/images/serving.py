@@ -27,9 +27,11 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from components.images.serving_schema import InstanceError, check_instances, signature_expectations
 
@@ -56,11 +58,11 @@ class ServingLimits:
     max_concurrent_predictions: int = 4  # model calls at once; other requests wait for a slot before TensorFlow
 
     @classmethod
-    def from_environment(cls, environ: dict[str, str] | None = None) -> ServingLimits:
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> ServingLimits:
         """ADRANK_MAX_BODY_BYTES, ADRANK_MAX_INSTANCES, ADRANK_READ_TIMEOUT_SECONDS, ADRANK_MAX_CONNECTIONS,
         ADRANK_MAX_CONCURRENT_PREDICTIONS."""
         environ = os.environ if environ is None else environ
-        values = {}
+        values: dict[str, Any] = {}
         for field, variable, kind in (("max_body_bytes", "ADRANK_MAX_BODY_BYTES", int),
                                       ("max_instances", "ADRANK_MAX_INSTANCES", int),
                                       ("read_timeout_seconds", "ADRANK_READ_TIMEOUT_SECONDS", float),
@@ -196,8 +198,7 @@ def _reject_busy(request: socket.socket) -> None:
 
 
 def make_server(predictor: Predictor, port: int, predict_route: str, health_route: str,
-                host: str = "0.0.0.0", limits: ServingLimits | None = None) -> BoundedHTTPServer:
-    limits = limits or ServingLimits()
+                host: str = "0.0.0.0", limits: ServingLimits = ServingLimits()) -> BoundedHTTPServer:
 
     class Handler(BaseHTTPRequestHandler):
         timeout = limits.read_timeout_seconds  # each read of the request line, headers and body

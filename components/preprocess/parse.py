@@ -229,6 +229,7 @@ class ImpressionParser:
             TIMESTAMP_MS: self.timestamps(_required(record, TIMESTAMP, self.timestamp_column)),
         }
         missing = []
+        parsed: str | list[str] | float | None
         for feature in self.features:
             value = record.get(feature.column)
             if feature.kind == "categorical":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Set as AbstractSet
 
 from components.report.benchmark import BenchmarkSummary
 from components.report.calibration import reliability_table
@@ -91,7 +92,7 @@ def _reliability_section(summary: BenchmarkSummary) -> list[str]:
             "rate.</p>", _table(table)]
 
 
-def _table(table: Table, text_columns: set[int] = frozenset()) -> str:
+def _table(table: Table, text_columns: AbstractSet[int] = frozenset()) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
     rows = "".join(
         "<tr>" + "".join(

@@ -11,16 +11,14 @@ from components.report.benchmark import BenchmarkSummary, summarize
 from components.report.html import render_html
 from components.report.markdown import render_markdown
 from components.train.summary import RunSummary
-from configs import AdrankConfig
-from configs.report import SkippedTarget
 from configs.slices import ReportStepConfig
 
 
 def build_report(
-    config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
+    config: ReportStepConfig, manifest: Manifest, runs: list[RunSummary]
 ) -> tuple[BenchmarkSummary, str, str]:
     """The summary, HTML and Markdown for these runs (plain function; the KFP step only writes them out)."""
-    summary = summarize(config, manifest, runs, skipped_targets)
+    summary = summarize(config, manifest, runs)
     figures = {
         "log-loss per run": plots.logloss_per_run(summary),
         "throughput": plots.throughput(summary),
@@ -31,7 +29,7 @@ def build_report(
 
 
 def write_report(
-    config: AdrankConfig,
+    config: ReportStepConfig,
     examples_dir: str,
     summary_paths: list[str],
     report_html: Any,
@@ -44,11 +42,10 @@ def write_report(
     """Write the report into KFP output artifacts (anything with `.path`, `.log_metric`, `.metadata`).
 
     The skipped targets come from the step's config slice (`ReportStepConfig.skipped_targets`, set when the
-    DAG was built); a full `AdrankConfig` has none."""
+    DAG was built)."""
     manifest = Manifest.read(examples_dir)
     runs = [RunSummary.read(path) for path in summary_paths]
-    skipped = config.skipped_targets if isinstance(config, ReportStepConfig) else []
-    summary, html_text, markdown_text = build_report(config, manifest, runs, skipped)
+    summary, html_text, markdown_text = build_report(config, manifest, runs)
     _write(report_html.path, html_text)
     _write(report_markdown.path, markdown_text)
     _write(summary_json.path, summary.model_dump_json(indent=2))

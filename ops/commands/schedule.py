@@ -85,7 +85,7 @@ def _start(start) -> str:
 def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
-    from ops.vertex.session import VertexSetupError, require_service_account, session_for
+    from ops.vertex.session import VertexSetupError, require_service_account, session_for, vertex_section
 
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
@@ -108,10 +108,9 @@ def _run(args: argparse.Namespace) -> int:
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
                 done, schedule, start = schedules.create_or_update(
                     config, template, session, now=now, start_now_if_past=args.start_now_if_past)
-            cron = config.vertex.schedule.vertex_cron
-            print(f"{done} schedule {display_name} ({schedule.resource_name}): {cron}, "
-                  f"max {config.vertex.schedule.max_concurrent_runs} concurrent run(s), "
-                  f"{_limits(config.vertex.schedule)}, {_start(start)}")
+            planned = vertex_section(config).schedule
+            print(f"{done} schedule {display_name} ({schedule.resource_name}): {planned.vertex_cron}, "
+                  f"max {planned.max_concurrent_runs} concurrent run(s), {_limits(planned)}, {_start(start)}")
             if start.note:
                 print(start.note)
             if schedules.experiment_note(config):

@@ -97,7 +97,7 @@ class Submission:
 def build_pipeline_job(
     config: AdrankConfig,
     template_path: Path,
-    job_id: str,
+    job_id: str | None,
     labels: dict[str, str],
     cache: CacheMode = "default",
     parameters: dict[str, object] | None = None,

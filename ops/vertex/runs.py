@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
@@ -87,7 +87,7 @@ def find_jobs(config: AdrankConfig, schedules: dict[str, str], scheduled_only: b
 
     filters = [] if scheduled_only else [f'labels.{PIPELINE_LABEL}="{pipeline_label_value(config)}"']
     filters += [f'schedule_name="{name}"' for name in sorted(schedules)]
-    jobs = {}
+    jobs: dict[str, Any] = {}  # resource name → aiplatform.PipelineJob
     for list_filter in filters:
         found = with_backoff(
             lambda: aiplatform.PipelineJob.list(filter=list_filter, order_by="create_time desc"),
@@ -184,7 +184,7 @@ def _promotion_cells(figures: dict[str, float] | None) -> list[str]:
     difference = f"{figures['difference']:+.4f}" if "difference" in figures else ""
     if "difference_ci95_low" in figures and "difference_ci95_high" in figures:
         difference += f" [{figures['difference_ci95_low']:+.4f},{figures['difference_ci95_high']:+.4f}]"
-    promoted = {True: "yes", False: "no"}.get(bool(figures["promoted"])) if "promoted" in figures else ""
+    promoted = ("yes" if figures["promoted"] else "no") if "promoted" in figures else ""
     return [_number(figures.get("challenger_logloss")), _number(figures.get("champion_logloss")), difference,
             promoted]
 

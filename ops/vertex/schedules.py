@@ -23,13 +23,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from components.logs.records import format_utc_seconds
 from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, build_pipeline_job, job_labels, pipeline_label_value
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
+
+if TYPE_CHECKING:
+    from google.cloud import aiplatform
 
 # Fields of the Schedule resource `create_or_update` sets; an update names all of them in its mask, so one
 # the config leaves unset (`max_runs`/`end_time` null, e.g. `--max-runs none`) is cleared on Vertex.
@@ -177,7 +180,7 @@ def create_or_update(
     sleep: Callable[[float], None] | None = None,
     now: dt.datetime | None = None,
     start_now_if_past: bool = False,
-) -> tuple[str, object, StartTime]:
+) -> tuple[str, aiplatform.PipelineJobSchedule, StartTime]:
     """Create the config's schedule, or update the one with the same display name.
 
     Returns (action, schedule, the start time sent); a past start time raises ScheduleTimeError before
