@@ -53,7 +53,7 @@ class CategoricalListFeature(CategoricalFeature):
 
     In text sources (CSV) the list is one string split on `separator`."""
 
-    kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]
+    kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]  # its own discriminator value
     encoding: Literal["hash", "vocabulary"] = "vocabulary"  # learned_hash: one id per example
     max_length: int = Field(8, ge=1, le=4096)
     combiner: Literal["mean", "sum"] = "mean"

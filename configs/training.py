@@ -161,8 +161,10 @@ class TargetConfig(StrictModel):
         None, description="cpu-ps on the local backend: the worker and ps processes the train step starts; default: "
         "the replica counts of the `vertex` pools, else 2 workers and 1 parameter server",
     )
-    model: ModelOverrides | None = None  # type: ignore[valid-type]
-    training: TrainingOverrides | None = None  # type: ignore[valid-type]
+    # ModelOverrides / TrainingOverrides are built by pydantic.create_model from the sections' fields, so mypy
+    # sees variables, not classes:
+    model: ModelOverrides | None = None  # type: ignore[valid-type]  # a class made at import (above)
+    training: TrainingOverrides | None = None  # type: ignore[valid-type]  # a class made at import (above)
 
     @field_validator("name")
     @classmethod

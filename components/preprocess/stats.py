@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -100,7 +101,7 @@ class CountExamples(beam.CombineFn):
             counts[missing] = counts.get(missing, 0) + 1
         return counts
 
-    def merge_accumulators(self, accumulators):
+    def merge_accumulators(self, accumulators: Iterable[dict[Count, int]]) -> dict[Count, int]:
         merged: dict[Count, int] = {}
         for counts in accumulators:
             for count, value in counts.items():
@@ -111,7 +112,7 @@ class CountExamples(beam.CombineFn):
         return [(count.key, n) for count, n in counts.items()] or [(Count("split_examples", self.split).key, 0)]
 
 
-def count_split(examples, split: str, label_keys: tuple[str, ...]):
+def count_split(examples: beam.PCollection, split: str, label_keys: tuple[str, ...]) -> beam.PCollection:
     return (
         examples
         | f"Count{split.title()}" >> beam.CombineGlobally(CountExamples(split, label_keys))
@@ -119,7 +120,7 @@ def count_split(examples, split: str, label_keys: tuple[str, ...]):
     )
 
 
-def count_records_read(records, stream: str):
+def count_records_read(records: beam.PCollection, stream: str) -> beam.PCollection:
     """The number of records read of one stream, keyed by `Count("records_read", stream)`."""
     return (
         records
@@ -138,7 +139,7 @@ class WriteCounters(beam.PTransform):
         super().__init__()
         self.root = root
 
-    def expand(self, counter_collections):
+    def expand(self, counter_collections: tuple[beam.PCollection, ...]) -> beam.PCollection:
         return (
             counter_collections
             | "AllCounters" >> beam.Flatten()

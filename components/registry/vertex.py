@@ -7,11 +7,14 @@ new version is uploaded as the default only if the promotion rule allows.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from components.registry import gcs_mount
 from components.registry.promotion import Candidate, Verdict
 from configs.slices import PromoteStepConfig
+
+if TYPE_CHECKING:  # imported where used: the local backend never loads the Vertex SDK
+    from google.cloud import aiplatform
 
 # The Vertex schema for classification evaluations; `logLoss` and `auRoc` are its metric fields.
 CLASSIFICATION_METRICS_SCHEMA = "gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml"
@@ -32,7 +35,7 @@ def model_display_name(config: PromoteStepConfig) -> str:
     return config.vertex.model_registry.model_display_name or config.name
 
 
-def registered_model(config: PromoteStepConfig):
+def registered_model(config: PromoteStepConfig) -> aiplatform.Model | None:
     """The registry's model named `model_display_name(config)` (an `aiplatform.Model`), None before day 1.
 
     `aiplatform.init` sets only what it is given, so an endpoint, transport and credentials set beforehand
@@ -47,7 +50,7 @@ def registered_model(config: PromoteStepConfig):
     return existing[0] if existing else None
 
 
-def default_version(parent) -> tuple[str, str] | None:
+def default_version(parent: aiplatform.Model | None) -> tuple[str, str] | None:
     """(version id, model directory as the pipeline container reads it) of the parent model's default version."""
     from google.cloud import aiplatform
 
