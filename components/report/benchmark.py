@@ -9,12 +9,13 @@ import datetime as dt
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.evaluate.stats import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
 from components.train.summary import RunSummary
+from configs.loader import format_validation_error
 from configs.report import SkippedTarget
 from configs.slices import ReportStepConfig
 
@@ -137,8 +138,12 @@ class BenchmarkSummary(BaseModel):
 
     @classmethod
     def read(cls, path: str | Path) -> BenchmarkSummary:
-        """A report's `summary.json` (what the report step writes and the promotion step reads)."""
-        return cls.model_validate_json(Path(path).read_text())
+        """A report's `summary.json` (what the report step writes and the promotion step reads); a file that is
+        not one fails naming the file and each field."""
+        try:
+            return cls.model_validate_json(Path(path).read_text())
+        except ValidationError as error:
+            raise ValueError(f"{path}: not a report summary: {format_validation_error(error)}") from None
 
     def run(self, target: str, run_index: int) -> RunRow | None:
         """The row of one training run, None when the summary has no such run."""
