@@ -29,6 +29,9 @@ run: install ## run the whole DAG locally on the embedded default config (CONFIG
 retrain: install ## replay daily retraining for DAYS days (default 3) on configs/examples/daily.yaml (CONFIG=file to change)
 	$(BIN)/adrank retrain --config $(or $(CONFIG),configs/examples/daily.yaml) --days $(DAYS)
 
+typecheck: install ## mypy over configs, components, pipelines and ops (settings: pyproject.toml [tool.mypy])
+	$(BIN)/python -m mypy
+
 test: install ## run the test suite (without the tests marked long)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -54,4 +57,4 @@ images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CON
 clean: ## remove build outputs and local runs (keeps .venv)
 	rm -rf build runs .pytest_cache
 
-.PHONY: help install run retrain test test-long compile bench lock locks-check images clean
+.PHONY: help install run retrain typecheck test test-long compile bench lock locks-check images clean

@@ -36,6 +36,7 @@ from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.task import train  # noqa: E402
 from configs import load_config  # noqa: E402
+from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 PRESET = ROOT / "configs" / "examples" / "low_rate.yaml"
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
@@ -62,8 +63,8 @@ def main() -> None:
     config = load_config(PRESET, overrides=base)
     examples = work / "examples"
     if not (examples / MANIFEST_FILE).exists():
-        logs = generate_logs(config, work / "logs")
-        preprocess(config, str(logs.directory), str(examples))
+        logs = generate_logs(PreprocessStepConfig.of(config), work / "logs")
+        preprocess(PreprocessStepConfig.of(config), str(logs.directory), str(examples))
     manifest = Manifest.read(examples)
     if "calibration" not in manifest.splits:
         sys.exit(f"{examples} was preprocessed without the calibration split (split.calibration_days); "
@@ -80,7 +81,8 @@ def main() -> None:
         results[method] = []
         for run_index in range(args.seeds):
             with tempfile.TemporaryDirectory() as model_dir:
-                summary = train(method_config, method_config.targets[0].name, run_index, str(examples), model_dir)
+                target = method_config.targets[0].name
+                summary = train(TrainStepConfig.of(method_config, target), target, run_index, str(examples), model_dir)
             metrics = summary.metrics[task]
             calibrator = summary.calibrators.get(task)
             results[method].append({

@@ -40,6 +40,7 @@ from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.task import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
+from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 PRESET = ROOT / "configs" / "examples" / "low_rate.yaml"
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
@@ -70,7 +71,7 @@ def prepared(overrides: list[str], logs_dir: str, examples: Path) -> tuple[Adran
     config = load_config(PRESET, overrides=overrides)
     started = time.perf_counter()
     if not (examples / MANIFEST_FILE).exists():
-        preprocess(config, logs_dir, str(examples))
+        preprocess(PreprocessStepConfig.of(config), logs_dir, str(examples))
     return config, Manifest.read(examples), time.perf_counter() - started
 
 
@@ -78,7 +79,8 @@ def trained(config: AdrankConfig, examples: Path, seeds: int) -> list[dict]:
     results = []
     for run_index in range(seeds):
         with tempfile.TemporaryDirectory() as model_dir:
-            summary = train(config, config.targets[0].name, run_index, str(examples), model_dir)
+            target = config.targets[0].name
+            summary = train(TrainStepConfig.of(config, target), target, run_index, str(examples), model_dir)
         metrics = summary.metrics[next(iter(summary.metrics))]
         results.append({"seed": summary.seed, "logloss": metrics.logloss, "auc": metrics.auc,
                         "calibration": metrics.calibration, "seconds": summary.wall_time_seconds})
@@ -111,7 +113,7 @@ def main() -> None:
 
     logs_dir = work / "logs"
     if not (logs_dir / "ground_truth.json").exists():
-        generate_logs(preset, logs_dir)
+        generate_logs(PreprocessStepConfig.of(preset), logs_dir)
     started = time.perf_counter()
     config, manifest, seconds = prepared(encoded(base, preset, features, "vocabulary", {}), str(logs_dir),
                                          work / "vocabulary")

@@ -30,6 +30,7 @@ from components.preprocess.options import beam_pipeline_options
 from components.preprocess.parse import MISSING, parse_stream
 from components.preprocess.run import impression_parser, preprocess
 from configs import load_config
+from configs.slices import PreprocessStepConfig
 
 
 def floor_pipeline(config, logs_dir: str, output_dir: str) -> None:
@@ -93,7 +94,7 @@ def wide_features(args, workdir: Path) -> None:
         out = workdir / f"out-wide-{encoding}"
         shutil.rmtree(out, ignore_errors=True)
         started = time.perf_counter()
-        manifest = preprocess(config, None, str(out))
+        manifest = preprocess(PreprocessStepConfig.of(config), None, str(out))
         seconds[encoding] = time.perf_counter() - started
         examples = sum(s.examples for s in manifest.splits.values())
         print(f"{args.features} {encoding:10s} features: {examples} examples  {seconds[encoding]:7.1f} s", flush=True)
@@ -118,7 +119,7 @@ def main() -> None:
             "preprocess.direct_running_mode=multi_processing"]
     logs_dir = workdir / "logs"
     started = time.perf_counter()
-    generated = generate_logs(load_config(overrides=base), logs_dir)
+    generated = generate_logs(PreprocessStepConfig.of(load_config(overrides=base)), logs_dir)
     print(f"generated {generated.impressions} impressions, {generated.engagements} events "
           f"in {time.perf_counter() - started:.0f} s")
 
@@ -136,7 +137,7 @@ def main() -> None:
             floor_pipeline(config, str(logs_dir), str(out))
             examples = generated.impressions
         else:
-            manifest = preprocess(config, str(logs_dir), str(out))
+            manifest = preprocess(PreprocessStepConfig.of(config), str(logs_dir), str(out))
             examples = sum(s.examples for s in manifest.splits.values())
         seconds = time.perf_counter() - started
         rates[name] = examples / seconds

@@ -41,11 +41,13 @@ def train_variant(variant: str, examples: str, model_dir: str, epochs: int) -> N
     """Child process: one training run of the variant; prints its RunSummary as one JSON line."""
     from components.train.task import train
     from configs import load_config
+    from configs.slices import TrainStepConfig
 
     # 4 chunks an epoch: examples/s is timed over the chunks after the first (tracing and start-up excluded)
     config = load_config(None, [variant_targets(variant), f"training.epochs={epochs}",
                                 "training.checkpoints_per_epoch=4", "runs_per_target=1"])
-    summary = train(config, config.targets[0].name, 0, examples, model_dir)
+    target = config.targets[0].name
+    summary = train(TrainStepConfig.of(config, target), target, 0, examples, model_dir)
     print("SUMMARY " + summary.model_dump_json(), flush=True)
 
 

@@ -47,6 +47,7 @@ from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.task import train  # noqa: E402
 from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 from configs import AdrankConfig, load_config  # noqa: E402
+from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
 TARGET_LOGLOSS_RATIO = 0.98
@@ -107,7 +108,8 @@ def cached_plain(examples: str, manifest: Manifest, config: AdrankConfig, seed: 
 def train_adrank(config: AdrankConfig, examples: str, run_index: int) -> tuple[dict, list[float | None], float]:
     """Scores of `train()` with the config's defaults, its per-epoch eval log-loss, its effective LR."""
     with tempfile.TemporaryDirectory() as model_dir:
-        summary = train(config, config.targets[0].name, run_index, examples, model_dir)
+        target = config.targets[0].name
+        summary = train(TrainStepConfig.of(config, target), target, run_index, examples, model_dir)
     task = next(iter(summary.metrics))
     result = summary.metrics[task]
     curve = [p.eval_logloss for p in summary.curve if getattr(p, "epoch", None) is not None]
@@ -139,10 +141,10 @@ def prepared(
         started = time.perf_counter()
         logs_dir = None
         if config.logs.source == "synthetic":
-            logs_dir = str(generate_logs(config, examples.parent / "logs").directory)
+            logs_dir = str(generate_logs(PreprocessStepConfig.of(config), examples.parent / "logs").directory)
         else:
             write_click_log(work / f"click_log_{clicks_per_day}.csv", ClickLogSpec(clicks_per_day=clicks_per_day))
-        preprocess(config, logs_dir, str(examples))
+        preprocess(PreprocessStepConfig.of(config), logs_dir, str(examples))
         print(f"[{name}] preprocessed in {time.perf_counter() - started:.0f} s", flush=True)
     return config, adrank_config, str(examples)
 

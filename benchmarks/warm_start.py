@@ -38,6 +38,7 @@ from components.registry.scoring import (  # noqa: E402
 )
 from components.train.task import SAVED_MODEL_DIR, train  # noqa: E402
 from configs import load_config  # noqa: E402
+from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 
 def main() -> int:
@@ -58,7 +59,7 @@ def main() -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="adrank-warm-start-"))
     logs_dir = work / "logs"
     if not (logs_dir / "ground_truth.json").exists():
-        generate_logs(config, logs_dir)
+        generate_logs(PreprocessStepConfig.of(config), logs_dir)
     cold = load_config(args.config, [*args.overrides, f"logs.lookback_days={lookback}", f"training.epochs={args.epochs}"])
     warm = load_config(args.config, [*args.overrides, f"logs.lookback_days={lookback}",
                                      f"training.epochs={args.warm_epochs}"])
@@ -76,7 +77,8 @@ def main() -> int:
         window_end = dt.datetime.combine(start + dt.timedelta(days=day), dt.time(), dt.timezone.utc)
         examples_dir = work / f"day{day + 1}" / "examples"
         if not (examples_dir / "manifest.json").exists():
-            preprocess(config, str(logs_dir), str(examples_dir), window_end=f"{window_end:%Y-%m-%dT%H:%M:%SZ}")
+            preprocess(PreprocessStepConfig.of(config), str(logs_dir), str(examples_dir),
+                       window_end=f"{window_end:%Y-%m-%dT%H:%M:%SZ}")
         manifest = Manifest.read(examples_dir)
         floor = (manifest.splits["eval"].bayes_logloss or {}).get(task)
         cold_run = _train(cold, target, examples_dir, work / f"day{day + 1}" / "cold", None)
@@ -108,7 +110,8 @@ def main() -> int:
 
 def _train(config, target: str, examples_dir: Path, model_dir: Path, warm_start_from: str | None):
     started = time.perf_counter()
-    run = train(config, target, 0, str(examples_dir), str(model_dir), warm_start_from=warm_start_from)
+    run = train(TrainStepConfig.of(config, target), target, 0, str(examples_dir), str(model_dir),
+                warm_start_from=warm_start_from)
     assert run.model_uri == str(model_dir / SAVED_MODEL_DIR)
     run.wall_time_seconds = time.perf_counter() - started
     return run

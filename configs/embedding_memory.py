@@ -15,7 +15,15 @@ so a table the kernel would kill the training step for is refused before the run
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from configs.features import CategoricalFeature, CategoricalListFeature, Feature, NumericFeature
+from configs.training import ModelConfig, TrainingConfig, resolve_target
+
+if TYPE_CHECKING:  # configs.schema validates with this module's checks, so it is imported only for the type
+    from configs.schema import AdrankConfig
 
 BYTES_PER_VALUE = 4
 GIB = 1024**3
@@ -57,33 +65,34 @@ class EmbeddingMemory:
         return max(self.tables, key=lambda table: table.rows, default=None)
 
 
-def table_rows(index: int, feature, untruncated_vocabulary_rows: int) -> TableEstimate | None:
+def table_rows(index: int, feature: Feature, untruncated_vocabulary_rows: int) -> TableEstimate | None:
     """The embedding table one feature becomes (None for a normalized number, which has no table)."""
     prefix = f"features.{index}"
-    if feature.kind in ("categorical", "categorical_list"):
-        padding = 1 if feature.kind == "categorical_list" else 0
+    if isinstance(feature, CategoricalFeature):  # and CategoricalListFeature
+        padding = 1 if isinstance(feature, CategoricalListFeature) else 0
         if feature.encoding in ("hash", "learned_hash"):
             return TableEstimate(feature.name, feature.hash_buckets + padding, f"{prefix}.hash_buckets")
         if feature.top_k is not None:
             return TableEstimate(feature.name, feature.top_k + feature.oov_buckets + padding, f"{prefix}.top_k")
         rows = untruncated_vocabulary_rows + feature.oov_buckets + padding
         return TableEstimate(feature.name, rows, "training.untruncated_vocabulary_rows (no top_k)")
-    if feature.kind == "numeric":
+    if isinstance(feature, NumericFeature):
         if feature.normalization == "quantile_buckets":
             return TableEstimate(feature.name, feature.buckets, f"{prefix}.buckets")
         return None
     return TableEstimate(feature.name, TIME_ROWS[feature.part], f"{prefix}.part")
 
 
-def slots_per_value(training, embedding_dim: int) -> tuple[str, float]:
+def slots_per_value(training: TrainingConfig, embedding_dim: int) -> tuple[str, float]:
     """(optimizer name, optimizer slot values per table value) for the tables' optimizer."""
-    optimizer = getattr(training, "embedding_optimizer", None) or training.optimizer
+    optimizer = training.embedding_optimizer
     if optimizer == "rowwise_adagrad":
         return optimizer, 1.0 / embedding_dim
     return optimizer, OPTIMIZER_SLOTS.get(optimizer, 2.0)
 
 
-def estimate_embedding_memory(features, model, training) -> EmbeddingMemory:
+def estimate_embedding_memory(features: Sequence[Feature], model: ModelConfig,
+                              training: TrainingConfig) -> EmbeddingMemory:
     """The estimate for one resolved target (`model`, `training` with its overrides applied)."""
     dim = 1 if model.kind == "linear" else model.embedding_dim
     tables = [
@@ -108,11 +117,9 @@ def local_memory_limit_gb(memory_gib: float | None = None) -> float | None:
     return None if memory_gib is None else round(memory_gib * LOCAL_MEMORY_SHARE, 1)
 
 
-def check_local_embedding_memory(config, memory_gib: float | None = None) -> None:
+def check_local_embedding_memory(config: AdrankConfig, memory_gib: float | None = None) -> None:
     """The load-time check again for a run on this machine: every target whose config leaves
     `training.max_embedding_memory_gb` unset (pipeline-wide and per target) is held to `local_memory_limit_gb`."""
-    from configs.training import resolve_target
-
     local_limit = local_memory_limit_gb(memory_gib)
     if local_limit is None:
         return
@@ -128,7 +135,8 @@ def check_local_embedding_memory(config, memory_gib: float | None = None) -> Non
                                f"{LOCAL_MEMORY_SHARE:g}, the default for a local run")
 
 
-def check_embedding_memory(features, model, training, target_name: str, limit_source: str | None = None) -> None:
+def check_embedding_memory(features: Sequence[Feature], model: ModelConfig, training: TrainingConfig, target_name: str,
+                           limit_source: str | None = None) -> None:
     """Raise ValueError naming the limit and the largest table when the estimate exceeds the limit."""
     memory = estimate_embedding_memory(features, model, training)
     limit = training.max_embedding_memory_gb

@@ -46,14 +46,6 @@ class CategoricalFeature(StrictModel):
         if rows is not None and value >= rows:
             raise ValueError(f"must be less than hash_buckets ({rows}): the tail needs at least one shared row")
         return value
-        if self.encoding != "learned_hash":
-            raise ValueError(f"dedicated_rows applies to encoding learned_hash only, not {self.encoding}")
-        if self.dedicated_rows >= self.hash_buckets:
-            raise ValueError(
-                f"dedicated_rows ({self.dedicated_rows}) must be less than hash_buckets ({self.hash_buckets}): the "
-                "tail needs at least one shared row"
-            )
-        return self
 
 
 class CategoricalListFeature(CategoricalFeature):
@@ -61,8 +53,8 @@ class CategoricalListFeature(CategoricalFeature):
 
     In text sources (CSV) the list is one string split on `separator`."""
 
-    kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]
-    encoding: Literal["hash", "vocabulary"] = "vocabulary"  # type: ignore[assignment]  # learned_hash: one id per example
+    kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]  # its own discriminator value
+    encoding: Literal["hash", "vocabulary"] = "vocabulary"  # learned_hash: one id per example
     max_length: int = Field(8, ge=1, le=4096)
     combiner: Literal["mean", "sum"] = "mean"
     separator: str = Field("|", min_length=1)

@@ -81,8 +81,6 @@ def config_to_json(config: AdrankConfig) -> str:
 
 def config_hash(config: AdrankConfig) -> str:
     """12 hex digits of the canonical JSON; a step's config slice (`configs.slices`) carries its full config's."""
-    if not isinstance(config, AdrankConfig):
-        return config.config_hash
     return hashlib.sha256(config_to_json(config).encode()).hexdigest()[:12]
 
 

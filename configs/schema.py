@@ -120,7 +120,7 @@ class AdrankConfig(StrictModel):
             if problem:
                 raise ValueError(f"targets.{index}.name: {problem}")
         experiment = self.vertex.experiment if self.vertex else None
-        problem = experiment and experiment_run_problem(experiment, self.name)
+        problem = experiment_run_problem(experiment, self.name) if experiment else ""
         if problem:
             raise ValueError(f"vertex.experiment: {problem}")
 

@@ -45,8 +45,10 @@ def shuffle_coverage_problems(
     return problems
 
 
-def warn_on_partial_shuffle(*args, **kwargs) -> None:
-    for problem in shuffle_coverage_problems(*args, **kwargs):
+def warn_on_partial_shuffle(
+    logs: LogsConfig, split: SplitConfig, model: ModelConfig, training: TrainingConfig, targets: list[TargetConfig]
+) -> None:
+    for problem in shuffle_coverage_problems(logs, split, model, training, targets):
         warnings.warn(problem, ShuffleCoverageWarning, stacklevel=2)
 
 

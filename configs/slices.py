@@ -1,19 +1,24 @@
 """What each pipeline step receives: the part of the config it reads, not the whole `AdrankConfig`.
 
 A step's inputs decide its cache key on Vertex, so a step given the whole config re-runs when anything
-changes (a report label re-ran preprocessing and every training run). Each slice keeps the
-`AdrankConfig` attribute names for the sections it holds, so the plain functions (`preprocess()`,
-`train()`, `write_report()`, `promote_best_run()`) take either a slice or the full config. Slices are
-cut from a validated config; the full config's hash travels only to the steps that label with it
-(report, promotion).
+changes (a report label re-ran preprocessing and every training run). The plain functions take their slice
+and nothing else (`generate_logs()` and `preprocess()`: `PreprocessStepConfig`; `train()`: `TrainStepConfig`;
+`write_report()`: `ReportStepConfig`; `promote_best_run()` and `champion_model_dir()`: `PromoteStepConfig`);
+a caller holding the whole config cuts the slice with `<Slice>.of(config)`. Each slice keeps the
+`AdrankConfig` attribute names for the sections it holds. Slices are cut from a validated config; the full
+config's hash travels only to the steps that label with it (report, promotion).
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Sequence
 
 from pydantic import Field
 
 from configs.base import StrictModel
 from configs.features import Feature
+from configs.loader import config_hash
 from configs.logs import LogsConfig, SplitConfig, TaskConfig
 from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
@@ -26,8 +31,6 @@ from configs.vertex import VertexConfig
 class _Slice(StrictModel):
     def to_json(self) -> str:
         """Canonical JSON (sorted keys), so an unchanged slice compiles to the same bytes."""
-        import json
-
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
 
@@ -84,9 +87,7 @@ class ReportStepConfig(_Slice):
     skipped_targets: list[SkippedTarget] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, config: AdrankConfig, skipped_targets: list[SkippedTarget] = ()) -> ReportStepConfig:
-        from configs.loader import config_hash
-
+    def of(cls, config: AdrankConfig, skipped_targets: Sequence[SkippedTarget] = ()) -> ReportStepConfig:
         return cls(name=config.name, config_hash=config_hash(config), tasks=config.tasks, targets=config.targets,
                    report=config.report, skipped_targets=list(skipped_targets))
 
@@ -104,7 +105,5 @@ class PromoteStepConfig(_Slice):
 
     @classmethod
     def of(cls, config: AdrankConfig) -> PromoteStepConfig:
-        from configs.loader import config_hash
-
         return cls(name=config.name, config_hash=config_hash(config), promotion=config.promotion,
                    vertex=config.vertex)

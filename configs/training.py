@@ -7,7 +7,7 @@ targets); `resolve_target` is the one place those overrides are applied.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, create_model, field_validator, model_validator
 
@@ -133,7 +133,7 @@ class TrainingConfig(StrictModel):
 def _overrides_of(model: type[StrictModel], name: str, exclude: tuple[str, ...] = ()) -> type[StrictModel]:
     """A model with the same fields as `model`, all optional (None = not overridden)."""
     fields: dict[str, Any] = {
-        field_name: (field.annotation | None, None)
+        field_name: (Optional[field.annotation], None)
         for field_name, field in model.model_fields.items()
         if field_name not in exclude
     }
@@ -168,8 +168,10 @@ class TargetConfig(StrictModel):
         None, description="cpu-ps on the local backend: the worker and ps processes the train step starts; default: "
         "the replica counts of the `vertex` pools, else 2 workers and 1 parameter server",
     )
-    model: ModelOverrides | None = None  # type: ignore[valid-type]
-    training: TrainingOverrides | None = None  # type: ignore[valid-type]
+    # ModelOverrides / TrainingOverrides are built by pydantic.create_model from the sections' fields, so mypy
+    # sees variables, not classes:
+    model: ModelOverrides | None = None  # type: ignore[valid-type]  # a class made at import (above)
+    training: TrainingOverrides | None = None  # type: ignore[valid-type]  # a class made at import (above)
 
     @field_validator("name")
     @classmethod

@@ -105,7 +105,11 @@ def check_target_machine(kind: str, spec: VertexTargetSpec) -> None:
 
 
 def default_image_kind(kind: str) -> ImageKind:
-    return {"gpu": "gpu", "tpu": "tpu"}.get(kind, "cpu")  # type: ignore[return-value]
+    if kind == "gpu":
+        return "gpu"
+    if kind == "tpu":
+        return "tpu"
+    return "cpu"
 
 
 class ImagesConfig(StrictModel):

@@ -129,7 +129,7 @@ def _day_result(index: int, window_end: str, run_dir: Path, record) -> ReplayDay
     best = warm[0] if warm else None
     seconds = (record.finished - record.started).total_seconds() if record.finished else 0.0
     return ReplayDay(
-        day=index, window_end=window_end, window_start=(manifest.window or {}).get("start"), run_id=record.id,
+        day=index, window_end=window_end, window_start=manifest.window.start if manifest.window else None, run_id=record.id,
         seconds=seconds, eval_examples=eval_split.examples, eval_positive_rate=eval_split.label_rates.get(task, 0.0),
         bayes_logloss=(eval_split.bayes_logloss or {}).get(task), warm_start=bool(warm),
         rows_copied=best.rows_copied if best else None,

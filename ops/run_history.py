@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from components.report.benchmark import BenchmarkSummary
 from ops.run_record import RUN_FILE, RunRecord
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -83,16 +83,16 @@ def format_run(run_dir: Path) -> str:
     if summary:
         lines.append("")
         rows = [["target", "ran on", "runs", "log-loss mean", "std", "AUC", "examples/s", "$/M examples"]]
-        for t in summary["targets"].values():
+        for t in summary.targets.values():
             rows.append([
-                t["name"], ", ".join(t["hardware_seen"]), str(t["runs"]), f"{t['logloss_mean']:.5f}",
-                f"{t['logloss_std']:.5f}" if t["logloss_std"] is not None else "—", f"{t['auc_mean']:.4f}",
-                f"{t['examples_per_second_mean']:,.0f}",
-                f"{t['cost_per_million_examples_usd']:.4f}" if t["cost_per_million_examples_usd"] is not None else "—",
+                t.name, ", ".join(t.hardware_seen), str(t.runs), f"{t.logloss_mean:.5f}",
+                f"{t.logloss_std:.5f}" if t.logloss_std is not None else "—", f"{t.auc_mean:.4f}",
+                f"{t.examples_per_second_mean:,.0f}",
+                f"{t.cost_per_million_examples_usd:.4f}" if t.cost_per_million_examples_usd is not None else "—",
             ])
         lines.append(format_columns(rows))
-        floor = f", Bayes floor {summary['bayes_logloss']:.5f}" if summary.get("bayes_logloss") is not None else ""
-        lines.append(f"\nconstant-CTR log-loss {summary['constant_ctr_logloss']:.5f}{floor}")
+        floor = f", Bayes floor {summary.bayes_logloss:.5f}" if summary.bayes_logloss is not None else ""
+        lines.append(f"\nconstant-CTR log-loss {summary.constant_ctr_logloss:.5f}{floor}")
         lines.append(f"report: {(run_dir / 'report.html').resolve()}")
     lines += promotion_lines(run_dir)
     return "\n".join(lines)
@@ -124,24 +124,21 @@ def promotion_lines(run_dir: Path) -> list[str]:
 
 def format_comparison(run_a: Path, run_b: Path) -> str:
     """Per-target deltas (B − A) of mean log-loss and throughput for targets present in both runs."""
-    a, b = _summary(run_a), _summary(run_b)
-    for run_dir, summary in ((run_a, a), (run_b, b)):
-        if summary is None:
-            raise RunNotFound(f"run {run_dir.name} has no summary.json (did it finish?)")
+    a, b = _finished_summary(run_a), _finished_summary(run_b)
     rows = [["target", "log-loss A", "log-loss B", "Δ log-loss", "Δ %", "examples/s A", "examples/s B", "speed B/A"]]
-    common = [name for name in a["targets"] if name in b["targets"]]
+    common = [name for name in a.targets if name in b.targets]
     for name in common:
-        ta, tb = a["targets"][name], b["targets"][name]
-        delta = tb["logloss_mean"] - ta["logloss_mean"]
+        ta, tb = a.targets[name], b.targets[name]
+        delta = tb.logloss_mean - ta.logloss_mean
         rows.append([
-            name, f"{ta['logloss_mean']:.5f}", f"{tb['logloss_mean']:.5f}", f"{delta:+.5f}",
-            f"{delta / ta['logloss_mean']:+.2%}", f"{ta['examples_per_second_mean']:,.0f}",
-            f"{tb['examples_per_second_mean']:,.0f}",
-            f"{tb['examples_per_second_mean'] / ta['examples_per_second_mean']:.2f}×",
+            name, f"{ta.logloss_mean:.5f}", f"{tb.logloss_mean:.5f}", f"{delta:+.5f}",
+            f"{delta / ta.logloss_mean:+.2%}", f"{ta.examples_per_second_mean:,.0f}",
+            f"{tb.examples_per_second_mean:,.0f}",
+            f"{tb.examples_per_second_mean / ta.examples_per_second_mean:.2f}×",
         ])
     lines = [f"A: {run_a.name}", f"B: {run_b.name}", ""]
     lines.append(format_columns(rows) if common else "no target in common")
-    only = sorted(set(a["targets"]) ^ set(b["targets"]))
+    only = sorted(set(a.targets) ^ set(b.targets))
     if only:
         lines.append(f"\nin one run only: {', '.join(only)}")
     return "\n".join(lines)
@@ -152,6 +149,13 @@ def format_columns(rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
-def _summary(run_dir: Path) -> dict | None:
+def _summary(run_dir: Path) -> BenchmarkSummary | None:
     path = run_dir / "summary.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return BenchmarkSummary.read(path) if path.exists() else None
+
+
+def _finished_summary(run_dir: Path) -> BenchmarkSummary:
+    summary = _summary(run_dir)
+    if summary is None:
+        raise RunNotFound(f"run {run_dir.name} has no summary.json (did it finish?)")
+    return summary

@@ -7,13 +7,14 @@ is not mistaken for it): a run whose process is gone was killed, and reads as `i
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import socket
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from components.report.benchmark import BenchmarkSummary
 
 RUN_FILE = "run.json"
 
@@ -74,10 +75,9 @@ class RunRecord(BaseModel):
         return self.process_start is None or process_start(self.pid) in (None, self.process_start)
 
     def attach_summary(self, summary_path: Path) -> None:
-        summary = json.loads(summary_path.read_text())
-        best = summary.get("best_run") or {}
-        self.best_logloss = best.get("logloss")
-        self.best_target = best.get("target")
+        best = BenchmarkSummary.read(summary_path).best_run
+        self.best_logloss = best.logloss
+        self.best_target = best.target
 
 
 def process_start(pid: int) -> str | None:

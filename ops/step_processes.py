@@ -132,6 +132,7 @@ def _run_in_group(full_command: list[str], temp_root: Path) -> int:
         preexec_fn=_warn_watcher_on_parent_death,
     )
     try:
+        assert watcher.stdout is not None  # stdout=PIPE
         watcher.stdout.readline()  # armed: from here on, a kill -9 of this process takes the step with it
         if process.stdout:
             for line in iter(process.stdout.readline, ""):

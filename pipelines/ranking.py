@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kfp import dsl
 
-from components.preprocess.options import beam_pipeline_args
+from components.preprocess.options import compiled_beam_args
 from configs import AdrankConfig
 from configs.report import SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
@@ -94,7 +94,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         )
     preprocess_config_json = PreprocessStepConfig.of(config).to_json()
     # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
-    beam_args_json = json.dumps(beam_pipeline_args(config)) if backend == "vertex" else ""
+    beam_args_json = json.dumps(compiled_beam_args(config)) if backend == "vertex" else ""
     image = _base_image(config, backend)
 
     def component(function):

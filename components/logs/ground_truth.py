@@ -13,6 +13,7 @@ and new users and ads join (`Population.with_newcomers`); each day's probabiliti
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +89,7 @@ class Population:
         interests = self.category_age_direction.size
         new_users = _draw_users(rng, users, interests, max_interests, self.effect_scale)
         new_ads = _draw_ads(rng, ads, self.advertiser_bias.size, interests, self.effect_scale)
-        merged = {}
+        merged: dict[str, Any] = {}
         for name, values in (new_users | new_ads).items():
             old = getattr(self, name)
             merged[name] = old + values if isinstance(old, list) else np.concatenate([old, values])

@@ -176,12 +176,12 @@ class ReadLogRecords(beam.PTransform):
     def expand(self, pbegin):
         if self.file_format == "bigquery":
             is_query = self.source.lstrip().lower().startswith(("select", "with"))
-            read = (
+            read_bigquery = (
                 beam.io.ReadFromBigQuery(query=self.source, use_standard_sql=True)
                 if is_query
                 else beam.io.ReadFromBigQuery(table=self.source)
             )
-            return pbegin | "ReadBigQuery" >> read | "JsonSafe" >> beam.Map(_json_safe)
+            return pbegin | "ReadBigQuery" >> read_bigquery | "JsonSafe" >> beam.Map(_json_safe)
         patterns = matching_patterns(expand_pattern(self.source, self.window, self.extra_days_after))
         if self.file_format == "csv":
             from apache_beam.io import fileio

@@ -20,7 +20,7 @@ from components.logs.ground_truth import (
 )
 from components.logs.records import day_start_ms, format_timestamp
 from components.logs.split import eval_start_ms
-from configs.schema import AdrankConfig
+from configs.slices import PreprocessStepConfig
 
 GROUND_TRUTH_FILE = "ground_truth.json"
 IMPRESSIONS_DIR = "impressions"
@@ -48,7 +48,7 @@ class GeneratedLogs:
 DRIFT_STREAM = 1  # drift draws from its own random stream, so drift off leaves the logs as they were
 
 
-def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs:
+def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> GeneratedLogs:
     spec = config.logs.synthetic
     drift = spec.drift
     rng = np.random.default_rng(config.seed)
@@ -61,8 +61,11 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
 
     impression_lines: list[str] = []
     events: list[tuple[int, str, str]] = []  # (timestamp_ms, impression_id, event_type)
-    split_labels = {"train": {t.name: [] for t in config.tasks}, "eval": {t.name: [] for t in config.tasks}}
-    split_probabilities = {"train": {t.name: [] for t in config.tasks}, "eval": {t.name: [] for t in config.tasks}}
+    # split → task → one array per day (labels drawn, and their true probabilities)
+    split_labels: dict[str, dict[str, list[np.ndarray]]] = {
+        split: {t.name: [] for t in config.tasks} for split in ("train", "eval")}
+    split_probabilities: dict[str, dict[str, list[np.ndarray]]] = {
+        split: {t.name: [] for t in config.tasks} for split in ("train", "eval")}
     day_truths: list[dict] = []
     boundary = eval_start_ms(spec.start_date + dt.timedelta(days=spec.days), config.split.eval_days)
     base_logit_shift = 0.0
@@ -113,9 +116,13 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
         in_eval = timestamps >= boundary
         day_tasks = {}
         for task in config.tasks:
+            event_type = task.event_type
+            if event_type is None:
+                raise ValueError(f"task '{task.name}': the synthetic ad server labels tasks by an event type, and "
+                                 "this one has none (a label column is for logs you bring)")
             window_ms = task.attribution_window_seconds * 1000
-            labels = happened[task.event_type] & (delays_ms[task.event_type] <= window_ms)
-            probability = label_probability(marginal[task.event_type], task.event_type, task.attribution_window_seconds)
+            labels = happened[event_type] & (delays_ms[event_type] <= window_ms)
+            probability = label_probability(marginal[event_type], event_type, task.attribution_window_seconds)
             for split, mask in (("train", ~in_eval), ("eval", in_eval)):
                 split_labels[split][task.name].append(labels[mask])
                 split_probabilities[split][task.name].append(probability[mask])
@@ -147,9 +154,10 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
     out = Path(output_dir)
     _write_shards(out / IMPRESSIONS_DIR, "impressions", impression_lines, spec.shards_per_stream)
     _write_shards(out / ENGAGEMENTS_DIR, "engagements", engagement_lines, spec.shards_per_stream)
+    impressions = spec.days * spec.impressions_per_day
     truth = {
         "seed": config.seed,
-        "impressions": spec.days * spec.impressions_per_day,
+        "impressions": impressions,
         "engagement_events": len(events),
         "eval_start": format_timestamp(boundary),
         "malformed_lines": malformed,
@@ -168,7 +176,7 @@ def generate_logs(config: AdrankConfig, output_dir: str | Path) -> GeneratedLogs
     }
     (out / GROUND_TRUTH_FILE).write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n")
     injected = sum(sum(kinds.values()) for kinds in malformed.values())
-    return GeneratedLogs(out, truth["impressions"], len(events), injected)
+    return GeneratedLogs(out, impressions, len(events), injected)
 
 
 def read_ground_truth(logs_dir: str | Path) -> dict | None:

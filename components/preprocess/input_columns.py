@@ -13,6 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from components.logs.readers import csv_header
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
+from configs.slices import PreprocessStepConfig
 
 
 class MissingInputColumns(ValueError):
@@ -25,7 +26,7 @@ class RequiredColumn:
     configured_by: str  # the config field that asks for it, e.g. "features.0 (ip)"
 
 
-def impression_columns(config) -> list[RequiredColumn]:
+def impression_columns(config: PreprocessStepConfig) -> list[RequiredColumn]:
     """The impression (or outcome-table) columns the config reads."""
     logs = config.logs
     required = [RequiredColumn(logs.impression_column(TIMESTAMP), _mapped(logs.impression_fields, TIMESTAMP, "impression_fields"))]
@@ -46,7 +47,7 @@ def impression_columns(config) -> list[RequiredColumn]:
     return required
 
 
-def engagement_columns(config) -> list[RequiredColumn]:
+def engagement_columns(config: PreprocessStepConfig) -> list[RequiredColumn]:
     logs = config.logs
     return [RequiredColumn(logs.engagement_column(name), _mapped(logs.engagement_fields, name, "engagement_fields"))
             for name in (IMPRESSION_ID, EVENT_TYPE, TIMESTAMP)]

@@ -14,6 +14,7 @@ import apache_beam as beam
 
 from components.logs.readers import LogWindow
 from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS
+from components.preprocess.stats import Count
 from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"
@@ -77,7 +78,7 @@ class _Attribute(beam.DoFn):
         _, grouped = keyed
         example, counts = attribute(list(grouped["impressions"]), list(grouped["events"]), self.tasks, self.window)
         for name, value in counts.items():
-            yield beam.pvalue.TaggedOutput(COUNTERS, (name, value))
+            yield beam.pvalue.TaggedOutput(COUNTERS, (Count("join", subject=name).key, value))
         if example is not None:
             yield example
 
@@ -131,6 +132,6 @@ class _KeepOne(beam.DoFn):
     def process(self, keyed):
         example, counts = attribute(list(keyed[1]), [], (), self.window)
         for name, value in counts.items():
-            yield beam.pvalue.TaggedOutput(COUNTERS, (name, value))
+            yield beam.pvalue.TaggedOutput(COUNTERS, (Count("join", subject=name).key, value))
         if example is not None:
             yield example

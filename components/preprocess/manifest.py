@@ -43,6 +43,25 @@ class SplitInfo(BaseModel):
     positives: dict[str, int] = Field(default_factory=dict, description="positive labels per task")
 
 
+class TransformedFeatureSpec(BaseModel):
+    """One entry of the transformed feature spec: the tf.Example dtype and shape the trainer parses."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dtype: str = Field(description="TensorFlow dtype name, e.g. int64, float32")
+    shape: list[int] = Field(description="fixed shape per example; [] is a scalar")
+
+
+class ImpressionWindow(BaseModel):
+    """The impression time window a scheduled (or replayed) run read: start inclusive, end exclusive (RFC 3339,
+    UTC); `start` None when the run read every day before `end` (no `logs.lookback_days`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start: str | None
+    end: str
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -57,10 +76,10 @@ class Manifest(BaseModel):
     invalid_fraction_by_stream: dict[str, float] = Field(
         default_factory=dict, description="per stream (impressions, engagements): its dead letters / its records read"
     )
-    feature_spec: dict[str, dict] = Field(
+    feature_spec: dict[str, TransformedFeatureSpec] = Field(
         default_factory=dict, description="transformed feature spec: name → {dtype, shape}"
     )
-    window: dict[str, str | None] | None = Field(None, description="impression time window read (scheduled runs)")
+    window: ImpressionWindow | None = Field(None, description="impression time window read (scheduled runs)")
     raw_eval_pattern: str | None = Field(
         None, description="glob of the eval split's raw tf.Examples (as logged, with labels), gzip TFRecords: what "
         "promotion scores the challenger and the champion on, through their raw serving signatures",

@@ -10,6 +10,7 @@ import re
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from configs.schema import AdrankConfig
+from configs.slices import PreprocessStepConfig
 
 
 JOB_NAME_FLAG = "--job_name="
@@ -30,10 +31,12 @@ def with_run_job_name(args: list[str], pipeline_name: str, run_id: str) -> list[
             for arg in args]
 
 
-def beam_pipeline_args(config: AdrankConfig, job_name: str | None = None) -> list[str]:
+def beam_pipeline_args(config: PreprocessStepConfig, job_name: str | None = None,
+                       dataflow_kms_key: str | None = None) -> list[str]:
     """The Beam argv. On Dataflow the job name is `<name>-preprocess` here; the preprocess step appends its
-    pipeline job id at run time (`with_run_job_name`). With a CMEK key in `vertex.encryption_spec_key_name`,
-    Dataflow encrypts its state and temp data with it (`--dataflow_kms_key`)."""
+    pipeline job id at run time (`with_run_job_name`). With a CMEK key (`dataflow_kms_key`: the DAG passes
+    `vertex.encryption_spec_key_name` when it compiles this argv), Dataflow encrypts its state and temp data
+    with it (`--dataflow_kms_key`)."""
     pre = config.preprocess
     if pre.runner == "DirectRunner":
         args = ["--runner=DirectRunner", f"--direct_running_mode={pre.direct_running_mode}"]
@@ -54,9 +57,8 @@ def beam_pipeline_args(config: AdrankConfig, job_name: str | None = None) -> lis
         f"--max_num_workers={flow.max_workers}",
         f"{JOB_NAME_FLAG}{job_name or dataflow_job_name(config.name)}",
     ]
-    vertex = getattr(config, "vertex", None)  # a step's config slice has none: the argv is compiled (see above)
-    if vertex is not None and vertex.encryption_spec_key_name:
-        args.append(f"--dataflow_kms_key={vertex.encryption_spec_key_name}")
+    if dataflow_kms_key:
+        args.append(f"--dataflow_kms_key={dataflow_kms_key}")
     if flow.worker_image:
         args += [f"--sdk_container_image={flow.worker_image}", "--experiments=use_runner_v2"]
     if flow.num_workers:
@@ -74,7 +76,15 @@ def beam_pipeline_args(config: AdrankConfig, job_name: str | None = None) -> lis
     return args
 
 
-def beam_pipeline_options(config: AdrankConfig, job_name: str | None = None,
+def compiled_beam_args(config: AdrankConfig) -> list[str]:
+    """The argv the Vertex DAG compiles into its preprocess step: the step's slice of the config, and the Vertex
+    section's CMEK key (`vertex.encryption_spec_key_name`), which the slice does not carry."""
+    vertex = config.vertex
+    return beam_pipeline_args(PreprocessStepConfig.of(config),
+                              dataflow_kms_key=vertex.encryption_spec_key_name if vertex is not None else None)
+
+
+def beam_pipeline_options(config: PreprocessStepConfig, job_name: str | None = None,
                           extra_args: list[str] | None = None) -> PipelineOptions:
     return PipelineOptions(beam_pipeline_args(config, job_name) + list(extra_args or ()))
 

@@ -230,6 +230,7 @@ class ImpressionParser:
             TIMESTAMP_MS: self.timestamps(_required(record, TIMESTAMP, self.timestamp_column)),
         }
         missing = []
+        parsed: str | list[str] | float | None
         for feature in self.features:
             value = record.get(feature.column)
             if feature.kind == "categorical":
@@ -328,22 +329,27 @@ class ParseRecords(beam.DoFn):
     def setup(self):
         self.tally = ParseTally(self.stream)  # this worker's progress lines and the job's metrics counters
 
+    def _counted(self) -> ParseTally:
+        if self.tally is None:  # setup() runs first on every runner; this keeps the type honest
+            self.tally = ParseTally(self.stream)
+        return self.tally
+
     def process(self, raw):
         try:
             record = self.parser(raw)
         except InvalidRecord as error:
-            self.tally.count(parsed=False)
+            self._counted().count(parsed=False)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, error.reason, raw))
             return
         except Exception as error:  # noqa: BLE001 - a record must never be lost, whatever went wrong
-            self.tally.count(parsed=False)
+            self._counted().count(parsed=False)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, f"unparsable:{type(error).__name__}", raw))
             return
-        self.tally.count(parsed=True)
+        self._counted().count(parsed=True)
         yield record
 
     def finish_bundle(self):
-        self.tally.flush_metrics()
+        self._counted().flush_metrics()
 
 
 def parse_stream(records, stream: str, parser):

@@ -18,6 +18,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -26,13 +28,16 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components.logs.readers import LogWindow, ReadLogRecords, csv_header
+from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
 from components.preprocess.input_columns import (
     MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
 )
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
-from components.preprocess.manifest import CALIBRATION_SPLIT, TRANSFORM_FN_DIR, Manifest, SplitInfo
+from components.preprocess.manifest import (
+    CALIBRATION_SPLIT, TRANSFORM_FN_DIR, ImpressionWindow, Manifest, SplitInfo, TransformedFeatureSpec,
+)
 from components.preprocess.markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
@@ -43,12 +48,15 @@ from components.preprocess.progress import (
     announce_counter, announce_dead_letters, announce_done, input_files_line, plural, wait_for_job,
 )
 from components.preprocess.shuffle import ShuffleExamples
-from components.preprocess.stats import WriteCounters, count_all, count_split, read_counters
+from components.preprocess.stats import (
+    Count, WriteCounters, count_dead_letter, count_records_read, count_split, read_counters,
+)
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
 from components.progress import report_progress
+from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
-from configs.schema import AdrankConfig
+from configs.slices import PreprocessStepConfig
 
 SPLITS = ("train", "eval")
 DEAD_LETTER_DIR = "dead_letter"
@@ -73,7 +81,7 @@ class OneClassLabels(NotEnoughExamples):
 CONSOLE_WARNING = "adrank warning: "
 
 
-def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
+def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
                window_end: str | None = None, beam_args: list[str] | None = None) -> Manifest:
     """Run the Beam pipeline and write examples, `transform_fn`, `manifest.json` and `manifest.md`.
 
@@ -113,7 +121,7 @@ def preprocess(config: AdrankConfig, logs_dir: str | None, output_dir: str, outp
     return manifest
 
 
-def check_configured_columns(config: AdrankConfig, logs_dir: str | None) -> None:
+def check_configured_columns(config: PreprocessStepConfig, logs_dir: str | None) -> None:
     """Every column the config reads is in the header of each file input (CSV header, Parquet schema)."""
     impressions_path, engagements_path = _stream_paths(config, logs_dir)
     logs = config.logs
@@ -123,7 +131,7 @@ def check_configured_columns(config: AdrankConfig, logs_dir: str | None) -> None
                             logs.csv_delimiter)
 
 
-def check_label_classes(manifest: Manifest, config: AdrankConfig) -> None:
+def check_label_classes(manifest: Manifest, config: PreprocessStepConfig) -> None:
     """Each task has at least `min_positives_per_task` positive and `min_negatives_per_task` negative labels in
     each split; a task whose event never occurs (or always occurs) would train and evaluate on one class."""
     settings = config.preprocess
@@ -134,9 +142,10 @@ def check_label_classes(manifest: Manifest, config: AdrankConfig) -> None:
             info = manifest.splits[split]
             positives = info.positives.get(task.name, 0)
             negatives = info.examples - positives
-            for label_class, count, field in (("positive", positives, "min_positives_per_task"),
-                                              ("negative", negatives, "min_negatives_per_task")):
-                minimum = getattr(settings, field)
+            for label_class, count, field, minimum in (
+                ("positive", positives, "min_positives_per_task", settings.min_positives_per_task),
+                ("negative", negatives, "min_negatives_per_task", settings.min_negatives_per_task),
+            ):
                 if count < minimum:
                     raise OneClassLabels(
                         f"task '{task.name}': the {split} split has {count} {label_class} labels of "
@@ -176,15 +185,17 @@ def check_split_sizes(manifest: Manifest, min_train: int, min_eval: int) -> None
             )
 
 
-def _stream_paths(config: AdrankConfig, logs_dir: str | None) -> tuple[str, str | None]:
+def _stream_paths(config: PreprocessStepConfig, logs_dir: str | None) -> tuple[str, str | None]:
     if config.logs.source == "synthetic":
         if logs_dir is None:
             raise ValueError("logs source 'synthetic' needs the generated logs directory")
         return f"{logs_dir}/{IMPRESSIONS_DIR}/*.jsonl", f"{logs_dir}/{ENGAGEMENTS_DIR}/*.jsonl"
-    return config.logs.impressions, config.logs.engagements  # type: ignore[return-value]
+    if config.logs.impressions is None:  # the config requires it for every source but synthetic
+        raise ValueError(f"logs source '{config.logs.source}' needs logs.impressions")
+    return config.logs.impressions, config.logs.engagements
 
 
-def impression_parser(config: AdrankConfig, impressions_path: str) -> ImpressionParser:
+def impression_parser(config: PreprocessStepConfig, impressions_path: str) -> ImpressionParser:
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
@@ -194,20 +205,22 @@ def impression_parser(config: AdrankConfig, impressions_path: str) -> Impression
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
         timestamps=TimestampParser(logs.timestamp_format),
         features=tuple(
-            FeatureField(f.name, f.kind, logs.impression_column(f.name), getattr(f, "separator", "|"),
-                         getattr(f, "default", 0.0))
+            FeatureField(f.name, f.kind, logs.impression_column(f.name),
+                         f.separator if isinstance(f, CategoricalListFeature) else "|",
+                         f.default if isinstance(f, NumericFeature) else 0.0)
             for f in config.features
         ),
         id_column=logs.impression_column(IMPRESSION_ID),
         timestamp_column=logs.impression_column(TIMESTAMP),
         id_required=not outcome,
         outcome_labels=tuple(
-            OutcomeLabel(label_key(t.name), t.label_column, t.positive_when) for t in config.tasks if outcome
+            OutcomeLabel(label_key(t.name), t.label_column, t.positive_when)
+            for t in config.tasks if outcome and t.label_column is not None
         ),
     )
 
 
-def engagement_parser(config: AdrankConfig, engagements_path: str) -> EngagementParser:
+def engagement_parser(config: PreprocessStepConfig, engagements_path: str) -> EngagementParser:
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
@@ -222,23 +235,24 @@ def engagement_parser(config: AdrankConfig, engagements_path: str) -> Engagement
     )
 
 
-def event_tasks(config: AdrankConfig) -> tuple[EventTask, ...]:
+def event_tasks(config: PreprocessStepConfig) -> tuple[EventTask, ...]:
     return tuple(
         EventTask(label_key(t.name), t.event_type, t.attribution_window_seconds * 1000)
         for t in config.tasks if t.event_type is not None
     )
 
 
-def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, window: LogWindow, tft_temp: str):
+def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow,
+           tft_temp: str):
     impressions_path, engagements_path = _stream_paths(config, logs_dir)
-    fmt = config.logs.format
-    read_options = {"csv_delimiter": config.logs.csv_delimiter, "max_record_bytes": config.logs.max_record_bytes}
+    fmt, delimiter, max_bytes = config.logs.format, config.logs.csv_delimiter, config.logs.max_record_bytes
     report_progress(input_files_line("impressions", impressions_path, fmt, window))
-    raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(impressions_path, fmt, window, **read_options)
+    raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(
+        impressions_path, fmt, window, csv_delimiter=delimiter, max_record_bytes=max_bytes)
     impressions, impression_dead = parse_stream(
         raw_impressions, "impressions", impression_parser(config, impressions_path)
     )
-    counters = [count_all(raw_impressions, "impressions_read")]
+    counters = [count_records_read(raw_impressions, "impressions")]
     read_engagements = None
     dead_letters = [impression_dead]
     skew_days = config.logs.max_timestamp_skew_days
@@ -248,17 +262,20 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
         impressions, out_of_range = keep_plausible_times(impressions, "impressions", median, skew_days)
         dead_letters.append(out_of_range)
     if config.logs.label_mode == "engagements":
+        if engagements_path is None:  # the config requires it (checked at load)
+            raise ValueError("logs.label_mode 'engagements' needs logs.engagements")
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         late_days = late_seconds // DAY_SECONDS + 1
         report_progress(input_files_line("engagements", engagements_path, fmt, window, late_days))
-        raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(engagements_path, fmt, window, late_days, **read_options)
+        raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(
+            engagements_path, fmt, window, late_days, csv_delimiter=delimiter, max_record_bytes=max_bytes)
         events, event_dead = parse_stream(raw_events, "engagements", engagement_parser(config, engagements_path))
         dead_letters.append(event_dead)
-        if median is not None:
+        if median is not None and skew_days is not None:
             events, out_of_range = keep_plausible_times(events, "engagements", median, skew_days, late_seconds * 1000)
             dead_letters.append(out_of_range)
         examples, join_counts = (impressions, events) | "Join" >> JoinEngagements(event_tasks(config), window)
-        read_engagements = count_all(raw_events, "engagements_read")
+        read_engagements = count_records_read(raw_events, "engagements")
         counters.append(read_engagements)
     else:
         examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
@@ -268,16 +285,14 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     _ = dead | "DeadLetterJson" >> beam.Map(_json_line) | "WriteDeadLetters" >> beam.io.WriteToText(
         f"{root}/{DEAD_LETTER_DIR}/dead_letter", file_name_suffix=".jsonl"
     )
-    counters.append(dead | "DeadLetterReason" >> beam.Map(lambda d: (f"dead_letter:{d['stream']}:{d['reason']}", 1)))
+    counters.append(dead | "DeadLetterReason" >> beam.Map(count_dead_letter))
     _ = announce_dead_letters(dead)
 
     latest = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS]) | "Latest" >> beam.CombineGlobally(
         lambda stamps: max(stamps, default=0)
     )
     boundary = latest | "EvalStart" >> beam.Map(eval_start_for_latest, config.split.eval_days)
-    by_split = examples | "SplitByTime" >> beam.Partition(
-        lambda e, n, start: SPLITS.index(split_of(e[TIMESTAMP_MS], start)), len(SPLITS), beam.pvalue.AsSingleton(boundary)
-    )
+    by_split = examples | "SplitByTime" >> beam.Partition(SplitByTime(), len(SPLITS), beam.pvalue.AsSingleton(boundary))
     collections = dict(zip(SPLITS, by_split))
     if config.split.calibration_days:
         collections[CALIBRATION_SPLIT] = collections["train"] | "LatestTrainDays" >> beam.Filter(
@@ -287,12 +302,12 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
     labels = tuple(label_key(t.name) for t in config.tasks)
     for split, collection in collections.items():
         counters.append(count_split(collection, split, labels))
-        _ = announce_counter(counters[-1], f"split:{split}:examples", f"{split.title()}Examples",
-                             lambda n, split=split: f"{split} split: {plural(n, 'example')}")
+        _ = announce_counter(counters[-1], Count("split_examples", split).key, f"{split.title()}Examples",
+                             _counted_line(f"{split} split: ", "example"))
     for stream, counter in zip(("impressions", "engagements"), (counters[0], read_engagements)):
         if counter is not None:
-            _ = announce_counter(counter, f"{stream}_read", f"{stream.title()}Read",
-                                 lambda n, stream=stream: f"{stream}: read {plural(n, 'record')}")
+            _ = announce_counter(counter, Count("records_read", stream).key, f"{stream.title()}Read",
+                                 _counted_line(f"{stream}: read ", "record"))
     _ = tuple(counters) | "Counters" >> WriteCounters(root)
 
     spec = raw_feature_spec(config.features, config.tasks)
@@ -339,20 +354,33 @@ def _build(pipeline, config: AdrankConfig, logs_dir: str | None, root: str, wind
         _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(root)
 
 
+class SplitByTime(beam.PartitionFn):
+    """Partition index (in `SPLITS`) of an example: eval from the side input `eval_start_ms` on, train before."""
+
+    def partition_for(self, element: Any, num_partitions: int, *args: Any, **kwargs: Any) -> int:
+        (eval_start_ms,) = args
+        return SPLITS.index(split_of(element[TIMESTAMP_MS], eval_start_ms))
+
+
+def _counted_line(prefix: str, noun: str) -> Callable[[int], str]:
+    """The progress line of a count: `prefix` and the count of `noun`s (`train split: 9,000 examples`)."""
+    return lambda n: prefix + plural(n, noun)
+
+
 def _json_line(dead: dict) -> str:
     import json
 
     return json.dumps(dead, sort_keys=True)
 
 
-def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: LogWindow) -> Manifest:
+def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow) -> Manifest:
     counters = read_counters(root)
     tasks = [t.name for t in config.tasks]
     truth = read_ground_truth(logs_dir) if logs_dir else None
     splits = {}
     for split in SPLITS + ((CALIBRATION_SPLIT,) if config.split.calibration_days else ()):
-        n = counters.get(f"split:{split}:examples", 0)
-        positives = {t: counters.get(f"split:{split}:positives:{label_key(t)}", 0) for t in tasks}
+        n = counters.split_examples(split)
+        positives = {t: counters.positives(split, label_key(t)) for t in tasks}
         bayes = None
         if truth and window.end_ms is not None:  # a replayed day: the floor of this window's own days
             floors = {t: bayes_logloss_over_days(truth, t, _split_dates(window, config.split, split))
@@ -369,36 +397,35 @@ def _manifest(config: AdrankConfig, logs_dir: str | None, root: str, window: Log
         )
     examples = sum(splits[s].examples for s in SPLITS)  # the calibration split is a part of train
     missing_rates = {
-        f.name: sum(counters.get(f"split:{s}:missing:{f.name}", 0) for s in SPLITS) / examples if examples else 0.0
+        f.name: sum(counters.missing(s, f.name) for s in SPLITS) / examples if examples else 0.0
         for f in config.features if f.kind != "time"
     }
     limit = config.preprocess.max_missing_share
     tft_output = tft.TFTransformOutput(root)
-    dead_letter = {k.removeprefix("dead_letter:"): v for k, v in counters.items() if k.startswith("dead_letter:")}
-    read = counters.get("impressions_read", 0) + counters.get("engagements_read", 0)
+    dead_letter = counters.dead_letters()
+    read_by_stream = counters.records_read()
     invalid = sum(dead_letter.values())
-    by_stream = {}
-    for stream in ("impressions", "engagements"):
-        if f"{stream}_read" in counters:
-            stream_invalid = sum(n for r, n in dead_letter.items() if r.startswith(f"{stream}:"))
-            by_stream[stream] = stream_invalid / counters[f"{stream}_read"] if counters[f"{stream}_read"] else 0.0
+    by_stream = {stream: counters.dead_letters_in(stream) / read if read else 0.0
+                 for stream, read in read_by_stream.items()}
+    read_total = sum(read_by_stream.values())
     return Manifest(
         tasks=tasks,
         features=feature_infos(config.features, tft_output, missing_rates),
         splits=splits,
         transform_fn_dir=TRANSFORM_FN_DIR,
-        counts={k: v for k, v in counters.items() if not k.startswith(("dead_letter:", "split:"))}
+        counts={f"{stream}_read": n for stream, n in read_by_stream.items()} | counters.join_outcomes()
         | {"examples": examples, "dead_letters": invalid},
         dead_letter=dead_letter,
         dead_letter_pattern=f"{DEAD_LETTER_DIR}/dead_letter-*.jsonl",
-        invalid_fraction=invalid / read if read else 0.0,
+        invalid_fraction=invalid / read_total if read_total else 0.0,
         invalid_fraction_by_stream=by_stream,
         feature_spec={
-            name: {"dtype": spec.dtype.name, "shape": [int(d) for d in spec.shape]}
+            name: TransformedFeatureSpec(dtype=spec.dtype.name, shape=[int(d) for d in spec.shape])
             for name, spec in tft_output.transformed_feature_spec().items()
         },
         raw_eval_pattern=f"{RAW_EVAL_DIR}/part-*.tfrecord.gz",
-        window=None if window.end_ms is None else {"start": _str(window.start_ms), "end": _str(window.end_ms)},
+        window=None if window.end_ms is None else ImpressionWindow(start=_str(window.start_ms),
+                                                                     end=format_timestamp(window.end_ms)),
         mostly_missing_features={name: rate for name, rate in missing_rates.items() if rate > limit},
     )
 
@@ -414,8 +441,6 @@ def _split_dates(window: LogWindow, split_config: SplitConfig, split: str) -> li
 
 
 def _str(value: int | None) -> str | None:
-    from components.logs.records import format_timestamp
-
     return None if value is None else format_timestamp(value)
 
 

@@ -1,12 +1,16 @@
 """Counters of the preprocess step: what was read, dropped, joined, split and labelled.
 
-Every stage emits `(name, count)` pairs; `WriteCounters` sums them into one JSON file next to the
-examples, which `read_counters` turns back into a dict once the pipeline has finished.
+Every stage emits `(Count(...).key, n)` pairs; `WriteCounters` sums them per count into one JSONL file next to
+the examples, which `read_counters` turns back into `PreprocessCounts` once the pipeline has finished.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -14,6 +18,64 @@ from apache_beam.io.filesystems import FileSystems
 from components.preprocess.parse import MISSING
 
 COUNTERS_PREFIX = "stats/counters"
+
+CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing"]
+
+
+@dataclass(frozen=True)
+class Count:
+    """What one counter counts. `kind` names the count; `scope` is the stream (`records_read`, `dead_letters`)
+    or the split (`split_*`); `subject` the dead-letter reason, the join outcome (`duplicate_impressions`,
+    `late_events:<label>`, ...), the label key (`split_positives`) or the feature (`split_missing`)."""
+
+    kind: CountKind
+    scope: str = ""
+    subject: str = ""
+
+    @property
+    def key(self) -> str:
+        """This count as the Beam key it is summed under (a string: Beam's keys of `CombinePerKey` must encode
+        deterministically, which a dataclass does only through a fallback coder); `from_key` inverts it."""
+        return json.dumps([self.kind, self.scope, self.subject], separators=(",", ":"))
+
+    @classmethod
+    def from_key(cls, key: str) -> Count:
+        kind, scope, subject = json.loads(key)
+        return cls(kind, scope, subject)
+
+
+@dataclass(frozen=True)
+class PreprocessCounts:
+    """Every counter of one preprocess job, summed; a count never emitted is 0."""
+
+    values: dict[Count, int]
+
+    def of(self, kind: CountKind, scope: str = "", subject: str = "") -> int:
+        return self.values.get(Count(kind, scope, subject), 0)
+
+    def records_read(self) -> dict[str, int]:
+        """Records read per stream, for the streams the job read (`engagements` only in engagements mode)."""
+        return {c.scope: n for c, n in self.values.items() if c.kind == "records_read"}
+
+    def dead_letters(self) -> dict[str, int]:
+        """Dead letters as the manifest lists them: `<stream>:<reason>` → records."""
+        return {f"{c.scope}:{c.subject}": n for c, n in self.values.items() if c.kind == "dead_letters"}
+
+    def dead_letters_in(self, stream: str) -> int:
+        return sum(n for c, n in self.values.items() if c.kind == "dead_letters" and c.scope == stream)
+
+    def join_outcomes(self) -> dict[str, int]:
+        """What the join or the deduplication dropped or noticed, by name."""
+        return {c.subject: n for c, n in self.values.items() if c.kind == "join"}
+
+    def split_examples(self, split: str) -> int:
+        return self.of("split_examples", split)
+
+    def positives(self, split: str, label: str) -> int:
+        return self.of("split_positives", split, label)
+
+    def missing(self, split: str, feature: str) -> int:
+        return self.of("split_missing", split, feature)
 
 
 class CountExamples(beam.CombineFn):
@@ -24,32 +86,33 @@ class CountExamples(beam.CombineFn):
         self.split = split
         self.label_keys = label_keys
 
-    def create_accumulator(self):
+    def create_accumulator(self) -> dict[Count, int]:
         return {}
 
-    def add_input(self, counts, example):
-        counts["examples"] = counts.get("examples", 0) + 1
+    def add_input(self, counts: dict[Count, int], example: dict) -> dict[Count, int]:
+        examples = Count("split_examples", self.split)
+        counts[examples] = counts.get(examples, 0) + 1
         for key in self.label_keys:
             if example[key] > 0:
-                counts[f"positives:{key}"] = counts.get(f"positives:{key}", 0) + 1
+                positives = Count("split_positives", self.split, key)
+                counts[positives] = counts.get(positives, 0) + 1
         for name in example[MISSING]:
-            counts[f"missing:{name}"] = counts.get(f"missing:{name}", 0) + 1
+            missing = Count("split_missing", self.split, name)
+            counts[missing] = counts.get(missing, 0) + 1
         return counts
 
-    def merge_accumulators(self, accumulators):
-        merged: dict[str, int] = {}
+    def merge_accumulators(self, accumulators: Iterable[dict[Count, int]]) -> dict[Count, int]:
+        merged: dict[Count, int] = {}
         for counts in accumulators:
-            for name, value in counts.items():
-                merged[name] = merged.get(name, 0) + value
+            for count, value in counts.items():
+                merged[count] = merged.get(count, 0) + value
         return merged
 
-    def extract_output(self, counts):
-        return [(f"split:{self.split}:{name}", value) for name, value in counts.items()] or [
-            (f"split:{self.split}:examples", 0)
-        ]
+    def extract_output(self, counts: dict[Count, int]) -> list[tuple[str, int]]:
+        return [(count.key, n) for count, n in counts.items()] or [(Count("split_examples", self.split).key, 0)]
 
 
-def count_split(examples, split: str, label_keys: tuple[str, ...]):
+def count_split(examples: beam.PCollection, split: str, label_keys: tuple[str, ...]) -> beam.PCollection:
     return (
         examples
         | f"Count{split.title()}" >> beam.CombineGlobally(CountExamples(split, label_keys))
@@ -57,12 +120,18 @@ def count_split(examples, split: str, label_keys: tuple[str, ...]):
     )
 
 
-def count_all(collection, name: str):
+def count_records_read(records: beam.PCollection, stream: str) -> beam.PCollection:
+    """The number of records read of one stream, keyed by `Count("records_read", stream)`."""
     return (
-        collection
-        | f"Count{name}" >> beam.combiners.Count.Globally()
-        | f"Name{name}" >> beam.Map(lambda n, key=name: (key, n))
+        records
+        | f"Count{stream.title()}Read" >> beam.combiners.Count.Globally()
+        | f"Name{stream.title()}Read" >> beam.Map(lambda n, key=Count("records_read", stream).key: (key, n))
     )
+
+
+def count_dead_letter(dead: dict) -> tuple[str, int]:
+    """One dead letter ({stream, reason, raw}) as a count of its stream and reason."""
+    return Count("dead_letters", dead["stream"], dead["reason"]).key, 1
 
 
 class WriteCounters(beam.PTransform):
@@ -70,25 +139,26 @@ class WriteCounters(beam.PTransform):
         super().__init__()
         self.root = root
 
-    def expand(self, counter_collections):
+    def expand(self, counter_collections: tuple[beam.PCollection, ...]) -> beam.PCollection:
         return (
             counter_collections
             | "AllCounters" >> beam.Flatten()
             | "Sum" >> beam.CombinePerKey(sum)
-            | "ToJson" >> beam.Map(lambda kv: json.dumps([kv[0], kv[1]]))
+            | "ToJson" >> beam.MapTuple(lambda key, n: json.dumps(dataclasses.asdict(Count.from_key(key)) | {"n": n}))
             | "WriteCounters" >> beam.io.WriteToText(
                 f"{self.root.rstrip('/')}/{COUNTERS_PREFIX}", file_name_suffix=".jsonl", num_shards=1
             )
         )
 
 
-def read_counters(root: str) -> dict[str, int]:
-    counters: dict[str, int] = {}
+def read_counters(root: str) -> PreprocessCounts:
+    values: dict[Count, int] = {}
     for result in FileSystems.match([f"{root.rstrip('/')}/{COUNTERS_PREFIX}*"]):
         for metadata in result.metadata_list:
             with FileSystems.open(metadata.path) as handle:
                 for line in handle.read().decode("utf-8").splitlines():
                     if line.strip():
-                        name, value = json.loads(line)
-                        counters[name] = counters.get(name, 0) + int(value)
-    return counters
+                        fields = json.loads(line)
+                        count = Count(fields["kind"], fields["scope"], fields["subject"])
+                        values[count] = values.get(count, 0) + int(fields["n"])
+    return PreprocessCounts(values)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from components.registry.local import LocalModelRegistry
-from configs import AdrankConfig
+from configs.slices import PromoteStepConfig
 
 
-def champion_model_dir(config: AdrankConfig, backend: str) -> str:
+def champion_model_dir(config: PromoteStepConfig, backend: str) -> str:
     """The default version's model directory, "" when there is none yet (training then starts cold).
 
     On Vertex: the Model Registry's default version of `vertex.model_registry.model_display_name`, as a /gcs/ path.

@@ -18,7 +18,6 @@ promoted and rejected on noise. An absolute threshold is right only on a frozen 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.evaluate.stats import PairedComparison
+from components.report.benchmark import BenchmarkSummary
 from configs.promotion import PromotionConfig
 
 DECISION_FILE = "promotion.json"
@@ -34,7 +34,7 @@ ChampionStatus = Literal["none", "scored", "unscorable"]
 
 @dataclass(frozen=True)
 class Candidate:
-    """The best run of one pipeline run, read from the report's `summary_json`."""
+    """The best run of one pipeline run, read from the report's `summary_json` (a `BenchmarkSummary`)."""
 
     pipeline: str
     config_hash: str
@@ -127,26 +127,23 @@ class NoExportedModel(ValueError):
 
 
 def read_candidate(summary_json: str | Path) -> Candidate:
-    """The best run that exported a model, from the report's summary JSON (`best_exported_run`, else
-    `best_run` when it has a `model_uri`: {target, run_index, model_uri, logloss}). A run without a model
+    """The best run that exported a model, from the report's `BenchmarkSummary` (`best_exported_run`; in a
+    summary written before that field existed, `best_run` when it has a `model_uri`). A run without a model
     is never promoted, even when its log-loss is the best."""
-    summary = json.loads(Path(summary_json).read_text())
-    best = summary.get("best_exported_run")
-    if best is None and "best_exported_run" not in summary and (summary.get("best_run") or {}).get("model_uri"):
-        best = summary["best_run"]  # a summary written before `best_exported_run` existed
-    if best is None or not best.get("model_uri"):
+    summary = BenchmarkSummary.read(summary_json)
+    best = summary.best_exported_run
+    if "best_exported_run" not in summary.model_fields_set and summary.best_run.model_uri:
+        best = summary.best_run
+    if best is None or not best.model_uri:
         raise NoExportedModel(f"{summary_json}: no training run exported a model; nothing to promote")
-    auc = None
-    for run in summary.get("runs", []):
-        if (run.get("target"), run.get("run_index")) == (best["target"], best["run_index"]):
-            auc = run.get("auc", {}).get(summary.get("primary_task", ""))
+    row = summary.run(best.target, best.run_index)
     return Candidate(
-        pipeline=summary.get("pipeline", ""),
-        config_hash=summary.get("config_hash", ""),
-        primary_task=summary.get("primary_task", ""),
-        target=best["target"],
-        run_index=int(best["run_index"]),
-        logloss=float(best["logloss"]),
-        model_uri=best["model_uri"],
-        auc=auc,
+        pipeline=summary.pipeline,
+        config_hash=summary.config_hash,
+        primary_task=summary.primary_task,
+        target=best.target,
+        run_index=best.run_index,
+        logloss=best.logloss,
+        model_uri=best.model_uri,
+        auc=row.auc.get(summary.primary_task) if row is not None else None,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
@@ -63,8 +64,9 @@ class EvalExamples:
         return int(self.labels.sum())
 
 
-def load_serving_model(model_dir: str):
-    """The SavedModel's raw serving function; `ChampionUnscorable` when it cannot be loaded."""
+def load_serving_model(model_dir: str) -> tuple[Any, Callable[..., dict[str, tf.Tensor]]]:
+    """(the loaded SavedModel, its raw serving function); `ChampionUnscorable` when it cannot be loaded. The
+    function runs only while the loaded object is alive."""
     try:
         loaded = tf.saved_model.load(model_dir)
         return loaded, loaded.signatures[SERVING_SIGNATURE]

@@ -10,8 +10,8 @@ from components.evaluate.stats import paired_difference
 from components.registry.scoring import (
     ChampionUnscorable, EvalExamples, per_example_logloss, predicted_probabilities,
 )
-from configs import AdrankConfig, config_hash
 from configs.promotion import PromotionConfig
+from configs.slices import PromoteStepConfig
 
 
 class SameDayJudge:
@@ -66,8 +66,9 @@ def one_class_reason(examples: EvalExamples) -> str | None:
             "nothing about ranking, so the model is not registered")
 
 
-def promote_best_run(config: AdrankConfig, backend: str, summary_json: str, examples_dir: str) -> PromotionDecision:
-    """`config`: the whole config, or the promotion step's slice of it (name, config_hash, promotion, vertex).
+def promote_best_run(config: PromoteStepConfig, backend: str, summary_json: str,
+                     examples_dir: str) -> PromotionDecision:
+    """`config`: the promotion step's slice of the config (name, the whole config's hash, promotion, vertex).
     `examples_dir`: the preprocess output whose raw eval examples both models are scored on."""
     candidate = read_candidate(summary_json)
     examples = EvalExamples.read(examples_dir, candidate.primary_task)
@@ -85,8 +86,7 @@ def promote_best_run(config: AdrankConfig, backend: str, summary_json: str, exam
     if backend == "vertex":
         from components.registry.vertex import register_version
 
-        whole_config_hash = getattr(config, "config_hash", None) or config_hash(config)  # a slice carries it
-        labels = {"adrank-pipeline": config.name, "adrank-config": whole_config_hash,
+        labels = {"adrank-pipeline": config.name, "adrank-config": config.config_hash,
                   "adrank-target": candidate.target}
         version, verdict, champion_version = register_version(config, candidate, labels, same_day)
         return decision_record(model, version, verdict, candidate, examples, champion_version, promotion,

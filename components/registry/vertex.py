@@ -7,11 +7,14 @@ new version is uploaded as the default only if the promotion rule allows.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from components.registry import gcs_mount
 from components.registry.promotion import Candidate, Verdict
-from configs import AdrankConfig
+from configs.slices import PromoteStepConfig
+
+if TYPE_CHECKING:  # imported where used: the local backend never loads the Vertex SDK
+    from google.cloud import aiplatform
 
 # The Vertex schema for classification evaluations; `logLoss` and `auRoc` are its metric fields.
 CLASSIFICATION_METRICS_SCHEMA = "gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml"
@@ -27,12 +30,12 @@ class ChallengerJudge(Protocol):
     def __call__(self, champion_model_dir: str | None) -> Verdict: ...
 
 
-def model_display_name(config: AdrankConfig) -> str:
+def model_display_name(config: PromoteStepConfig) -> str:
     assert config.vertex is not None
     return config.vertex.model_registry.model_display_name or config.name
 
 
-def registered_model(config: AdrankConfig):
+def registered_model(config: PromoteStepConfig) -> aiplatform.Model | None:
     """The registry's model named `model_display_name(config)` (an `aiplatform.Model`), None before day 1.
 
     `aiplatform.init` sets only what it is given, so an endpoint, transport and credentials set beforehand
@@ -47,7 +50,7 @@ def registered_model(config: AdrankConfig):
     return existing[0] if existing else None
 
 
-def default_version(parent) -> tuple[str, str] | None:
+def default_version(parent: aiplatform.Model | None) -> tuple[str, str] | None:
     """(version id, model directory as the pipeline container reads it) of the parent model's default version."""
     from google.cloud import aiplatform
 
@@ -57,7 +60,7 @@ def default_version(parent) -> tuple[str, str] | None:
     return default.version_id, gcs_mount.container_path(default.uri or "")
 
 
-def register_version(config: AdrankConfig, candidate: Candidate, labels: dict[str, str],
+def register_version(config: PromoteStepConfig, candidate: Candidate, labels: dict[str, str],
                      judge: ChallengerJudge) -> tuple[str, Verdict, str | None]:
     """Upload the candidate as a new version of the model; it is the default if `judge(champion dir)` says so.
     Its evaluation carries `judge.challenger_logloss`, the figure of the decision record, whether or not a

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.evaluate.stats import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
 from components.train.summary import RunSummary
-from configs import AdrankConfig, config_hash
+from configs.loader import format_validation_error
 from configs.report import SkippedTarget
+from configs.slices import ReportStepConfig
 
 
 class TaskStats(BaseModel):
@@ -134,6 +136,19 @@ class BenchmarkSummary(BaseModel):
         default_factory=list, description="configured targets this DAG did not train, with the reason"
     )
 
+    @classmethod
+    def read(cls, path: str | Path) -> BenchmarkSummary:
+        """A report's `summary.json` (what the report step writes and the promotion step reads); a file that is
+        not one fails naming the file and each field."""
+        try:
+            return cls.model_validate_json(Path(path).read_text())
+        except ValidationError as error:
+            raise ValueError(f"{path}: not a report summary: {format_validation_error(error)}") from None
+
+    def run(self, target: str, run_index: int) -> RunRow | None:
+        """The row of one training run, None when the summary has no such run."""
+        return next((r for r in self.runs if (r.target, r.run_index) == (target, run_index)), None)
+
 
 def hardware_label(run: RunSummary) -> str:
     """What the runtime reported, e.g. '1 × CPU' or '4 × GPU (NVIDIA A100-SXM4-40GB)'."""
@@ -145,9 +160,9 @@ def hardware_label(run: RunSummary) -> str:
     return label
 
 
-def summarize(
-    config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
-) -> BenchmarkSummary:
+def summarize(config: ReportStepConfig, manifest: Manifest, runs: list[RunSummary]) -> BenchmarkSummary:
+    """Aggregate the runs per target (in the config's target order) and compare each with the baseline; the
+    targets the DAG skipped come from the config slice (`ReportStepConfig.skipped_targets`)."""
     if not runs:
         raise ValueError("the report needs at least one training run")
     primary = manifest.tasks[0]
@@ -186,7 +201,7 @@ def summarize(
     }
     return BenchmarkSummary(
         pipeline=config.name,
-        config_hash=config_hash(config),
+        config_hash=config.config_hash,
         generated=dt.datetime.now(dt.timezone.utc),
         primary_task=primary,
         baseline_target=baseline,
@@ -201,7 +216,7 @@ def summarize(
         best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
         mostly_missing_features=dict(manifest.mostly_missing_features),
-        skipped_targets=list(skipped_targets),
+        skipped_targets=list(config.skipped_targets),
     )
 
 
@@ -245,9 +260,11 @@ def calibration_step_stats(runs: list[RunSummary], task: str) -> dict:
     equal count hold the same number of examples)."""
     stats: dict = {}
     metrics = [r.metrics[task] for r in runs]
-    if all(m.uncalibrated_logloss is not None for m in metrics):
-        stats["uncalibrated_logloss"] = describe([m.uncalibrated_logloss for m in metrics])
-        stats["uncalibrated_calibration"] = describe([m.uncalibrated_calibration for m in metrics])
+    uncalibrated_logloss = [m.uncalibrated_logloss for m in metrics if m.uncalibrated_logloss is not None]
+    uncalibrated_calibration = [m.uncalibrated_calibration for m in metrics if m.uncalibrated_calibration is not None]
+    if len(uncalibrated_logloss) == len(uncalibrated_calibration) == len(metrics):
+        stats["uncalibrated_logloss"] = describe(uncalibrated_logloss)
+        stats["uncalibrated_calibration"] = describe(uncalibrated_calibration)
         stats["calibration_method"] = runs[0].calibrators[task].method if task in runs[0].calibrators else None
     curves = [m.reliability for m in metrics if m.reliability]
     if curves and len({len(c) for c in curves}) == 1:
@@ -261,7 +278,7 @@ def mean_input_stall(runs: list[RunSummary]) -> float | None:
     return sum(measured) / len(measured) if measured else None
 
 
-def _target_summary(config: AdrankConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
+def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary]) -> TargetSummary:
     target = config.target(name)
     tasks = {
         task: TaskStats(

@@ -90,19 +90,19 @@ def findings(summary: BenchmarkSummary) -> list[str]:
     if len(targets) > 1 and fastest.relative_throughput is not None:
         line += f" ({fastest.relative_throughput:.2f}× {summary.baseline_target})"
     lines.append(line + ".")
-    priced = [t for t in targets if t.cost_per_million_examples_usd]
+    priced = [(t.cost_per_million_examples_usd, t.name) for t in targets if t.cost_per_million_examples_usd]
     if priced:
-        cheapest = min(priced, key=lambda t: t.cost_per_million_examples_usd)
-        lines.append(f"Cheapest: {cheapest.name} at ${cheapest.cost_per_million_examples_usd:.4f} per million examples.")
+        cost, cheapest = min(priced)
+        lines.append(f"Cheapest: {cheapest} at ${cost:.4f} per million examples.")
     for target in targets:
         comparison = target.tasks[task].vs_baseline
         if comparison is not None:
             lines.append(f"{target.name} vs {summary.baseline_target}: {comparison.verdict}.")
-    lines += [line for target in targets if (line := synchronous_vs_asynchronous(summary, target))]
+    lines += [sentence for target in targets if (sentence := synchronous_vs_asynchronous(summary, target))]
     for target in targets:
-        line = overfitting(target.name, target.eval_curve)
-        if line:
-            lines.append(line)
+        overfit = overfitting(target.name, target.eval_curve)
+        if overfit:
+            lines.append(overfit)
         if target.dropped_steps:
             lines.append(f"{target.name}: {target.dropped_steps:,} full batches per run were not trained "
                          "(steps per execution could not split the epoch evenly).")
@@ -113,7 +113,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         e = summary.best_exported_run
         lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "
                      f"{e.run_index + 1} (log-loss {e.logloss:.5f}).")
-    lines += [line for target in targets if (line := input_bound(target.name, target.input_stall_mean))]
+    lines += [sentence for target in targets if (sentence := input_bound(target.name, target.input_stall_mean))]
     lines += skipped_target_lines(summary)
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 
 from components.report.benchmark import BenchmarkSummary
 from components.report.calibration import reliability_table
@@ -103,7 +104,7 @@ SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], s
 }
 
 
-def _table(table: Table, text_columns: set[int] = frozenset()) -> str:
+def _table(table: Table, text_columns: AbstractSet[int] = frozenset()) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
     rows = "".join(
         "<tr>" + "".join(

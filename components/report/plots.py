@@ -15,7 +15,7 @@ from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter  # noq
 from components.report.benchmark import BenchmarkSummary  # noqa: E402
 from components.train.summary import RunSummary  # noqa: E402
 
-COLORS = plt.get_cmap("tab10").colors
+COLORS = [plt.get_cmap("tab10")(i) for i in range(10)]
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,8 @@ def training_curves(summary: BenchmarkSummary, runs: list[RunSummary]) -> bytes 
         steps = [p.step for p in run.curve]
         ax.plot(steps, [p.loss for p in run.curve], color=color, alpha=0.7, linewidth=1,
                 label=run.target if run.run_index == 0 else None)
-        evaluated = [p for p in run.curve if p.eval_logloss is not None]
-        ax.plot([p.step for p in evaluated], [p.eval_logloss for p in evaluated], color=color, linestyle="--",
+        evaluated = [(p.step, p.eval_logloss) for p in run.curve if p.eval_logloss is not None]
+        ax.plot([step for step, _ in evaluated], [loss for _, loss in evaluated], color=color, linestyle="--",
                 marker="o", markersize=3, linewidth=1, label=f"{run.target} eval" if run.run_index == 0 else None)
     ax.set_xlabel("step")
     ax.set_ylabel("log-loss")

@@ -67,7 +67,7 @@ def eval_curve_table(summary: BenchmarkSummary) -> Table | None:
     rows = []
     for t in summary.targets.values():
         values = dict(t.eval_curve)
-        best = min(values, key=values.get) if values else None
+        best = min(values, key=lambda epoch: values[epoch]) if values else None
         rows.append([t.name] + [f"{values[e]:.5f}" if e in values else "—" for e in epochs]
                     + [str(best) if best is not None else "—"])
     return Table(header, rows)

@@ -11,23 +11,21 @@ from components.report.benchmark import BenchmarkSummary, summarize
 from components.report.html import render_html
 from components.report.markdown import render_markdown
 from components.train.summary import RunSummary
-from configs import AdrankConfig
-from configs.report import SkippedTarget
 from configs.slices import ReportStepConfig
 
 
 def build_report(
-    config: AdrankConfig, manifest: Manifest, runs: list[RunSummary], skipped_targets: list[SkippedTarget] = ()
+    config: ReportStepConfig, manifest: Manifest, runs: list[RunSummary]
 ) -> tuple[BenchmarkSummary, str, str, list[ReportFigure]]:
     """The summary, HTML, Markdown and figures for these runs (plain function; the KFP step only writes them
     out): the HTML embeds the figures, the Markdown links the PNG files of their names."""
-    summary = summarize(config, manifest, runs, skipped_targets)
+    summary = summarize(config, manifest, runs)
     figures = report_figures(summary, runs)
     return summary, render_html(summary, figures), render_markdown(summary, figures), figures
 
 
 def write_report(
-    config: AdrankConfig,
+    config: ReportStepConfig,
     examples_dir: str,
     summary_paths: list[str],
     report_html: Any,
@@ -40,11 +38,10 @@ def write_report(
     """Write the report into KFP output artifacts (anything with `.path`, `.log_metric`, `.metadata`).
 
     The skipped targets come from the step's config slice (`ReportStepConfig.skipped_targets`, set when the
-    DAG was built); a full `AdrankConfig` has none."""
+    DAG was built)."""
     manifest = Manifest.read(examples_dir)
     runs = [RunSummary.read(path) for path in summary_paths]
-    skipped = config.skipped_targets if isinstance(config, ReportStepConfig) else []
-    summary, html_text, markdown_text, figures = build_report(config, manifest, runs, skipped)
+    summary, html_text, markdown_text, figures = build_report(config, manifest, runs)
     _write(report_html.path, html_text)
     _write(report_markdown.path, markdown_text)
     for figure in figures:  # beside the Markdown report, which links them by file name

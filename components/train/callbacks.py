@@ -128,7 +128,9 @@ class StepClock(keras.callbacks.Callback):
         self.last_step, self.stopped = step, time.perf_counter()
 
     def steady_steps_per_second(self) -> float | None:
-        if self.started is None or self.stopped is None or self.last_step <= (self.first_step or 0):
+        if self.started is None or self.stopped is None or self.first_step is None:
+            return None
+        if self.last_step <= self.first_step:
             return None
         return (self.last_step - self.first_step) / (self.stopped - self.started)
 

@@ -85,7 +85,8 @@ class ServingModule(tf.Module):
         signatures = {
             "serving_transformed": tf.function(self._predict).get_concrete_function(self.transformed_signature)
         }
-        if self.tft_layer is not None:
+        tft_layer = self.tft_layer
+        if tft_layer is not None:
             raw_spec = self.raw_spec
 
             @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
@@ -94,7 +95,7 @@ class ServingModule(tf.Module):
                 # The transform graph passes labels through; serving requests have none, so feed zeros.
                 for name in self.label_inputs:
                     raw[name] = tf.zeros_like(examples, dtype=tf.float32)
-                transformed = self.tft_layer(raw)
+                transformed = tft_layer(raw)
                 return self._predict(transformed)
 
             signatures["serving_default"] = serve_raw.get_concrete_function()

@@ -38,7 +38,7 @@ from components.train.warm_start import WarmStartUnavailable, apply_state, trans
 from components.train.warm_start import write_state as write_warm_start_state
 from components.train.calibration import Calibrator, fit_calibrator
 from components.evaluate.task_metrics import task_metrics
-from configs.schema import AdrankConfig
+from configs.slices import TrainStepConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ TENSORBOARD_ENV = "AIP_TENSORBOARD_LOG_DIR"
 
 
 def train(
-    config: AdrankConfig,
+    config: TrainStepConfig,
     target_name: str,
     run_index: int,
     examples_dir: str,
@@ -346,7 +346,8 @@ def fit_synchronous(
     callbacks += [curve, clock] + ([tensorboard] if tensorboard else [])
     callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size))
     if stall is not None:
-        model.train_step = stall.wrap(model.train_step, model)
+        # Keras's compiled train function calls `self.train_step`: the meter replaces it on this instance only.
+        model.train_step = stall.wrap(model.train_step, model)  # type: ignore[method-assign]
         callbacks.append(stall)
     if done_steps < plan.total_steps:
         model.fit(

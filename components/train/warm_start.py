@@ -96,10 +96,10 @@ def write_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]],
         return None
     directory = Path(export_dir) / STATE_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    tables = {}
+    tables: dict[str, np.ndarray] = {}
     for name, parts, offset, rows in _table_slices(model):
         tables[name] = _group_value(parts)[offset:offset + rows]
-    np.savez(directory / TABLES_FILE, **tables)
+    np.savez(directory / TABLES_FILE, allow_pickle=False, **tables)
     np.savez(directory / DENSE_FILE, **{f"w{i}": v.numpy() for i, v in enumerate(_dense_variables(model))})
     (directory / KEYS_FILE).write_text(json.dumps({
         "tables": table_row_keys(model, manifest, vocabularies),

@@ -18,9 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _generate(args: argparse.Namespace) -> int:
     from components.logs.synthetic import generate_logs
+    from configs.slices import PreprocessStepConfig
 
-    config = config_from_args(args)
-    logs = generate_logs(config, args.output)
+    logs = generate_logs(PreprocessStepConfig.of(config_from_args(args)), args.output)
     print(f"impressions: {logs.impressions} ({logs.impressions_glob})")
     print(f"engagement events: {logs.engagements} ({logs.engagements_glob})")
     if logs.malformed_lines:

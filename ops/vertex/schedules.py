@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from components.logs.records import format_utc_seconds
@@ -30,6 +31,9 @@ from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, build_pipeline_job, job_labels, pipeline_label_value
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
+
+if TYPE_CHECKING:
+    from google.cloud import aiplatform
 
 # Fields of the Schedule resource `create_or_update` sets; an update names all of them in its mask, so one
 # the config leaves unset (`max_runs`/`end_time` null, e.g. `--max-runs none`) is cleared on Vertex.

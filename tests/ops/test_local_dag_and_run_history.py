@@ -201,3 +201,40 @@ def test_progress_lines_follow_adrank_quiet(monkeypatch):
     assert not progress_quiet()
     assert out.getvalue() == f"{PROGRESS_PREFIX}read 3 files\n"
     assert [format_duration(s) for s in (0, 41.4, 130, 3723)] == ["0:00", "0:41", "2:10", "1:02:03"]
+
+
+def _report_fixtures():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "report_fixtures", Path(__file__).resolve().parents[1] / "components" / "report" / "test_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_show_and_compare_read_the_report_summary(tmp_path):
+    """`runs show` and `runs compare` read summary.json as the report's BenchmarkSummary."""
+    from components.report.benchmark import summarize
+    from ops.run_history import format_comparison
+
+    fixtures = _report_fixtures()
+    for run_id, logloss, speed in (("a", 0.40, 1000.0), ("b", 0.38, 2000.0)):
+        (tmp_path / run_id).mkdir()
+        record = _record(run_id)
+        record.status = "succeeded"
+        summary = summarize(fixtures.config(), fixtures.manifest(), [fixtures.run("cpu", 0, logloss, speed)])
+        (tmp_path / run_id / "summary.json").write_text(summary.model_dump_json())
+        record.attach_summary(tmp_path / run_id / "summary.json")
+        assert (record.best_target, record.best_logloss) == ("cpu", logloss)
+        record.write(tmp_path / run_id)
+
+    shown = format_run(tmp_path / "b")
+    assert "0.38000" in shown and "2,000" in shown and "constant-CTR log-loss" in shown
+    compared = format_comparison(tmp_path / "a", tmp_path / "b")
+    assert "-0.02000" in compared and "2.00×" in compared
+    (tmp_path / "c").mkdir()
+    _record("c").write(tmp_path / "c")
+    with pytest.raises(LookupError, match="run c has no summary.json"):
+        format_comparison(tmp_path / "a", tmp_path / "c")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.preprocess.options import beam_pipeline_args, dataflow_job_name, with_run_job_name
+from components.preprocess.options import beam_pipeline_args, compiled_beam_args, dataflow_job_name, with_run_job_name
 from configs import config_hash, load_config
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from ops.cli import main
@@ -60,7 +60,7 @@ def test_slices_hold_only_their_sections():
     with pytest.raises(KeyError, match="for target 'gpu-a100x4'"):
         train.target("cpu")
     for labelled in (ReportStepConfig.of(config), PromoteStepConfig.of(config)):
-        assert config_hash(labelled) == config_hash(config)  # reports and registry labels keep the full hash
+        assert labelled.config_hash == config_hash(config)  # reports and registry labels keep the full hash
     assert ReportStepConfig.of(config).target("gpu-a100x4") == config.target("gpu-a100x4")
 
 
@@ -102,9 +102,10 @@ def test_the_dataflow_job_name_is_unique_per_pipeline_run_and_valid():
 def test_dataflow_gets_the_cmek_key_only_when_one_is_configured():
     config = load_config(VERTEX_CONFIG)
     key = config.vertex.encryption_spec_key_name
-    assert f"--dataflow_kms_key={key}" in beam_pipeline_args(config)
+    assert f"--dataflow_kms_key={key}" in compiled_beam_args(config)
+    assert not any(arg.startswith("--dataflow_kms_key") for arg in beam_pipeline_args(PreprocessStepConfig.of(config)))
     plain = load_config(VERTEX_CONFIG, ["vertex.encryption_spec_key_name=null"])
-    assert not any(arg.startswith("--dataflow_kms_key") for arg in beam_pipeline_args(plain))
+    assert not any(arg.startswith("--dataflow_kms_key") for arg in compiled_beam_args(plain))
 
 
 def test_the_report_source_imports_what_exists():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.preprocess.options import beam_pipeline_args
+from components.preprocess.options import compiled_beam_args
 from configs import load_config
 from ops.cli import main
 
@@ -118,7 +118,7 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     assert parameters["pipeline_job_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
     config = load_config(VERTEX_CONFIG)
     args = json.loads(parameters["beam_args_json"]["runtimeValue"]["constant"])
-    assert args == beam_pipeline_args(config)
+    assert args == compiled_beam_args(config)
     for expected in ("--runner=DataflowRunner", "--project=adrank-prod", "--region=us-central1",
                      "--temp_location=gs://adrank-prod-pipelines/dataflow/tmp",
                      "--subnetwork=regions/us-central1/subnetworks/adrank-dataflow",

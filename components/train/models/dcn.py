@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import keras
@@ -23,7 +24,7 @@ class DCN(RankingModel):
         structure: Literal["stacked", "parallel"] = "stacked",
         projection_dim: int | None = None,
         num_experts: int = 1,
-        deep_layers: list[int] = (64, 32),
+        deep_layers: Sequence[int] = (64, 32),
         **kwargs,
     ):
         super().__init__(**kwargs)

@@ -9,6 +9,7 @@ One CGC (customized gate control) level, for tasks t = 1..T with inputs h_t and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -76,8 +77,8 @@ class PLE(RankingModel):
         levels: int = 2,
         task_experts: int = 1,
         shared_experts: int = 2,
-        expert_layers: list[int] = (32,),
-        tower_layers: list[int] = (16,),
+        expert_layers: Sequence[int] = (32,),
+        tower_layers: Sequence[int] = (16,),
         **kwargs,
     ):
         super().__init__(**kwargs)

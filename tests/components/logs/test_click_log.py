@@ -10,6 +10,7 @@ import pytest
 from components.logs.click_log import COLUMNS, ClickLogSpec, main, write_click_log
 from components.preprocess.run import preprocess
 from configs import load_config
+from configs.slices import PreprocessStepConfig
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -52,7 +53,7 @@ def test_click_log_preprocesses_with_the_example_config(tmp_path):
     config = load_config(REPO / "configs/examples/click_log.yaml", overrides=[
         f"logs.impressions={log.path}", "preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1",
     ])
-    manifest = preprocess(config, None, str(tmp_path / "examples"))
+    manifest = preprocess(PreprocessStepConfig.of(config), None, str(tmp_path / "examples"))
     assert manifest.dead_letter == {}
     assert manifest.splits["train"].examples + manifest.splits["eval"].examples == log.clicks
     positives = manifest.splits["train"].positives["download"] + manifest.splits["eval"].positives["download"]

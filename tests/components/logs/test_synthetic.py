@@ -13,6 +13,7 @@ from components.logs.synthetic import (
 )
 from configs import load_config
 from configs.errors import ConfigError
+from configs.slices import PreprocessStepConfig
 
 REPO = Path(__file__).resolve().parents[3]
 SMALL = ["logs.synthetic.impressions_per_day=1500", "logs.synthetic.users=400", "logs.synthetic.ads=60",
@@ -32,7 +33,7 @@ def impressions_by_day(logs_dir: Path) -> dict[str, list[dict]]:
 
 def generated(tmp_path: Path, name: str, overrides: list[str], config_file=None) -> tuple[Path, dict]:
     config = load_config(config_file, overrides=overrides)
-    logs = generate_logs(config, tmp_path / name)
+    logs = generate_logs(PreprocessStepConfig.of(config), tmp_path / name)
     return logs.directory, read_ground_truth(logs.directory)
 
 

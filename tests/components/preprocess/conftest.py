@@ -9,6 +9,7 @@ import pytest
 
 
 from configs.loader import config_from_dict
+from configs.slices import PreprocessStepConfig
 
 BASE = {
     "name": "preprocess-test",
@@ -23,10 +24,11 @@ BASE = {
 }
 
 
-def make_config(**sections):
+def make_config(**sections) -> PreprocessStepConfig:
+    """BASE with `sections` replaced, validated as a whole config, cut to what the preprocess step receives."""
     raw = json.loads(json.dumps(BASE))
     raw.update(sections)
-    return config_from_dict(raw)
+    return PreprocessStepConfig.of(config_from_dict(raw))
 
 
 def write_lines(path: Path, lines: list) -> str:
@@ -39,7 +41,8 @@ def write_lines(path: Path, lines: list) -> str:
 
 @pytest.fixture(scope="session")
 def config_for():
-    """`config_for(logs=..., tasks=..., features=...)`: a validated tiny config running Beam in memory."""
+    """`config_for(logs=..., tasks=..., features=...)`: the preprocess slice of a validated tiny config running Beam
+    in memory."""
     return make_config
 
 

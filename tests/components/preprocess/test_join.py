@@ -8,6 +8,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from components.logs.readers import LogWindow
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements
+from components.preprocess.stats import Count
 
 HOUR = 3_600_000
 TASKS = (EventTask("label_swipe", "swipe", HOUR), EventTask("label_install", "install", 2 * HOUR))
@@ -22,6 +23,11 @@ def ev(i, kind, t):
     return {"impression_id": i, "event_type": kind, "timestamp_ms": t}
 
 
+
+
+def joined(outcome: str) -> str:
+    """The Beam key of a join counter."""
+    return Count("join", subject=outcome).key
 
 
 def labels_of(example):
@@ -57,8 +63,9 @@ def test_window_edges_duplicates_orphans_and_several_tasks():
         assert_that(
             counters | beam.CombinePerKey(sum),
             equal_to([
-                ("duplicate_impressions", 2), ("orphan_engagements", 2), ("late_events:label_swipe", 1),
-                ("early_events:label_swipe", 1), ("engagements_of_unused_type", 1),
+                (joined("duplicate_impressions"), 2), (joined("orphan_engagements"), 2),
+                (joined("late_events:label_swipe"), 1), (joined("early_events:label_swipe"), 1),
+                (joined("engagements_of_unused_type"), 1),
             ]),
             label="counters",
         )
@@ -74,7 +81,8 @@ def test_impressions_outside_the_lookback_window_are_dropped_and_counted():
         assert_that(examples | beam.Map(labels_of), equal_to([("start", 1.0, 0.0)]), label="kept")
         assert_that(
             counters | beam.CombinePerKey(sum),
-            equal_to([("impressions_outside_window", 2), ("engagements_of_impressions_outside_window", 1)]),
+            equal_to([(joined("impressions_outside_window"), 2),
+                      (joined("engagements_of_impressions_outside_window"), 1)]),
             label="counters",
         )
 
@@ -88,4 +96,4 @@ def test_single_table_rows_dedup_by_id_and_keep_rows_without_one():
             equal_to([("a", 1, 0.0), (None, 5, 1.0), (None, 5, 1.0)]),
             label="rows",
         )
-        assert_that(counters, equal_to([("duplicate_impressions", 1)]), label="counters")
+        assert_that(counters, equal_to([(joined("duplicate_impressions"), 1)]), label="counters")

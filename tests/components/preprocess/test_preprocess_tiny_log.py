@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components.preprocess.manifest import Manifest
+from components.preprocess.manifest import Manifest, TransformedFeatureSpec
 from components.preprocess.run import TooManyInvalidRecords, preprocess
 
 DAY1, DAY2 = "2026-01-01", "2026-01-02"
@@ -135,9 +135,9 @@ def test_transformed_values_and_feature_contract(tiny_run):
     np.testing.assert_allclose(float(evaluation[0]["user_age"]), 20 / std, atol=1e-5)
     assert int(evaluation[0]["weekday"]) == 4  # 2026-01-02 is a Friday
     assert features["hour"].vocabulary_size == 24 and features["weekday"].vocabulary_size == 7
-    assert manifest.feature_spec["user_interests"] == {"dtype": "int64", "shape": [2]}
-    assert manifest.feature_spec["ad_id"] == {"dtype": "int64", "shape": []}
-    assert manifest.feature_spec["label_engagement"] == {"dtype": "float32", "shape": []}
+    assert manifest.feature_spec["user_interests"] == TransformedFeatureSpec(dtype="int64", shape=[2])
+    assert manifest.feature_spec["ad_id"] == TransformedFeatureSpec(dtype="int64", shape=[])
+    assert manifest.feature_spec["label_engagement"] == TransformedFeatureSpec(dtype="float32", shape=[])
     assert Manifest.read(out) == manifest
 
 

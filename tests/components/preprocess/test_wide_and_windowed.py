@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from components.preprocess.manifest import ImpressionWindow
 from components.preprocess.run import preprocess
 from components.preprocess.vocabulary import feature_vocabulary
 
@@ -45,7 +46,7 @@ def test_thousand_categorical_features_in_a_lookback_window(tmp_path, config_for
     assert manifest.counts["impressions_read"] == 6
     assert manifest.splits["train"].examples == 3 and manifest.splits["eval"].examples == 3
     assert manifest.splits["train"].positives == {"engagement": 1}
-    assert manifest.window == {"start": "2026-03-08T00:00:00.000Z", "end": "2026-03-10T00:00:00.000Z"}
+    assert manifest.window == ImpressionWindow(start="2026-03-08T00:00:00.000Z", end="2026-03-10T00:00:00.000Z")
     assert len(manifest.features) == WIDTH
     sizes = {f.name: f.vocabulary_size for f in manifest.features}
     assert sizes["f0"] == 7 and sizes["f1"] == 3 + 1  # three train values + one OOV bucket

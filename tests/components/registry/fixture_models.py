@@ -6,13 +6,14 @@ Each model parses serialized tf.Examples (as the exported adrank model does) and
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.report.benchmark import BenchmarkSummary, BestRun, RunRow
 
 TASK = "engagement"
 
@@ -61,13 +62,26 @@ def save_model(model_dir: Path, slope: float, bias: float, required_feature: str
     return model_dir
 
 
-def summary_naming(path: Path, model_dir: Path, logloss: float = 0.3) -> Path:
+def benchmark_summary(model_uri: str, logloss: float = 0.3, auc: float = 0.7, run_index: int = 0,
+                      pipeline: str = "adrank-local") -> BenchmarkSummary:
+    """A report summary of one cpu run that exported `model_uri`: its best run and best exported run."""
+    best = BestRun(target="cpu", run_index=run_index, logloss=logloss, model_uri=model_uri)
+    row = RunRow(target="cpu", run_index=run_index, seed=run_index, hardware="1 × CPU", strategy="DefaultStrategy",
+                 replicas=1, global_batch_size=512, steps=100, wall_time_seconds=10.0, examples_per_second=5000.0,
+                 input_stall_fraction=None, logloss={TASK: logloss}, auc={TASK: auc}, learning_rate=0.001,
+                 model_uri=model_uri)
+    return BenchmarkSummary(
+        pipeline=pipeline, config_hash="abc", generated=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+        primary_task=TASK, baseline_target="cpu", bayes_logloss=None, constant_ctr_logloss=0.5,
+        train_examples=4000, eval_examples=1000, tasks={}, targets={}, runs=[row], best_run=best,
+        best_exported_run=best, dead_letter={},
+    )
+
+
+def summary_naming(path: Path, model_dir: Path | str, logloss: float = 0.3, pipeline: str = "adrank-local",
+                   auc: float = 0.7) -> Path:
     """The report's summary.json with `model_dir` as its best exported run."""
-    path.write_text(json.dumps({
-        "pipeline": "adrank-local", "config_hash": "abc", "primary_task": TASK,
-        "runs": [{"target": "cpu", "run_index": 0, "auc": {TASK: 0.7}}],
-        "best_exported_run": {"target": "cpu", "run_index": 0, "model_uri": str(model_dir), "logloss": logloss},
-    }))
+    path.write_text(benchmark_summary(str(model_dir), logloss, auc, pipeline=pipeline).model_dump_json())
     return path
 
 

@@ -16,12 +16,13 @@ from components.evaluate.stats import PairedComparison, paired_difference
 from components.registry.scoring import per_example_logloss
 from components.registry.task import promote_best_run
 from configs import load_config
+from configs.slices import PromoteStepConfig
 
 GOOD, BAD = (2.0, -2.0), (0.5, -1.0)  # (slope, bias): the truth, and a blurred model
 
 
-def _config(tmp_path, *overrides):
-    return load_config(None, [f"promotion.local_registry={tmp_path / 'registry'}", *overrides])
+def _config(tmp_path, *overrides) -> PromoteStepConfig:
+    return PromoteStepConfig.of(load_config(None, [f"promotion.local_registry={tmp_path / 'registry'}", *overrides]))
 
 
 @pytest.fixture

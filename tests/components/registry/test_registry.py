@@ -13,6 +13,7 @@ from components.registry.local import LocalModelRegistry
 from components.registry.promotion import Candidate, Verdict, read_candidate
 from components.registry.task import promote_best_run
 from configs import load_config
+from configs.slices import PromoteStepConfig
 
 REPO = Path(__file__).parents[3]
 
@@ -54,14 +55,32 @@ def test_local_registry_versions_and_default(tmp_path):
 
 
 def test_read_candidate_takes_the_best_exported_run(tmp_path):
+    from fixture_models import benchmark_summary
+
     summary = tmp_path / "summary.json"
-    summary.write_text(json.dumps({
-        "pipeline": "adrank-local", "config_hash": "abc", "primary_task": "engagement",
-        "runs": [{"target": "cpu", "run_index": 1, "auc": {"engagement": 0.71}}],
-        "best_run": {"target": "cpu", "run_index": 1, "model_uri": str(tmp_path / "m"), "logloss": 0.42},
-    }))
+    summary.write_text(benchmark_summary(str(tmp_path / "m"), logloss=0.42, auc=0.71, run_index=1).model_dump_json())
     candidate = read_candidate(summary)
     assert (candidate.target, candidate.run_index, candidate.logloss, candidate.auc) == ("cpu", 1, 0.42, 0.71)
+    assert (candidate.pipeline, candidate.primary_task, candidate.model_uri) == ("adrank-local", "engagement",
+                                                                                 str(tmp_path / "m"))
+
+
+def test_read_candidate_takes_the_best_run_of_a_summary_older_than_best_exported_run(tmp_path):
+    from fixture_models import benchmark_summary
+
+    legacy = json.loads(benchmark_summary(str(tmp_path / "m"), logloss=0.42, run_index=1).model_dump_json())
+    del legacy["best_exported_run"]
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps(legacy))
+    candidate = read_candidate(summary)
+    assert (candidate.target, candidate.run_index, candidate.model_uri) == ("cpu", 1, str(tmp_path / "m"))
+
+
+def test_read_candidate_names_the_file_when_it_is_not_a_benchmark_summary(tmp_path):
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"pipeline": "adrank-local", "best_run": {"target": "cpu"}}))
+    with pytest.raises(ValueError, match=r"summary.json: not a report summary: .*primary_task: Field required"):
+        read_candidate(summary)
 
 
 PROMOTER = """
@@ -133,8 +152,6 @@ def test_the_local_registry_follows_runs_dir(tmp_path):
 
 
 def test_vertex_promotion_labels_carry_the_whole_config_hash(tmp_path, monkeypatch):
-    import types
-
     from fixture_models import day_of_examples, save_model, summary_naming, write_eval_examples
 
     from components.registry import vertex
@@ -151,9 +168,8 @@ def test_vertex_promotion_labels_carry_the_whole_config_hash(tmp_path, monkeypat
 
     monkeypatch.setattr(vertex, "register_version", register_version)
     config = load_config(REPO / "configs" / "vertex.yaml")
-    promote_best_run(config, "vertex", str(summary), str(examples))
-    step_slice = types.SimpleNamespace(name=config.name, config_hash="0123456789ab", promotion=config.promotion,
-                                       vertex=config.vertex)
-    promote_best_run(step_slice, "vertex", str(summary), str(examples))
+    promote_best_run(PromoteStepConfig.of(config), "vertex", str(summary), str(examples))
+    relabelled = PromoteStepConfig.of(config).model_copy(update={"config_hash": "0123456789ab"})
+    promote_best_run(relabelled, "vertex", str(summary), str(examples))
     assert [labels["adrank-config"] for labels in seen] == [config_hash(config), "0123456789ab"]
     assert seen[0]["adrank-target"] == "cpu"

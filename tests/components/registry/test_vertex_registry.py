@@ -7,7 +7,6 @@ Model artifacts are gs:// URIs; `components.registry.gcs_mount` maps them under 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -64,12 +63,8 @@ def _promote(tmp_path, config, examples_dir, slope_bias, day_name, required=None
     """Train-step output for `day_name`: a SavedModel at a gs:// URI, the report's summary naming it."""
     uri = f"{ROOT}/{day_name}/train-cpu/model/saved_model"
     fixture_models.save_model(Path(gcs_mount.container_path(uri)), *slope_bias, required_feature=required)
-    summary = tmp_path / f"{day_name}.json"
-    summary.write_text(json.dumps({
-        "pipeline": "adrank-daily", "config_hash": "abc", "primary_task": fixture_models.TASK,
-        "runs": [{"target": "cpu", "run_index": 0, "auc": {fixture_models.TASK: 0.71}}],
-        "best_exported_run": {"target": "cpu", "run_index": 0, "model_uri": uri, "logloss": SUMMARY_LOGLOSS},
-    }))
+    summary = fixture_models.summary_naming(tmp_path / f"{day_name}.json", uri, SUMMARY_LOGLOSS, "adrank-daily",
+                                           auc=0.71)
     return promote_best_run(config, "vertex", str(summary), str(examples_dir)), uri
 
 

@@ -8,6 +8,7 @@ from components.report.benchmark import summarize
 from components.report.task import write_report
 from components.train.summary import CurvePoint, HardwareSeen, RunSummary, TaskMetrics
 from configs import load_config
+from configs.slices import ReportStepConfig
 
 
 def manifest() -> Manifest:
@@ -36,11 +37,12 @@ def run(target: str, index: int, logloss: float, eps: float, wall: float = 10.0,
     )
 
 
-def config():
-    return load_config(overrides=[
+def config(skipped_targets=()):
+    """The report step's slice of a config with two CPU targets (and `skipped_targets`)."""
+    return ReportStepConfig.of(load_config(overrides=[
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.36}, {name: cpu-big, kind: cpu, global_batch_size: 2048, price_per_hour: 0.72}]",
         "report.baseline_target=cpu",
-    ])
+    ]), skipped_targets)
 
 
 def test_summary_aggregates_per_target_and_compares_with_baseline():
@@ -102,7 +104,7 @@ def test_skipped_targets_are_listed_with_their_reason(tmp_path):
 
     runs = [run("cpu", i, 0.33 + i * 0.01, 1000.0) for i in range(2)]
     skipped = [SkippedTarget(name="tpu-v5e", kind="tpu", reason="the local backend has no TPU")]
-    summary, html, markdown, _ = build_report(config(), manifest(), runs, skipped)
+    summary, html, markdown, _ = build_report(config(skipped), manifest(), runs)
     assert summary.skipped_targets == skipped
     assert "Skipped tpu-v5e (tpu): the local backend has no TPU." in markdown
     assert "## Skipped targets" in markdown and "| tpu-v5e | tpu | the local backend has no TPU |" in markdown
@@ -131,9 +133,9 @@ def test_input_stall_is_shown_per_target_with_a_sentence_when_input_bound():
 def test_synchronous_and_asynchronous_targets_are_compared_in_words():
     from components.report.findings import findings
 
-    ps_config = load_config(overrides=[
+    ps_config = ReportStepConfig.of(load_config(overrides=[
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38}]",
-    ])
+    ]))
     runs = [run("cpu", i, ll, 2000.0, wall=60.0) for i, ll in enumerate([0.320, 0.321, 0.322])]
     runs += [run("cpu-ps", i, ll, 1000.0, wall=90.0) for i, ll in enumerate([0.320, 0.322, 0.321])]
     line = next(l for l in findings(summarize(ps_config, manifest(), runs)) if l.startswith("Synchronous"))
