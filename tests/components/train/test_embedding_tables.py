@@ -10,7 +10,7 @@ from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.embedding import FeatureEmbedding, TablePlacement, feature_configs, shard_rows
 from components.train.models import build_model
 from components.train.strategy import placement_rule, runtime_for
-from components.train.task import compiled_model
+from components.train.loop import compiled_model
 from configs import load_config
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, resolve_target
 
