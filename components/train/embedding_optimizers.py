@@ -31,7 +31,8 @@ from typing import Any, Literal
 import keras
 import tensorflow as tf
 
-from components.train.embedding import busy_table, host_variables, xla_allowed
+from components.train.table_kernels import busy_table, xla_allowed
+from components.train.table_placement import host_variables
 
 EmbeddingOptimizerKind = Literal["lazy_adam", "rowwise_adagrad", "adagrad", "sgd"]
 EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")

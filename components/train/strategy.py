@@ -20,7 +20,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from components.train.embedding import TablePlacement
+from components.train.table_placement import TablePlacement
 from components.train.local_cluster import LocalParameterServerCluster
 from components.train.ps_server import serve_from_tf_config
 from components.train.summary import HardwareSeen

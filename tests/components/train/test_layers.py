@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from components.train.embedding import FeatureEmbedding
 from components.train.models import CGC, MLP, PLE, CrossLayer
 
 X0 = np.array([[1.0, 2.0]], "float32")
@@ -120,7 +121,7 @@ def test_the_last_cgc_level_has_no_shared_output():
 def one_level_ple():
     """A PLE body alone (no features: the body is called on x_0 directly)."""
     model = PLE(levels=1, task_experts=1, shared_experts=1, expert_layers=[1], tower_layers=[1],
-                feature_configs={}, numeric_features=["a", "b"], tasks=["click", "install"])
+                embedding=FeatureEmbedding({}), numeric_features=["a", "b"], tasks=["click", "install"])
     model.body(SHARED_INPUT)
     return model
 
