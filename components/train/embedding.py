@@ -23,7 +23,7 @@ import tensorflow as tf
 from components.preprocess.manifest import FeatureInfo, Manifest
 from components.train.embedding_optimizers import sum_table_gradients
 from components.train.table_kernels import busy_table, xla_allowed, xla_gather
-from components.train.table_placement import TablePlacement, host_variables, shard_rows
+from components.train.table_placement import TablePlacement, host_variables, partitioned_table, table_shards
 
 
 def categorical_features(manifest: Manifest) -> list[FeatureInfo]:
@@ -254,32 +254,31 @@ class FeatureEmbedding(EmbeddingTables):
             [n for n, c in feature_configs.items() if c.table.name in {t.name for t in group.tables}]
             for group in self.groups
         ]
-        self.group_variables: list[list] = []
+        self.group_tables: list[keras.Variable] = []
         for group in self.groups:
-            shards = self.placement.shards_for(group.parameter_bytes, group.rows)
             initializer = keras.initializers.get(group.tables[0].initializer)
-            parts = []
-            with host_variables(self.placement.device_for(group.parameter_bytes)):
-                for index, rows in enumerate(shard_rows(group.rows, shards)):
-                    name = group.name if shards == 1 else f"{group.name}_part{index}"
-                    parts.append(self.add_weight(shape=(rows, group.embedding_dim), initializer=initializer, name=name))
-            self.group_variables.append(parts)
+            # on parameter servers, a table over `placement.shard_bytes` becomes TensorFlow's row-range shards
+            with host_variables(self.placement.device_for(group.parameter_bytes)), \
+                    partitioned_table(self.placement, group.parameter_bytes):
+                self.group_tables.append(
+                    self.add_weight(shape=(group.rows, group.embedding_dim), initializer=initializer, name=group.name)
+                )
         self.built = True  # every table exists now; `concatenated` is called without going through __call__
 
     def build(self, input_shape=None):
         self.built = True
 
     def _lookup(self, group_index: int, ids: tf.Tensor) -> tf.Tensor:
-        parts = [v.value for v in self.group_variables[group_index]]
+        table = self.group_tables[group_index]
         group = self.groups[group_index]
         with tf.device(self.placement.device_for(group.parameter_bytes)):
-            if len(parts) == 1:
-                if busy_table(group.rows, ids.shape[0]) and xla_allowed():
-                    # ~20% faster than TF's kernel for 512k ids; read as a tensor first so the tape (and a
-                    # mirrored strategy's replica) sees an ordinary variable read: the gradient is the same slices
-                    return xla_gather(tf.convert_to_tensor(parts[0]), ids)
-                return tf.gather(parts[0], ids)
-            return tf.nn.embedding_lookup(parts, ids)  # "div": contiguous row ranges, as `shard_rows`
+            if len(table_shards(table)) > 1:  # row ranges on several ps: TensorFlow routes each id to its shard
+                return tf.nn.embedding_lookup(table.value, ids)
+            if busy_table(group.rows, ids.shape[0]) and xla_allowed():
+                # ~20% faster than TF's kernel for 512k ids; read as a tensor first so the tape (and a
+                # mirrored strategy's replica) sees an ordinary variable read: the gradient is the same slices
+                return xla_gather(tf.convert_to_tensor(table.value), ids)
+            return tf.gather(table.value, ids)
 
     def _group_lookup(self, group_index: int, inputs: dict[str, tf.Tensor]) -> tuple[list[str], tf.Tensor, dict]:
         """(scalar features, their vectors [batch, features × dim], {list feature: [batch, dim]}) of one group:
@@ -345,7 +344,8 @@ class FeatureEmbedding(EmbeddingTables):
         return combined
 
     def table_variables(self) -> list[tuple[TableGroup, list]]:
-        return list(zip(self.groups, self.group_variables))
+        """(group, the variables holding its stacked table: the table, or its row-range shards)."""
+        return [(group, table_shards(table)) for group, table in zip(self.groups, self.group_tables)]
 
     def summed_table_gradients(self, gradients: list, tables: list,
                                embedding_optimizer: keras.optimizers.Optimizer | None) -> list:
@@ -375,7 +375,8 @@ class FeatureEmbedding(EmbeddingTables):
                     "parameter_bytes": group.parameter_bytes,
                     "optimizer_slot_bytes": slots,
                     "shards": len(parts),
-                    "devices": sorted({str(p.value.device) for p in parts}),
+                    "devices": sorted({str(p.value.device if isinstance(p, keras.Variable) else p.device)
+                                       for p in parts}),
                 }
             )
         return result

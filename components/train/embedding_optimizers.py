@@ -170,7 +170,8 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
     def _slot(self, variable, name: str, shape: tuple, initializer):
         """A slot variable on the table's device (a host table's slots stay on the host, unreplicated)."""
         table = variable.value if isinstance(variable, keras.Variable) else variable
-        slot_name = f"{variable.path.replace('/', '_')}_{name}"
+        path = getattr(variable, "path", None) or variable.name.split(":")[0]  # a table shard is a tf.Variable
+        slot_name = f"{path.replace('/', '_')}_{name}"
         if self._outside_strategy(table):
             placement = host_variables(table.device)
         else:

@@ -6,8 +6,9 @@ Signatures:
 
 Both apply the run's calibration step (`components.train.calibration`) when `training.calibration` fitted one,
 so what serving returns is what the run's eval metrics measured.
-A TPU-trained model is exported through `servable_copy`: the same model rebuilt off the TPU, with the
-tables read back from the TPU embedding layer, so every target exports the same CPU-servable SavedModel.
+A TPU- or parameter-server-trained model is exported through `servable_copy`: the same model rebuilt on this
+host, with the tables read back through the embedding interface (from the TPU embedding layer, or from the ps
+tasks holding their row-range shards), so every target exports the same CPU-servable SavedModel.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from components.train.table_placement import TablePlacement
+from components.train.table_placement import TablePlacement, table_partitioner
 from components.train.local_cluster import LocalParameterServerCluster
 from components.train.ps_server import serve_from_tf_config
 from components.train.summary import HardwareSeen
@@ -157,7 +157,8 @@ def _parameter_server_runtime(resolver: tf.distribute.cluster_resolver.TFConfigC
         )
     resolver.task_type, resolver.task_id = "chief", resolver.task_id or 0
     resolver.rpc_layer = resolver.rpc_layer or "grpc"
-    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    # large embedding tables are split over the ps tasks by TensorFlow (`table_placement`); nothing else is
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver, variable_partitioner=table_partitioner)
     workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster["worker"]))]
     return Runtime(strategy, "CPU", workers, [f"{len(cluster['ps'])} parameter server(s)"])
 

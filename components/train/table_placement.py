@@ -1,9 +1,16 @@
 """Where a stacked embedding table lives: on the host for large tables of GPU runs, in row ranges over the parameter
-servers of a ps cluster."""
+servers of a ps cluster.
+
+The row ranges are TensorFlow's own: the parameter-server strategy is built with `table_partitioner` as its
+`variable_partitioner`, which splits a table created inside `partitioned_table` into a `ShardedVariable` (one
+contiguous row range per shard, the first `rows % shards` one row longer; looked up with `tf.nn.embedding_lookup`,
+which routes each id to its shard); every other variable (dense weights, optimizer slots) stays whole.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +57,36 @@ class TablePlacement:
         return {"host_table_bytes": self.host_table_bytes, "shards": self.shards, "shard_bytes": self.shard_bytes}
 
 
-def shard_rows(rows: int, shards: int) -> list[int]:
-    """Row counts of `shards` contiguous ranges, as `tf.nn.embedding_lookup` splits ids over a list of tables
-    (the first `rows % shards` ranges hold one row more)."""
-    return [rows // shards + (1 if s < rows % shards else 0) for s in range(shards)]
+# (placement, table bytes) of the table being created now, if any: what `table_partitioner` splits
+_table_being_created: contextvars.ContextVar[tuple[TablePlacement, int] | None] = contextvars.ContextVar(
+    "table_being_created", default=None
+)
+
+
+@contextlib.contextmanager
+def partitioned_table(placement: TablePlacement, table_bytes: int):
+    """The variable created inside is a stacked table of `table_bytes`, split as `placement` says when the
+    strategy has `table_partitioner` (parameter servers); elsewhere nothing changes."""
+    token = _table_being_created.set((placement, table_bytes))
+    try:
+        yield
+    finally:
+        _table_being_created.reset(token)
+
+
+def table_partitioner(shape: tf.TensorShape, dtype: tf.DType) -> list[int]:
+    """`variable_partitioner` of the parameter-server strategy: shards per axis, rows split only for a table
+    created inside `partitioned_table`."""
+    whole = [1] * len(shape)
+    being_created = _table_being_created.get()
+    if being_created is None or not whole:
+        return whole
+    placement, table_bytes = being_created
+    return [placement.shards_for(table_bytes, int(shape[0]))] + whole[1:]
+
+
+def table_shards(variable) -> list:
+    """The variables holding a table: its shards when the strategy split it, else the table itself."""
+    value = getattr(variable, "value", variable)
+    shards = getattr(value, "variables", None)  # a ShardedVariable's row ranges
+    return list(shards) if shards is not None and not callable(shards) and len(shards) > 1 else [variable]

@@ -82,8 +82,10 @@ def train(
     calibrators = fit_calibrators(model, manifest, examples_dir, resolved.training)
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training, calibrators)
     export_dir = Path(model_dir) / SAVED_MODEL_DIR
-    # a TPU run exports the same model rebuilt off the TPU, its tables read back from the TPU embedding layer
-    servable = servable_copy(model, runtime.strategy, manifest) if runtime.is_tpu else model
+    # A TPU or parameter-server run exports the same model rebuilt on this host, its tables read back through the
+    # embedding interface (from the TPU embedding layer; from the ps tasks, whole however TensorFlow split them).
+    rebuilt = runtime.is_tpu or runtime.is_parameter_server
+    servable = servable_copy(model, runtime.strategy, manifest) if rebuilt else model
     export_serving_model(servable, manifest, examples_dir, export_dir, calibrators)
     write_warm_start_state(servable, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
                            export_dir)

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from components.train.embedding import EmbeddingTables, deserialize_embedding, serialize_embedding
 from components.train.embedding_optimizers import gradient_norm
+from components.train.table_placement import table_shards
 
 
 class RankingModel(keras.Model):
@@ -62,9 +63,10 @@ class RankingModel(keras.Model):
         self.embedding_optimizer = embedding_optimizer
 
     def variable_groups(self) -> tuple[list, list]:
-        """(embedding-table variables, every other trainable variable)."""
+        """(embedding-table variables, each table's shards where the strategy split it; every other trainable
+        variable)."""
         table_ids = {id(v) for v in self.embedding.trainable_variables}
-        tables = [v for v in self.trainable_variables if id(v) in table_ids]
+        tables = [shard for v in self.trainable_variables if id(v) in table_ids for shard in table_shards(v)]
         dense = [v for v in self.trainable_variables if id(v) not in table_ids]
         return tables, dense
 
