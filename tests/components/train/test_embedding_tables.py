@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
-from components.train.embedding import FeatureEmbedding, feature_configs
+from components.train.embedding import (
+    FeatureEmbedding, TPUFeatureEmbedding, deserialize_embedding, feature_configs, serialize_embedding,
+)
 from components.train.models import build_model
 from components.train.strategy import placement_rule, runtime_for
 from components.train.table_placement import TablePlacement, partitioned_table, table_partitioner, table_shards
@@ -146,3 +148,24 @@ def test_vertex_yaml_table_sizes_build_and_train_a_few_steps_on_cpu():
     history = model.fit(tf.data.Dataset.from_tensors((batch, labels)).repeat(3), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][-1])
     assert int(model.optimizer.iterations.numpy()) == 3
+
+
+@pytest.mark.parametrize("implementation", [FeatureEmbedding, TPUFeatureEmbedding])
+def test_either_embedding_looks_up_its_table_rows_and_round_trips_config_and_tables(implementation):
+    layer = implementation(feature_configs(SMALL, embedding_dim=4, batch_size=2), name="embedding")
+    inputs = {"user_id": tf.constant([1, 4]), "ad_id": tf.constant([0, 6]),
+              "interests": tf.constant([[1, 3, 0], [2, 0, 0]])}
+    block = layer.concatenated(inputs).numpy()
+    assert block.shape == (2, 3 * 4)
+    tables = layer.table_values()
+    assert {name: t.shape for name, t in tables.items()} == {
+        "user_id_table": (5, 4), "ad_id_table": (7, 4), "interests_table": (4, 4)}
+    out = layer(inputs)
+    np.testing.assert_allclose(out["user_id"].numpy(), tables["user_id_table"][[1, 4]], rtol=1e-6)
+    np.testing.assert_allclose(out["interests"].numpy()[0], tables["interests_table"][[1, 3]].mean(0), rtol=1e-6)
+
+    copy = deserialize_embedding(serialize_embedding(layer))
+    assert type(copy) is implementation and list(copy.feature_configs) == ["user_id", "ad_id", "interests"]
+    copy.concatenated(inputs)
+    copy.assign_tables(tables)
+    np.testing.assert_allclose(copy.concatenated(inputs).numpy(), block, rtol=1e-6)
