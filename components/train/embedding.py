@@ -60,7 +60,7 @@ def feature_configs(
     """
     features = categorical_features(manifest)
     table_of = shared_table_names(shared_tables or {}, [f.name for f in features])
-    vocabulary = {}
+    vocabulary: dict[str, int] = {}
     for feature in features:
         if not feature.vocabulary_size:
             raise ValueError(f"categorical feature '{feature.name}' has no vocabulary_size in the manifest")
@@ -142,7 +142,7 @@ def table_groups(configs: dict[str, keras_rs.layers.FeatureConfig]) -> list[Tabl
         members = grouped.setdefault(key, [])
         if all(t.name != table.name for t in members):
             members.append(table)
-    groups = []
+    groups: list[TableGroup] = []
     for index, ((dim, _, _), tables) in enumerate(grouped.items()):
         offsets, rows = [], 0
         for table in tables:
@@ -321,7 +321,7 @@ class FeatureEmbedding(EmbeddingTables):
         return tf.concat(parts, axis=-1) if len(parts) > 1 else parts[0]
 
     def call(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        outputs = {}
+        outputs: dict[str, tf.Tensor] = {}
         for group_index, group in enumerate(self.groups):
             scalars, block, combined = self._group_lookup(group_index, inputs)
             if scalars:

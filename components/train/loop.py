@@ -230,7 +230,7 @@ def fit_synchronous(
     if tensorboard is not None:
         callbacks.append(tensorboard)
     if stall is not None:
-        model.train_step = stall.wrap(model.train_step, model)
+        model.train_step = stall.wrap(model.train_step, model)  # type: ignore[method-assign]  # timed per step
         callbacks.append(stall)
 
     if done_steps < plan.total_steps:

@@ -101,7 +101,7 @@ def fit_parameter_server(
         mean_loss = float(sum(float(loss) for loss, *_ in fetched) / len(fetched))
         if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm, *_ in fetched):
             raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
-        curve.append(CurvePoint(step=done, loss=mean_loss))
+        curve.append(CurvePoint(step=done, loss=mean_loss, epoch=None, eval_logloss=None))  # the last: train() adds both
         manager.save(checkpoint_number=done)
         log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
         if steady_started is None:

@@ -70,18 +70,19 @@ class RankingModel(keras.Model):
         dense = [v for v in self.trainable_variables if id(v) not in table_ids]
         return tables, dense
 
-    def _sparse_table_updates(self) -> bool:
-        """Whether the tables are updated by the sparse embedding optimizer, apart from the dense weights."""
-        return self.embedding_optimizer is not None and self.embedding.sparse_optimizer_updates
+    def _sparse_table_optimizer(self) -> keras.optimizers.Optimizer | None:
+        """The sparse embedding optimizer when it updates the tables apart from the dense weights, else None."""
+        return self.embedding_optimizer if self.embedding.sparse_optimizer_updates else None
 
     def build_optimizers(self) -> None:
         """Create optimizer slots now (under the strategy scope), each for its own variable group."""
         tables, dense = self.variable_groups()
-        if self._sparse_table_updates():
-            self.optimizer.build(dense)
-            self.embedding_optimizer.build(tables)
-        else:
+        sparse = self._sparse_table_optimizer()
+        if sparse is None:
             self.optimizer.build(tables + dense)
+        else:
+            self.optimizer.build(dense)
+            sparse.build(tables)
 
     def table_gradients_summed(self, gradients: list, tables: list) -> list:
         """Gradients ordered as `tables + dense`, the tables' as the optimizer updating them takes them (for the
@@ -92,12 +93,13 @@ class RankingModel(keras.Model):
     def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
         """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when it
         updates them, everything else with the dense optimizer."""
-        if self._sparse_table_updates():
-            with self.embedding_optimizer.rows_summed():
-                self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
-            self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
-        else:
+        sparse = self._sparse_table_optimizer()
+        if sparse is None:
             self.optimizer.apply_gradients(zip(gradients, tables + dense))
+        else:
+            with sparse.rows_summed():
+                sparse.apply_gradients(zip(gradients[: len(tables)], tables))
+            self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
 
     def train_step(self, data):
         x, y = data
