@@ -30,7 +30,7 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from components.train.embedding import _xla_gather
+    from components.train.table_kernels import xla_gather as _xla_gather
     from components.train.embedding_optimizers import _masked_lazy_adam, dense_row_sums, sum_duplicate_rows
 
     rows = FEATURES * ROWS_PER_TABLE

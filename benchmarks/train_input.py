@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from training_setup import examples_per_second, training_bench  # noqa: E402  (puts the repo on sys.path)
 
 from components.train.strategy import runtime_for  # noqa: E402
-from components.train.task import compiled_model  # noqa: E402
+from components.train.loop import compiled_model  # noqa: E402
 
 
 def main() -> None:

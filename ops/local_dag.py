@@ -33,6 +33,8 @@ from ops.run_history import is_run_id
 from ops.run_record import RUN_FILE, RunRecord
 from ops.step_reuse import StepReuse
 from ops.step_processes import step_processes
+from components.registry.promotion import DECISION_FILE, PromotionDecision
+from components.report.promotion import promotion_markdown, with_promotion_section
 
 REPORT_FILES = {"report_html": "report.html", "report_markdown": "report.md", "summary_json": "summary.json"}
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
@@ -195,8 +197,6 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
 
 def attach_promotion(run_dir: Path) -> None:
     """The promotion step's decision beside the report (`promotion.json`), and its section in report.html/.md."""
-    from components.registry.promotion import DECISION_FILE, PromotionDecision
-    from components.report.promotion import promotion_markdown, with_promotion_section
 
     try:
         source = _find_output(run_dir / "artifacts", "promotion", step="promote-step")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from components.report.benchmark import BenchmarkSummary
 from ops.run_record import RUN_FILE, RunRecord
+from components.registry.promotion import DECISION_FILE, PromotionDecision
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -100,7 +101,6 @@ def format_run(run_dir: Path) -> str:
 
 def promotion_lines(run_dir: Path) -> list[str]:
     """The promotion decision as `runs show` prints it: the same figures as the report's Promotion section."""
-    from components.registry.promotion import DECISION_FILE, PromotionDecision
 
     path = run_dir / DECISION_FILE
     if not path.exists():

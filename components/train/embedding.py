@@ -1,9 +1,10 @@
 """One embedding table per categorical feature, described once as keras-rs `TableConfig`/`FeatureConfig`.
 
-The same configs drive both lookups:
-- on TPU, `keras_rs.layers.DistributedEmbedding` (the TPU embedding API, tables sharded across cores);
+The model calls one interface, `EmbeddingTables`; where the tables live and how they are updated is behind it:
 - on CPU/GPU/parameter servers, `FeatureEmbedding`: tables of one dim stacked into one variable (one gather
-  and one sparse optimizer update per group, however many features), sparse updates only.
+  and one sparse optimizer update per group, however many features), sparse updates only;
+- on TPU, `TPUFeatureEmbedding`: `keras_rs.layers.DistributedEmbedding` (the TPU embedding API, tables sharded
+  across cores, updated with the TableConfig optimizer).
 
 Fixed-length list features (pad id 0) are combined with the table's combiner over non-padding ids:
     e = Σ_j m_j E[x_j] / max(1, Σ_j m_j)   (mean)     or   Σ_j m_j E[x_j]   (sum),   m_j = [x_j ≠ 0]
@@ -11,16 +12,18 @@ Fixed-length list features (pad id 0) are combined with the table's combiner ove
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
+import numpy as np
 import keras_rs
 import tensorflow as tf
-from tensorflow.python.ops.resource_variable_ops import default_variable_creator_v2
 
 from components.preprocess.manifest import FeatureInfo, Manifest
+from components.train.embedding_optimizers import sum_table_gradients
+from components.train.table_kernels import busy_table, xla_allowed, xla_gather
+from components.train.table_placement import TablePlacement, host_variables, partitioned_table, table_shards
 
 
 def categorical_features(manifest: Manifest) -> list[FeatureInfo]:
@@ -110,65 +113,6 @@ def check_static_shapes(configs: dict[str, keras_rs.layers.FeatureConfig]) -> No
                 raise ValueError(f"feature '{name}' has a dynamic shape {shape}; TPU embeddings need static shapes")
 
 
-DENSE_SUM_MAX_ROWS_PER_ID = 4
-
-
-def busy_table(rows: int, ids: int | None) -> bool:
-    """A step's ids (static count) cover the table: rows ≤ 4 × ids, e.g. thousands of features of small tables.
-    Such a table is read with an XLA gather and updated densely (see `embedding_optimizers`)."""
-    return ids is not None and rows <= DENSE_SUM_MAX_ROWS_PER_ID * ids
-
-
-def xla_allowed(strategy: tf.distribute.Strategy | None = None) -> bool:
-    """Busy tables use XLA-compiled kernels under every strategy but parameter servers (tables on remote ps)."""
-    strategy = strategy or tf.distribute.get_strategy()
-    return not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
-
-
-@tf.function(jit_compile=True)
-def _xla_gather(table: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
-    return tf.gather(table, ids)
-
-
-@contextlib.contextmanager
-def host_variables(device: str | None):
-    """Variables created inside live on `device` alone: one copy, outside a mirrored strategy's replication
-    (which ignores `tf.device`). Optimizers apply their gradients once, summed over replicas."""
-    if device is None:
-        yield
-        return
-
-    def create_on_device(next_creator, **kwargs):
-        with tf.device(device):
-            return default_variable_creator_v2(None, **kwargs)  # skips the strategy's creator
-
-    with tf.variable_creator_scope(create_on_device):
-        yield
-
-
-@dataclass(frozen=True)
-class TablePlacement:
-    """Where a stacked table lives: on the host when it is above `host_table_bytes` (GPU runs), and split into
-    `shards` row ranges when it is above `shard_bytes` (parameter-server runs: one range per ps task)."""
-
-    host_table_bytes: int | None = None
-    shards: int = 1
-    shard_bytes: int | None = None
-
-    def device_for(self, table_bytes: int) -> str | None:
-        if self.host_table_bytes is not None and table_bytes > self.host_table_bytes:
-            return "/CPU:0"
-        return None
-
-    def shards_for(self, table_bytes: int, rows: int) -> int:
-        if self.shards > 1 and self.shard_bytes is not None and table_bytes > self.shard_bytes:
-            return min(self.shards, rows)
-        return 1
-
-    def get_config(self) -> dict[str, Any]:
-        return {"host_table_bytes": self.host_table_bytes, "shards": self.shards, "shard_bytes": self.shard_bytes}
-
-
 @dataclass(frozen=True)
 class TableGroup:
     """Tables of one embedding dim (and initializer) stacked into one variable: table t's row r is row
@@ -210,60 +154,131 @@ def table_groups(configs: dict[str, keras_rs.layers.FeatureConfig]) -> list[Tabl
     return groups
 
 
-def shard_rows(rows: int, shards: int) -> list[int]:
-    """Row counts of `shards` contiguous ranges, as `tf.nn.embedding_lookup` splits ids over a list of tables
-    (the first `rows % shards` ranges hold one row more)."""
-    return [rows // shards + (1 if s < rows % shards else 0) for s in range(shards)]
+class EmbeddingTables(keras.layers.Layer):
+    """The embedding interface the ranking model calls: every categorical feature's vector from its table.
+
+    Input: {feature: int ids [batch] or [batch, length] (list features padded with id 0)}; `call` returns
+    {feature: [batch, embedding_dim]}, `concatenated` every vector side by side, [batch, Σ dims], in an order of
+    the implementation's choosing (the same in training and serving). An implementation also says how its
+    tables are updated (`sparse_optimizer_updates`, `summed_table_gradients`), what they cost
+    (`table_memory`), and hands its tables over as one [rows, dim] array per table (`table_values`,
+    `assign_tables`: the CPU serving copy of a TPU model, warm start). Its config is written once, here.
+    """
+
+    kind: ClassVar[str]
+    # True: the model's sparse embedding optimizer updates the tables; False: they are updated with the dense
+    # weights' optimizer, and on TPU by the embedding API with the TableConfig optimizer.
+    sparse_optimizer_updates: ClassVar[bool] = False
+    # whether a fresh model's rows can be set from the champion's before training (`components.train.warm_start`)
+    warm_startable: ClassVar[bool] = False
+
+    def __init__(self, feature_configs: dict[str, keras_rs.layers.FeatureConfig | dict], **kwargs):
+        super().__init__(**kwargs)
+        self.feature_configs = {
+            name: c if isinstance(c, keras_rs.layers.FeatureConfig) else keras_rs.layers.FeatureConfig.from_config(c)
+            for name, c in feature_configs.items()
+        }
+
+    def concatenated(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
+        """Every feature's vector side by side, [batch, Σ dims]."""
+        raise NotImplementedError
+
+    def call(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    def summed_table_gradients(self, gradients: list, tables: list,
+                               embedding_optimizer: keras.optimizers.Optimizer | None) -> list:
+        """The tables' gradients (in `tables` order) as the optimizer that updates them takes them."""
+        return list(gradients)
+
+    def table_memory(self, embedding_optimizer: keras.optimizers.Optimizer | None,
+                     dense_optimizer: keras.optimizers.Optimizer | None) -> list[dict[str, Any]]:
+        """Per stored table: rows, dim, parameter and optimizer-slot bytes, devices (empty: not measured)."""
+        return []
+
+    def table_values(self) -> dict[str, np.ndarray]:
+        """Every table as a [rows, dim] array, by table name."""
+        raise NotImplementedError
+
+    def assign_tables(self, values: dict[str, np.ndarray]) -> None:
+        """Set the tables named in `values` to those [rows, dim] arrays."""
+        raise NotImplementedError
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        # the tables follow the global dtype policy where they are rebuilt (a serving copy is rebuilt in float32)
+        config.pop("dtype", None)
+        config["feature_configs"] = {name: c.get_config() for name, c in self.feature_configs.items()}
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> EmbeddingTables:
+        return cls(**config)
 
 
-class FeatureEmbedding(keras.layers.Layer):
+def serialize_embedding(embedding: EmbeddingTables) -> dict[str, Any]:
+    return {"kind": embedding.kind, "config": embedding.get_config()}
+
+
+def deserialize_embedding(serialized: dict[str, Any]) -> EmbeddingTables:
+    """The embedding `serialize_embedding` wrote, of the implementation its `kind` names."""
+    implementations = {cls.kind: cls for cls in (FeatureEmbedding, TPUFeatureEmbedding)}
+    if serialized.get("kind") not in implementations:
+        raise ValueError(f"unknown embedding kind {serialized.get('kind')!r}; known: {sorted(implementations)}")
+    return implementations[serialized["kind"]].from_config(serialized["config"])
+
+
+class FeatureEmbedding(EmbeddingTables):
     """Looks up every categorical feature in its table group's stacked variable (for CPU, GPU and parameter servers).
 
-    Input: {feature: int ids [batch] or [batch, length]}; output: {feature: [batch, embedding_dim]}.
-    Reads are sparse (`ResourceGather`), so gradients are `tf.IndexedSlices` of the looked-up rows only.
+    Reads are sparse (`ResourceGather`), so gradients are `tf.IndexedSlices` of the looked-up rows only, and
+    the model's sparse embedding optimizer updates only those rows.
     """
+
+    kind = "stacked"
+    sparse_optimizer_updates = True
+    warm_startable = True
 
     def __init__(
         self,
-        feature_configs: dict[str, keras_rs.layers.FeatureConfig],
+        feature_configs: dict[str, keras_rs.layers.FeatureConfig | dict],
         placement: TablePlacement | dict | None = None,
         **kwargs,
     ):
         kwargs.setdefault("autocast", False)  # a mixed policy must not cast whole tables each step
-        super().__init__(**kwargs)
-        self.feature_configs = feature_configs
+        super().__init__(feature_configs, **kwargs)
+        feature_configs = self.feature_configs
         self.placement = placement if isinstance(placement, TablePlacement) else TablePlacement(**(placement or {}))
         self.groups = table_groups(feature_configs)
         self.group_features = [
             [n for n, c in feature_configs.items() if c.table.name in {t.name for t in group.tables}]
             for group in self.groups
         ]
-        self.group_variables: list[list] = []
+        self.group_tables: list[keras.Variable] = []
         for group in self.groups:
-            shards = self.placement.shards_for(group.parameter_bytes, group.rows)
             initializer = keras.initializers.get(group.tables[0].initializer)
-            parts = []
-            with host_variables(self.placement.device_for(group.parameter_bytes)):
-                for index, rows in enumerate(shard_rows(group.rows, shards)):
-                    name = group.name if shards == 1 else f"{group.name}_part{index}"
-                    parts.append(self.add_weight(shape=(rows, group.embedding_dim), initializer=initializer, name=name))
-            self.group_variables.append(parts)
+            # on parameter servers, a table over `placement.shard_bytes` becomes TensorFlow's row-range shards
+            with host_variables(self.placement.device_for(group.parameter_bytes)), \
+                    partitioned_table(self.placement, group.parameter_bytes):
+                self.group_tables.append(
+                    self.add_weight(shape=(group.rows, group.embedding_dim), initializer=initializer, name=group.name)
+                )
         self.built = True  # every table exists now; `concatenated` is called without going through __call__
 
     def build(self, input_shape=None):
         self.built = True
 
     def _lookup(self, group_index: int, ids: tf.Tensor) -> tf.Tensor:
-        parts = [v.value for v in self.group_variables[group_index]]
+        table = self.group_tables[group_index]
         group = self.groups[group_index]
         with tf.device(self.placement.device_for(group.parameter_bytes)):
-            if len(parts) == 1:
-                if busy_table(group.rows, ids.shape[0]) and xla_allowed():
-                    # ~20% faster than TF's kernel for 512k ids; read as a tensor first so the tape (and a
-                    # mirrored strategy's replica) sees an ordinary variable read: the gradient is the same slices
-                    return _xla_gather(tf.convert_to_tensor(parts[0]), ids)
-                return tf.gather(parts[0], ids)
-            return tf.nn.embedding_lookup(parts, ids)  # "div": contiguous row ranges, as `shard_rows`
+            if len(table_shards(table)) > 1:  # row ranges on several ps: TensorFlow routes each id to its shard
+                return tf.nn.embedding_lookup(table.value, ids)
+            if busy_table(group.rows, ids.shape[0]) and xla_allowed():
+                # ~20% faster than TF's kernel for 512k ids; read as a tensor first so the tape (and a
+                # mirrored strategy's replica) sees an ordinary variable read: the gradient is the same slices
+                return xla_gather(tf.convert_to_tensor(table.value), ids)
+            return tf.gather(table.value, ids)
 
     def _group_lookup(self, group_index: int, inputs: dict[str, tf.Tensor]) -> tuple[list[str], tf.Tensor, dict]:
         """(scalar features, their vectors [batch, features × dim], {list feature: [batch, dim]}) of one group:
@@ -329,36 +344,84 @@ class FeatureEmbedding(keras.layers.Layer):
         return combined
 
     def table_variables(self) -> list[tuple[TableGroup, list]]:
-        return list(zip(self.groups, self.group_variables))
+        """(group, the variables holding its stacked table: the table, or its row-range shards)."""
+        return [(group, table_shards(table)) for group, table in zip(self.groups, self.group_tables)]
+
+    def summed_table_gradients(self, gradients: list, tables: list,
+                               embedding_optimizer: keras.optimizers.Optimizer | None) -> list:
+        """Each table's duplicate ids summed once (for the gradient norm and the sparse optimizer alike); a busy
+        table's as a dense sum when the optimizer takes it so (`embedding_optimizers`)."""
+        dense_when_busy = embedding_optimizer is not None and embedding_optimizer.dense_when_busy()
+        xla = embedding_optimizer is not None and embedding_optimizer.fused_dense_updates
+        return sum_table_gradients(list(gradients), tables, dense_when_busy, xla)
+
+    def table_memory(self, embedding_optimizer: keras.optimizers.Optimizer | None,
+                     dense_optimizer: keras.optimizers.Optimizer | None) -> list[dict[str, Any]]:
+        """Per stacked table: rows, dim, parameter bytes and its optimizer's slot bytes, and where it lives."""
+        result = []
+        for group, parts in self.table_variables():
+            slots = 0
+            for part in parts:
+                if embedding_optimizer is not None and hasattr(embedding_optimizer, "slot_bytes"):
+                    slots += embedding_optimizer.slot_bytes(part)
+                elif dense_optimizer is not None and dense_optimizer.built:  # Keras Adam: m and v, dense
+                    slots += 2 * group.parameter_bytes // len(parts)
+            result.append(
+                {
+                    "name": group.name,
+                    "tables": [t.name for t in group.tables],
+                    "rows": group.rows,
+                    "embedding_dim": group.embedding_dim,
+                    "parameter_bytes": group.parameter_bytes,
+                    "optimizer_slot_bytes": slots,
+                    "shards": len(parts),
+                    "devices": sorted({str(p.value.device if isinstance(p, keras.Variable) else p.device)
+                                       for p in parts}),
+                }
+            )
+        return result
+
+    def table_values(self) -> dict[str, np.ndarray]:
+        values = {}
+        for group, parts in self.table_variables():
+            stacked = np.concatenate([part.numpy() for part in parts], axis=0)
+            for table, offset in zip(group.tables, group.offsets):
+                values[table.name] = stacked[offset:offset + table.vocabulary_size]
+        return values
+
+    def assign_tables(self, values: dict[str, np.ndarray]) -> None:
+        for group, parts in self.table_variables():
+            if not any(table.name in values for table in group.tables):
+                continue
+            stacked = np.concatenate([part.numpy() for part in parts], axis=0)
+            for table, offset in zip(group.tables, group.offsets):
+                if table.name in values:
+                    stacked[offset:offset + table.vocabulary_size] = values[table.name]
+            start = 0
+            for part in parts:
+                rows = int(part.shape[0])
+                part.assign(stacked[start:start + rows])
+                start += rows
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config["feature_configs"] = {name: c.get_config() for name, c in self.feature_configs.items()}
-        config["placement"] = self.placement.get_config()
-        return config
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> FeatureEmbedding:
-        config = dict(config)
-        config["feature_configs"] = {
-            name: keras_rs.layers.FeatureConfig.from_config(c) for name, c in config["feature_configs"].items()
-        }
-        return cls(**config)
+        return {**super().get_config(), "placement": self.placement.get_config()}
 
 
-class TPUFeatureEmbedding(keras.layers.Layer):
+class TPUFeatureEmbedding(EmbeddingTables):
     """The same tables through `keras_rs.layers.DistributedEmbedding` (TPU embedding API).
 
-    Padded lists become sparse ids (padding dropped) so the table combiner sees only real ids.
+    Padded lists become sparse ids (padding dropped) so the table combiner sees only real ids. Outside a TPU
+    strategy (a serving copy, tests on CPU) keras-rs keeps each table as an ordinary variable.
     """
 
-    def __init__(self, feature_configs: dict[str, keras_rs.layers.FeatureConfig], **kwargs):
-        super().__init__(**kwargs)
-        check_static_shapes(feature_configs)
-        self.feature_configs = feature_configs
+    kind = "tpu"
+
+    def __init__(self, feature_configs: dict[str, keras_rs.layers.FeatureConfig | dict], **kwargs):
+        super().__init__(feature_configs, **kwargs)
+        check_static_shapes(self.feature_configs)
         # A plain dict: keras-rs matches the inputs' structure against its configs' node type, and a Keras
         # layer's attribute (the model's `feature_configs`) is a TrackedDict, which a dict of inputs never matches.
-        self.distributed = keras_rs.layers.DistributedEmbedding(dict(feature_configs))
+        self.distributed = keras_rs.layers.DistributedEmbedding(dict(self.feature_configs))
 
     def call(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         ids = {}
@@ -369,15 +432,18 @@ class TPUFeatureEmbedding(keras.layers.Layer):
             ids[name] = values
         return self.distributed(ids)
 
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config["feature_configs"] = {name: c.get_config() for name, c in self.feature_configs.items()}
-        return config
+    def concatenated(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
+        """The features' vectors in `feature_configs` order."""
+        embedded = self(inputs)
+        return keras.ops.concatenate([embedded[name] for name in self.feature_configs], axis=-1)
 
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> TPUFeatureEmbedding:
-        config = dict(config)
-        config["feature_configs"] = {
-            name: keras_rs.layers.FeatureConfig.from_config(c) for name, c in config["feature_configs"].items()
-        }
-        return cls(**config)
+    def table_values(self) -> dict[str, np.ndarray]:
+        """Call under the training strategy's scope: on a TPU this gathers every SparseCore shard."""
+        return {name: np.asarray(table) for name, table in self.distributed.get_embedding_tables().items()}
+
+    def assign_tables(self, values: dict[str, np.ndarray]) -> None:
+        """Only where the tables are ordinary variables (outside a TPU strategy)."""
+        for variable in self.weights:
+            table_name = variable.path.split("/")[-2]  # .../<table name>/embeddings
+            if table_name in values:
+                variable.assign(np.asarray(values[table_name], dtype=np.float32))

@@ -31,7 +31,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from components.train.embedding import busy_table, host_variables, xla_allowed
+from components.train.table_kernels import busy_table, xla_allowed
+from components.train.table_placement import host_variables
 
 EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
 
@@ -168,7 +169,8 @@ class SparseEmbeddingOptimizer(keras.optimizers.Optimizer):
     def _slot(self, variable, name: str, shape: tuple, initializer):
         """A slot variable on the table's device (a host table's slots stay on the host, unreplicated)."""
         table = variable.value if isinstance(variable, keras.Variable) else variable
-        slot_name = f"{variable.path.replace('/', '_')}_{name}"
+        path = getattr(variable, "path", None) or variable.name.split(":")[0]  # a table shard is a tf.Variable
+        slot_name = f"{path.replace('/', '_')}_{name}"
         if self._outside_strategy(table):
             placement = host_variables(table.device)
         else:

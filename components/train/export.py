@@ -6,14 +6,16 @@ Signatures:
 
 Both apply the run's calibration step (`components.train.calibration`) when `training.calibration` fitted one,
 so what serving returns is what the run's eval metrics measured.
-A TPU-trained model is exported through `servable_copy`: the same model rebuilt off the TPU, with the
-tables read back from the TPU embedding layer, so every target exports the same CPU-servable SavedModel.
+A TPU- or parameter-server-trained model is exported through `servable_copy`: the same model rebuilt on this
+host, with the tables read back through the embedding interface (from the TPU embedding layer, or from the ps
+tasks holding their row-range shards), so every target exports the same CPU-servable SavedModel.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -113,18 +115,15 @@ def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, ex
 
 
 def servable_copy(model, strategy: tf.distribute.Strategy, manifest: Manifest):
-    """A TPU-embedding `model` (trained under `strategy`) as the same model on the default device, in float32.
+    """`model` (trained under `strategy`, e.g. on a TPU) as the same model on the default device, in float32.
 
-    The copy is built from `model.get_config()` outside the TPU strategy, where keras-rs's
-    `DistributedEmbedding` keeps each table as an ordinary variable on the default device (CPU); its tables are
-    read back with `get_embedding_tables()` under `strategy` (on a TPU this gathers every SparseCore shard),
+    The copy is built from `model.get_config()` outside the training strategy, where every embedding
+    implementation keeps its tables as ordinary variables on the default device (CPU); the tables are read back
+    with `model.embedding.table_values()` under `strategy` (on a TPU this gathers every SparseCore shard),
     every other weight is copied in order (same architecture, same order, shapes checked).
     """
-    import keras
-
-    tpu_layer = model.embedding.distributed
     with strategy.scope():
-        tables = {name: np.asarray(table) for name, table in tpu_layer.get_embedding_tables().items()}
+        tables = model.embedding.table_values()
     saved_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("float32")  # serving on CPU: no bfloat16 compute
     try:
@@ -141,9 +140,7 @@ def servable_copy(model, strategy: tf.distribute.Strategy, manifest: Manifest):
         raise RuntimeError("the servable copy's weights do not line up with the trained model's")
     for source, target in zip(trained, rebuilt):
         target.assign(np.asarray(source.value if hasattr(source, "value") else source))
-    for variable in copy.embedding.weights:
-        table_name = variable.path.split("/")[-2]  # .../<table name>/embeddings
-        variable.assign(tables[table_name].astype(np.float32))
+    copy.embedding.assign_tables(tables)
     return copy
 
 

@@ -29,11 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # a server process imports this module: keep its start-up to one TensorFlow import
-    from configs.training import TargetConfig
-
 log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -66,17 +61,6 @@ def cluster_spec(workers: int, parameter_servers: int) -> dict[str, list[str]]:
         "worker": [f"{HOST}:{port}" for port in ports[1 : 1 + workers]],
         "ps": [f"{HOST}:{port}" for port in ports[1 + workers :]],
     }
-
-
-def local_cluster_for(target: TargetConfig, log_dir: str | Path) -> LocalParameterServerCluster | None:
-    """The cluster a `cpu-ps` target needs when no one else started one (no `ps` job in TF_CONFIG: the local
-    backend); None for every other target, and on Vertex or under an executor that sets TF_CONFIG."""
-    from components.train.strategy import cluster_spec_from_env
-
-    if target.kind != "cpu-ps" or cluster_spec_from_env().get("ps"):
-        return None
-    shape = target.local_cluster_shape()
-    return LocalParameterServerCluster(shape.workers, shape.parameter_servers, log_dir)
 
 
 class LocalParameterServerCluster:
@@ -184,6 +168,7 @@ def die_with_parent(parent: int) -> None:
 
 def serve(parent: int) -> None:
     die_with_parent(parent)
+    # imported only now: TensorFlow's import takes seconds, and a server must die with its parent from the start
     from components.train.ps_server import serve_from_tf_config
 
     serve_from_tf_config()

@@ -15,10 +15,13 @@ import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.train.callbacks import NonFiniteLossError, stall_fraction
+from components.train.callbacks import NonFiniteLossError, TrainingProgress, stall_fraction
 from components.train.embedding_optimizers import gradient_norm
 from components.train.input import InputOptions, make_dataset
+from components.train.loop import FitResult, StepPlan, checkpoint_manager, compiled_model, train_input_options
+from components.train.models import RankingModel
 from components.train.strategy import Runtime
+from components.train.summary import CurvePoint
 from configs.training import ResolvedTarget
 
 log = logging.getLogger(__name__)
@@ -26,18 +29,12 @@ log = logging.getLogger(__name__)
 
 def fit_parameter_server(
     resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int
-):
-    from components.train.task import FitResult, StepPlan, calibration_holdout, checkpoint_manager, compiled_model
-
+) -> tuple[RankingModel, StepPlan, FitResult]:
     training = resolved.training
     strategy = runtime.strategy
-    plan = StepPlan(round(manifest.splits["train"].examples * (1 - calibration_holdout(training))), training)
+    plan = StepPlan.for_run(manifest, training)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    options = InputOptions(
-        batch_size=training.global_batch_size, training=True, seed=seed, shuffle_buffer=training.shuffle_buffer,
-        deterministic=training.deterministic, drop_remainder=True, repeat=True,
-        holdout_fraction=calibration_holdout(training),
-    )
+    options = train_input_options(training, seed)
 
     def dataset_fn(input_context):
         return make_dataset(examples_dir, manifest, "train", options, input_context)
@@ -84,12 +81,14 @@ def fit_parameter_server(
 
     done = int(model.optimizer.iterations.numpy())
     done -= done % plan.chunk_steps
-    curve: list[tuple[int, float]] = []
+    curve: list[CurvePoint] = []
     steady_started, steady_steps = None, 0
     waited = computed = 0.0  # seconds, over the steady chunks
     log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
              len(runtime.device_names))
     loop_started = time.perf_counter()
+    progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
+    progress.begin(done)
     for _chunk in range(done // plan.chunk_steps, plan.chunks):
         results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
         coordinator.join()
@@ -104,9 +103,11 @@ def fit_parameter_server(
         mean_loss = float(sum(float(loss) for loss, *_ in fetched) / len(fetched))
         if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm, *_ in fetched):
             raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
-        curve.append((done, mean_loss))
+        curve.append(CurvePoint(step=done, loss=mean_loss, epoch=None, eval_logloss=None))  # the last: train() adds both
         manager.save(checkpoint_number=done)
         log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
+        progress.steps_done(done)
+        progress.chunk_done(done, loss=mean_loss)
         if steady_started is None:
             steady_started = time.perf_counter()  # after the first chunk: tracing and start-up excluded
             first_chunk_times = (sum(float(f[2]) for f in fetched), sum(float(f[3]) for f in fetched))
@@ -119,4 +120,5 @@ def fit_parameter_server(
     if not steady_steps and steady_started is not None:  # a one-chunk run: its only chunk, start-up included
         waited, computed = first_chunk_times
         examples_per_second = plan.chunk_steps * training.global_batch_size / (steady_started - loop_started)
-    return model, plan, FitResult(curve, examples_per_second, input_stall_fraction=stall_fraction(waited, computed))
+    return model, plan, FitResult(curve=curve, examples_per_second=examples_per_second,
+                                  input_stall_fraction=stall_fraction(waited, computed))

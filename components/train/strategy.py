@@ -13,16 +13,18 @@ What the run saw (device kind, count, names, strategy, replicas) is read back fr
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import tensorflow as tf
 
-from components.train.embedding import TablePlacement
+from components.train.table_placement import TablePlacement, table_partitioner
+from components.train.local_cluster import LocalParameterServerCluster
+from components.train.ps_server import serve_from_tf_config
 from components.train.summary import HardwareSeen
-from configs.training import TrainingConfig
+from configs.training import TargetConfig, TrainingConfig
 
 
 class HardwareUnavailableError(RuntimeError):
@@ -67,20 +69,22 @@ class Runtime:
         )
 
 
-def tf_config_from_env() -> dict:
-    raw = os.environ.get("TF_CONFIG")
-    return json.loads(raw) if raw else {}
+def cluster_from_env() -> tf.distribute.cluster_resolver.TFConfigClusterResolver:
+    """The cluster and task TF_CONFIG names (an empty cluster and no task without TF_CONFIG)."""
+    return tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
 
-def cluster_spec_from_env() -> dict:
-    return tf_config_from_env().get("cluster", {})
+def cluster_jobs() -> dict[str, list[str]]:
+    """TF_CONFIG's cluster as {job: [address, ...]} ({} without TF_CONFIG)."""
+    cluster = cluster_from_env().cluster_spec()
+    return {job: cluster.job_tasks(job) for job in cluster.jobs}
 
 
 def runtime_for(target_kind: str, allow_cpu_fallback: bool = False) -> Runtime:
     """The strategy and devices for a target of `target_kind` on this machine, now."""
-    cluster = cluster_spec_from_env()
+    cluster = cluster_jobs()
     if cluster.get("ps"):
-        return _parameter_server_runtime(tf_config_from_env())
+        return _parameter_server_runtime(cluster_from_env())
     if target_kind == "cpu-ps":
         return _fallback_or_fail(
             "target kind 'cpu-ps' needs TF_CONFIG with a 'ps' job (parameter servers)", allow_cpu_fallback
@@ -139,25 +143,22 @@ def _tpu_runtime() -> Runtime:
     return Runtime(strategy, "TPU", [d.name for d in tpus], [description])
 
 
-def _parameter_server_runtime(tf_config: dict) -> Runtime:
+def _parameter_server_runtime(resolver: tf.distribute.cluster_resolver.TFConfigClusterResolver) -> Runtime:
     """This process is the coordinator: TF_CONFIG must name it task `chief` in a cluster with a `chief` job
     (the workers and ps are `tf.distribute.Server`s that filter their devices to `/job:chief`)."""
-    cluster = tf_config["cluster"]
-    task = tf_config.get("task", {})
-    task_type = task.get("type", "chief")
+    cluster = cluster_jobs()
+    task_type = resolver.task_type or "chief"  # no task in TF_CONFIG: this process is the coordinator
     if task_type != "chief" or not cluster.get("chief") or not cluster.get("worker"):
+        task = {"type": resolver.task_type, "index": resolver.task_id}
         raise HardwareUnavailableError(
             "a parameter-server run trains from the coordinator: TF_CONFIG needs task type 'chief' and a cluster "
             f"with 'chief', 'worker' and 'ps' jobs (got task {task!r}, jobs {sorted(cluster)}); workers and "
             "ps run tf.distribute.Server, not train()"
         )
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-        tf.train.ClusterSpec(cluster),
-        task_type="chief",
-        task_id=int(task.get("index", 0)),
-        rpc_layer=tf_config.get("rpc_layer", "grpc"),
-    )
-    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    resolver.task_type, resolver.task_id = "chief", resolver.task_id or 0
+    resolver.rpc_layer = resolver.rpc_layer or "grpc"
+    # large embedding tables are split over the ps tasks by TensorFlow (`table_placement`); nothing else is
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver, variable_partitioner=table_partitioner)
     workers = [f"/job:worker/replica:0/task:{i}" for i in range(len(cluster["worker"]))]
     return Runtime(strategy, "CPU", workers, [f"{len(cluster['ps'])} parameter server(s)"])
 
@@ -165,7 +166,7 @@ def _parameter_server_runtime(tf_config: dict) -> Runtime:
 def table_placement(training: TrainingConfig, runtime: Runtime) -> TablePlacement:
     """Large embedding tables: in host memory on GPU (the dense part stays on the GPU's replicas), split over
     every parameter server in a ps cluster; elsewhere (CPU, TPU, GPUs over several workers) left as they are."""
-    ps_tasks = len(cluster_spec_from_env().get("ps", [])) if runtime.is_parameter_server else 0
+    ps_tasks = len(cluster_jobs().get("ps", [])) if runtime.is_parameter_server else 0
     one_host = not isinstance(runtime.strategy, tf.distribute.MultiWorkerMirroredStrategy)
     return placement_rule(training, runtime.device_kind if one_host else "multi-worker", ps_tasks)
 
@@ -180,10 +181,9 @@ def placement_rule(training: TrainingConfig, device_kind: str, ps_tasks: int) ->
 
 def parameter_server_role() -> str | None:
     """'worker' or 'ps' when TF_CONFIG makes this process a server of a parameter-server cluster, else None."""
-    config = tf_config_from_env()
-    task_type = config.get("task", {}).get("type")
-    if "ps" in config.get("cluster", {}) and task_type in ("worker", "ps"):
-        return task_type
+    resolver = cluster_from_env()
+    if "ps" in resolver.cluster_spec().jobs and resolver.task_type in ("worker", "ps"):
+        return resolver.task_type
     return None
 
 
@@ -193,6 +193,13 @@ def serve_parameter_server_task() -> None:
     On Vertex a `cpu-ps` CustomJob runs the same command in every pool; the chief (pool 0) coordinates
     and the job finishes when it does, so workers and parameter servers only serve.
     """
-    from components.train.ps_server import serve_from_tf_config
-
     serve_from_tf_config()
+
+
+def local_cluster_for(target: TargetConfig, log_dir: str | Path) -> LocalParameterServerCluster | None:
+    """The cluster a `cpu-ps` target needs when no one else started one (no `ps` job in TF_CONFIG: the local
+    backend); None for every other target, and on Vertex or under an executor that sets TF_CONFIG."""
+    if target.kind != "cpu-ps" or cluster_jobs().get("ps"):
+        return None
+    shape = target.local_cluster_shape()
+    return LocalParameterServerCluster(shape.workers, shape.parameter_servers, log_dir)

@@ -72,18 +72,6 @@ def table_row_keys(model, manifest: Manifest, vocabularies: dict[str, list[bytes
     return keys
 
 
-# -- the model's tables as [rows, dim] arrays ------------------------------------------------------
-def _table_slices(model):
-    """(table name, group variables, row offset in the group, rows) for every table of a stacked-table model."""
-    for group, parts in model.embedding.table_variables():
-        for table, offset in zip(group.tables, group.offsets):
-            yield table.name, parts, offset, table.vocabulary_size
-
-
-def _group_value(parts) -> np.ndarray:
-    return np.concatenate([part.numpy() for part in parts], axis=0)
-
-
 def _dense_variables(model) -> list:
     tables = {id(v) for v in model.embedding.weights}
     return [v for v in model.weights if id(v) not in tables]
@@ -92,14 +80,11 @@ def _dense_variables(model) -> list:
 # -- write (at export) and apply (before the first step) -------------------------------------------
 def write_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]], export_dir: str | Path) -> Path | None:
     """Write the champion-to-be's tables, row keys and dense weights under `<export_dir>/warm_start/`."""
-    if model.tpu_embedding:
+    if not model.embedding.warm_startable:
         return None
     directory = Path(export_dir) / STATE_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    tables: dict[str, np.ndarray] = {}
-    for name, parts, offset, rows in _table_slices(model):
-        tables[name] = _group_value(parts)[offset:offset + rows]
-    np.savez(directory / TABLES_FILE, allow_pickle=False, **tables)
+    np.savez(directory / TABLES_FILE, allow_pickle=False, **model.embedding.table_values())
     np.savez(directory / DENSE_FILE, **{f"w{i}": v.numpy() for i, v in enumerate(_dense_variables(model))})
     (directory / KEYS_FILE).write_text(json.dumps({
         "tables": table_row_keys(model, manifest, vocabularies),
@@ -113,40 +98,35 @@ def apply_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]],
     directory = Path(source_dir) / STATE_DIR
     if not (directory / KEYS_FILE).is_file():
         raise WarmStartUnavailable(f"{source_dir} has no {STATE_DIR}/ state (exported by an older adrank?)")
-    if model.tpu_embedding:
-        raise WarmStartUnavailable("warm start into TPU embedding tables is not supported")
+    if not model.embedding.warm_startable:
+        raise WarmStartUnavailable(f"warm start into {type(model.embedding).__name__} tables is not supported")
     saved = json.loads((directory / KEYS_FILE).read_text())
     champion_tables = np.load(directory / TABLES_FILE)
     champion_dense = np.load(directory / DENSE_FILE)
     new_keys = table_row_keys(model, manifest, vocabularies)
 
     carried = []
-    for group, parts in model.embedding.table_variables():
-        value = _group_value(parts)
-        changed = False
-        for table, offset in zip(group.tables, group.offsets):
-            rows = table.vocabulary_size
-            old_keys = saved["tables"].get(table.name)
-            copied = 0
-            if old_keys is not None and table.name in champion_tables.files:
-                old = champion_tables[table.name]
-                if old.shape[1] == value.shape[1]:
-                    old_row = {key: index for index, key in enumerate(old_keys)}
-                    targets, sources = [], []
-                    for row, key in enumerate(new_keys[table.name]):
-                        if key in old_row:
-                            targets.append(offset + row)
-                            sources.append(old_row[key])
-                    if targets:
-                        value[np.array(targets)] = old[np.array(sources)]
-                        copied, changed = len(targets), True
-            carried.append(TableCarryOver(table=table.name, rows=rows, copied=copied, new=rows - copied))
-        if changed:
-            start = 0
-            for part in parts:
-                rows = int(part.shape[0])
-                part.assign(value[start:start + rows])
-                start += rows
+    values = model.embedding.table_values()
+    changed = {}
+    for name, value in values.items():
+        rows = int(value.shape[0])
+        old_keys = saved["tables"].get(name)
+        copied = 0
+        if old_keys is not None and name in champion_tables.files:
+            old = champion_tables[name]
+            if old.shape[1] == value.shape[1]:
+                old_row = {key: index for index, key in enumerate(old_keys)}
+                targets, sources = [], []
+                for row, key in enumerate(new_keys[name]):
+                    if key in old_row:
+                        targets.append(row)
+                        sources.append(old_row[key])
+                if targets:
+                    value = value.copy()
+                    value[np.array(targets)] = old[np.array(sources)]
+                    changed[name], copied = value, len(targets)
+        carried.append(TableCarryOver(table=name, rows=rows, copied=copied, new=rows - copied))
+    model.embedding.assign_tables(changed)
 
     paths = {path: index for index, path in enumerate(saved["dense_paths"])}
     copied_dense, skipped = 0, []

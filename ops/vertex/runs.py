@@ -20,6 +20,8 @@ from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, console_url
+from ops.vertex.schedules import config_schedules
+from ops.errors import VertexApiError
 
 STATE_PREFIX = "PIPELINE_STATE_"
 JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
@@ -71,7 +73,6 @@ def run_from_resource(resource, schedules: dict[str, str] | None = None) -> Vert
 
 def list_runs(config: AdrankConfig, session: VertexSession, limit: int = 20) -> list[VertexRun]:
     """The config's pipeline runs, submitted or scheduled, newest first, with their task details."""
-    from ops.vertex.schedules import config_schedules
 
     schedules = config_schedules(config, session)
     return [run_from_resource(resource, schedules)
@@ -106,7 +107,6 @@ def get_run(job_id: str, session: VertexSession) -> VertexRun:
     """One run by job id or resource name (its schedule, if any, by resource id: see `name_schedule`)."""
     from google.cloud import aiplatform
 
-    from ops.errors import VertexApiError
 
     if not (JOB_ID.match(job_id) or JOB_NAME.match(job_id)):
         raise VertexApiError(f"{job_id!r} is not a pipeline job id (lowercase letters, digits and '-', at most 128) "

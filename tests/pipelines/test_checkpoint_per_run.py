@@ -10,7 +10,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "components" / "train"))
 from config_fixture import small_config  # noqa: E402
 from fixture_data import write_transformed_examples  # noqa: E402
 
-from components.train.task import checkpoint_dir, train  # noqa: E402
+from components.train.loop import checkpoint_dir  # noqa: E402
+from components.train.task import train  # noqa: E402
 
 pytestmark = pytest.mark.slow  # three short training runs
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 
 from components.preprocess.manifest import Manifest
-from components.train.embedding import TablePlacement, feature_configs, numeric_features
+from components.train.embedding import (
+    EmbeddingTables, FeatureEmbedding, TPUFeatureEmbedding, feature_configs, numeric_features,
+)
 from components.train.models.base import RankingModel
 from components.train.models.cross import CrossLayer
 from components.train.models.dcn import DCN
 from components.train.models.linear import LogisticRegression
 from components.train.models.mlp import MLP
 from components.train.models.ple import CGC, PLE
+from components.train.table_placement import TablePlacement
 from configs.training import ModelConfig
 
 __all__ = ["CGC", "DCN", "MLP", "PLE", "CrossLayer", "LogisticRegression", "RankingModel", "build_model"]
@@ -33,19 +36,22 @@ def build_model(
 ) -> RankingModel:
     """The configured model, its tables sized from the transform output (the manifest).
 
-    `embedding_optimizer` is the TableConfig optimizer the TPU embedding API applies (unused off TPU, where
-    the model's sparse embedding optimizer updates the tables); `placement` puts large tables on the host or
-    splits them over parameter servers."""
+    `tpu_embedding` chooses the tables' implementation (`components.train.embedding`): the TPU embedding API,
+    whose TableConfig optimizer is `embedding_optimizer`, or stacked variables updated by the model's sparse
+    embedding optimizer, which `placement` puts on the host or splits over parameter servers."""
     dim = 1 if model.kind == "linear" else model.embedding_dim
+    configs = feature_configs(
+        manifest, dim, per_replica_batch, embedding_optimizer, initializer=model.embedding_initializer,
+        shared_tables=model.shared_tables,
+    )
+    embedding: EmbeddingTables = (
+        TPUFeatureEmbedding(configs, name="embedding") if tpu_embedding
+        else FeatureEmbedding(configs, placement=placement, name="embedding")
+    )
     common = dict(
-        feature_configs=feature_configs(
-            manifest, dim, per_replica_batch, embedding_optimizer, initializer=model.embedding_initializer,
-            shared_tables=model.shared_tables,
-        ),
+        embedding=embedding,
         numeric_features=[f.name for f in numeric_features(manifest)],
         tasks=list(manifest.tasks),
-        tpu_embedding=tpu_embedding,
-        placement=placement,
         prior_logits=prior_logits(manifest) if model.output_bias == "label_rate" else None,
         name=model.kind,
     )

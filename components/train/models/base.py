@@ -4,7 +4,8 @@ Subclasses implement `body(x0) -> {task: logit[batch, 1]}`; each task's logit is
 log-odds log(r / (1 - r)) of its train positive rate r (`model.output_bias: label_rate`), so an untrained model
 already predicts the base rate instead of 0.5 and training spends no steps pulling the bias there. Training applies two optimizers: a sparse one
 for the embedding tables (only looked-up rows change; see `embedding_optimizers`) and one for every dense
-weight. On TPU the embedding API updates the tables with the TableConfig optimizer.
+weight. The tables are behind one interface (`components.train.embedding.EmbeddingTables`): the model never asks
+where they live (stacked variables on CPU/GPU/parameter servers, the TPU embedding API) or how they are updated.
 """
 
 from __future__ import annotations
@@ -12,48 +13,37 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import keras_rs
 import tensorflow as tf
-from keras.src.losses import loss as loss_module
 
-from components.train.embedding import FeatureEmbedding, TablePlacement, TPUFeatureEmbedding
-from components.train.embedding_optimizers import gradient_norm, sum_table_gradients
+from components.train.embedding import EmbeddingTables, deserialize_embedding, serialize_embedding
+from components.train.embedding_optimizers import gradient_norm
+from components.train.table_placement import table_shards
 
 
 class RankingModel(keras.Model):
     def __init__(
         self,
-        feature_configs: dict[str, keras_rs.layers.FeatureConfig | dict],
+        embedding: EmbeddingTables | dict,
         numeric_features: list[str],
         tasks: list[str],
-        tpu_embedding: bool = False,
-        placement: TablePlacement | dict | None = None,
         prior_logits: dict[str, float] | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.prior_logits = {task: float(v) for task, v in (prior_logits or {}).items()}
-        self.feature_configs = {
-            name: c if isinstance(c, keras_rs.layers.FeatureConfig) else keras_rs.layers.FeatureConfig.from_config(c)
-            for name, c in feature_configs.items()
-        }
+        self.embedding = embedding if isinstance(embedding, EmbeddingTables) else deserialize_embedding(embedding)
         self.numeric_features = list(numeric_features)
         self.tasks = list(tasks)
-        self.tpu_embedding = tpu_embedding
-        if tpu_embedding:
-            self.embedding = TPUFeatureEmbedding(self.feature_configs, name="embedding")
-        else:
-            self.embedding = FeatureEmbedding(self.feature_configs, placement=placement, name="embedding")
         self.embedding_optimizer: keras.optimizers.Optimizer | None = None
+
+    @property
+    def feature_configs(self) -> dict:
+        return self.embedding.feature_configs
 
     # -- forward ---------------------------------------------------------------------------------
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
         ids = {name: inputs[name] for name in self.feature_configs}
-        if self.tpu_embedding:
-            embedded = self.embedding(ids)
-            parts = [embedded[name] for name in self.feature_configs]
-        else:  # one [batch, Σ dims] block: no per-feature slicing and re-concatenation
-            parts = [self.embedding.concatenated(ids)]
+        parts = [self.embedding.concatenated(ids)]  # one [batch, Σ dims] block, however the tables are kept
         if self.numeric_features:
             numeric = keras.ops.stack([keras.ops.cast(inputs[n], self.compute_dtype) for n in self.numeric_features], -1)
             parts.append(numeric)
@@ -73,39 +63,42 @@ class RankingModel(keras.Model):
         self.embedding_optimizer = embedding_optimizer
 
     def variable_groups(self) -> tuple[list, list]:
-        """(embedding-table variables, every other trainable variable)."""
+        """(embedding-table variables, each table's shards where the strategy split it; every other trainable
+        variable)."""
         table_ids = {id(v) for v in self.embedding.trainable_variables}
-        tables = [v for v in self.trainable_variables if id(v) in table_ids]
+        tables = [shard for v in self.trainable_variables if id(v) in table_ids for shard in table_shards(v)]
         dense = [v for v in self.trainable_variables if id(v) not in table_ids]
         return tables, dense
+
+    def _sparse_table_optimizer(self) -> keras.optimizers.Optimizer | None:
+        """The sparse embedding optimizer when it updates the tables apart from the dense weights, else None."""
+        return self.embedding_optimizer if self.embedding.sparse_optimizer_updates else None
 
     def build_optimizers(self) -> None:
         """Create optimizer slots now (under the strategy scope), each for its own variable group."""
         tables, dense = self.variable_groups()
-        if self.embedding_optimizer is None or self.tpu_embedding:
+        sparse = self._sparse_table_optimizer()
+        if sparse is None:
             self.optimizer.build(tables + dense)
         else:
             self.optimizer.build(dense)
-            self.embedding_optimizer.build(tables)
+            sparse.build(tables)
 
     def table_gradients_summed(self, gradients: list, tables: list) -> list:
-        """Gradients ordered as `tables + dense`, each table's duplicate ids summed once (for the norm and the
-        sparse optimizer alike)."""
-        if self.tpu_embedding:
-            return gradients
-        optimizer = self.embedding_optimizer
-        dense_when_busy = optimizer is not None and optimizer.dense_when_busy()
-        xla = optimizer is not None and optimizer.fused_dense_updates
-        return sum_table_gradients(gradients[: len(tables)], tables, dense_when_busy, xla) + list(gradients[len(tables) :])
+        """Gradients ordered as `tables + dense`, the tables' as the optimizer updating them takes them (for the
+        norm and the update alike)."""
+        summed = self.embedding.summed_table_gradients(gradients[: len(tables)], tables, self.embedding_optimizer)
+        return summed + list(gradients[len(tables) :])
 
     def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
-        """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when
-        there is one, everything else with the dense optimizer."""
-        if self.embedding_optimizer is None or self.tpu_embedding:
+        """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when it
+        updates them, everything else with the dense optimizer."""
+        sparse = self._sparse_table_optimizer()
+        if sparse is None:
             self.optimizer.apply_gradients(zip(gradients, tables + dense))
         else:
-            with self.embedding_optimizer.rows_summed():
-                self.embedding_optimizer.apply_gradients(zip(gradients[: len(tables)], tables))
+            with sparse.rows_summed():
+                sparse.apply_gradients(zip(gradients[: len(tables)], tables))
             self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
 
     def train_step(self, data):
@@ -114,7 +107,7 @@ class RankingModel(keras.Model):
             y_pred = self(x, training=True)
             loss = self._compute_loss(x=x, y=y, y_pred=y_pred, training=True)
             self._loss_tracker.update_state(
-                loss_module.unscale_loss_for_distribution(loss), sample_weight=tf.shape(y_pred[self.tasks[0]])[0]
+                unscaled_for_distribution(loss), sample_weight=tf.shape(y_pred[self.tasks[0]])[0]
             )
         tables, dense = self.variable_groups()
         gradients = self.table_gradients_summed(tape.gradient(loss, tables + dense), tables)
@@ -126,38 +119,21 @@ class RankingModel(keras.Model):
 
     # -- memory ----------------------------------------------------------------------------------
     def table_memory(self) -> list[dict[str, Any]]:
-        """Per stacked table: rows, dim, parameter bytes and its optimizer's slot bytes, and where it lives."""
-        if self.tpu_embedding:
-            return []
-        result = []
-        for group, parts in self.embedding.table_variables():
-            slots = 0
-            for part in parts:
-                if self.embedding_optimizer is not None and hasattr(self.embedding_optimizer, "slot_bytes"):
-                    slots += self.embedding_optimizer.slot_bytes(part)
-                elif self.optimizer is not None and self.optimizer.built:  # Keras Adam: m and v, dense
-                    slots += 2 * group.parameter_bytes // len(parts)
-            result.append(
-                {
-                    "name": group.name,
-                    "tables": [t.name for t in group.tables],
-                    "rows": group.rows,
-                    "embedding_dim": group.embedding_dim,
-                    "parameter_bytes": group.parameter_bytes,
-                    "optimizer_slot_bytes": slots,
-                    "shards": len(parts),
-                    "devices": sorted({str(p.value.device) for p in parts}),
-                }
-            )
-        return result
+        """Per stored table: rows, dim, parameter bytes and its optimizer's slot bytes, and where it lives."""
+        return self.embedding.table_memory(self.embedding_optimizer, self.optimizer)
 
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "feature_configs": {name: c.get_config() for name, c in self.feature_configs.items()},
+            "embedding": serialize_embedding(self.embedding),
             "numeric_features": self.numeric_features,
             "tasks": self.tasks,
-            "tpu_embedding": self.tpu_embedding,
             "prior_logits": self.prior_logits,
-            "placement": None if self.tpu_embedding else self.embedding.placement.get_config(),
         }
+
+
+def unscaled_for_distribution(loss: tf.Tensor) -> tf.Tensor:
+    """The step's loss as the mean over the global batch: under a strategy with several replicas in sync Keras
+    scales each replica's loss by 1 / replicas (so that summed gradients average), which the loss tracker undoes."""
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return loss * tf.cast(replicas, loss.dtype) if replicas > 1 else loss

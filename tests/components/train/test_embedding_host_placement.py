@@ -13,7 +13,7 @@ import numpy as np, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
 from components.train.strategy import Runtime
-from components.train.task import compiled_model
+from components.train.loop import compiled_model
 from configs import load_config
 from configs.training import TargetConfig, resolve_target
 from fixture_data import FEATURES

@@ -7,10 +7,13 @@ import pytest
 import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
-from components.train.embedding import FeatureEmbedding, TablePlacement, feature_configs, shard_rows
+from components.train.embedding import (
+    FeatureEmbedding, TPUFeatureEmbedding, deserialize_embedding, feature_configs, serialize_embedding,
+)
 from components.train.models import build_model
 from components.train.strategy import placement_rule, runtime_for
-from components.train.task import compiled_model
+from components.train.table_placement import TablePlacement, partitioned_table, table_partitioner, table_shards
+from components.train.loop import compiled_model
 from configs import load_config
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, resolve_target
 
@@ -104,20 +107,23 @@ def test_large_tables_go_to_host_memory_on_gpu_and_are_split_over_parameter_serv
     on_ps = placement_rule(training, "CPU", ps_tasks=2)
     assert on_ps.shards_for(501, rows=100) == 2 and on_ps.shards_for(500, rows=100) == 1
     assert placement_rule(training, "CPU", ps_tasks=1).shards_for(10**12, rows=100) == 1
-    assert shard_rows(11, 2) == [6, 5]
 
 
-def test_a_table_split_in_row_ranges_looks_up_the_same_rows_as_one_table():
-    configs = feature_configs(SMALL, 4, 2)
-    whole = FeatureEmbedding(configs)
-    split = FeatureEmbedding(configs, placement=TablePlacement(shards=2, shard_bytes=1))
-    assert [tuple(v.shape) for v in split.trainable_variables] == [(8, 4), (8, 4)]
-    stacked = whole.trainable_variables[0].numpy()
-    split.trainable_variables[0].assign(stacked[:8])
-    split.trainable_variables[1].assign(stacked[8:])
-    inputs = {"user_id": tf.constant([4, 2]), "ad_id": tf.constant([6, 3]), "interests": tf.constant([[3, 2, 1]] * 2)}
-    for name, vectors in whole(inputs).items():
-        np.testing.assert_allclose(split(inputs)[name].numpy(), vectors.numpy(), rtol=1e-6)
+def test_the_parameter_server_partitioner_splits_only_a_table_being_created_over_its_shard_bytes():
+    # (the split itself, TensorFlow's ShardedVariable over two ps tasks: test_distributed's cpu-ps run)
+    placement = TablePlacement(shards=2, shard_bytes=500)
+    assert table_partitioner(tf.TensorShape([100, 8]), tf.float32) == [1, 1]  # a dense weight, or no table
+    with partitioned_table(placement, table_bytes=100 * 8 * 4):
+        assert table_partitioner(tf.TensorShape([100, 8]), tf.float32) == [2, 1]
+    with partitioned_table(placement, table_bytes=400):
+        assert table_partitioner(tf.TensorShape([100, 1]), tf.float32) == [1, 1]
+    assert table_partitioner(tf.TensorShape([100, 8]), tf.float32) == [1, 1]  # the scope ended
+
+
+def test_off_parameter_servers_a_table_over_the_shard_bytes_stays_one_variable():
+    layer = FeatureEmbedding(feature_configs(SMALL, 4, 2), placement=TablePlacement(shards=2, shard_bytes=1))
+    ((group, parts),) = layer.table_variables()
+    assert [tuple(v.shape) for v in parts] == [(16, 4)] and table_shards(parts[0]) == parts
 
 
 def test_vertex_yaml_table_sizes_build_and_train_a_few_steps_on_cpu():
@@ -142,3 +148,24 @@ def test_vertex_yaml_table_sizes_build_and_train_a_few_steps_on_cpu():
     history = model.fit(tf.data.Dataset.from_tensors((batch, labels)).repeat(3), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][-1])
     assert int(model.optimizer.iterations.numpy()) == 3
+
+
+@pytest.mark.parametrize("implementation", [FeatureEmbedding, TPUFeatureEmbedding])
+def test_either_embedding_looks_up_its_table_rows_and_round_trips_config_and_tables(implementation):
+    layer = implementation(feature_configs(SMALL, embedding_dim=4, batch_size=2), name="embedding")
+    inputs = {"user_id": tf.constant([1, 4]), "ad_id": tf.constant([0, 6]),
+              "interests": tf.constant([[1, 3, 0], [2, 0, 0]])}
+    block = layer.concatenated(inputs).numpy()
+    assert block.shape == (2, 3 * 4)
+    tables = layer.table_values()
+    assert {name: t.shape for name, t in tables.items()} == {
+        "user_id_table": (5, 4), "ad_id_table": (7, 4), "interests_table": (4, 4)}
+    out = layer(inputs)
+    np.testing.assert_allclose(out["user_id"].numpy(), tables["user_id_table"][[1, 4]], rtol=1e-6)
+    np.testing.assert_allclose(out["interests"].numpy()[0], tables["interests_table"][[1, 3]].mean(0), rtol=1e-6)
+
+    copy = deserialize_embedding(serialize_embedding(layer))
+    assert type(copy) is implementation and list(copy.feature_configs) == ["user_id", "ad_id", "interests"]
+    copy.concatenated(inputs)
+    copy.assign_tables(tables)
+    np.testing.assert_allclose(copy.concatenated(inputs).numpy(), block, rtol=1e-6)

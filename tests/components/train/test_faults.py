@@ -5,7 +5,8 @@ import tensorflow as tf
 
 from components.train import callbacks
 from components.train.callbacks import NonFiniteLossError
-from components.train.task import checkpoint_dir, train
+from components.train.loop import checkpoint_dir
+from components.train.task import train
 from config_fixture import small_config
 from fixture_data import write_transformed_examples
 

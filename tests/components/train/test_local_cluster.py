@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from components.train.local_cluster import cluster_spec, local_cluster_for
+from components.train.local_cluster import cluster_spec
+from components.train.strategy import local_cluster_for
 from configs.training import LocalClusterShape, TargetConfig
 
 ROOT = Path(__file__).parents[3]

@@ -1,0 +1,259 @@
+"""The training loop's shared pieces and the synchronous fit.
+
+Both loops, Keras `fit` here (one device, mirrored replicas, TPU) and the parameter-server coordinator
+(`components.train.parameter_server`), train the same way:
+
+    plan the run in checkpointed chunks (`StepPlan`) → build and compile the model with its optimizers under
+    the strategy scope (`compiled_model`) → restore the latest checkpoint (`checkpoint_manager`) → train chunk
+    by chunk, saving after each → hand back a `FitResult` (loss curve, steady examples/s, input stall)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from components.preprocess.manifest import Manifest
+from components.train.callbacks import (
+    EpochEvaluation, InputStallMeter, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
+    TrainingProgress,
+)
+from components.train.export import tft_output_dir
+from components.train.input import InputOptions, make_dataset
+from components.train.models import RankingModel, build_model
+from components.train.optimization import make_optimizers, tpu_embedding_optimizer
+from components.train.predictions import EvalSplit
+from components.train.strategy import Runtime, table_placement
+from components.train.summary import CurvePoint, WarmStartSummary
+from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
+from configs.training import ResolvedTarget, TrainingConfig
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_DIR = "checkpoints"
+TENSORBOARD_ENV = "AIP_TENSORBOARD_LOG_DIR"
+
+
+# -- the plan ----------------------------------------------------------------------------------------
+class StepPlan:
+    """Steps of a run, grouped into equal chunks; a checkpoint is written after every chunk.
+
+    A chunk is a whole number of executions (`steps_per_execution` steps each) and an epoch a whole number
+    of chunks, so a resumed run restarts at a chunk boundary, each epoch trains every full batch, and the run
+    ends at exactly `total_steps`. Only when no such split is possible without collapsing to one step per
+    execution are a few steps per epoch left out: `dropped_steps_per_epoch` says how many (RunSummary and
+    the report show it).
+    """
+
+    def __init__(self, train_examples: int, training: TrainingConfig):
+        self.steps_per_epoch = train_examples // training.global_batch_size
+        if self.steps_per_epoch < 1:
+            raise ValueError(
+                f"{train_examples} train examples are fewer than one global batch of {training.global_batch_size}"
+            )
+        self.chunks_per_epoch = chunks_per_epoch_for(self.steps_per_epoch, training.checkpoints_per_epoch)
+        chunk = self.steps_per_epoch // self.chunks_per_epoch
+        self.steps_per_execution = steps_per_execution_for(chunk, training.steps_per_execution)
+        self.chunk_steps = chunk - chunk % self.steps_per_execution
+        self.epochs = training.epochs
+        self.chunks = training.epochs * self.chunks_per_epoch
+        self.total_steps = self.chunks * self.chunk_steps
+        self.dropped_steps_per_epoch = self.steps_per_epoch - self.chunks_per_epoch * self.chunk_steps
+
+    @classmethod
+    def for_run(cls, manifest: Manifest, training: TrainingConfig) -> StepPlan:
+        """The plan over the train split less the slice held out for the calibration step."""
+        return cls(round(manifest.splits["train"].examples * (1 - calibration_holdout(training))), training)
+
+    @property
+    def dropped_steps(self) -> int:
+        return self.dropped_steps_per_epoch * self.epochs
+
+    def ends_epoch(self, chunk_index: int) -> bool:
+        """Whether chunk `chunk_index` (0-based over the run) is an epoch's last."""
+        return (chunk_index + 1) % self.chunks_per_epoch == 0
+
+
+def chunks_per_epoch_for(steps_per_epoch: int, checkpoints_per_epoch: int) -> int:
+    """The fewest chunks ≥ `checkpoints_per_epoch` (and ≤ twice that) that split the epoch evenly; else
+    `checkpoints_per_epoch` itself (the remainder steps are then dropped and reported)."""
+    wanted = min(checkpoints_per_epoch, steps_per_epoch)
+    for chunks in range(wanted, min(2 * wanted, steps_per_epoch) + 1):
+        if steps_per_epoch % chunks == 0:
+            return chunks
+    return wanted
+
+
+def steps_per_execution_for(chunk: int, configured: int, max_waste: float = 0.05) -> int:
+    """The largest steps-per-execution ≤ `configured` that divides a chunk, so no step is dropped (chunk 279,
+    configured 8 → 3, not 8, which would drop 7 steps every epoch). Only when that divisor is below a quarter
+    of `configured` (a prime chunk: it would be 1) does speed win: the largest value that drops at most
+    `max_waste` of the chunk."""
+    limit = min(configured, chunk)
+    divisor = max(d for d in range(1, limit + 1) if chunk % d == 0)
+    if 4 * divisor >= configured:
+        return divisor
+    return max(d for d in range(1, limit + 1) if chunk % d <= max_waste * chunk)
+
+
+def calibration_holdout(training: TrainingConfig) -> float:
+    """The share of train examples held out of training to fit the calibration step (0 without one, and when it
+    is fitted on the latest train days, which are trained on as well)."""
+    if training.calibration == "none" or training.calibration_data != "holdout":
+        return 0.0
+    return training.calibration_holdout_fraction
+
+
+def train_input_options(training: TrainingConfig, seed: int) -> InputOptions:
+    """The train split as both loops read it: shuffled by the run's seed, full batches, repeated, the
+    calibration slice held out."""
+    return InputOptions(
+        batch_size=training.global_batch_size,
+        training=True,
+        seed=seed,
+        shuffle_buffer=training.shuffle_buffer,
+        deterministic=training.deterministic,
+        drop_remainder=True,
+        repeat=True,
+        holdout_fraction=calibration_holdout(training),
+    )
+
+
+# -- what a fit hands back ---------------------------------------------------------------------------
+@dataclass
+class FitResult:
+    """`curve`: one point per chunk (training loss; epoch and eval log-loss where the chunk ends an evaluated
+    epoch); `input_stall_fraction`: the share of steady-state step time spent waiting for input (None: not
+    measured)."""
+
+    curve: list[CurvePoint]
+    examples_per_second: float
+    tensorboard: TensorBoardScalars | None = None
+    warm_start: WarmStartSummary | None = None
+    input_stall_fraction: float | None = None
+
+
+# -- model, checkpoints, TensorBoard -----------------------------------------------------------------
+def tensorboard_scalars() -> TensorBoardScalars | None:
+    """TensorBoard scalars to `AIP_TENSORBOARD_LOG_DIR` when Vertex (or the user) sets it."""
+    log_dir = os.environ.get(TENSORBOARD_ENV)
+    return TensorBoardScalars(log_dir) if log_dir else None
+
+
+def checkpoint_dir(model_dir: str) -> str:
+    """Locally checkpoints live in the model dir. On Vertex they go under the preemption-safe
+    `AIP_CHECKPOINT_DIR`, nested by this run's model dir (its own output artifact, the same when the job
+    restarts): a task resumes its own checkpoints, never those of another run sharing the variable."""
+    shared = os.environ.get("AIP_CHECKPOINT_DIR")
+    if not shared:
+        return str(Path(model_dir) / CHECKPOINT_DIR)
+    run_key = hashlib.sha256(str(model_dir).rstrip("/").encode()).hexdigest()[:16]
+    return f"{shared.rstrip('/')}/run-{run_key}"
+
+
+def checkpoint_manager(model: RankingModel, model_dir: str) -> tf.train.CheckpointManager:
+    objects = {"model": model, "optimizer": model.optimizer}
+    if model.embedding_optimizer is not None:
+        objects["embedding_optimizer"] = model.embedding_optimizer
+    return tf.train.CheckpointManager(tf.train.Checkpoint(**objects), checkpoint_dir(model_dir), max_to_keep=2)
+
+
+def compiled_model(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, sample_features: dict, steps_per_execution: int
+) -> RankingModel:
+    """The model with built variables and optimizer slots; call under the strategy scope."""
+    per_replica_batch = resolved.training.global_batch_size // runtime.replicas
+    dense_optimizer, embedding_optimizer = make_optimizers(resolved.training)
+    model = build_model(
+        resolved.model, manifest, per_replica_batch, tpu_embedding=runtime.is_tpu,
+        embedding_optimizer=tpu_embedding_optimizer(resolved.training), placement=table_placement(resolved.training, runtime),
+    )
+    model.compile(
+        optimizer=dense_optimizer,
+        embedding_optimizer=embedding_optimizer,
+        loss={task: keras.losses.BinaryCrossentropy() for task in manifest.tasks},
+        steps_per_execution=steps_per_execution,
+        jit_compile=runtime.is_tpu,
+    )
+    model(sample_features)
+    model.build_optimizers()
+    return model
+
+
+# -- the synchronous fit -------------------------------------------------------------------------------
+def fit_synchronous(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int,
+    warm_start_from: str | None = None,
+) -> tuple[RankingModel, StepPlan, FitResult]:
+    """Keras `fit` over the plan's chunks ('epochs' of fit), resuming from the latest checkpoint; a fresh run
+    with `warm_start_from` starts from the champion's weights."""
+    training = resolved.training
+    if training.global_batch_size % runtime.replicas:
+        raise ValueError(
+            f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
+        )
+    plan = StepPlan.for_run(manifest, training)
+    train_data = make_dataset(examples_dir, manifest, "train", train_input_options(training, seed))
+    sample_features, _ = next(iter(train_data.take(1)))
+    # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
+    # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
+    steps_per_execution = plan.steps_per_execution if runtime.replicas == 1 or runtime.is_tpu else 1
+    # its variables stay outside the strategy scope; no TPU kernel for tf.timestamp, which op determinism refuses
+    stall = None if runtime.is_tpu or training.deterministic else InputStallMeter()
+    with runtime.strategy.scope():
+        model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
+        manager = checkpoint_manager(model, model_dir)
+        if manager.latest_checkpoint:
+            manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            log.info("resumed from %s", manager.latest_checkpoint)
+        warm_start = None
+        if warm_start_from and not manager.latest_checkpoint:
+            try:
+                vocabularies = transform_vocabularies(tft_output_dir(examples_dir, manifest))
+                warm_start = apply_state(model, manifest, vocabularies, warm_start_from)
+            except WarmStartUnavailable as error:
+                log.warning("training cold: %s", error)
+    done_steps = int(model.optimizer.iterations.numpy())
+    if done_steps % plan.chunk_steps:
+        raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")
+    if done_steps:  # resumed: the batches an uninterrupted run would see next (the same ones when deterministic)
+        train_data = train_data.skip(done_steps)
+
+    curve, clock, tensorboard = LossCurve(), StepClock(), tensorboard_scalars()
+    callbacks: list[keras.callbacks.Callback] = [StopOnNonFiniteLoss(), SaveCheckpoint(manager)]
+    if plan.epochs > 1:
+        eval_split = EvalSplit(model, manifest, examples_dir, training)
+        callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss))
+    callbacks += [curve, clock]
+    callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size))
+    if tensorboard is not None:
+        callbacks.append(tensorboard)
+    if stall is not None:
+        model.train_step = stall.wrap(model.train_step, model)  # type: ignore[method-assign]  # timed per step
+        callbacks.append(stall)
+
+    if done_steps < plan.total_steps:
+        model.fit(
+            train_data,
+            steps_per_epoch=plan.chunk_steps,
+            epochs=plan.chunks,
+            initial_epoch=done_steps // plan.chunk_steps,
+            callbacks=callbacks,
+            verbose=0,
+        )
+    steps_per_second = clock.steady_steps_per_second()
+    examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
+    return model, plan, FitResult(
+        curve=[CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=eval_logloss)
+               for step, loss, epoch, eval_logloss in curve.points],
+        examples_per_second=examples_per_second,
+        tensorboard=tensorboard,
+        warm_start=warm_start,
+        input_stall_fraction=stall.input_stall_fraction() if stall is not None else None,
+    )
