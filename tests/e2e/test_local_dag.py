@@ -18,13 +18,15 @@ TINY = [
 @pytest.fixture(scope="module")
 def three_target_run(tmp_path_factory):
     """3 targets × 2 runs, two tasks: DCN-v2 at batch 256 synchronously and on its own parameter-server cluster
-    (cpu-ps: 2 workers, 1 ps), and PLE at batch 512 (5 epochs), fanned out and in; a TPU target is skipped."""
+    (cpu-ps: 1 worker, 1 ps; tests/components/train covers 2 workers and 2 ps), and PLE at batch 512 (5 epochs),
+    fanned out and in; a TPU target is skipped."""
     runs_dir = tmp_path_factory.mktemp("runs")
     overrides = TINY + [
         "runs_per_target=2",
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
         "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
-        "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38}, "
+        "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38, "
+        "local_cluster: {workers: 1, parameter_servers: 1}}, "
         "{name: tpu-v5e, kind: tpu, price_per_hour: 1.2}]",  # PLE: 16 steps an epoch at batch 512 on this tiny log
         "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
         "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
@@ -48,8 +50,9 @@ def test_run_shows_each_step_and_what_it_is_doing(three_target_run):
         assert progress in lines
     assert any(line.startswith("      train split: ") and line.endswith(" examples") for line in lines)
     training = [line.strip() for line in lines if line.startswith("      epoch ")]
-    # cpu and cpu-ple train with Keras fit (3 and 5 epochs, 2 runs each): a line at every epoch's end
-    assert sum(line.startswith("epoch 3/3 done") for line in training) == 2
+    # cpu (Keras fit) and cpu-ps (the parameter-server loop) train 3 epochs, cpu-ple 5, 2 runs each: a line at every
+    # epoch's end
+    assert sum(line.startswith("epoch 3/3 done") for line in training) == 4
     assert sum(line.startswith("epoch 5/5 done") for line in training) == 2
     assert all(" ex/s  ETA " in line for line in training)
 
