@@ -20,7 +20,8 @@ def default_dict() -> dict:
 def test_embedded_default_loads():
     config = load_config()
     assert config.name == "adrank-local"
-    assert [t.kind for t in config.targets] == ["cpu", "cpu-ps"]  # synchronous vs asynchronous
+    # synchronous vs asynchronous on this machine's CPU; a GPU target when there is one; TPU listed as skipped
+    assert [t.kind for t in config.targets] == ["cpu", "cpu-ps", "gpu", "tpu"]
     assert config.target("cpu-ps").local_cluster_shape().model_dump() == {"workers": 2, "parameter_servers": 1}
     assert any(f.kind == "categorical_list" for f in config.features)
 
@@ -61,7 +62,7 @@ def test_overrides_keep_types_and_address_list_items():
 
 @pytest.mark.parametrize("override, message", [
     ("training.epochs", "expected dotted.key=value"),
-    ("targets.7.name=x", "must be an index below 2"),
+    ("targets.7.name=x", "must be an index below 4"),
     ("runs_per_target=0", "runs_per_target: Input should be greater than or equal to 1"),
     ("training.bogus=1", "training.bogus: unknown key"),
 ])
