@@ -37,8 +37,9 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tensorflow_transform.beam.experimental.analyzer_impls import PTransformAnalyzer
 
+from components.preprocess.vocabulary import KEY_SEPARATOR, EntriesByFeature
+
 MAPPING_FILE = "learned_hash"
-KEY_SEPARATOR = b":"  # feature names are [a-z][a-z0-9_]*: the first ':' ends the name
 FIELD_SEPARATOR = b"\t"
 PLACEHOLDER = b":\t-1\n"  # the asset before the analyzer has run: one well-formed line, no feature
 EPSILON = 1e-6
@@ -177,9 +178,7 @@ class LearnHashMappings(PTransformAnalyzer):
             | "HistoryPerBatch" >> beam.FlatMap(count_batch)
             | "SumPerToken" >> beam.CombinePerKey(_sum_history)
             | "ByFeature" >> beam.MapTuple(_by_feature)
-            | "GroupByFeature" >> beam.GroupByKey()
-            | "Lists" >> beam.MapTuple(lambda feature, history: (feature, list(history)))
-            | "AllFeatures" >> beam.combiners.ToDict()
+            | "PerFeature" >> EntriesByFeature()
             | "Write" >> beam.ParDo(_WriteMappings(directory, self.specs))
         )
 

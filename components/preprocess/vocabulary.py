@@ -65,6 +65,18 @@ def _by_feature(key: bytes, count: int):
     return feature.decode(), (token, count)
 
 
+@beam.ptransform_fn
+def EntriesByFeature(keyed: beam.PCollection) -> beam.PCollection:  # noqa: N802 (a PTransform)
+    """(feature name, entry) pairs → one {feature name: [entry, ...]} dict: what an analyzer over several features
+    at once (this module's vocabularies, `learned_hash` mappings) hands to the DoFn that writes its asset."""
+    return (
+        keyed
+        | "GroupByFeature" >> beam.GroupByKey()
+        | "Lists" >> beam.MapTuple(lambda feature, entries: (feature, list(entries)))
+        | "AllFeatures" >> beam.combiners.ToDict()
+    )
+
+
 def ordered_vocabulary(counts, spec: VocabularySpec) -> list[bytes]:
     """Tokens most frequent first (ties: larger token bytes first, as tf.Transform), thresholded, top_k."""
     kept = sorted(((count, token) for token, count in counts if count >= spec.frequency_threshold), reverse=True)
@@ -107,9 +119,7 @@ class ComputeVocabularies(PTransformAnalyzer):
             | "CountPerBatch" >> beam.FlatMap(count_batch)
             | "SumPerToken" >> beam.CombinePerKey(sum)
             | "ByFeature" >> beam.MapTuple(_by_feature)
-            | "GroupByFeature" >> beam.GroupByKey()
-            | "Lists" >> beam.MapTuple(lambda index, counts: (index, list(counts)))
-            | "AllFeatures" >> beam.combiners.ToDict()
+            | "PerFeature" >> EntriesByFeature()
             | "Write" >> beam.ParDo(_WriteVocabularies(directory, self.specs))
         )
 
