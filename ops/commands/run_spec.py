@@ -23,6 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         choices=("in_memory", "multi_threading", "multi_processing"),
                         help="the DirectRunner mode standing in for Dataflow")
     parser.add_argument("--direct-num-workers", type=int, default=0, help="0: one per core")
+    parser.add_argument("--cache", choices=("on", "off", "default"), default="default",
+                        help="Vertex's execution cache across runs under --root: on for every task, off for none, "
+                             "default: each task's compiled caching option (as `adrank submit --cache`)")
+    parser.add_argument("--max-backoff", type=_seconds, default=60.0, metavar="SECONDS",
+                        help="the longest wait before a retry here, whatever the task's retry policy asks (60)")
     parser.add_argument("--check", action="store_true",
                         help="resolve every task (inputs, placeholders, payloads, Dataflow options), run none")
     parser.set_defaults(handler=_run_spec)
@@ -35,6 +40,16 @@ def _utc(text: str) -> dt.datetime:
     return moment
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: not a number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text}: must be between 0 and 3600 seconds")
+    return value
+
+
 def _run_spec(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.spec_executor.pipeline_spec import UnsupportedSpec
@@ -43,7 +58,8 @@ def _run_spec(args: argparse.Namespace) -> int:
     options = RunSpecOptions(
         root=Path(args.root), project=args.project, location=args.location, pipeline_root=args.pipeline_root,
         schedule_time=args.schedule_time, direct_running_mode=args.direct_running_mode,
-        direct_num_workers=args.direct_num_workers, check_only=args.check,
+        direct_num_workers=args.direct_num_workers, check_only=args.check, cache=args.cache,
+        max_backoff_seconds=args.max_backoff,
     )
     if args.create_time is not None:
         options.create_time = args.create_time

@@ -66,21 +66,26 @@ def typed(value, parameter_type: str):
     return value
 
 
-def build_executor_input(
-    task: SpecTask,
-    context: PipelineJobContext,
-    storage: CloudStorageRoot,
-    upstream: dict[str, TaskOutputs],
-    pipeline_parameters: dict[str, object],
-    local_dir: Path,
-) -> dict:
-    pipeline_values = context.pipeline_placeholders(task.name)
+@dataclass
+class DagScope:
+    """What the tasks of one DAG take their inputs from: the DAG's own inputs (the pipeline's parameters at
+    the root), the outputs its finished tasks left, and their final states for exit handlers."""
+
+    parameters: dict[str, object] = field(default_factory=dict)
+    artifacts: dict[str, list[dict]] = field(default_factory=dict)
+    outputs: dict[str, TaskOutputs] = field(default_factory=dict)
+    final_status: dict[str, dict] = field(default_factory=dict)  # task → PipelineTaskFinalStatus as JSON
+
+
+def input_parameters(task: SpecTask, pipeline_values: dict[str, str], scope: DagScope) -> dict[str, object]:
+    """The task's input parameter values: compiled constants (pipeline placeholders resolved), upstream
+    outputs, the DAG's inputs, final statuses, then the component's defaults."""
     definitions = task.component.get("inputDefinitions", {})
     parameters: dict[str, object] = {}
     for name, definition in definitions.get("parameters", {}).items():
         compiled = task.inputs.get("parameters", {}).get(name)
         if compiled is not None:
-            value = _parameter_value(task, name, compiled, upstream, pipeline_parameters)
+            value = _parameter_value(task, name, compiled, scope)
         elif "defaultValue" in definition:
             value = definition["defaultValue"]
         elif definition.get("isOptional"):
@@ -92,25 +97,49 @@ def build_executor_input(
     unknown = set(task.inputs.get("parameters", {})) - set(definitions.get("parameters", {}))
     if unknown:
         raise MissingInput(f"task '{task.name}' passes parameters its component does not take: {sorted(unknown)}")
+    return parameters
 
-    artifacts: dict[str, dict] = {}
-    for name, definition in definitions.get("artifacts", {}).items():
+
+def input_artifacts(task: SpecTask, scope: DagScope) -> dict[str, list[dict]]:
+    """The task's input artifacts: an upstream task's output or one of the DAG's own input artifacts."""
+    artifacts: dict[str, list[dict]] = {}
+    for name, definition in task.component.get("inputDefinitions", {}).get("artifacts", {}).items():
         compiled = task.inputs.get("artifacts", {}).get(name)
         if compiled is None:
             if definition.get("isOptional"):
                 continue
             raise MissingInput(f"task '{task.name}': required artifact input '{name}' is not connected")
+        if "componentInputArtifact" in compiled:
+            key = compiled["componentInputArtifact"]
+            if not scope.artifacts.get(key):
+                raise MissingInput(f"task '{task.name}': input '{name}' expects the DAG's input artifact '{key}', "
+                                   "which has none")
+            artifacts[name] = scope.artifacts[key]
+            continue
         source = compiled.get("taskOutputArtifact")
         if source is None:
             raise MissingInput(f"task '{task.name}': artifact input '{name}' is not a task output (importers and "
                                "pipeline artifact inputs are not supported)")
-        produced = upstream.get(source["producerTask"], TaskOutputs()).artifacts.get(source["outputArtifactKey"])
+        produced = scope.outputs.get(source["producerTask"], TaskOutputs()).artifacts.get(source["outputArtifactKey"])
         if not produced:
             raise MissingInput(f"task '{task.name}': input '{name}' expects output '{source['outputArtifactKey']}' "
                                f"of task '{source['producerTask']}', which has none")
-        artifacts[name] = {"artifacts": produced}
+        artifacts[name] = produced
+    return artifacts
 
-    task_root = context.task_root(task.name)
+
+def build_executor_input(
+    task: SpecTask,
+    task_path: str,
+    context: PipelineJobContext,
+    storage: CloudStorageRoot,
+    scope: DagScope,
+    local_dir: Path,
+) -> dict:
+    """`task_path` names the task within the job (`outer/inner` for a task of a nested DAG)."""
+    parameters = input_parameters(task, context.pipeline_placeholders(task_path), scope)
+    artifacts = {name: {"artifacts": produced} for name, produced in input_artifacts(task, scope).items()}
+    task_root = context.task_root(task_path)
     outputs = task.component.get("outputDefinitions", {})
     output_artifacts = {
         name: {"artifacts": [{
@@ -134,24 +163,48 @@ def build_executor_input(
     }
 
 
-def _parameter_value(task: SpecTask, name: str, compiled: dict, upstream: dict[str, TaskOutputs],
-                     pipeline_parameters: dict[str, object]):
+def _parameter_value(task: SpecTask, name: str, compiled: dict, scope: DagScope):
     if "runtimeValue" in compiled:
         return compiled["runtimeValue"]["constant"]
     if "taskOutputParameter" in compiled:
         source = compiled["taskOutputParameter"]
-        produced = upstream.get(source["producerTask"], TaskOutputs()).parameters
+        produced = scope.outputs.get(source["producerTask"], TaskOutputs()).parameters
         if source["outputParameterKey"] not in produced:
             raise MissingInput(f"task '{task.name}': parameter '{name}' expects output "
                                f"'{source['outputParameterKey']}' of task '{source['producerTask']}', which has none")
         return produced[source["outputParameterKey"]]
     if "componentInputParameter" in compiled:
         key = compiled["componentInputParameter"]
-        if key not in pipeline_parameters:
+        if key not in scope.parameters:
             raise MissingInput(f"task '{task.name}': pipeline parameter '{key}' has no value")
-        return pipeline_parameters[key]
+        return scope.parameters[key]
+    if "taskFinalStatus" in compiled:
+        producer = compiled["taskFinalStatus"]["producerTask"]
+        if producer not in scope.final_status:
+            raise MissingInput(f"task '{task.name}': parameter '{name}' expects the final status of task "
+                               f"'{producer}', which has not ended")
+        return scope.final_status[producer]
     raise MissingInput(f"task '{task.name}': parameter '{name}' has an input form this executor does not run: "
                        f"{sorted(compiled)}")
+
+
+def dag_outputs(task: SpecTask, inner: DagScope) -> TaskOutputs:
+    """What a DAG task surfaces to its consumers: `dag.outputs`, each taken from one of its inner tasks."""
+    assert task.dag is not None
+    selected = TaskOutputs()
+    for name, spec in task.dag.outputs.get("parameters", {}).items():
+        source = spec.get("valueFromParameter")
+        if source is None:
+            raise MissingInput(f"task '{task.name}': DAG output parameter '{name}' is not taken from one task")
+        produced = inner.outputs.get(source["producerSubtask"], TaskOutputs()).parameters
+        if source["outputParameterKey"] in produced:
+            selected.parameters[name] = produced[source["outputParameterKey"]]
+    for name, spec in task.dag.outputs.get("artifacts", {}).items():
+        (source,) = spec["artifactSelectors"]
+        produced_artifacts = inner.outputs.get(source["producerSubtask"], TaskOutputs()).artifacts
+        if source["outputArtifactKey"] in produced_artifacts:
+            selected.artifacts[name] = produced_artifacts[source["outputArtifactKey"]]
+    return selected
 
 
 def read_task_outputs(executor_input: dict) -> TaskOutputs:

@@ -1,9 +1,10 @@
-"""The compiled `PipelineSpec` as the Vertex backend reads it: root DAG tasks, their components and executors,
-and the order they run in.
+"""The compiled `PipelineSpec` as the Vertex backend reads it: the root DAG and the DAGs nested in it, each
+task's component and executor, its caching, retry and trigger policies, and the order tasks run in.
 
-Only what `adrank compile --backend vertex` produces is accepted; anything the executor cannot run the way
-Vertex would (nested DAGs, loops, `dsl.Collected`, conditions, importers) is refused by name at load time,
-before any task starts, rather than run differently.
+A task runs either a container (`deploymentSpec.executors`) or a DAG component (a nested pipeline, or the
+group `dsl.ExitHandler` compiles). Anything the executor cannot run the way Vertex would (loops,
+`dsl.Collected`, conditions, importers) is refused by name at load time, before any task starts, rather than
+run differently. A file that is not readable YAML is refused in one line naming the file (`UnreadableSpec`).
 """
 
 from __future__ import annotations
@@ -13,41 +14,59 @@ from pathlib import Path
 
 import yaml
 
+from ops.spec_executor.retries import BadRetryPolicy, RetryPolicy, retry_policy
+
+ALL_UPSTREAM_TASKS_COMPLETED = "ALL_UPSTREAM_TASKS_COMPLETED"  # an exit handler's trigger
+
 
 class UnsupportedSpec(ValueError):
     """The spec uses a construct this executor does not run; says which task and construct."""
 
 
+class UnreadableSpec(UnsupportedSpec):
+    """The file is not a YAML document this executor can read (syntax, a tab, binary bytes)."""
+
+
 @dataclass(frozen=True)
 class SpecTask:
-    """One task of the root DAG: its inputs as compiled, and the executor it runs."""
+    """One task of a DAG: its inputs as compiled, and the container or the inner DAG it runs."""
 
     name: str
     display_name: str
     component_name: str
     component: dict
-    container: dict
+    container: dict | None  # None for a DAG component
     inputs: dict  # {"parameters": {...}, "artifacts": {...}} as in the spec
     dependent_tasks: tuple[str, ...]
+    dag: Dag | None = None
+    enable_cache: bool = False  # cachingOptions.enableCache as compiled
+    retry: RetryPolicy | None = None
+    trigger_strategy: str = ""  # "" = all upstream tasks succeeded (the default)
 
     @property
     def upstream(self) -> set[str]:
-        """Every task this one waits for: `dependentTasks` and the producers of its inputs."""
+        """Every task this one waits for: `dependentTasks`, the producers of its inputs, the task whose final
+        status it receives."""
         producers = set(self.dependent_tasks)
-        for kind, key in (("parameters", "taskOutputParameter"), ("artifacts", "taskOutputArtifact")):
+        for kind, key in (("parameters", "taskOutputParameter"), ("artifacts", "taskOutputArtifact"),
+                          ("parameters", "taskFinalStatus")):
             for spec in self.inputs.get(kind, {}).values():
                 if key in spec:
                     producers.add(spec[key]["producerTask"])
         return producers
 
+    @property
+    def runs_after_failures(self) -> bool:
+        """An exit handler: it runs once its upstream tasks are done, whether they failed or not."""
+        return self.trigger_strategy == ALL_UPSTREAM_TASKS_COMPLETED
 
-@dataclass
-class PipelineSpec:
-    name: str
-    pipeline_root: str | None
+
+@dataclass(frozen=True)
+class Dag:
+    """The tasks of one DAG and how its outputs are taken from them (`dag.outputs`)."""
+
     tasks: dict[str, SpecTask]
-    root_parameters: dict[str, dict] = field(default_factory=dict)
-    source: Path | None = None
+    outputs: dict = field(default_factory=dict)
 
     def order(self) -> list[SpecTask]:
         """Tasks in a topological order; ties broken by name, so every run walks the DAG the same way."""
@@ -55,7 +74,7 @@ class PipelineSpec:
         for name, upstream in pending.items():
             unknown = upstream - set(self.tasks)
             if unknown:
-                raise UnsupportedSpec(f"task '{name}' depends on tasks not in the root DAG: {sorted(unknown)}")
+                raise UnsupportedSpec(f"task '{name}' depends on tasks not in its DAG: {sorted(unknown)}")
         ordered: list[SpecTask] = []
         done: set[str] = set()
         while pending:
@@ -69,54 +88,112 @@ class PipelineSpec:
         return ordered
 
 
+@dataclass
+class PipelineSpec:
+    name: str
+    pipeline_root: str | None
+    root: Dag
+    root_parameters: dict[str, dict] = field(default_factory=dict)
+    source: Path | None = None
+
+    @property
+    def tasks(self) -> dict[str, SpecTask]:
+        return self.root.tasks
+
+    def order(self) -> list[SpecTask]:
+        return self.root.order()
+
+
 def load_pipeline_spec(path: Path) -> PipelineSpec:
-    documents = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
-    if not documents or "root" not in documents[0]:
+    documents = _yaml_documents(Path(path))
+    if not documents or not isinstance(documents[0], dict) or "root" not in documents[0]:
         raise UnsupportedSpec(f"{path}: not a compiled KFP PipelineSpec (no 'root')")
     spec = documents[0]
-    platform_specs = documents[1:]
-    if platform_specs:
+    if documents[1:]:
         raise UnsupportedSpec(f"{path}: platform-specific sections (kubernetes/vertex platform specs) are not run")
     components = spec.get("components", {})
     executors = spec.get("deploymentSpec", {}).get("executors", {})
     root = spec["root"]
-    tasks: dict[str, SpecTask] = {}
-    for name, task in root.get("dag", {}).get("tasks", {}).items():
-        tasks[name] = _task(name, task, components, executors)
     return PipelineSpec(
         name=spec.get("pipelineInfo", {}).get("name", "pipeline"),
         pipeline_root=spec.get("defaultPipelineRoot"),
-        tasks=tasks,
+        root=_dag(root.get("dag", {}), components, executors, within=()),
         root_parameters=root.get("inputDefinitions", {}).get("parameters", {}),
         source=Path(path),
     )
 
 
-def _task(name: str, task: dict, components: dict, executors: dict) -> SpecTask:
+def _yaml_documents(path: Path) -> list:
+    """The YAML documents of `path`; any reason it cannot be read is one line naming the file."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise UnreadableSpec(f"{path}: cannot be read ({error.strerror or error})") from None
+    except UnicodeDecodeError as error:
+        raise UnreadableSpec(f"{path}: not a YAML text file (byte {error.start} is not UTF-8; binary input?)") \
+            from None
+    if "\x00" in text:
+        raise UnreadableSpec(f"{path}: not a YAML text file (it contains NUL bytes; binary input?)")
+    try:
+        return [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise UnreadableSpec(f"{path}: not valid YAML{where}: {problem}") from None
+
+
+def _dag(dag: dict, components: dict, executors: dict, within: tuple[str, ...]) -> Dag:
+    tasks = {name: _task(name, task, components, executors, within)
+             for name, task in dag.get("tasks", {}).items()}
+    return Dag(tasks=tasks, outputs=dag.get("outputs", {}))
+
+
+def _task(name: str, task: dict, components: dict, executors: dict, within: tuple[str, ...]) -> SpecTask:
     for key, construct in (("iteratorPolicy", "a loop (dsl.ParallelFor)"), ("parameterIterator", "a loop"),
-                           ("artifactIterator", "a loop"), ("triggerPolicy", "a condition (dsl.If)")):
+                           ("artifactIterator", "a loop")):
         if key in task:
             raise UnsupportedSpec(f"task '{name}' uses {construct}, which this executor does not run")
+    trigger = task.get("triggerPolicy", {})
+    if trigger.get("condition"):
+        raise UnsupportedSpec(f"task '{name}' uses a condition (dsl.If), which this executor does not run")
     component_name = task["componentRef"]["name"]
     component = components.get(component_name)
     if component is None:
         raise UnsupportedSpec(f"task '{name}' refers to component '{component_name}', which the spec lacks")
+    if component_name in within:
+        raise UnsupportedSpec(f"task '{name}': component '{component_name}' contains itself")
+    dag = container = None
     if "dag" in component:
-        raise UnsupportedSpec(f"task '{name}' runs a nested pipeline ('{component_name}'), which is not supported")
-    executor = executors.get(component.get("executorLabel", ""))
-    if executor is None or "container" not in executor:
-        kind = next(iter(executor), "no executor") if executor else "no executor"
-        raise UnsupportedSpec(f"task '{name}': component '{component_name}' has {kind}, not a container")
+        dag = _dag(component["dag"], components, executors, within + (component_name,))
+        for output, selector in component["dag"].get("outputs", {}).get("artifacts", {}).items():
+            if len(selector.get("artifactSelectors", [])) != 1:
+                raise UnsupportedSpec(f"task '{name}': DAG output '{output}' selects from several tasks "
+                                      "(a dsl.Collected or dsl.OneOf output), which this executor does not run")
+    else:
+        executor = executors.get(component.get("executorLabel", ""))
+        if executor is None or "container" not in executor:
+            kind = next(iter(executor), "no executor") if executor else "no executor"
+            raise UnsupportedSpec(f"task '{name}': component '{component_name}' has {kind}, not a container")
+        container = executor["container"]
     for kind in ("parameters", "artifacts"):
         for input_name, input_spec in task.get("inputs", {}).get(kind, {}).items():
             if "producerSubtask" in str(input_spec):
                 raise UnsupportedSpec(f"task '{name}' input '{input_name}' is collected from a sub-DAG (dsl.Collected)")
+    try:
+        retry = retry_policy(name, task.get("retryPolicy"))
+    except BadRetryPolicy as error:
+        raise UnsupportedSpec(str(error)) from None
     return SpecTask(
         name=name,
         display_name=task.get("taskInfo", {}).get("name", name),
         component_name=component_name,
         component=component,
-        container=executor["container"],
+        container=container,
         inputs=task.get("inputs", {}),
         dependent_tasks=tuple(task.get("dependentTasks", ())),
+        dag=dag,
+        enable_cache=bool(task.get("cachingOptions", {}).get("enableCache", False)),
+        retry=retry,
+        trigger_strategy=trigger.get("strategy", ""),
     )

@@ -1,16 +1,25 @@
 """Run a compiled pipeline spec on this machine the way Vertex runs it: the DAG walk and each task's run.
 
-    load spec ─► for each task in DAG order (one at a time):
-        upstream not all succeeded ─► not run (says which upstream task and why)
-        build executor input ─► stand-ins (Dataflow → DirectRunner, Model Registry → local registry)
-        ─► resolve placeholders ─► custom-job launcher? ─► payload → CustomJob → one process per replica
-                                  └─ otherwise ─► the container's command in the project's environment
-        ─► read executor_output.json and output parameter files ─► the outputs consumers get
+    load spec ─► for each task of a DAG in order (one at a time):
+        upstream not all succeeded ─► not run (says which upstream task and why), unless it is an exit
+                                      handler (`ALL_UPSTREAM_TASKS_COMPLETED`): that runs after failures too
+        a DAG component ─► walk its inner DAG with its inputs (nested pipelines, the ExitHandler group);
+                           its outputs are the inner tasks' outputs `dag.outputs` names
+        a container ─► build executor input ─► cache hit? take the earlier execution's outputs (`cached`)
+            ─► the e-mail notification? record it (notification_email)
+            ─► stand-ins (Dataflow → DirectRunner, Model Registry → local registry) ─► resolve placeholders
+            ─► custom-job launcher? payload → CustomJob → one process per replica
+              └─ otherwise ─► the container's command in the project's environment
+            ─► failed and the retry policy allows? wait the backoff, run again (same executor input)
+            ─► read executor_output.json and output parameter files ─► the outputs consumers get
 
 Tasks run one at a time (Vertex runs independent tasks side by side); a failure stops the walk and leaves
-the rest not run, as a failed Vertex pipeline schedules nothing more. A task whose machines this computer
-does not have (TPU; more GPUs than present) is skipped with the reason, and what consumes its outputs is not
-run: the report needs every training run's summary, on Vertex as here. Caching is not applied: every task runs.
+the rest not run, as a failed Vertex pipeline schedules nothing more — except exit handlers, which then run
+with the final status of the group they guard. A task whose machines this computer does not have (TPU; more
+GPUs than present) is skipped with the reason, and what consumes its outputs is not run.
+
+Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
+TensorFlow's temp files), removed when the run ends however it ends.
 """
 
 from __future__ import annotations
@@ -18,31 +27,37 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
 from components.logs.records import format_utc_seconds
-from ops.spec_executor import custom_job, dataflow, machines, model_registry
+from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email
+from ops.spec_executor.execution_cache import ExecutionCache, cache_key
 from ops.spec_executor.executor_input import (
-    MissingInput, TaskOutputs, build_executor_input, read_task_outputs,
+    DagScope, MissingInput, build_executor_input, dag_outputs, input_artifacts, input_parameters, read_task_outputs,
 )
 from ops.spec_executor.job_context import PipelineJobContext
-from ops.spec_executor.pipeline_spec import SpecTask, UnsupportedSpec, load_pipeline_spec
+from ops.spec_executor.pipeline_spec import Dag, PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec
 from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolver
 from ops.spec_executor.processes import ProcessTable
+from ops.spec_executor.run_record import DONE, RUN_RECORD, SpecRun, TaskRecord, mark_interrupted_runs
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
+
+__all__ = ["RUN_RECORD", "RunSpecOptions", "SpecRun", "TaskRecord", "run_spec"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TASK_STARTUP = Path(__file__).resolve().parent / "task_startup"
-RUN_RECORD = "spec_run.json"
 VERTEX_ONLY_VARIABLES = ("TF_CONFIG", "CLUSTER_SPEC", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR")
-TaskState = Literal["succeeded", "failed", "skipped", "not_run", "checked"]
 TASK_ERRORS = (BrokenPlaceholder, MissingInput, custom_job.CustomJobError, dataflow.DataflowArgsError,
-               NotCloudStorage)
+               NotCloudStorage, notification_email.BadNotification)
+FINAL_STATES = {"succeeded": "SUCCEEDED", "cached": "SUCCEEDED", "checked": "SUCCEEDED", "failed": "FAILED",
+                "interrupted": "CANCELLED"}
+CacheChoice = Literal["on", "off", "default"]
 
 
 @dataclass
@@ -58,44 +73,9 @@ class RunSpecOptions:
     direct_running_mode: str = "multi_processing"
     direct_num_workers: int = 0
     check_only: bool = False  # resolve every task, start nothing
-
-
-@dataclass
-class TaskRecord:
-    task: str
-    display_name: str
-    state: TaskState
-    reason: str = ""
-    seconds: float = 0.0
-    stand_ins: list[str] = field(default_factory=list)
-    outputs: dict = field(default_factory=dict)  # artifact name → [{uri, metadata}]; parameters under "parameters"
-
-
-@dataclass
-class SpecRun:
-    pipeline: str
-    job_name: str
-    job_uuid: str
-    create_time: str
-    root: str
-    tasks: list[TaskRecord] = field(default_factory=list)
-    task_uuids: dict[str, str] = field(default_factory=dict)  # what {{$.pipeline_task_uuid}} was per task
-
-    @property
-    def status(self) -> str:
-        states = {t.state for t in self.tasks}
-        if "failed" in states:
-            return "failed"
-        if states & {"skipped", "not_run"}:
-            return "incomplete"
-        return "checked" if states == {"checked"} else "succeeded"
-
-    def task(self, name: str) -> TaskRecord:
-        return next(t for t in self.tasks if t.task == name)
-
-    def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({**asdict(self), "status": self.status}, indent=2))
+    cache: CacheChoice = "default"  # as PipelineJob(enable_caching=True|False|None): on, off, each task's option
+    max_backoff_seconds: float = 60.0  # a retry waits its policy's backoff, never longer than this here
+    sleep: Callable[[float], None] = time.sleep  # how retries wait (tests pass a recorder)
 
 
 def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], None] = print) -> SpecRun:
@@ -104,101 +84,276 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
     if not pipeline_root or not pipeline_root.startswith("gs://"):
         raise UnsupportedSpec("the pipeline root must be a gs:// URI (the spec has none; pass one)")
     root = options.root.resolve()
-    storage = CloudStorageRoot(root)
+    for stale in mark_interrupted_runs(root):
+        report(f"note: {stale.parent.name} was left running by an executor that is gone; recorded as interrupted")
     context = PipelineJobContext(spec.name, options.project, options.location, pipeline_root, options.create_time,
                                  options.schedule_time, options.project_number)
     run = SpecRun(spec.name, context.job_name, context.job_uuid, format_utc_seconds(options.create_time), str(root))
-    run_dir = root / "spec-runs" / context.job_name
-    parameters = {name: definition["defaultValue"] for name, definition in spec.root_parameters.items()
-                  if "defaultValue" in definition} | options.parameters
-    processes = ProcessTable()
-    previous = _end_processes_on_signals(processes)
-    try:
-        outputs: dict[str, TaskOutputs] = {}
-        failed: str | None = None
-        for task in spec.order():
-            record = TaskRecord(task.name, task.display_name, "not_run")
-            run.tasks.append(record)
-            blocking = [name for name in sorted(task.upstream) if run.task(name).state not in ("succeeded", "checked")]
-            if failed and not options.check_only:
-                record.reason = f"the pipeline failed at '{failed}'"
-            elif blocking and (not options.check_only or any(
-                    run.task(name).state in ("failed", "not_run") for name in blocking)):
-                record.reason = "; ".join(f"upstream '{name}' {run.task(name).state}" +
-                                          (f" ({run.task(name).reason.splitlines()[0]})" if run.task(name).reason
+    walk = _JobWalk(spec, options, context, CloudStorageRoot(root), run, root / "spec-runs" / context.job_name,
+                    report)
+    return walk.run()
+
+
+@dataclass
+class _JobWalk:
+    """One pipeline job: the walk over its DAGs, each task's run, and the record kept as it goes."""
+
+    spec: PipelineSpec
+    options: RunSpecOptions
+    context: PipelineJobContext
+    storage: CloudStorageRoot
+    record: SpecRun
+    run_dir: Path
+    report: Callable[[str], None]
+    processes: ProcessTable = field(default_factory=ProcessTable)
+    failed_at: str | None = None
+    dag_paths: set[str] = field(default_factory=set)
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.run_dir / "tmp"
+
+    def run(self) -> SpecRun:
+        parameters = {name: definition["defaultValue"] for name, definition in self.spec.root_parameters.items()
+                      if "defaultValue" in definition} | self.options.parameters
+        previous = _end_processes_on_signals(self.processes)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.walk(self.spec.root, DagScope(parameters=parameters), prefix="")
+            self.record.finished = True
+        except BaseException:  # SIGTERM/SIGINT arrive as SystemExit; anything else ends the run too
+            self.record.interrupted = True
+            for task in self.record.tasks:
+                if task.state == "running":
+                    task.state, task.reason = "interrupted", "the executor was stopped while the task ran"
+            raise
+        finally:
+            self.processes.close()
+            _restore_signals(previous)
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            self.save()
+        return self.record
+
+    def save(self) -> None:
+        self.record.task_uuids = dict(self.context.task_uuids)
+        self.record.write(self.run_dir / RUN_RECORD)
+
+    # -- the walk -------------------------------------------------------------------------------------------
+
+    def walk(self, dag: Dag, scope: DagScope, prefix: str) -> list[TaskRecord]:
+        """Run the tasks of `dag`; returns their records (those of nested tasks are in the run record too)."""
+        records: dict[str, TaskRecord] = {}
+        check_only = self.options.check_only
+        for task in dag.order():
+            path = prefix + task.name
+            record = TaskRecord(path, task.display_name, "not_run")
+            records[task.name] = record
+            self.record.tasks.append(record)
+            blocking = [name for name in sorted(task.upstream) if records[name].state not in (*DONE, "checked")]
+            if task.runs_after_failures:
+                self.run_task(task, path, record, scope)
+            elif self.failed_at and not check_only:
+                record.reason = f"the pipeline failed at '{self.failed_at}'"
+            elif blocking and (not check_only or any(records[name].state in ("failed", "not_run")
+                                                     for name in blocking)):
+                record.reason = "; ".join(f"upstream '{name}' {records[name].state}" +
+                                          (f" ({records[name].reason.splitlines()[0]})" if records[name].reason
                                            else "") for name in blocking)
             else:
-                started = time.perf_counter()
-                _run_task(task, record, context, storage, outputs, parameters, run_dir, options, processes)
-                record.seconds = round(time.perf_counter() - started, 1)
+                self.run_task(task, path, record, scope)
                 if blocking and record.state == "checked":  # checked against the outputs skipped tasks declare
                     record.reason = "would not run: " + ", ".join(
-                        f"upstream '{name}' {run.task(name).state}" for name in blocking)
-                if record.state == "failed":
-                    failed = task.name
-            report(_line(record))
-            run.task_uuids = dict(context.task_uuids)
-            run.write(run_dir / RUN_RECORD)
-    finally:
-        processes.close()
-        _restore_signals(previous)
-    run.write(run_dir / RUN_RECORD)
-    return run
+                        f"upstream '{name}' {records[name].state}" for name in blocking)
+            scope.final_status[task.name] = self.final_status(task.name, path, record)
+            self.report(_line(record))
+            self.save()
+        return list(records.values())
 
+    def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+        started = time.perf_counter()
+        if task.dag is not None:
+            self.dag_paths.add(path)
+            self.run_dag(task, path, record, scope)
+        else:
+            record.state = "running"
+            self.save()
+            self.run_container(task, path, record, scope)
+        record.seconds = round(time.perf_counter() - started, 1)
+        if record.state == "failed" and self.failed_at is None:
+            self.failed_at = path
 
-def _run_task(task: SpecTask, record: TaskRecord, context: PipelineJobContext, storage: CloudStorageRoot,
-              outputs: dict[str, TaskOutputs], parameters: dict, run_dir: Path, options: RunSpecOptions,
-              processes: ProcessTable) -> None:
-    task_dir = run_dir / "tasks" / task.name
-    try:
-        executor_input = build_executor_input(task, context, storage, outputs, parameters, task_dir)
-        _apply_stand_ins(task, executor_input, record, storage, options)
-        resolver = PlaceholderResolver(
-            task.name, executor_input, context.pipeline_placeholders(task.name),
-            task.component.get("inputDefinitions", {}).get("parameters", {}),
-            lambda uri: str(storage.local_path(uri)),
-        )
-        command = resolver.resolve_command(task.container.get("command", []))
-        args = resolver.resolve_command(task.container.get("args", []))
-        env = _task_environment(storage)
-        if custom_job.is_custom_job_launcher(task.container):
-            call = custom_job.parse_launcher_args(task.name, args)
-            job_spec = custom_job.job_spec_from_payload(task.name, call.payload)
-            custom_job.validate_custom_job(task.name, job_spec)
-            absent = machines.why_not_here(job_spec["job_spec"]["worker_pool_specs"])
-            if absent:
-                record.state, record.reason = "skipped", absent
-                if options.check_only:  # its consumers are checked against the outputs it declares
-                    outputs[task.name] = read_task_outputs(executor_input)
+    def run_dag(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+        """A nested pipeline or an ExitHandler group: its inner DAG, with inputs mapped from this DAG."""
+        assert task.dag is not None
+        try:
+            inner = DagScope(parameters=input_parameters(task, self.context.pipeline_placeholders(path), scope),
+                             artifacts=input_artifacts(task, scope))
+        except TASK_ERRORS as error:
+            record.state, record.reason = "failed", str(error)
+            return
+        inner_records = self.walk(task.dag, inner, prefix=path + "/")
+        states = {r.state for r in inner_records}
+        failed = [r for r in inner_records if r.state == "failed"]
+        not_done = [r for r in inner_records if r.state in ("skipped", "not_run")]
+        if failed:
+            record.state = "failed"
+            record.reason = f"inner task '{failed[0].task}' failed: {failed[0].reason.splitlines()[0]}"
+            return
+        if not_done and not self.options.check_only:
+            record.state = "skipped"
+            record.reason = "; ".join(f"inner task '{r.task}' {r.state}" +
+                                      (f" ({r.reason.splitlines()[0]})" if r.reason else "") for r in not_done)
+            return
+        record.state = "checked" if self.options.check_only and not states <= set(DONE) else "succeeded"
+        try:
+            outputs = dag_outputs(task, inner)
+        except TASK_ERRORS as error:
+            record.state, record.reason = "failed", str(error)
+            return
+        scope.outputs[task.name] = outputs
+        record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
+
+    def final_status(self, name: str, path: str, record: TaskRecord) -> dict:
+        """The `PipelineTaskFinalStatus` an exit handler receives for this task (kfp's executor reads `state`,
+        `error.code`, `error.message`, `pipelineJobResourceName`, `pipelineTaskName`). A task not run here
+        (skipped, not run) reads FAILED: Vertex has no such end state (assumed)."""
+        status: dict = {"state": FINAL_STATES.get(record.state, "FAILED"),
+                        "pipelineJobResourceName": self.context.resource_name, "pipelineTaskName": name}
+        if status["state"] != "SUCCEEDED":
+            status["error"] = {"message": f"{path} {record.state}" +
+                               (f": {record.reason.splitlines()[0]}" if record.reason else "")}
+        return status
+
+    # -- one container task ------------------------------------------------------------------------------------
+
+    def uses_cache(self, task: SpecTask) -> bool:
+        choice = self.options.cache
+        return not self.options.check_only and (choice == "on" or (choice == "default" and task.enable_cache))
+
+    def run_container(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+        assert task.container is not None
+        task_dir = self.run_dir / "tasks" / path
+        try:
+            executor_input = build_executor_input(task, path, self.context, self.storage, scope, task_dir)
+            if notification_email.is_notification_email(task.container):
+                self.notify(path, record, executor_input)
                 return
-            if options.check_only:
+            key = cache_key(self.spec.name, task, executor_input) if self.uses_cache(task) else None
+            cache = ExecutionCache(self.storage.root, self.spec.name)
+            hit = cache.lookup(key) if key else None
+            if hit is not None:
+                record.state, record.cached_from = "cached", {"job": hit.job_name, "task": hit.task}
+                scope.outputs[task.name] = hit.outputs
+                record.outputs = {**hit.outputs.artifacts, "parameters": hit.outputs.parameters}
+                return
+            _apply_stand_ins(task, executor_input, record, self.storage, self.options)
+            resolver = PlaceholderResolver(
+                task.name, executor_input, self.context.pipeline_placeholders(path),
+                task.component.get("inputDefinitions", {}).get("parameters", {}),
+                lambda uri: str(self.storage.local_path(uri)),
+            )
+            command = resolver.resolve_command(task.container.get("command", []))
+            args = resolver.resolve_command(task.container.get("args", []))
+            env = _task_environment(self.storage, self.tmp_dir)
+            if custom_job.is_custom_job_launcher(task.container):
+                call = custom_job.parse_launcher_args(task.name, args)
+                job_spec = custom_job.job_spec_from_payload(task.name, call.payload)
+                custom_job.validate_custom_job(task.name, job_spec)
+                absent = machines.why_not_here(job_spec["job_spec"]["worker_pool_specs"])
+                if absent:
+                    record.state, record.reason = "skipped", absent
+                    if self.options.check_only:  # its consumers are checked against the outputs it declares
+                        scope.outputs[task.name] = read_task_outputs(executor_input)
+                    return
+                if self.options.check_only:
+                    record.state = "checked"
+                else:
+                    def attempt(number: int) -> str | None:
+                        replicas = task_dir / ("replicas" if number == 1 else f"replicas-attempt{number}")
+                        jobs = custom_job.LocalCustomJobs(task.name, self.storage, self.processes, env,
+                                                          self.storage.root, replicas)
+                        try:
+                            custom_job.run_launcher(task.name, call, jobs)
+                        except custom_job.CustomJobError as error:
+                            return str(error)
+                        return None
+
+                    self.with_retries(task, path, record, executor_input, attempt)
+            elif self.options.check_only:
                 record.state = "checked"
             else:
-                jobs = custom_job.LocalCustomJobs(task.name, storage, processes, env, storage.root,
-                                                  task_dir / "replicas")
-                custom_job.run_launcher(task.name, call, jobs)
-                record.state = "succeeded"
-        elif options.check_only:
-            record.state = "checked"
-        else:
-            started = processes.start(task.name, command + args, env, storage.root, task_dir / "task.log")
-            code = started.process.wait()
-            processes.kill(started)  # whatever it left running in its group
-            if code != 0:
-                record.state = "failed"
-                record.reason = f"exited with {code}; last lines of {started.log_path}:\n{started.log_tail()}"
+                def attempt(number: int) -> str | None:
+                    log = task_dir / ("task.log" if number == 1 else f"task.attempt{number}.log")
+                    started = self.processes.start(path, command + args, env, self.storage.root, log)
+                    code = started.process.wait()
+                    self.processes.kill(started)  # whatever it left running in its group
+                    if code != 0:
+                        return f"exited with {code}; last lines of {started.log_path}:\n{started.log_tail()}"
+                    return None
+
+                self.with_retries(task, path, record, executor_input, attempt)
+            if record.state == "failed":
                 return
-            record.state = "succeeded"
-    except TASK_ERRORS as error:
-        record.state, record.reason = "failed", str(error)
-        return
-    outputs[task.name] = read_task_outputs(executor_input)
-    record.outputs = {**outputs[task.name].artifacts, "parameters": outputs[task.name].parameters}
+        except TASK_ERRORS as error:
+            record.state, record.reason = "failed", str(error)
+            return
+        outputs = read_task_outputs(executor_input)
+        scope.outputs[task.name] = outputs
+        record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
+        if key is not None and record.state == "succeeded":
+            cache.record(key, self.context.job_name, path, outputs)
+
+    def with_retries(self, task: SpecTask, path: str, record: TaskRecord, executor_input: dict,
+                     attempt: Callable[[int], str | None]) -> None:
+        """Run `attempt` until it succeeds or the task's retry policy is spent. Every attempt gets the same
+        executor input (so the same output URIs and, for a custom job, the same baseOutputDirectory: a
+        retried training job finds its checkpoints under the same AIP_CHECKPOINT_DIR)."""
+        allowed = 1 + (task.retry.max_retry_count if task.retry else 0)
+        for number in range(1, allowed + 1):
+            record.attempts = number
+            problem = attempt(number)
+            if problem is None:
+                record.state = "succeeded"
+                return
+            if number == allowed:
+                record.state = "failed"
+                record.reason = problem if allowed == 1 else f"attempt {number} of {allowed}: {problem}"
+                return
+            assert task.retry is not None
+            wait = min(task.retry.backoff_before(number), self.options.max_backoff_seconds)
+            self.report(f"retrying {record.display_name} ({path}): attempt {number} of {allowed} failed "
+                        f"({problem.splitlines()[0]}); attempt {number + 1} in {wait:g} s")
+            _forget_outputs(executor_input)
+            self.options.sleep(wait)
+
+    def notify(self, path: str, record: TaskRecord, executor_input: dict) -> None:
+        """The e-mail notification task: checked, and recorded instead of sent."""
+        failed = [{"task": t.task, "reason": t.reason.splitlines()[0] if t.reason else ""}
+                  for t in self.record.tasks if t.state == "failed" and t.task not in self.dag_paths]
+        notice = notification_email.notification(path, executor_input, failed)
+        if self.options.check_only:
+            record.state = "checked"
+            return
+        written = notification_email.write_notification(notice, self.run_dir / "notifications")
+        self.record.notifications.append(notice)
+        record.state = "succeeded"
+        record.attempts = 1
+        record.stand_ins.append(f"VertexNotificationEmailOp: not sent (only Vertex sends e-mail); recorded the "
+                                f"{notice['state']} notification to {', '.join(notice['recipients'])} in {written}")
+
+
+def _forget_outputs(executor_input: dict) -> None:
+    """Before a retry: remove what the failed attempt reported (executor_output.json, output parameter files),
+    so the outputs read afterwards are the successful attempt's. Artifact directories (checkpoints) stay."""
+    outputs = executor_input["outputs"]
+    for path in [outputs["outputFile"], *(spec["outputFile"] for spec in outputs.get("parameters", {}).values())]:
+        Path(path).unlink(missing_ok=True)
 
 
 def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, storage: CloudStorageRoot,
                      options: RunSpecOptions) -> None:
     """Replace what needs a Google service by its stand-in here, and say so in the task's record."""
+    assert task.container is not None
     values = executor_input["inputs"]["parameterValues"]
     for name, value in list(values.items()):
         argv = dataflow.beam_argv(value)
@@ -215,14 +370,17 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
             record.stand_ins.append(f"Vertex Model Registry → local registry {registry}")
 
 
-def _task_environment(storage: CloudStorageRoot) -> dict[str, str]:
+def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None) -> dict[str, str]:
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
-    project and the /gcs hook on PYTHONPATH, and none of the custom-job variables of the calling shell."""
+    project and the /gcs hook on PYTHONPATH, the run's own TMPDIR, and none of the custom-job variables of the
+    calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
     env["PYTHONUNBUFFERED"] = "1"
+    if tmp_dir is not None:
+        env["TMPDIR"] = str(tmp_dir)
     return env
 
 
@@ -230,6 +388,10 @@ def _line(record: TaskRecord) -> str:
     head = f"{record.state:<9} {record.display_name} ({record.task})"
     if record.seconds:
         head += f" {record.seconds:.1f} s"
+    if record.attempts > 1:
+        head += f" after {record.attempts} attempts"
+    if record.cached_from:
+        head += f": reused {record.cached_from['task']} of {record.cached_from['job']}"
     if record.reason:
         head += f": {record.reason.splitlines()[0]}"
     return head
