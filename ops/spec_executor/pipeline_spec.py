@@ -150,8 +150,8 @@ def _dag(dag: dict, components: dict, executors: dict, within: tuple[str, ...]) 
 
 
 def _task(name: str, task: dict, components: dict, executors: dict, within: tuple[str, ...]) -> SpecTask:
-    for key, construct in (("iteratorPolicy", "a loop (dsl.ParallelFor)"), ("parameterIterator", "a loop"),
-                           ("artifactIterator", "a loop")):
+    for key, construct in (("iteratorPolicy", "a loop (dsl.ParallelFor)"), ("parameterIterator", "a loop (dsl.ParallelFor)"),
+                           ("artifactIterator", "a loop (dsl.ParallelFor)")):
         if key in task:
             raise UnsupportedSpec(f"task '{name}' uses {construct}, which this executor does not run")
     trigger = task.get("triggerPolicy", {})

@@ -33,6 +33,13 @@ class Started:
     process: subprocess.Popen
     log_path: Path
 
+    def exit_code(self, poll_seconds: float = 0.1) -> int:
+        """Wait for the process to end, by polling: a blocking `Popen.wait` holds Popen's internal lock, and the
+        SIGTERM handler's kill of this same process would then wait for that lock forever."""
+        while (code := self.process.poll()) is None:
+            time.sleep(poll_seconds)
+        return code
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -70,7 +77,9 @@ class ProcessTable:
                 except ProcessLookupError:
                     pass
                 break
-        started.process.wait()
+        deadline = time.monotonic() + grace_seconds
+        while started.process.poll() is None and time.monotonic() < deadline:  # reaped; never a blocking wait
+            time.sleep(0.05)
         if started in self.running:
             self.running.remove(started)
 

@@ -285,7 +285,7 @@ class _JobWalk:
                 def attempt(number: int) -> str | None:
                     log = task_dir / ("task.log" if number == 1 else f"task.attempt{number}.log")
                     started = self.processes.start(path, command + args, env, self.storage.root, log)
-                    code = started.process.wait()
+                    code = started.exit_code()
                     self.processes.kill(started)  # whatever it left running in its group
                     if code != 0:
                         return f"exited with {code}; last lines of {started.log_path}:\n{started.log_tail()}"

@@ -1,0 +1,98 @@
+"""Nested DAGs and exit handlers in `run-spec`: a nested pipeline takes its inputs from the parent DAG and
+surfaces its outputs through `dag.outputs`; an `ExitHandler`'s exit task runs after the group it guards,
+whether that failed or not, with the group's `PipelineTaskFinalStatus`; GCPC's e-mail op is recorded, not sent.
+Loops and conditions are still refused by name."""
+
+import json
+from pathlib import Path
+
+import pytest
+from kfp import compiler, dsl
+
+from ops.cli import main
+from ops.spec_executor.pipeline_spec import UnsupportedSpec, load_pipeline_spec
+from ops.spec_executor.runner import run_spec
+
+PIPELINE_ROOT = "gs://engine-tests/root"
+
+
+def test_a_group_that_succeeds_notifies_succeeded_and_the_nested_dag_hands_on_its_output(compiled, options,
+                                                                                           tmp_path):
+    run = run_spec(compiled("notified"), options(tmp_path), report=lambda line: None)
+    states = {task.task: task.state for task in run.tasks}
+    assert states == {
+        "exit-handler-1": "succeeded", "exit-handler-1/make-rows": "succeeded",
+        "exit-handler-1/count-nested": "succeeded", "exit-handler-1/count-nested/count-rows": "succeeded",
+        "exit-handler-1/maybe-fail": "succeeded", "vertex-pipelines-notification-email": "succeeded",
+    }
+    assert run.status == "succeeded"
+    # the nested pipeline read the artifact the parent DAG's task wrote and surfaced its count
+    made = run.task("exit-handler-1/make-rows").outputs["rows_out"][0]["uri"]
+    assert made.startswith(f"{PIPELINE_ROOT}/0/{run.job_name}/make-rows_")
+    assert run.task("exit-handler-1/count-nested").outputs["parameters"] == {"Output": 4}
+    assert run.task("exit-handler-1/maybe-fail").outputs["parameters"]["Output"] == 4
+    (notice,) = run.notifications
+    assert notice["state"] == "SUCCEEDED" and notice["failed_tasks"] == [] and notice["sent"] is False
+    assert notice["recipients"] == ["oncall@example.com"]
+    written = Path(run.root) / "spec-runs" / run.job_name / "notifications" / "vertex-pipelines-notification-email.json"
+    assert json.loads(written.read_text()) == notice
+
+
+def test_a_failing_group_still_runs_the_exit_handler_which_names_the_failed_task(compiled, tmp_path, capsys):
+    args = ["run-spec", str(compiled("notified")), "--root", str(tmp_path), "--project", "engine-tests",
+            "--pipeline-root", PIPELINE_ROOT, "--create-time", "2026-03-04T04:00:00Z"]
+    # a pipeline parameter cannot be set from the command line; edit the default as a submit would set it
+    spec = compiled("notified").read_text().replace("fail:\n        defaultValue: false",
+                                                    "fail:\n        defaultValue: true")
+    failing = tmp_path / "failing.yaml"
+    failing.write_text(spec)
+    assert main([*args[:1], str(failing), *args[2:]]) == 2
+    captured = capsys.readouterr()
+    assert "failed    maybe-fail (exit-handler-1/maybe-fail)" in captured.out
+    assert "succeeded vertex-pipelines-notification-email (vertex-pipelines-notification-email)" in captured.out
+    assert "notified-20260304040000 failed" in captured.err
+    record = json.loads((tmp_path / "spec-runs" / "notified-20260304040000" / "spec_run.json").read_text())
+    assert record["status"] == "failed"
+    (notice,) = record["notifications"]
+    assert notice["state"] == "FAILED"
+    assert [failed["task"] for failed in notice["failed_tasks"]] == ["exit-handler-1/maybe-fail"]
+    assert "exit-handler-1/maybe-fail" in notice["error"]["message"]
+    assert notice["pipeline_job"] == "projects/0/locations/us-central1/pipelineJobs/notified-20260304040000"
+
+
+def test_a_python_exit_task_receives_the_final_status_as_kfp_parses_it(compiled, options, tmp_path):
+    status_file = tmp_path / "status.json"
+    run = run_spec(compiled("status-handler"), options(tmp_path, parameters={"path": str(status_file)}),
+                   report=lambda line: None)
+    assert run.task("exit-handler-1/maybe-fail").state == "failed"
+    assert run.task("record-status").state == "succeeded"
+    seen = json.loads(status_file.read_text())
+    assert seen["state"] == "FAILED" and seen["task"] == "exit-handler-1"
+    assert seen["job"] == f"projects/0/locations/us-central1/pipelineJobs/{run.job_name}"
+    assert "maybe-fail" in seen["error"] and "exited with 1" in seen["error"]
+
+
+@dsl.component(base_image="python:3.11", install_kfp_package=False)
+def _echo(value: int) -> int:
+    return value
+
+
+@dsl.pipeline(name="looped")
+def _looped():
+    with dsl.ParallelFor([1, 2]) as value:
+        _echo(value=value)
+
+
+@dsl.pipeline(name="conditional")
+def _conditional(flag: int = 1):
+    with dsl.If(flag == 1):
+        _echo(value=flag)
+
+
+@pytest.mark.parametrize("pipeline, construct", [(_looped, "a loop (dsl.ParallelFor)"),
+                                                 (_conditional, "a condition (dsl.If)")])
+def test_loops_and_conditions_are_refused_by_name(tmp_path, pipeline, construct):
+    path = tmp_path / "spec.yaml"
+    compiler.Compiler().compile(pipeline, str(path))
+    with pytest.raises(UnsupportedSpec, match=r"task '.+' uses " + construct.replace("(", r"\(").replace(")", r"\)")):
+        load_pipeline_spec(path)
