@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ops.spec_executor.job_context import PipelineJobContext
-from ops.spec_executor.pipeline_spec import SpecTask
+from ops.spec_executor.pipeline_spec import ITEM_FIELD_SELECTOR, SpecTask
 from ops.spec_executor.placeholders import PLACEHOLDER, BrokenPlaceholder
 from ops.spec_executor.storage import CloudStorageRoot
 
@@ -77,15 +77,22 @@ class DagScope:
     final_status: dict[str, dict] = field(default_factory=dict)  # task → PipelineTaskFinalStatus as JSON
 
 
-def input_parameters(task: SpecTask, pipeline_values: dict[str, str], scope: DagScope) -> dict[str, object]:
+def input_parameters(task: SpecTask, pipeline_values: dict[str, str], scope: DagScope,
+                     given: tuple[str, ...] = ()) -> dict[str, object]:
     """The task's input parameter values: compiled constants (pipeline placeholders resolved), upstream
-    outputs, the DAG's inputs, final statuses, then the component's defaults."""
+    outputs, the DAG's inputs, final statuses, then the component's defaults. Names in `given` (a loop's
+    item input) are left to the caller."""
     definitions = task.component.get("inputDefinitions", {})
     parameters: dict[str, object] = {}
     for name, definition in definitions.get("parameters", {}).items():
+        if name in given:
+            continue
         compiled = task.inputs.get("parameters", {}).get(name)
         if compiled is not None:
             value = _parameter_value(task, name, compiled, scope)
+            selector = compiled.get("parameterExpressionSelector")
+            if selector is not None:
+                value = _item_field(task, name, value, selector)
         elif "defaultValue" in definition:
             value = definition["defaultValue"]
         elif definition.get("isOptional"):
@@ -186,6 +193,50 @@ def _parameter_value(task: SpecTask, name: str, compiled: dict, scope: DagScope)
         return scope.final_status[producer]
     raise MissingInput(f"task '{task.name}': parameter '{name}' has an input form this executor does not run: "
                        f"{sorted(compiled)}")
+
+
+def _item_field(task: SpecTask, name: str, value, selector: str):
+    """`parseJson(string_value)["a"]`: field `a` of a ParallelFor item that is a dict (or its JSON)."""
+    match = ITEM_FIELD_SELECTOR.match(selector)
+    assert match is not None  # other expressions are refused at load
+    item = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(item, dict) or match.group("field") not in item:
+        raise MissingInput(f"task '{task.name}': parameter '{name}' selects field '{match.group('field')}' of "
+                           f"{value!r}, which has none")
+    return item[match.group("field")]
+
+
+def loop_items(task: SpecTask, parameters: dict[str, object]) -> list:
+    """The items a ParallelFor task iterates over: the compiled list, or the input parameter it names."""
+    assert task.loop is not None
+    if task.loop.raw_items is not None:
+        items = json.loads(task.loop.raw_items)
+    else:
+        items = parameters.get(task.loop.items_parameter or "")
+        if isinstance(items, str):
+            try:
+                items = json.loads(items)
+            except ValueError:
+                pass
+    if not isinstance(items, list):
+        raise MissingInput(f"task '{task.name}': a loop (dsl.ParallelFor) over {items!r}, which is not a list")
+    return items
+
+
+def collected_outputs(task: SpecTask, iterations: list[DagScope]) -> TaskOutputs:
+    """A loop's outputs as `dsl.Collected` consumers get them: each `dag.outputs` parameter as the list of its
+    iterations' values, each artifact output as the list of their artifacts, in item order."""
+    outputs = task.dag.outputs if task.dag else {}
+    values: dict[str, list] = {name: [] for name in outputs.get("parameters", {})}
+    artifacts: dict[str, list[dict]] = {name: [] for name in outputs.get("artifacts", {})}
+    for inner in iterations:
+        one = dag_outputs(task, inner)
+        for name, collected in values.items():
+            if name in one.parameters:
+                collected.append(one.parameters[name])
+        for name, collected_artifacts in artifacts.items():
+            collected_artifacts.extend(one.artifacts.get(name, []))
+    return TaskOutputs(artifacts=artifacts, parameters=dict(values))
 
 
 def dag_outputs(task: SpecTask, inner: DagScope) -> TaskOutputs:

@@ -9,6 +9,7 @@ run differently. A file that is not readable YAML is refused in one line naming 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import yaml
 from ops.spec_executor.retries import BadRetryPolicy, RetryPolicy, retry_policy
 
 ALL_UPSTREAM_TASKS_COMPLETED = "ALL_UPSTREAM_TASKS_COMPLETED"  # an exit handler's trigger
+# the one CEL form the KFP compiler writes for a field of a ParallelFor item (`item.a`)
+ITEM_FIELD_SELECTOR = re.compile(r'^parseJson\(string_value\)\["(?P<field>[^"]+)"\]$')
 
 
 class UnsupportedSpec(ValueError):
@@ -42,6 +45,8 @@ class SpecTask:
     enable_cache: bool = False  # cachingOptions.enableCache as compiled
     retry: RetryPolicy | None = None
     trigger_strategy: str = ""  # "" = all upstream tasks succeeded (the default)
+    loop: ParameterLoop | None = None  # dsl.ParallelFor: the DAG runs once per item
+
 
     @property
     def upstream(self) -> set[str]:
@@ -59,6 +64,16 @@ class SpecTask:
     def runs_after_failures(self) -> bool:
         """An exit handler: it runs once its upstream tasks are done, whether they failed or not."""
         return self.trigger_strategy == ALL_UPSTREAM_TASKS_COMPLETED
+
+
+@dataclass(frozen=True)
+class ParameterLoop:
+    """A `parameterIterator`: the items (a JSON list compiled in, or one of the task's input parameters) and
+    the inner DAG's input each item is given as."""
+
+    item_input: str
+    raw_items: str | None = None
+    items_parameter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,10 +165,15 @@ def _dag(dag: dict, components: dict, executors: dict, within: tuple[str, ...]) 
 
 
 def _task(name: str, task: dict, components: dict, executors: dict, within: tuple[str, ...]) -> SpecTask:
-    for key, construct in (("iteratorPolicy", "a loop (dsl.ParallelFor)"), ("parameterIterator", "a loop (dsl.ParallelFor)"),
-                           ("artifactIterator", "a loop (dsl.ParallelFor)")):
-        if key in task:
-            raise UnsupportedSpec(f"task '{name}' uses {construct}, which this executor does not run")
+    if "artifactIterator" in task:
+        raise UnsupportedSpec(f"task '{name}' uses a loop over artifacts (dsl.ParallelFor over a list of artifacts), "
+                              "which this executor does not run")
+    loop = _parameter_loop(name, task.get("parameterIterator"))
+    for input_name, input_spec in task.get("inputs", {}).get("parameters", {}).items():
+        selector = input_spec.get("parameterExpressionSelector")
+        if selector is not None and not ITEM_FIELD_SELECTOR.match(selector):
+            raise UnsupportedSpec(f"task '{name}' input '{input_name}' selects with the expression {selector!r}, "
+                                  "which this executor does not evaluate")
     trigger = task.get("triggerPolicy", {})
     if trigger.get("condition"):
         raise UnsupportedSpec(f"task '{name}' uses a condition (dsl.If), which this executor does not run")
@@ -164,6 +184,8 @@ def _task(name: str, task: dict, components: dict, executors: dict, within: tupl
     if component_name in within:
         raise UnsupportedSpec(f"task '{name}': component '{component_name}' contains itself")
     dag = container = None
+    if loop is not None and "dag" not in component:
+        raise UnsupportedSpec(f"task '{name}' loops over a component that is not a DAG")
     if "dag" in component:
         dag = _dag(component["dag"], components, executors, within + (component_name,))
         for output, selector in component["dag"].get("outputs", {}).get("artifacts", {}).items():
@@ -196,4 +218,16 @@ def _task(name: str, task: dict, components: dict, executors: dict, within: tupl
         enable_cache=bool(task.get("cachingOptions", {}).get("enableCache", False)),
         retry=retry,
         trigger_strategy=trigger.get("strategy", ""),
+        loop=loop,
     )
+
+
+def _parameter_loop(name: str, iterator: dict | None) -> ParameterLoop | None:
+    if iterator is None:
+        return None
+    items = iterator.get("items", {})
+    if "itemInput" not in iterator or not ("raw" in items or "inputParameter" in items):
+        raise UnsupportedSpec(f"task '{name}': a loop (dsl.ParallelFor) whose items this executor does not read: "
+                              f"{iterator}")
+    return ParameterLoop(item_input=iterator["itemInput"], raw_items=items.get("raw"),
+                         items_parameter=items.get("inputParameter"))

@@ -39,7 +39,8 @@ from components.logs.records import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
 from ops.spec_executor.executor_input import (
-    DagScope, MissingInput, build_executor_input, dag_outputs, input_artifacts, input_parameters, read_task_outputs,
+    DagScope, MissingInput, build_executor_input, collected_outputs, dag_outputs, input_artifacts, input_parameters,
+    loop_items, read_task_outputs,
 )
 from ops.spec_executor.job_context import PipelineJobContext
 from ops.spec_executor.pipeline_spec import Dag, PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec
@@ -183,15 +184,29 @@ class _JobWalk:
             self.failed_at = path
 
     def run_dag(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
-        """A nested pipeline or an ExitHandler group: its inner DAG, with inputs mapped from this DAG."""
+        """A nested pipeline, an ExitHandler group or a ParallelFor: its inner DAG with inputs mapped from this
+        DAG (once per item for a loop, each iteration's tasks under `<loop>/iteration-<i>/`)."""
         assert task.dag is not None
         try:
-            inner = DagScope(parameters=input_parameters(task, self.context.pipeline_placeholders(path), scope),
-                             artifacts=input_artifacts(task, scope))
+            given = (task.loop.item_input,) if task.loop else ()
+            parameters = input_parameters(task, self.context.pipeline_placeholders(path), scope, given)
+            artifacts = input_artifacts(task, scope)
+            items = loop_items(task, parameters) if task.loop else None
         except TASK_ERRORS as error:
             record.state, record.reason = "failed", str(error)
             return
-        inner_records = self.walk(task.dag, inner, prefix=path + "/")
+        inner_records: list[TaskRecord] = []
+        iterations: list[DagScope] = []
+        for index, item in enumerate(items if items is not None else [None]):
+            inner = DagScope(parameters=dict(parameters), artifacts=artifacts)
+            prefix = path + "/"
+            if task.loop is not None:
+                inner.parameters[task.loop.item_input] = item
+                prefix += f"iteration-{index}/"
+            iterations.append(inner)
+            inner_records += self.walk(task.dag, inner, prefix=prefix)
+            if self.failed_at and not self.options.check_only:
+                break  # a failed iteration stops the pipeline: later iterations are not started
         states = {r.state for r in inner_records}
         failed = [r for r in inner_records if r.state == "failed"]
         not_done = [r for r in inner_records if r.state in ("skipped", "not_run")]
@@ -206,12 +221,15 @@ class _JobWalk:
             return
         record.state = "checked" if self.options.check_only and not states <= set(DONE) else "succeeded"
         try:
-            outputs = dag_outputs(task, inner)
+            outputs = collected_outputs(task, iterations) if task.loop else dag_outputs(task, iterations[0])
         except TASK_ERRORS as error:
             record.state, record.reason = "failed", str(error)
             return
         scope.outputs[task.name] = outputs
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
+        if task.loop is not None:
+            record.stand_ins.append(f"{len(iterations)} iteration(s), one after another (Vertex runs them side by "
+                                    "side)")
 
     def final_status(self, name: str, path: str, record: TaskRecord) -> dict:
         """The `PipelineTaskFinalStatus` an exit handler receives for this task (kfp's executor reads `state`,

@@ -7,7 +7,7 @@ compiled command), so a test runs in seconds; what each pipeline is for is in it
 
 import datetime as dt
 from pathlib import Path
-from typing import Callable
+from typing import Callable, List
 
 import pytest
 from kfp import compiler, dsl
@@ -84,6 +84,15 @@ def resume_from_checkpoint(seen: str) -> str:
     return checkpoint
 
 
+def total(values: List[int], datasets: dsl.Input[List[dsl.Dataset]]) -> str:
+    """A fan-in through dsl.Collected: the iterations' counts and every iteration's artifact."""
+    lines = 0
+    for dataset in datasets:
+        with open(dataset.path) as data:
+            lines += len(data.read().splitlines())
+    return f"{sum(values)} counted, {lines} read from {len(datasets)} datasets"
+
+
 def sleep_for(seconds: int) -> int:
     import time
 
@@ -93,6 +102,7 @@ def sleep_for(seconds: int) -> int:
 
 make_rows_op = _component(make_rows)
 sleep_op = _component(sleep_for)
+total_op = _component(total)
 count_rows_op = _component(count_rows)
 fail_once_op = _component(fail_once)
 always_fail_op = _component(always_fail)
@@ -153,13 +163,25 @@ def custom_job_retry(seen: str):
     train(seen=seen).set_retry(num_retries=1).set_caching_options(False)
 
 
+@dsl.pipeline(name="fan-in")
+def fan_in(sizes: List[int] = [1, 2, 3]):
+    """dsl.ParallelFor over a pipeline parameter, fanned in with dsl.Collected; a loop over dicts by field."""
+    with dsl.ParallelFor(sizes) as size:
+        made = make_rows_op(rows=size, window_end="w", fail_marker="/nonexistent").set_caching_options(False)
+        counted = count_rows_op(rows_in=made.outputs["rows_out"]).set_caching_options(False)
+    total_op(values=dsl.Collected(counted.output), datasets=dsl.Collected(made.outputs["rows_out"]))
+    with dsl.ParallelFor([{"rows": 2}, {"rows": 5}]) as spec:
+        count_rows_op(rows_in=make_rows_op(rows=spec.rows, window_end="v", fail_marker="/nonexistent")
+                      .set_caching_options(False).outputs["rows_out"]).set_caching_options(False)
+
+
 @dsl.pipeline(name="sleeper")
 def sleeper(seconds: int = 120):
     sleep_op(seconds=seconds).set_caching_options(False)
 
 
 PIPELINES = {pipeline.name: pipeline for pipeline in (cached_window, retried, retried_out, notified, status_handler,
-                                                      custom_job_retry, sleeper)}
+                                                      custom_job_retry, sleeper, fan_in)}
 
 
 @pytest.fixture(scope="session")
