@@ -1,6 +1,7 @@
 """Run the compiled Vertex pipeline spec on this machine, the way Vertex and GCPC's launcher run it.
 
-    pipeline_spec   the compiled YAML: root DAG tasks, components, executors, order (the DAG walk)
+    pipeline_spec   the compiled YAML: DAGs (root, nested, ExitHandler groups, loops), components, executors,
+                    caching/retry/trigger policies, order (the DAG walk); unreadable YAML in one line
     job_context     what Vertex fills in for a pipeline job: names, ids, times, project, location, root
     executor_input  each task's ExecutorInput as the driver builds it; the outputs it leaves
     placeholders    {{$...}} resolution in container commands and args
@@ -9,9 +10,14 @@
     machines        which machines this computer stands in for (CPU; GPUs present; never TPU)
     dataflow        DataflowRunner options checked, DirectRunner in its place
     model_registry  the promotion step's Model Registry → a local registry
+    notification_email  GCPC's VertexNotificationEmailOp → the notification recorded, never sent
+    execution_cache Vertex's cache key and the index of succeeded executions under ROOT/spec-cache
+    retries         a task's retryPolicy and the backoff before each retry
+    run_record      spec_run.json: task states, run status, interrupted runs
     processes       process groups, ended with the executor
     task_startup/   sitecustomize for every task's Python: /gcs/ → ROOT, die with the executor's shell
-    runner          `run_spec`: the walk and each task's run
+    runner          `run_spec`: the walk (nested DAGs, loops, exit handlers) and each task's run (cache,
+                    stand-ins, retries)
 
 See docs/spec_executor.md for what it covers and what only a real Vertex project shows.
 """

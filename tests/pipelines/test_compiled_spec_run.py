@@ -49,7 +49,7 @@ def _compile(output: Path, overrides: list[str]) -> Path:
 def _options(root: Path, check_only: bool = False) -> RunSpecOptions:
     return RunSpecOptions(root=root, project="adrank-prod", location="us-central1", pipeline_root=PIPELINE_ROOT,
                           create_time=CREATE_TIME, direct_running_mode="in_memory", direct_num_workers=1,
-                          check_only=check_only)
+                          check_only=check_only, sleep=lambda seconds: None)  # retries do not wait here
 
 
 def _edited(spec_path: Path, edit, output: Path) -> Path:
@@ -221,7 +221,7 @@ def test_a_failing_task_stops_the_pipeline_and_its_log_is_kept(tiny_spec, tmp_pa
     broken = _edited(tiny_spec, wrong_function, tmp_path / "broken.yaml")
     run = run_spec(broken, _options(tmp_path / "root"), report=lambda line: None)
     first = run.task("generate-logs-step")
-    assert first.state == "failed" and first.reason.startswith("exited with 1")
+    assert first.state == "failed" and "exited with 1" in first.reason  # after its retries, if it has a policy
     assert "no_such_step" in first.reason  # the log tail
     assert {t.state for t in run.tasks if t.task != "generate-logs-step"} == {"not_run"}
     assert all("the pipeline failed at 'generate-logs-step'" in t.reason for t in run.tasks[1:])
