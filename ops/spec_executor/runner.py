@@ -127,6 +127,8 @@ class _JobWalk:
             for task in self.record.tasks:
                 if task.state == "running":
                     task.state, task.reason = "interrupted", "the executor was stopped while the task ran"
+                    self.report(_line(task))
+            self.report(f"{self.record.job_name}: interrupted; record: {self.run_dir / RUN_RECORD}")
             raise
         finally:
             self.processes.close()

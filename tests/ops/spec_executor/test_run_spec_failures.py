@@ -39,7 +39,7 @@ def _start(compiled_spec: Path, root: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "ops.cli", "run-spec", str(compiled_spec), "--root", str(root), "--project", "p",
          "--pipeline-root", PIPELINE_ROOT, "--create-time", "2026-03-04T04:00:00Z"],
-        env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_running_task(record: Path, executor: subprocess.Popen) -> None:
@@ -72,6 +72,9 @@ def test_a_stopped_run_reads_as_interrupted(compiled, tmp_path, signal_name):
     if signal_name == "SIGTERM":
         assert code == 128 + signal.SIGTERM
         assert written["status"] == "interrupted"
+        out = executor.stdout.read() if executor.stdout else ""
+        assert "interrupted sleep-for (sleep-for): the executor was stopped while the task ran" in out
+        assert f"sleeper-20260304040000: interrupted; record: {record}" in out
     else:  # nothing ran in the executor after the kill: the record still says running, its pid is gone
         assert written["status"] == "running" and recorded_status(written) == "interrupted"
         assert mark_interrupted_runs(tmp_path) == [record]
