@@ -174,12 +174,12 @@ class _JobWalk:
 
     def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
         started = time.perf_counter()
+        record.state = "running"
+        self.save()
         if task.dag is not None:
             self.dag_paths.add(path)
             self.run_dag(task, path, record, scope)
         else:
-            record.state = "running"
-            self.save()
             self.run_container(task, path, record, scope)
         record.seconds = round(time.perf_counter() - started, 1)
         if record.state == "failed" and self.failed_at is None:
@@ -288,30 +288,13 @@ class _JobWalk:
                 if self.options.check_only:
                     record.state = "checked"
                 else:
-                    def attempt(number: int) -> str | None:
-                        replicas = task_dir / ("replicas" if number == 1 else f"replicas-attempt{number}")
-                        jobs = custom_job.LocalCustomJobs(task.name, self.storage, self.processes, env,
-                                                          self.storage.root, replicas)
-                        try:
-                            custom_job.run_launcher(task.name, call, jobs)
-                        except custom_job.CustomJobError as error:
-                            return str(error)
-                        return None
-
-                    self.with_retries(task, path, record, executor_input, attempt)
+                    self.with_retries(task, path, record, executor_input,
+                                      self.custom_job_attempt(task, call, env, task_dir))
             elif self.options.check_only:
                 record.state = "checked"
             else:
-                def attempt(number: int) -> str | None:
-                    log = task_dir / ("task.log" if number == 1 else f"task.attempt{number}.log")
-                    started = self.processes.start(path, command + args, env, self.storage.root, log)
-                    code = started.exit_code()
-                    self.processes.kill(started)  # whatever it left running in its group
-                    if code != 0:
-                        return f"exited with {code}; last lines of {started.log_path}:\n{started.log_tail()}"
-                    return None
-
-                self.with_retries(task, path, record, executor_input, attempt)
+                self.with_retries(task, path, record, executor_input,
+                                  self.process_attempt(path, command + args, env, task_dir))
             if record.state == "failed":
                 return
         except TASK_ERRORS as error:
@@ -322,6 +305,35 @@ class _JobWalk:
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
         if key is not None and record.state == "succeeded":
             cache.record(key, self.context.job_name, path, outputs)
+
+    def custom_job_attempt(self, task: SpecTask, call: custom_job.LauncherCall, env: dict[str, str],
+                           task_dir: Path) -> Callable[[int], str | None]:
+        """One attempt of a custom-job task: the launcher creates the whole job again from the same payload."""
+        def attempt(number: int) -> str | None:
+            replicas = task_dir / ("replicas" if number == 1 else f"replicas-attempt{number}")
+            jobs = custom_job.LocalCustomJobs(task.name, self.storage, self.processes, env, self.storage.root,
+                                              replicas)
+            try:
+                custom_job.run_launcher(task.name, call, jobs)
+            except custom_job.CustomJobError as error:
+                return str(error)
+            return None
+
+        return attempt
+
+    def process_attempt(self, path: str, argv: list[str], env: dict[str, str],
+                        task_dir: Path) -> Callable[[int], str | None]:
+        """One attempt of a container task: its resolved command, in its own process group and log."""
+        def attempt(number: int) -> str | None:
+            log = task_dir / ("task.log" if number == 1 else f"task.attempt{number}.log")
+            started = self.processes.start(path, argv, env, self.storage.root, log)
+            code = started.exit_code()
+            self.processes.kill(started)  # whatever it left running in its group
+            if code != 0:
+                return f"exited with {code}; last lines of {started.log_path}:\n{started.log_tail()}"
+            return None
+
+        return attempt
 
     def with_retries(self, task: SpecTask, path: str, record: TaskRecord, executor_input: dict,
                      attempt: Callable[[int], str | None]) -> None:
