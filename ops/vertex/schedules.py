@@ -1,9 +1,9 @@
 """Daily retraining as a native Vertex `PipelineJobSchedule`, addressed by its display name.
 
 `create_or_update` is idempotent: when a schedule with the config's display name exists, it is
-updated in place (cron, limits, window, and the pipeline it launches), never duplicated. Every
-scheduled run starts from the same compiled template; its preprocess step reads the logs of the
-`logs.lookback_days` days before the run's own create time.
+updated in place (cron, limits, window, and the pipeline it launches), never duplicated; the update names only the
+fields it sets (`update_mask`). Every scheduled run starts from the same compiled template (the retraining
+pipeline); its preprocess step reads the logs of the `logs.lookback_days` days before the run's scheduled time.
 
 Scheduled runs do not join `vertex.experiment` by themselves: Vertex creates them server-side from the
 schedule's CreatePipelineJobRequest, whose v1 `PipelineJob` has no experiment field (the SDK adds a run to
@@ -35,12 +35,19 @@ from ops.vertex.session import VertexSession, require_service_account, vertex_se
 if TYPE_CHECKING:
     from google.cloud import aiplatform
 
-# Fields of the Schedule resource `create_or_update` sets; an update names all of them in its mask, so one
-# the config leaves unset (`max_runs`/`end_time` null, e.g. `--max-runs none`) is cleared on Vertex.
-UPDATED_FIELDS = [
-    "cron", "max_concurrent_run_count", "max_run_count", "start_time", "end_time", "allow_queueing",
-    "create_pipeline_job_request",
-]
+# Fields of the Schedule resource `create_or_update` sets. An update's mask names only those it sends with a value:
+# Vertex documents that "the non-empty fields cannot be unset" (UpdateScheduleRequest.schedule), so naming a field
+# and sending it empty is refused with 400 INVALID_ARGUMENT. The config field behind each, for the error that says
+# a set one cannot be cleared in place.
+UPDATED_FIELDS = {
+    "cron": "vertex.schedule.cron",
+    "max_concurrent_run_count": "vertex.schedule.max_concurrent_runs",
+    "max_run_count": "vertex.schedule.max_runs (--max-runs)",
+    "start_time": "vertex.schedule.start_time",
+    "end_time": "vertex.schedule.end_time (--end-time)",
+    "allow_queueing": "vertex.schedule.allow_queueing",
+    "create_pipeline_job_request": "the compiled retraining pipeline",
+}
 
 
 class ScheduleNotFound(LookupError):
@@ -49,6 +56,36 @@ class ScheduleNotFound(LookupError):
 
 class ScheduleTimeError(ValueError):
     """A `vertex.schedule` time that cannot be sent now; the message names the field."""
+
+
+class ScheduleUpdateError(ValueError):
+    """An update Vertex would refuse (clearing a field the schedule has set); the message names the field."""
+
+
+def update_mask(resource, existing) -> list[str]:
+    """The fields an update of `existing` (the Schedule on Vertex) to `resource` names: those `resource` sets.
+
+    A field the config leaves empty but the schedule has set cannot be cleared by an update (Vertex: "the non-empty
+    fields cannot be unset"): ScheduleUpdateError naming the config field, before anything is sent. The start time
+    is the exception: not sent (no start time in the config, or the one the schedule already has: `StartTime.
+    keep_existing`), it leaves the schedule's own."""
+    fields = []
+    for field, config_field in UPDATED_FIELDS.items():
+        if field in resource:
+            fields.append(field)
+        elif field == "start_time":
+            continue
+        elif field in existing:
+            raise ScheduleUpdateError(
+                f"{config_field}: the schedule {existing.display_name} has {field} = {_shown(existing, field)}, which "
+                "Vertex cannot clear on an update (a set field cannot be unset); set a value, or delete the schedule "
+                "and create it again (`adrank schedule delete`, then `create`)")
+    return fields
+
+
+def _shown(resource, field: str) -> str:
+    value = getattr(resource, field)
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 @dataclass(frozen=True)
@@ -205,8 +242,7 @@ def create_or_update(
                                f"create schedule {resource.display_name}")
         return "created", created.name, start
     resource.name = existing[0].resource_name
-    fields = [f for f in UPDATED_FIELDS if not (f == "start_time" and start.keep_existing)]
-    mask = field_mask_pb2.FieldMask(paths=fields)
+    mask = field_mask_pb2.FieldMask(paths=update_mask(resource, existing[0].gca_resource))
     updated = with_backoff(lambda: client.update_schedule(schedule=resource, update_mask=mask),
                            f"update schedule {resource.display_name}")
     return "updated", updated.name, start
