@@ -73,6 +73,12 @@ def _limit_overrides(args: argparse.Namespace) -> list[str]:
     return overrides
 
 
+def _clearing(args: argparse.Namespace) -> frozenset[str]:
+    """The Schedule fields `--max-runs none` / `--end-time none` ask to clear."""
+    asked = {"max_run_count": getattr(args, "max_runs", None), "end_time": getattr(args, "end_time", None)}
+    return frozenset(field for field, value in asked.items() if value == "null")
+
+
 def _limits(schedule) -> str:
     runs = f"at most {schedule.max_runs} runs" if schedule.max_runs else "no run limit"
     end = f"until {schedule.end_time.isoformat()}" if schedule.end_time else "no end time"
@@ -112,13 +118,16 @@ def _run(args: argparse.Namespace) -> int:
                 from ops.compile import compile_pipeline
 
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml", "retraining")
-                done, schedule_name, start = schedules.create_or_update(
-                    config, template, session, now=now, start_now_if_past=args.start_now_if_past)
+                done, schedule_name, start, kept = schedules.create_or_update(
+                    config, template, session, now=now, start_now_if_past=args.start_now_if_past,
+                    clearing=_clearing(args))
             timing = vertex_section(config).schedule
             print(f"{done} schedule {display_name} ({schedule_name}): {timing.vertex_cron}, "
                   f"max {timing.max_concurrent_runs} concurrent run(s), {_limits(timing)}, {_start(start)}")
             if start.note:
                 print(start.note)
+            for note in kept:
+                print(note)
             print("\n".join(estimate_run_cost(config, "retraining").describe()))
             if schedules.experiment_note(config):
                 print(schedules.experiment_note(config))

@@ -62,25 +62,35 @@ class ScheduleUpdateError(ValueError):
     """An update Vertex would refuse (clearing a field the schedule has set); the message names the field."""
 
 
-def update_mask(resource, existing) -> list[str]:
+@dataclass(frozen=True)
+class UpdateMask:
+    """The fields an update names (`paths`) and, for each field the schedule keeps because the config leaves it
+    empty, a line saying so (`kept`)."""
+
+    paths: list[str]
+    kept: list[str]
+
+
+def update_mask(resource, existing, clearing: frozenset[str] = frozenset()) -> UpdateMask:
     """The fields an update of `existing` (the Schedule on Vertex) to `resource` names: those `resource` sets.
 
-    A field the config leaves empty but the schedule has set cannot be cleared by an update (Vertex: "the non-empty
-    fields cannot be unset"): ScheduleUpdateError naming the config field, before anything is sent. The start time
-    is the exception: not sent (no start time in the config, or the one the schedule already has: `StartTime.
-    keep_existing`), it leaves the schedule's own."""
-    fields = []
+    Vertex cannot clear a field on an update ("the non-empty fields cannot be unset"). A field the schedule has set
+    that the config leaves empty is kept, and said so; one the user asked to clear (`clearing`: `--max-runs none`,
+    `--end-time none`) is a ScheduleUpdateError naming the config field, before anything is sent. The start time:
+    not sent (none in the config, or the one the schedule already has: `StartTime.keep_existing`), it stays."""
+    paths, kept = [], []
     for field, config_field in UPDATED_FIELDS.items():
         if field in resource:
-            fields.append(field)
-        elif field == "start_time":
-            continue
-        elif field in existing:
+            paths.append(field)
+        elif field in existing and field in clearing:
             raise ScheduleUpdateError(
                 f"{config_field}: the schedule {existing.display_name} has {field} = {_shown(existing, field)}, which "
                 "Vertex cannot clear on an update (a set field cannot be unset); set a value, or delete the schedule "
                 "and create it again (`adrank schedule delete`, then `create`)")
-    return fields
+        elif field in existing and field != "start_time":
+            kept.append(f"note: {config_field} is not set in the config; the schedule keeps its "
+                        f"{field} = {_shown(existing, field)} (Vertex cannot clear a set field on an update)")
+    return UpdateMask(paths, kept)
 
 
 def _shown(resource, field: str) -> str:
@@ -223,11 +233,13 @@ def create_or_update(
     revision: str | None = None,
     now: dt.datetime | None = None,
     start_now_if_past: bool = False,
-) -> tuple[str, str, StartTime]:
+    clearing: frozenset[str] = frozenset(),
+) -> tuple[str, str, StartTime, list[str]]:
     """Create the config's schedule, or update the one with the same display name.
 
-    Returns (action, the schedule's resource name, the start time sent); a past start time raises ScheduleTimeError before
-    anything is written (see `resolve_start_time`)."""
+    Returns (action, the schedule's resource name, the start time sent, notes on fields an update kept); a past
+    start time raises ScheduleTimeError, and clearing a set field (`clearing`, see `update_mask`)
+    ScheduleUpdateError, before anything is written."""
     from google.protobuf import field_mask_pb2
 
     display_name = schedule_display_name(config)
@@ -240,12 +252,13 @@ def create_or_update(
     if not existing:
         created = with_backoff(lambda: client.create_schedule(parent=session.location_path, schedule=resource),
                                f"create schedule {resource.display_name}")
-        return "created", created.name, start
+        return "created", created.name, start, []
     resource.name = existing[0].resource_name
-    mask = field_mask_pb2.FieldMask(paths=update_mask(resource, existing[0].gca_resource))
+    fields = update_mask(resource, existing[0].gca_resource, clearing)
+    mask = field_mask_pb2.FieldMask(paths=fields.paths)
     updated = with_backoff(lambda: client.update_schedule(schedule=resource, update_mask=mask),
                            f"update schedule {resource.display_name}")
-    return "updated", updated.name, start
+    return "updated", updated.name, start, fields.kept
 
 
 def pause(display_name: str, session: VertexSession):

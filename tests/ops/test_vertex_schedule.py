@@ -138,8 +138,11 @@ def test_an_update_names_only_the_fields_it_sets(fake_vertex, vertex_args, capsy
     assert len(fake.schedules) == 1 and fake.rejected == []
     assert "at most 30 runs, until 2099-12-31T00:00:00+00:00" in capsys.readouterr().out
 
+    # the config has no end time: the schedule keeps its own (it cannot be cleared) and the command says so
     assert main(["schedule", "update", *args, "--max-runs", "7"]) == 0
     assert schedule["maxRunCount"] == "7" and schedule["endTime"] == "2099-12-31T00:00:00Z"
+    assert ("note: vertex.schedule.end_time (--end-time) is not set in the config; the schedule keeps its end_time = "
+            "2099-12-31T00:00:00+00:00") in capsys.readouterr().out
 
 
 def test_clearing_a_set_limit_fails_naming_the_field_before_any_update(fake_vertex, vertex_args, capsys):
