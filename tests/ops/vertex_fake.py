@@ -177,8 +177,9 @@ class FakeVertex:
 
     # -- pipeline jobs ----------------------------------------------------------------------------
     def _create_job(self, project, region, query, body):
-        job_id = (query.get("pipelineJobId") or [uuid.uuid4().hex[:12]])[0]
-        problem = _job_id_problem(job_id) or _labels_problem((body or {}).get("labels", {}))
+        given = query.get("pipelineJobId")
+        job_id = given[0] if given else f"job-{uuid.uuid4().hex[:12]}"  # Vertex names a job sent without an id
+        problem = (_job_id_problem(job_id) if given else "") or _labels_problem((body or {}).get("labels", {}))
         if problem:
             return self._reject("POST", f"pipelineJobs/{job_id}", problem)
         name = f"projects/{project}/locations/{region}/pipelineJobs/{job_id}"
