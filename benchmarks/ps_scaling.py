@@ -37,6 +37,11 @@ def variant_targets(variant: str) -> str:
             "parameter_servers: 1}}]")
 
 
+def variant_overrides(variant: str) -> list[str]:
+    """The variant's targets, and the default config's `retraining.target` moved to its one target."""
+    return [variant_targets(variant), f"retraining.target={'cpu' if variant == 'sync' else 'cpu-ps'}"]
+
+
 def train_variant(variant: str, examples: str, model_dir: str, epochs: int) -> None:
     """Child process: one training run of the variant; prints its RunSummary as one JSON line."""
     from components.train.task import train
@@ -44,7 +49,7 @@ def train_variant(variant: str, examples: str, model_dir: str, epochs: int) -> N
     from configs.slices import TrainStepConfig
 
     # 4 chunks an epoch: examples/s is timed over the chunks after the first (tracing and start-up excluded)
-    config = load_config(None, [variant_targets(variant), f"training.epochs={epochs}",
+    config = load_config(None, [*variant_overrides(variant), f"training.epochs={epochs}",
                                 "training.checkpoints_per_epoch=4", "runs_per_target=1"])
     target = config.targets[0].name
     summary = train(TrainStepConfig.of(config, target), target, 0, examples, model_dir)

@@ -7,12 +7,15 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.errors import ConfigError
 from configs.embedding_memory import check_embedding_memory
 from configs.features import Feature, FeaturesConfig
 from configs.logs import EVENT_TYPES, LogsConfig, SplitConfig, TaskConfig
+from configs.pipelines import BenchmarkConfig, RetrainingConfig
 from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
+from configs.retry import RetryConfig
 from configs.shuffle_coverage import warn_on_partial_shuffle
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target, resolve_target
 from configs.vertex import VertexConfig, check_target_machine
@@ -38,6 +41,9 @@ class AdrankConfig(StrictModel):
     runs_per_target: int = Field(3, ge=1, le=100)
     report: ReportConfig = ReportConfig()
     promotion: PromotionConfig = PromotionConfig()
+    benchmark: BenchmarkConfig = BenchmarkConfig()
+    retraining: RetrainingConfig = RetrainingConfig()
+    retry: RetryConfig = RetryConfig()
     vertex: VertexConfig | None = None
 
     @field_validator("name")
@@ -61,6 +67,8 @@ class AdrankConfig(StrictModel):
             raise ValueError(f"target names must be unique, got {targets}")
         if self.report.baseline_target is not None and self.report.baseline_target not in targets:
             raise ValueError(f"report.baseline_target '{self.report.baseline_target}' is not one of {targets}")
+        if self.retraining.target is not None and self.retraining.target not in targets:
+            raise ValueError(f"retraining.target: '{self.retraining.target}' is not one of the targets {targets}")
         for target in self.targets:
             if target.vertex is not None:
                 try:
@@ -126,6 +134,14 @@ class AdrankConfig(StrictModel):
 
     def target(self, name: str) -> TargetConfig:
         return find_target(self.targets, name)
+
+    def retraining_target(self) -> TargetConfig:
+        """The production target the retraining pipeline trains; a config without one cannot build that pipeline."""
+        if self.retraining.target is None:
+            raise ConfigError(f"retraining.target: config '{self.name}' names no production target; the retraining "
+                              "pipeline trains one (e.g. `retraining: {target: NAME}`, NAME one of "
+                              f"{[t.name for t in self.targets]}; the benchmark report suggests one)")
+        return self.target(self.retraining.target)
 
     def batch_size(self, target: TargetConfig) -> int:
         return target.global_batch_size or self.training.global_batch_size

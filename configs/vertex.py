@@ -8,6 +8,7 @@ jobs run as `service_account`, and the CLI authenticates with Application Defaul
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -21,6 +22,11 @@ from configs.vertex_names import (
 )
 
 ImageKind = Literal["cpu", "gpu", "tpu"]
+# An address Vertex can send to: one '@', a local part without spaces, a dotted domain with a top-level part.
+EMAIL_ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                           r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}$")
+# Vertex's e-mail notification takes up to three recipients (cloud.google.com/vertex-ai/docs/pipelines/email-notifications).
+MAX_NOTIFY_EMAILS = 3
 
 
 class MachineSpec(StrictModel):
@@ -81,6 +87,10 @@ class VertexTargetSpec(StrictModel):
     image: ImageKind | None = Field(None, description="which `vertex.images` entry; default follows the target kind")
     timeout: str = Field("86400s", pattern=r"^\d+s$")
     restart_job_on_worker_restart: bool = False
+    expected_hours: float = Field(
+        1.0, gt=0, le=720, description="how long one training run of this target is expected to take on these "
+        "machines (from a past run's wall time); `adrank compile` and `schedule create` price a run with it",
+    )
 
     @model_validator(mode="after")
     def _ps_pools_come_together(self) -> VertexTargetSpec:
@@ -228,6 +238,21 @@ class VertexConfig(StrictModel):
     )
     schedule: ScheduleConfig = ScheduleConfig()
     model_registry: ModelRegistryConfig = ModelRegistryConfig()
+    notify_emails: list[str] = Field(
+        default_factory=list, max_length=MAX_NOTIFY_EMAILS,
+        description="who is e-mailed when a pipeline run ends (GCPC's VertexNotificationEmailOp in an exit handler "
+        "around the whole pipeline); Vertex sends to at most three addresses",
+    )
+
+    @field_validator("notify_emails")
+    @classmethod
+    def _email_addresses(cls, addresses: list[str]) -> list[str]:
+        for index, address in enumerate(addresses):
+            if not EMAIL_ADDRESS.match(address):
+                raise ValueError(f"item {index}: '{address}' is not an e-mail address (name@domain.tld)")
+        if len(set(addresses)) != len(addresses):
+            raise ValueError(f"an address is listed twice: {addresses}")
+        return addresses
 
     @field_validator("labels")
     @classmethod

@@ -1,4 +1,4 @@
-"""Compile the DAG for a backend into a pipeline-spec YAML file."""
+"""Compile one of the pipelines for a backend into a pipeline-spec YAML file."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from kfp import compiler
 
 from configs import AdrankConfig
 from pipelines.placement import Backend
-from pipelines.ranking import create_pipeline
+from pipelines.ranking import PipelineKind, create_pipeline
 
 
-def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path) -> Path:
+def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path,
+                     pipeline: PipelineKind = "benchmark") -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(create_pipeline(config, backend), str(output))
+    compiler.Compiler().compile(create_pipeline(config, backend, pipeline=pipeline), str(output))
     return output

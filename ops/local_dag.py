@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import yaml
 
@@ -35,6 +35,9 @@ from ops.step_reuse import StepReuse
 from ops.step_processes import step_processes
 from components.registry.promotion import DECISION_FILE, PromotionDecision
 from components.report.promotion import promotion_markdown, with_promotion_section
+
+if TYPE_CHECKING:
+    from pipelines.ranking import PipelineKind
 
 REPORT_FILES = {"report_html": "report.html", "report_markdown": "report.md", "summary_json": "summary.json"}
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
@@ -111,17 +114,19 @@ def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> 
 
 
 def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None, *,
-                window_end: str = "", resume: bool = False, quiet: bool | None = None) -> RunRecord:
+                window_end: str = "", resume: bool = False, quiet: bool | None = None,
+                pipeline: PipelineKind = "benchmark") -> RunRecord:
     """Run every step of the DAG in subprocesses of this interpreter; raise `LocalRunFailed` naming the step.
 
     `window_end` (RFC 3339): read only the `logs.lookback_days` before it, as a scheduled run does (`adrank
     retrain`); "" reads every log. `resume`: run `run_id` again in its own directory (see `resumable_run`): steps
     that finished in an earlier attempt and whose outputs are intact are reused, an interrupted training step
-    continues from its checkpoints. `quiet`: the terminal shows no progress (steps starting and ending, their
+    continues from its checkpoints. `pipeline`: the benchmark (`adrank run`) or the retraining pipeline (`adrank
+    retrain`, one day). `quiet`: the terminal shows no progress (steps starting and ending, their
     progress lines), only warnings, failures and what the run made; None: quiet when `ADRANK_QUIET` is set."""
     from kfp import local
 
-    from pipelines.ranking import create_pipeline, targets_for
+    from pipelines.ranking import create_pipeline, training_plan
 
     quiet = progress_quiet() if quiet is None else quiet
     try:
@@ -148,13 +153,13 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     record.claim_process()
     record.write(run_dir)
 
-    pipeline = create_pipeline(config, "local", window_end=window_end)
-    display_names = {key: task.task_info.name for key, task in pipeline.pipeline_spec.root.dag.tasks.items()}
+    dag = create_pipeline(config, "local", window_end=window_end, pipeline=pipeline)
+    display_names = {key: task.task_info.name for key, task in dag.pipeline_spec.root.dag.tasks.items()}
     log_path = run_dir / "pipeline.log"
     progress = _StepProgress()
     try:
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
-        for skipped in targets_for(config, "local").skipped:
+        for skipped in training_plan(config, "local", pipeline).skipped:
             print(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}")
         with step_processes(run_id, reuse) as temp_root, _step_environment(quiet), \
                 _progress_output(log_path, display_names, progress, quiet):
@@ -162,7 +167,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
             workspace.mkdir()
             local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"),
                        workspace_root=str(workspace))
-            pipeline()
+            dag()
     except KeyboardInterrupt as interruption:  # Ctrl-C or SIGTERM: the steps' processes are already gone
         record.status = "interrupted"
         record.failure_reason = f"interrupted ({getattr(interruption, 'signal_name', 'SIGINT')})"

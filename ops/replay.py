@@ -1,8 +1,9 @@
 """`adrank retrain`: replay daily retraining for N days on this machine.
 
     day 1 … N:  window end = first window end + (day − 1) days
-                └► the whole DAG (`run_locally`), preprocess reading only the `logs.lookback_days` before it
-                └► train (warm from the champion with `training.warm_start: champion`)
+                └► the retraining pipeline (`run_locally(..., pipeline="retraining")`, the one a Vertex schedule
+                   runs), preprocess reading only the `logs.lookback_days` before it
+                └► train `retraining.target` once (warm from the champion with `training.warm_start: champion`)
                 └► promote: champion and challenger on that day's eval examples, into the replay's registry
     then:       replay.json / replay.md / replay.html / replay.png in `<runs dir>/<replay id>/`
 
@@ -50,6 +51,7 @@ def plan_replay(config_file: str | None, overrides: list[str], days: int, first_
     Own logs: `--first-day` is the first window end. `registry`: where the replay promotes, unless the config
     names its own `promotion.local_registry`."""
     config = load_config(config_file, overrides)
+    config.retraining_target()  # ConfigError naming retraining.target when the config has no production target
     if days < 1:
         raise ReplayError(f"--days {days}: replay at least one day")
     lookback = config.logs.lookback_days
@@ -108,7 +110,7 @@ def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: st
         if not quiet:
             echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}")
         record = run_locally(config, runs_dir, config_source, f"{series_dir.name}-day{index}", window_end=stamp,
-                             quiet=quiet)
+                             quiet=quiet, pipeline="retraining")
         day = _day_result(index, stamp, runs_dir / record.id, record)
         series.days.append(day)
         write_reports(series, series_dir)

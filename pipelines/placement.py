@@ -17,6 +17,7 @@ from typing import Literal
 
 from kfp import dsl
 
+from configs.retry import RetryConfig
 from configs.schema import AdrankConfig
 from configs.training import TargetConfig
 from configs.vertex import VertexConfig, VertexTargetSpec, check_target_machine, default_image_kind
@@ -24,18 +25,55 @@ from configs.vertex import VertexConfig, VertexTargetSpec, check_target_machine,
 Backend = Literal["local", "vertex"]
 
 
-def window_end_argument(backend: Backend, local_window_end: str = "") -> str:
-    """What the preprocess step gets as `window_end`: on Vertex the job's create time (for a scheduled
-    run, the time the schedule fired), so one compiled template reads a different window every day.
-    kfp.local does not resolve that placeholder, so local runs pass the day `adrank retrain` replays, or ""
-    (`adrank run`: read every log)."""
-    return dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER if backend == "vertex" else local_window_end
+def scheduled_time_argument(backend: Backend) -> str:
+    """What the preprocess step gets as `scheduled_time`: on Vertex the run's scheduled time, so one compiled
+    template reads a different window every day, catch-up runs each read their own day, and re-running a day
+    gives the same input (the cache reuses a finished preprocess). Not the create time or the job id: those differ
+    on every run and would keep Vertex's cache from ever matching. A run nobody scheduled may get it empty; the
+    step then reads the window ending when it starts (`adrank submit` passes its own `window_end` instead).
+    kfp.local does not resolve placeholders: "" locally."""
+    return dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER if backend == "vertex" else ""
 
 
-def pipeline_job_id_argument(backend: Backend) -> str:
-    """The preprocess step's `pipeline_job_id`: on Vertex the job's id (a unique Dataflow job name per run),
-    "" locally (DirectRunner needs none)."""
-    return dsl.PIPELINE_JOB_ID_PLACEHOLDER if backend == "vertex" else ""
+def set_retries(tasks: list[dsl.PipelineTask], retry: RetryConfig) -> None:
+    """Every task gets the `retry` policy (Vertex tries a failed task again after a growing wait). A retried
+    training CustomJob gets the same `baseOutputDirectory`, so the trainer finds its checkpoints under
+    `AIP_CHECKPOINT_DIR` and continues (components.train.loop.checkpoint_dir)."""
+    for task in tasks:
+        task.set_retry(num_retries=retry.max_retries, backoff_duration=f"{retry.backoff_seconds}s",
+                       backoff_factor=retry.backoff_factor, backoff_max_duration=f"{retry.max_backoff_seconds}s")
+
+
+def failure_notification(config: AdrankConfig) -> dsl.PipelineTask | None:
+    """With `vertex.notify_emails`, GCPC's e-mail notification task (the exit task around the whole pipeline:
+    Vertex runs it when the pipeline ends, failed or not, and mails its final status); None without."""
+    vertex = require_vertex(config)
+    if not vertex.notify_emails:
+        return None
+    from google_cloud_pipeline_components.v1.vertex_notification_email import VertexNotificationEmailOp
+
+    task = VertexNotificationEmailOp(recipients=list(vertex.notify_emails))
+    task.set_display_name("notify by e-mail")
+    task.set_caching_options(False)  # every ending is news, even one with the same recipients as yesterday
+    return task
+
+
+# What the fan-in steps ask for on Vertex (without a request Vertex gives a task its small default machine). The
+# report reads one summary per training run and renders figures; promotion scores two models over the eval day.
+REPORT_RESOURCES = ("4", "16G")
+PROMOTION_RESOURCES = ("8", "32G")
+
+
+def place_report(task: dsl.PipelineTask, backend: Backend) -> dsl.PipelineTask:
+    if backend == "vertex":
+        task.set_cpu_limit(REPORT_RESOURCES[0]).set_memory_limit(REPORT_RESOURCES[1])
+    return task
+
+
+def place_promotion(task: dsl.PipelineTask, backend: Backend) -> dsl.PipelineTask:
+    if backend == "vertex":
+        task.set_cpu_limit(PROMOTION_RESOURCES[0]).set_memory_limit(PROMOTION_RESOURCES[1])
+    return task
 
 
 def training_component(component, target: TargetConfig, config: AdrankConfig, backend: Backend):
@@ -69,12 +107,12 @@ def training_component(component, target: TargetConfig, config: AdrankConfig, ba
 
 
 def custom_job_output_directory(vertex: VertexConfig, target: TargetConfig) -> str:
-    """The CustomJob's `baseOutputDirectory`, one per training task: Vertex derives `AIP_CHECKPOINT_DIR`
-    (`<dir>/checkpoints`) from it, so a directory per target only would let every run of the target, and
-    every scheduled run, resume from another run's finished checkpoint. The pipeline job id and the task id
-    are resolved by Vertex at run time; a CustomJob restarted after preemption keeps both, so it resumes."""
-    return (f"{vertex.custom_job_output_directory}/{target.name}/"
-            f"{dsl.PIPELINE_JOB_ID_PLACEHOLDER}/{dsl.PIPELINE_TASK_ID_PLACEHOLDER}")
+    """The CustomJob's `baseOutputDirectory`, one per target and the same in every run: it is a cached task's
+    input, so a job or task id in it would keep Vertex's cache from ever matching. Vertex derives
+    `AIP_CHECKPOINT_DIR` (`<dir>/checkpoints`) from it; the trainer nests its checkpoints in there by its own model
+    output artifact (`components.train.loop.checkpoint_dir`), which KFP places per job and task, so a restarted or
+    retried task resumes its own checkpoints and never another run's."""
+    return f"{vertex.custom_job_output_directory}/{target.name}"
 
 
 def place_preprocess(task: dsl.PipelineTask, config: AdrankConfig, backend: Backend) -> dsl.PipelineTask:

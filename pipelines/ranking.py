@@ -1,19 +1,23 @@
-"""The one DAG: generate logs (synthetic source) → preprocess → train × (target × run) → report.
+"""The one DAG: generate logs (synthetic source) → preprocess → train × (target × run) → report → promote.
 
-`create_pipeline(config, backend)` builds it for `kfp.local` or for Vertex AI; the compiled spec
-depends only on the config and the backend, never on the environment.
+Two pipelines come from it: the *benchmark* (every target × `runs_per_target` → report; promotes only with
+`benchmark.promote`) and the *retraining* pipeline a schedule runs daily (`retraining.target` trained once, warm
+from the champion with `training.warm_start: champion` → report on that run → promote).
+`create_pipeline(config, backend, pipeline=...)` builds either for `kfp.local` or for Vertex AI; the compiled
+spec depends only on the config, the backend and the pipeline, never on the environment.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from kfp import dsl
 
 from components.preprocess.options import compiled_beam_args
 from configs import AdrankConfig
-from configs.report import SkippedTarget
+from configs.report import ReportConfig, SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
 from pipelines import placement
@@ -79,19 +83,61 @@ def local_device_kinds() -> set[str]:
     return {"CPU"} | ({"GPU"} if tf.config.list_physical_devices("GPU") else set())
 
 
-def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None,
-                    window_end: str = ""):
-    """`window_end` (RFC 3339, local backend only): read the `logs.lookback_days` before it, as a scheduled Vertex
-    run reads the days before its own create time (`adrank retrain` steps it one day at a time)."""
-    if window_end and backend == "vertex":
-        raise ValueError("window_end is set by Vertex (the pipeline job's create time); pass it only locally")
+PipelineKind = Literal["benchmark", "retraining"]
+PIPELINE_KINDS: tuple[PipelineKind, ...] = ("benchmark", "retraining")
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What one pipeline trains: `runs` as (target, run index) in DAG order, over `targets`; `skipped` as in
+    `TargetSelection`; `promote`: whether the promotion step follows the report."""
+
+    targets: list[TargetConfig]
+    runs: list[tuple[str, int]]
+    skipped: list[SkippedTarget]
+    promote: bool
+
+
+def training_plan(config: AdrankConfig, backend: Backend, pipeline: PipelineKind = "benchmark",
+                  local_devices: set[str] | None = None) -> TrainingPlan:
+    """The benchmark trains every runnable target `runs_per_target` times and promotes only with
+    `benchmark.promote`; the retraining pipeline trains `retraining.target` once (the seed of run
+    `retraining.run_index`) and promotes (both: when `promotion.enabled`)."""
+    if pipeline == "retraining":
+        target = config.retraining_target()  # ConfigError naming retraining.target when the config has none
+        selection = targets_for(config.model_copy(update={"targets": [target]}), backend, local_devices)
+        if selection.skipped:
+            (skipped,) = selection.skipped
+            raise ValueError(f"retraining.target '{target.name}' ({target.kind}) cannot train on the {backend} "
+                             f"backend: {skipped.reason}")
+        return TrainingPlan([target], [(target.name, config.retraining.run_index)], [],
+                            config.promotion.enabled)
     selection = targets_for(config, backend, local_devices)
-    targets = selection.runnable
-    if not targets:
+    if not selection.runnable:
         raise ValueError(
             f"no target of config '{config.name}' can run on the {backend} backend: "
             + "; ".join(f"{s.name} ({s.kind}): {s.reason}" for s in selection.skipped)
         )
+    runs = [(t.name, run_index) for t in selection.runnable for run_index in range(config.runs_per_target)]
+    return TrainingPlan(selection.runnable, runs, selection.skipped,
+                        config.promotion.enabled and config.benchmark.promote)
+
+
+def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None,
+                    window_end: str = "", pipeline: PipelineKind = "benchmark"):
+    """The `pipeline` ("benchmark" or "retraining") for `backend`.
+
+    `window_end` (RFC 3339, local backend only): read the `logs.lookback_days` before it, as a scheduled Vertex
+    run reads the days before its scheduled time (`adrank retrain` steps it one day at a time). On Vertex the
+    pipeline takes a `window_end` parameter instead ("" by default: the run's scheduled time, see
+    `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits.
+
+    On Vertex every task gets the `retry` policy and, with `vertex.notify_emails`, the whole pipeline runs inside
+    an exit handler that e-mails its final status (kfp.local cannot run exit handlers, so locally neither)."""
+    if window_end and backend == "vertex":
+        raise ValueError("window_end is set by Vertex (the run's scheduled time) or by `adrank submit`; pass it "
+                         "only locally")
+    plan = training_plan(config, backend, pipeline, local_devices)
     preprocess_config_json = PreprocessStepConfig.of(config).to_json()
     # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
     beam_args_json = json.dumps(compiled_beam_args(config)) if backend == "vertex" else ""
@@ -103,32 +149,39 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     generate_logs_op = component(generate_logs_step)
     preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
     train_op = component(train_step)
-    runs = [(target.name, run_index) for target in targets for run_index in range(config.runs_per_target)]
-    report_op = component(report_function(runs, [t.name for t in targets]))
+    report_op = component(report_function(plan.runs, [t.name for t in plan.targets]))
+    report_config = ReportStepConfig.of(config, plan.skipped)
+    if pipeline == "retraining":  # the report evaluates the one run; no other target to compare it with
+        report_config = report_config.model_copy(update={"targets": plan.targets,
+                                                         "report": ReportConfig(baseline_target=None)})
 
-    @dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")
-    def ranking():
+    def steps(run_window_end) -> list[dsl.PipelineTask]:
+        """Add every step; returns the tasks (the vertex backend sets each one's retry policy)."""
+        tasks = []
         preprocess_args = {
             "preprocess_config_json": preprocess_config_json,
-            "window_end": placement.window_end_argument(backend, window_end),
+            "window_end": run_window_end,
+            "scheduled_time": placement.scheduled_time_argument(backend),
             "beam_args_json": beam_args_json,
-            "pipeline_job_id": placement.pipeline_job_id_argument(backend),
         }
         if config.logs.source == "synthetic":
             logs = generate_logs_op(preprocess_config_json=preprocess_config_json).set_display_name("generate logs")
+            tasks.append(logs)
             preprocess = preprocess_op(logs=logs.outputs["logs"], **preprocess_args)
         else:
             preprocess = preprocess_op(**preprocess_args)
         preprocess.set_display_name("preprocess")
         placement.place_preprocess(preprocess, config, backend)
+        tasks.append(preprocess)
 
         champion = add_champion(config, backend, component)
         warm_start = {"warm_start_from": champion.output} if champion is not None else {}
+        tasks += [champion] if champion is not None else []
         summaries = {}
-        for target in targets:
+        for target in plan.targets:
             target_train_op = placement.training_component(train_op, target, config, backend)
             train_config_json = TrainStepConfig.of(config, target.name).to_json()
-            for run_index in range(config.runs_per_target):
+            for run_index in [k for name, k in plan.runs if name == target.name]:
                 train = target_train_op(
                     train_config_json=train_config_json,
                     target=target.name,
@@ -137,14 +190,42 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                     **warm_start,
                 ).set_display_name(train_display_name(target.name, run_index))
                 summaries[summary_input_name(target.name, run_index)] = train.outputs["summary"]
+                tasks.append(train)
 
         report = report_op(
-            report_config_json=ReportStepConfig.of(config, selection.skipped).to_json(), examples=preprocess.outputs["examples"],
-            **summaries,
+            report_config_json=report_config.to_json(), examples=preprocess.outputs["examples"], **summaries,
         ).set_display_name("report")
-        add_promotion(report, preprocess.outputs["examples"], config, backend, component)
+        placement.place_report(report, backend)
+        tasks.append(report)
+        if plan.promote:
+            tasks.append(add_promotion(report, preprocess.outputs["examples"], config, backend, component))
+        return tasks
 
-    return ranking
+    description = (f"adrank {pipeline} pipeline ({backend} backend): "
+                   + ("preprocess → train " + ", ".join(f"{t} run {k + 1}" for t, k in plan.runs)
+                      + " → report" + (" → promote" if plan.promote else "")))
+    if backend != "vertex":
+        local_window_end = window_end
+
+        @dsl.pipeline(name=config.name, description=description)
+        def ranking():
+            steps(local_window_end)
+
+        return ranking
+
+    def ranking_on_vertex(window_end: str = ""):
+        notify = placement.failure_notification(config)
+        if notify is None:
+            placement.set_retries(steps(window_end), config.retry)
+            return
+        placement.set_retries([notify], config.retry)
+        with dsl.ExitHandler(notify, name="pipeline body"):
+            placement.set_retries(steps(window_end), config.retry)
+
+    # KFP reads the parameter's type from the annotation, a string under this module's `from __future__ import
+    # annotations`
+    ranking_on_vertex.__annotations__["window_end"] = str
+    return dsl.pipeline(name=config.name, description=description)(ranking_on_vertex)
 
 
 def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
@@ -159,15 +240,16 @@ def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.Pipel
     return task
 
 
-def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, backend: Backend, component) -> None:
-    """Append the promotion step after `report` when `promotion.enabled`; `component` makes the KFP component."""
-    if not config.promotion.enabled:
-        return
+def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, backend: Backend,
+                  component) -> dsl.PipelineTask:
+    """Append the promotion step after `report`; `component` makes the KFP component."""
     promote_op = component(promote_step)
     task = promote_op(promote_config_json=PromoteStepConfig.of(config).to_json(), backend=backend,
                       summary_json=report.outputs["summary_json"], examples=examples)
     task.set_display_name("promote model")
     task.set_caching_options(False)  # it reads and writes the registry: never reuse yesterday's decision
+    placement.place_promotion(task, backend)
+    return task
 
 
 def _base_image(config: AdrankConfig, backend: Backend) -> str:

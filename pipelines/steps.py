@@ -33,17 +33,17 @@ def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
 
 def preprocess_step(
     preprocess_config_json: str, logs: Input[Dataset], examples: Output[Dataset], window_end: str = "",
-    beam_args_json: str = "", pipeline_job_id: str = "",
+    beam_args_json: str = "", scheduled_time: str = "",
 ):
     """Preprocess the logs the `generate logs` step wrote (synthetic source)."""
     from pipelines.steps import run_preprocess
 
-    run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, pipeline_job_id)
+    run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, scheduled_time)
 
 
 def preprocess_files_step(
     preprocess_config_json: str, examples: Output[Dataset], window_end: str = "", beam_args_json: str = "",
-    pipeline_job_id: str = "",
+    scheduled_time: str = "",
 ):
     """Preprocess the logs the config names (files or BigQuery): no upstream step, no `logs` input.
 
@@ -51,28 +51,30 @@ def preprocess_files_step(
     """
     from pipelines.steps import run_preprocess
 
-    run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, pipeline_job_id)
+    run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, scheduled_time)
 
 
 def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end: str, beam_args_json: str,
-                   pipeline_job_id: str = "") -> None:
+                   scheduled_time: str = "") -> None:
     """The body both preprocess components share.
 
-    window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally.
+    window_end: where the window ends (RFC 3339): the day `adrank retrain` replays locally, the time `adrank submit`
+    submitted on Vertex; "" on a scheduled run. scheduled_time: the run's scheduled time on Vertex
+    (`{{$.pipeline_job_schedule_time_utc}}`), "" locally. `run_window_end` picks one.
     beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
-    beam_pipeline_args(config)); "" builds the same options from the config at run time.
-    pipeline_job_id: the Vertex pipeline job's id, which makes the Dataflow job name unique per run.
+    beam_pipeline_args(config)); "" builds the same options from the config at run time. On Dataflow the job name
+    gets a suffix made when the step starts (`launch_suffix`), so two runs never share one.
     """
     import json
 
-    from components.preprocess.options import with_run_job_name
+    from components.preprocess.options import launch_suffix, run_window_end, with_run_job_name
     from components.preprocess.run import preprocess
     from configs.slices import PreprocessStepConfig
 
     config = PreprocessStepConfig.model_validate_json(preprocess_config_json)
-    beam_args = with_run_job_name(json.loads(beam_args_json), config.name, pipeline_job_id) if beam_args_json else None
-    manifest = preprocess(config, logs_path, examples.path, examples.uri, window_end=window_end or None,
-                          beam_args=beam_args)
+    beam_args = with_run_job_name(json.loads(beam_args_json), config.name, launch_suffix()) if beam_args_json else None
+    end = run_window_end(window_end, scheduled_time, vertex=bool(beam_args_json))
+    manifest = preprocess(config, logs_path, examples.path, examples.uri, window_end=end or None, beam_args=beam_args)
     examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})
 
 

@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import secrets
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from components.logs.records import format_utc_seconds
 from configs.schema import AdrankConfig
 from configs.slices import PreprocessStepConfig
 
@@ -23,8 +26,31 @@ def dataflow_job_name(pipeline_name: str, run_id: str = "") -> str:
     return re.sub(r"[^a-z0-9-]+", "-", raw).strip("-")[:200].rstrip("-")
 
 
+def launch_suffix(now: dt.datetime | None = None) -> str:
+    """A Dataflow job name suffix made when the preprocess step starts: its UTC second and 4 random hex digits.
+    (Not the pipeline job id: as a step input it would keep Vertex's cache from ever matching.)"""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now.astimezone(dt.timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def run_window_end(window_end: str, scheduled_time: str, vertex: bool, now: dt.datetime | None = None) -> str:
+    """Where this run's window ends (RFC 3339), "" for no window (read every log).
+
+    `window_end` when given (a local replay's day; on Vertex what `adrank submit` passes). Else on Vertex the
+    run's scheduled time; a run nobody scheduled (started from the console, or a submit that passed no window end)
+    may get it empty or unresolved, and then the window ends when this step starts (≈ the run's create time).
+    Locally, without a window end, "" (read every log)."""
+    if window_end:
+        return window_end
+    if not vertex:
+        return ""
+    if scheduled_time and not scheduled_time.startswith("{{"):
+        return scheduled_time
+    return format_utc_seconds(now or dt.datetime.now(dt.timezone.utc))
+
+
 def with_run_job_name(args: list[str], pipeline_name: str, run_id: str) -> list[str]:
-    """`args` with the Dataflow job name made unique by `run_id` (the pipeline job id, known at run time)."""
+    """`args` with the Dataflow job name made unique by `run_id` (`launch_suffix`, made at run time)."""
     if not run_id:
         return list(args)
     return [f"{JOB_NAME_FLAG}{dataflow_job_name(pipeline_name, run_id)}" if arg.startswith(JOB_NAME_FLAG) else arg
@@ -33,8 +59,8 @@ def with_run_job_name(args: list[str], pipeline_name: str, run_id: str) -> list[
 
 def beam_pipeline_args(config: PreprocessStepConfig, job_name: str | None = None,
                        dataflow_kms_key: str | None = None) -> list[str]:
-    """The Beam argv. On Dataflow the job name is `<name>-preprocess` here; the preprocess step appends its
-    pipeline job id at run time (`with_run_job_name`). With a CMEK key (`dataflow_kms_key`: the DAG passes
+    """The Beam argv. On Dataflow the job name is `<name>-preprocess` here; the preprocess step appends a suffix
+    made at run time (`with_run_job_name`, `launch_suffix`). With a CMEK key (`dataflow_kms_key`: the DAG passes
     `vertex.encryption_spec_key_name` when it compiles this argv), Dataflow encrypts its state and temp data
     with it (`--dataflow_kms_key`)."""
     pre = config.preprocess

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from components.report.benchmark import BenchmarkSummary, TargetSummary
 from components.report.calibration import calibration_findings
+from components.report.retraining_target import retraining_target_finding
 
 
 def overfitting(name: str, curve: list[tuple[int, float]]) -> str | None:
@@ -94,6 +95,9 @@ def findings(summary: BenchmarkSummary) -> list[str]:
     if priced:
         cost, cheapest = min(priced)
         lines.append(f"Cheapest: {cheapest} at ${cost:.4f} per million examples.")
+    recommendation = retraining_target_finding(summary)
+    if recommendation:
+        lines.append(recommendation)
     for target in targets:
         comparison = target.tasks[task].vs_baseline
         if comparison is not None:

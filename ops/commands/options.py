@@ -21,6 +21,15 @@ def add_config_arguments(parser: argparse.ArgumentParser, required: bool = False
     )
 
 
+def add_pipeline_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    """`--pipeline benchmark|retraining`: which of the two pipelines of the one DAG definition."""
+    parser.add_argument(
+        "--pipeline", choices=("benchmark", "retraining"), default=default,
+        help="benchmark: every target × runs_per_target → report; retraining: retraining.target trained once → "
+        f"report → promote (default: {default})",
+    )
+
+
 def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", action="store_true",

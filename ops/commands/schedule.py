@@ -1,4 +1,7 @@
-"""`adrank schedule create|update|pause|resume|delete|list`: daily retraining on Vertex AI."""
+"""`adrank schedule create|update|pause|resume|delete|list`: daily retraining on Vertex AI.
+
+A schedule runs the retraining pipeline (`retraining.target` trained once → report → promote), never the benchmark;
+`create` and `update` print what one of its runs is expected to cost."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from pathlib import Path
 from ops.commands.options import add_config_arguments, add_endpoint_argument, config_from_args
 
 ACTIONS = {
-    "create": "create the config's schedule (updates it when one with the same display name exists)",
+    "create": "schedule the retraining pipeline daily (updates the schedule when one with the same display name "
+              "exists)",
     "update": "update the config's schedule (cron, limits, window, pipeline)",
     "pause": "pause the config's schedule",
     "resume": "resume the config's schedule",
@@ -69,6 +73,12 @@ def _limit_overrides(args: argparse.Namespace) -> list[str]:
     return overrides
 
 
+def _clearing(args: argparse.Namespace) -> frozenset[str]:
+    """The Schedule fields `--max-runs none` / `--end-time none` ask to clear."""
+    asked = {"max_run_count": getattr(args, "max_runs", None), "end_time": getattr(args, "end_time", None)}
+    return frozenset(field for field, value in asked.items() if value == "null")
+
+
 def _limits(schedule) -> str:
     runs = f"at most {schedule.max_runs} runs" if schedule.max_runs else "no run limit"
     end = f"until {schedule.end_time.isoformat()}" if schedule.end_time else "no end time"
@@ -85,9 +95,12 @@ def _run(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.vertex import schedules
     from ops.vertex.session import VertexSetupError, require_service_account, session_for, vertex_section
+    from pipelines.run_cost import estimate_run_cost
 
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
+    if args.schedule_command in ("create", "update"):
+        config.retraining_target()  # a config without a production target fails here, before any request
     try:
         session = session_for(config, args.api_endpoint)
         display_name = schedules.schedule_display_name(config)
@@ -104,14 +117,18 @@ def _run(args: argparse.Namespace) -> int:
             with tempfile.TemporaryDirectory(prefix="adrank-schedule-") as directory:
                 from ops.compile import compile_pipeline
 
-                template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
-                done, schedule_name, start = schedules.create_or_update(
-                    config, template, session, now=now, start_now_if_past=args.start_now_if_past)
+                template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml", "retraining")
+                done, schedule_name, start, kept = schedules.create_or_update(
+                    config, template, session, now=now, start_now_if_past=args.start_now_if_past,
+                    clearing=_clearing(args))
             timing = vertex_section(config).schedule
             print(f"{done} schedule {display_name} ({schedule_name}): {timing.vertex_cron}, "
                   f"max {timing.max_concurrent_runs} concurrent run(s), {_limits(timing)}, {_start(start)}")
             if start.note:
                 print(start.note)
+            for note in kept:
+                print(note)
+            print("\n".join(estimate_run_cost(config, "retraining").describe()))
             if schedules.experiment_note(config):
                 print(schedules.experiment_note(config))
         elif action == "pause":

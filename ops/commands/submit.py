@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from ops.commands.options import add_config_arguments, add_endpoint_argument, config_from_args
+from ops.commands.options import add_config_arguments, add_endpoint_argument, add_pipeline_argument, config_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("submit", help="run the pipeline on Vertex AI Pipelines")
     add_config_arguments(parser, required=True)
+    add_pipeline_argument(parser, default="benchmark")
     parser.add_argument("--wait", action="store_true", help="follow the run, print task states, fail if it fails")
     parser.add_argument("--experiment", metavar="NAME", help="Vertex Experiment to associate the run with "
                         "(default: vertex.experiment)")
@@ -52,15 +54,15 @@ def _submit(args: argparse.Namespace) -> int:
         if args.experiment:
             check_experiment(args.experiment, config.name)
         with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
-            template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
+            template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml", args.pipeline)
             session = session_for(config, args.api_endpoint)
+            parameters = with_window_end(parse_parameters(args.parameters), dt.datetime.now(dt.timezone.utc))
             job, submission = submit_pipeline(
-                config, template, session, experiment=args.experiment, cache=args.cache,
-                parameters=parse_parameters(args.parameters),
+                config, template, session, experiment=args.experiment, cache=args.cache, parameters=parameters,
             )
     except (VertexSetupError, ValueError) as error:
         raise CommandError(str(error)) from None
-    print(f"submitted {submission.job_id}")
+    print(f"submitted {submission.job_id} (the {args.pipeline} pipeline; window ends {parameters['window_end']})")
     print(f"  labels: {', '.join(f'{k}={v}' for k, v in sorted(submission.labels.items()))}")
     if submission.experiment:
         print(f"  experiment: {submission.experiment}")
@@ -70,6 +72,20 @@ def _submit(args: argparse.Namespace) -> int:
     if not args.wait:
         return 0
     return _wait(job, submission, args)
+
+
+def with_window_end(parameters: dict[str, object], now: dt.datetime) -> dict[str, object]:
+    """The pipeline parameters with `window_end`: a run nobody scheduled reads the `logs.lookback_days` before the
+    time it was submitted (a scheduled run: before its scheduled time). `--param window_end=...` re-runs a day:
+    the same window end gives preprocess the same inputs, so Vertex's cache reuses it."""
+    from components.logs.records import format_utc_seconds
+
+    given = parameters.get("window_end")
+    if isinstance(given, dt.datetime):  # YAML reads an unquoted RFC 3339 time as a datetime
+        given = format_utc_seconds(given if given.tzinfo else given.replace(tzinfo=dt.timezone.utc))
+    elif isinstance(given, dt.date):
+        given = f"{given.isoformat()}T00:00:00Z"
+    return {**parameters, "window_end": str(given) if given else format_utc_seconds(now)}
 
 
 def check_experiment(experiment: str, pipeline_name: str) -> None:

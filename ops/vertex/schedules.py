@@ -1,9 +1,9 @@
 """Daily retraining as a native Vertex `PipelineJobSchedule`, addressed by its display name.
 
 `create_or_update` is idempotent: when a schedule with the config's display name exists, it is
-updated in place (cron, limits, window, and the pipeline it launches), never duplicated. Every
-scheduled run starts from the same compiled template; its preprocess step reads the logs of the
-`logs.lookback_days` days before the run's own create time.
+updated in place (cron, limits, window, and the pipeline it launches), never duplicated; the update names only the
+fields it sets (`update_mask`). Every scheduled run starts from the same compiled template (the retraining
+pipeline); its preprocess step reads the logs of the `logs.lookback_days` days before the run's scheduled time.
 
 Scheduled runs do not join `vertex.experiment` by themselves: Vertex creates them server-side from the
 schedule's CreatePipelineJobRequest, whose v1 `PipelineJob` has no experiment field (the SDK adds a run to
@@ -35,12 +35,19 @@ from ops.vertex.session import VertexSession, require_service_account, vertex_se
 if TYPE_CHECKING:
     from google.cloud import aiplatform
 
-# Fields of the Schedule resource `create_or_update` sets; an update names all of them in its mask, so one
-# the config leaves unset (`max_runs`/`end_time` null, e.g. `--max-runs none`) is cleared on Vertex.
-UPDATED_FIELDS = [
-    "cron", "max_concurrent_run_count", "max_run_count", "start_time", "end_time", "allow_queueing",
-    "create_pipeline_job_request",
-]
+# Fields of the Schedule resource `create_or_update` sets. An update's mask names only those it sends with a value:
+# Vertex documents that "the non-empty fields cannot be unset" (UpdateScheduleRequest.schedule), so naming a field
+# and sending it empty is refused with 400 INVALID_ARGUMENT. The config field behind each, for the error that says
+# a set one cannot be cleared in place.
+UPDATED_FIELDS = {
+    "cron": "vertex.schedule.cron",
+    "max_concurrent_run_count": "vertex.schedule.max_concurrent_runs",
+    "max_run_count": "vertex.schedule.max_runs (--max-runs)",
+    "start_time": "vertex.schedule.start_time",
+    "end_time": "vertex.schedule.end_time (--end-time)",
+    "allow_queueing": "vertex.schedule.allow_queueing",
+    "create_pipeline_job_request": "the compiled retraining pipeline",
+}
 
 
 class ScheduleNotFound(LookupError):
@@ -49,6 +56,46 @@ class ScheduleNotFound(LookupError):
 
 class ScheduleTimeError(ValueError):
     """A `vertex.schedule` time that cannot be sent now; the message names the field."""
+
+
+class ScheduleUpdateError(ValueError):
+    """An update Vertex would refuse (clearing a field the schedule has set); the message names the field."""
+
+
+@dataclass(frozen=True)
+class UpdateMask:
+    """The fields an update names (`paths`) and, for each field the schedule keeps because the config leaves it
+    empty, a line saying so (`kept`)."""
+
+    paths: list[str]
+    kept: list[str]
+
+
+def update_mask(resource, existing, clearing: frozenset[str] = frozenset()) -> UpdateMask:
+    """The fields an update of `existing` (the Schedule on Vertex) to `resource` names: those `resource` sets.
+
+    Vertex cannot clear a field on an update ("the non-empty fields cannot be unset"). A field the schedule has set
+    that the config leaves empty is kept, and said so; one the user asked to clear (`clearing`: `--max-runs none`,
+    `--end-time none`) is a ScheduleUpdateError naming the config field, before anything is sent. The start time:
+    not sent (none in the config, or the one the schedule already has: `StartTime.keep_existing`), it stays."""
+    paths, kept = [], []
+    for field, config_field in UPDATED_FIELDS.items():
+        if field in resource:
+            paths.append(field)
+        elif field in existing and field in clearing:
+            raise ScheduleUpdateError(
+                f"{config_field}: the schedule {existing.display_name} has {field} = {_shown(existing, field)}, which "
+                "Vertex cannot clear on an update (a set field cannot be unset); set a value, or delete the schedule "
+                "and create it again (`adrank schedule delete`, then `create`)")
+        elif field in existing and field != "start_time":
+            kept.append(f"note: {config_field} is not set in the config; the schedule keeps its "
+                        f"{field} = {_shown(existing, field)} (Vertex cannot clear a set field on an update)")
+    return UpdateMask(paths, kept)
+
+
+def _shown(resource, field: str) -> str:
+    value = getattr(resource, field)
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 @dataclass(frozen=True)
@@ -186,11 +233,13 @@ def create_or_update(
     revision: str | None = None,
     now: dt.datetime | None = None,
     start_now_if_past: bool = False,
-) -> tuple[str, str, StartTime]:
+    clearing: frozenset[str] = frozenset(),
+) -> tuple[str, str, StartTime, list[str]]:
     """Create the config's schedule, or update the one with the same display name.
 
-    Returns (action, the schedule's resource name, the start time sent); a past start time raises ScheduleTimeError before
-    anything is written (see `resolve_start_time`)."""
+    Returns (action, the schedule's resource name, the start time sent, notes on fields an update kept); a past
+    start time raises ScheduleTimeError, and clearing a set field (`clearing`, see `update_mask`)
+    ScheduleUpdateError, before anything is written."""
     from google.protobuf import field_mask_pb2
 
     display_name = schedule_display_name(config)
@@ -203,13 +252,13 @@ def create_or_update(
     if not existing:
         created = with_backoff(lambda: client.create_schedule(parent=session.location_path, schedule=resource),
                                f"create schedule {resource.display_name}")
-        return "created", created.name, start
+        return "created", created.name, start, []
     resource.name = existing[0].resource_name
-    fields = [f for f in UPDATED_FIELDS if not (f == "start_time" and start.keep_existing)]
-    mask = field_mask_pb2.FieldMask(paths=fields)
+    fields = update_mask(resource, existing[0].gca_resource, clearing)
+    mask = field_mask_pb2.FieldMask(paths=fields.paths)
     updated = with_backoff(lambda: client.update_schedule(schedule=resource, update_mask=mask),
                            f"update schedule {resource.display_name}")
-    return "updated", updated.name, start
+    return "updated", updated.name, start, fields.kept
 
 
 def pause(display_name: str, session: VertexSession):

@@ -78,7 +78,8 @@ def vertex_spec(tmp_path_factory) -> dict:
 
 def _worker_pool_specs(spec: dict) -> list[dict]:
     pools = []
-    for task in spec["root"]["dag"]["tasks"].values():
+    dags = [spec["root"]["dag"]] + [c["dag"] for c in spec["components"].values() if "dag" in c]  # exit handler body
+    for task in [task for dag in dags for task in dag["tasks"].values()]:
         component = spec["components"][task["componentRef"]["name"]]
         defaults = component.get("inputDefinitions", {}).get("parameters", {})
         value = task.get("inputs", {}).get("parameters", {}).get("worker_pool_specs", {})

@@ -26,6 +26,15 @@ def fake():
     ("POST", "/pipelineJobs", {"displayName": "x", "runtimeConfig": {"gcsOutputDir": "gs://b"}}, {}, "gcsOutputDir"),
     ("POST", "/pipelineJobs", {"labels": {"team": 3}}, {}, "labels"),
     ("GET", "/pipelineJobs/x", {"unexpected": True}, {}, "takes none"),
+    # the documented formats (tests/ops/vertex_fake.py cites each)
+    ("POST", "/pipelineJobs", {"displayName": "x"}, {"pipelineJobId": ["Adrank_1"]}, "must match [a-z][-a-z0-9]"),
+    ("POST", "/pipelineJobs", {"displayName": "x"}, {"pipelineJobId": ["a" * 129]}, "must match [a-z][-a-z0-9]"),
+    ("POST", "/pipelineJobs", {"labels": {"Team": "ads"}}, {}, "label key 'Team'"),
+    ("POST", "/pipelineJobs", {"labels": {"team": "ads ranking"}}, {}, "label value 'ads ranking'"),
+    ("POST", "/schedules", {"cron": "0 3 * *", "maxConcurrentRunCount": "1"}, {}, "not a cron tab"),
+    ("POST", "/schedules", {"cron": "TZ=Etc/UTC 0 3 * * *"}, {}, "max_concurrent_run_count is required"),
+    ("POST", "/schedules", {"cron": "0 3 * * *", "maxConcurrentRunCount": "1",
+                            "createPipelineJobRequest": {"pipelineJob": {"labels": {"-x": "y"}}}}, {}, "label key '-x'"),
 ])
 def test_bodies_the_api_would_reject_are_400(fake, method, path, body, query, problem):
     status, payload = fake.handle(method, PARENT + path, query, body)
@@ -50,6 +59,25 @@ def test_valid_bodies_are_accepted(fake):
     assert fake.handle("POST", f"{PARENT}/schedules/{schedule_id}:resume", {}, {"catchUp": True})[0] == 200
     assert fake.rejected == []
     assert fake.schedules[schedule_id]["catchUp"] is True
+
+
+def test_an_update_cannot_unset_a_set_field(fake):
+    """UpdateScheduleRequest: "The non-empty fields cannot be unset"; output-only fields are ignored."""
+    schedule = {"displayName": "daily", "cron": "0 3 * * *", "maxConcurrentRunCount": "1", "maxRunCount": "30",
+                "startTime": "2099-03-01T00:00:00Z",
+                "createPipelineJobRequest": {"parent": PARENT[4:], "pipelineJob": {"displayName": "adrank"}}}
+    assert fake.handle("POST", PARENT + "/schedules", {}, schedule)[0] == 200
+    (schedule_id,) = fake.schedules
+    path = f"{PARENT}/schedules/{schedule_id}"
+    for mask in ("cron,startTime", "maxRunCount", "max_run_count,cron"):
+        status, payload = fake.handle("PATCH", path, {"updateMask": [mask]}, {"cron": "0 4 * * *"})
+        assert status == 400 and "The non-empty fields cannot be unset" in payload["error"]["message"], mask
+    assert fake.schedules[schedule_id]["cron"] == "0 3 * * *"  # a refused update changes nothing
+    assert fake.handle("PATCH", path, {"updateMask": ["cron,state"]}, {"cron": "0 4 * * *", "state": "PAUSED"})[0] == 200
+    assert fake.schedules[schedule_id]["cron"] == "0 4 * * *" and fake.schedules[schedule_id]["state"] == "ACTIVE"
+    status, payload = fake.handle("PATCH", path, {"updateMask": ["createNotebookExecutionJobRequest"]},
+                                  {"createNotebookExecutionJobRequest": {"parent": "x"}})
+    assert status == 400 and "request type cannot be changed" in payload["error"]["message"]
 
 
 def test_list_filters_the_double_does_not_know_are_400(fake):

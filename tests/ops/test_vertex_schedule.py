@@ -31,13 +31,18 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     assert job["runtimeConfig"]["gcsOutputDirectory"] == "gs://adrank-prod-pipelines/root"
     # scheduled runs carry the labels `runs list` finds them by, like submitted ones
     assert job["labels"]["adrank-pipeline"] == "adrank-daily" and "adrank-config" in job["labels"]
-    # one template serves every day: the preprocess step reads the window ending at the run's create time
-    tasks = job["pipelineSpec"]["root"]["dag"]["tasks"]
+    # the schedule runs the retraining pipeline: one training task, inside the e-mail exit handler
+    tasks = job["pipelineSpec"]["components"]["comp-exit-handler-1"]["dag"]["tasks"]
+    assert [name for name in tasks if name.startswith("train")] == ["train-step"]
+    assert "promote-step" in tasks
+    # one template serves every day: the preprocess step reads the window ending at the run's scheduled time
     (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]
-    window_end = preprocess["inputs"]["parameters"]["window_end"]["runtimeValue"]["constant"]
-    assert window_end == "{{$.pipeline_job_create_time_utc}}"
+    scheduled = preprocess["inputs"]["parameters"]["scheduled_time"]["runtimeValue"]["constant"]
+    assert scheduled == "{{$.pipeline_job_schedule_time_utc}}"
+    assert "parameterValues" not in job["runtimeConfig"]  # no window_end: a scheduled run reads its scheduled day
     out = capsys.readouterr().out
     assert "created schedule adrank-daily-retrain" in out
+    assert "estimated cost of one retraining run: $6.00 (1 training run(s)" in out
     assert ("note: Vertex creates scheduled runs without an experiment; `adrank schedule add-to-experiment` adds "
             "them to 'adrank-daily'") in out
 
@@ -114,24 +119,63 @@ def test_resume_with_catch_up_sends_catch_up(fake_vertex, vertex_args):
     assert schedule["catchUp"] is False
 
 
-def test_update_sets_and_clears_max_runs_and_end_time(fake_vertex, vertex_args, capsys):
+def test_an_update_names_only_the_fields_it_sets(fake_vertex, vertex_args, capsys):
+    """Vertex refuses an update whose mask names a field it sends empty ("the non-empty fields cannot be unset");
+    the double enforces that, so every update here would fail on Vertex if it broke the rule."""
     fake, endpoint = fake_vertex
-    args = [*vertex_args, *FUTURE_START, "--api-endpoint", endpoint]
-    assert main(["schedule", "create", *args, "--max-runs", "30", "--end-time", "2099-12-31T00:00:00Z"]) == 0
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    assert main(["schedule", "create", *args]) == 0  # no start time, no limits
     (schedule,) = fake.schedules.values()
+    assert "startTime" not in schedule and "maxRunCount" not in schedule
+
+    # a second create and an update: the same schedule, masks without the fields left empty
+    assert main(["schedule", "create", *args, "--set", "vertex.schedule.cron=15 3 * * *"]) == 0
+    assert main(["schedule", "update", *args, "--max-runs", "30", "--end-time", "2099-12-31T00:00:00Z"]) == 0
+    masks = [set(p.query["updateMask"][0].split(",")) for p in fake.calls("PATCH", r"/schedules/\d+$")]
+    assert masks[0] == {"cron", "maxConcurrentRunCount", "createPipelineJobRequest"}
+    assert masks[1] == masks[0] | {"maxRunCount", "endTime"}
     assert (schedule["maxRunCount"], schedule["endTime"]) == ("30", "2099-12-31T00:00:00Z")
+    assert len(fake.schedules) == 1 and fake.rejected == []
     assert "at most 30 runs, until 2099-12-31T00:00:00+00:00" in capsys.readouterr().out
 
-    assert main(["schedule", "update", *args, "--max-runs", "none", "--end-time", "none"]) == 0
-    patch = fake.calls("PATCH", r"/schedules/\d+$")[-1]
-    assert {"maxRunCount", "endTime"} <= set(patch.query["updateMask"][0].split(","))
-    assert "maxRunCount" not in patch.body and "endTime" not in patch.body
-    assert "maxRunCount" not in schedule and "endTime" not in schedule
-    assert schedule["cron"] == "TZ=America/Los_Angeles 0 3 * * *"  # the rest is unchanged
-    assert "no run limit, no end time" in capsys.readouterr().out
-
+    # the config has no end time: the schedule keeps its own (it cannot be cleared) and the command says so
     assert main(["schedule", "update", *args, "--max-runs", "7"]) == 0
-    assert schedule["maxRunCount"] == "7" and "endTime" not in schedule
+    assert schedule["maxRunCount"] == "7" and schedule["endTime"] == "2099-12-31T00:00:00Z"
+    assert ("note: vertex.schedule.end_time (--end-time) is not set in the config; the schedule keeps its end_time = "
+            "2099-12-31T00:00:00+00:00") in capsys.readouterr().out
+
+
+def test_clearing_a_set_limit_fails_naming_the_field_before_any_update(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--api-endpoint", endpoint]
+    assert main(["schedule", "create", *args, "--max-runs", "30"]) == 0
+    capsys.readouterr()
+    err = _one_line_error(capsys, ["schedule", "update", *args, "--max-runs", "none"])
+    assert err.startswith("adrank schedule: error: vertex.schedule.max_runs (--max-runs): the schedule "
+                          "adrank-daily-retrain has max_run_count = 30, which Vertex cannot clear")
+    assert fake.calls("PATCH", r"/schedules/\d+$") == []
+
+
+def test_the_double_refuses_what_vertex_refuses(fake_vertex, vertex_args):
+    """The update the old code sent (a start time named in the mask, sent empty) is refused, as by Vertex."""
+    from google.api_core import exceptions
+    from google.cloud.aiplatform_v1.services.schedule_service import ScheduleServiceClient
+    from google.auth.credentials import AnonymousCredentials
+    from google.protobuf import field_mask_pb2
+
+    fake, endpoint = fake_vertex
+    assert main(["schedule", "create", *vertex_args, *FUTURE_START, "--api-endpoint", endpoint]) == 0
+    (schedule,) = fake.schedules.values()
+    client = ScheduleServiceClient(credentials=AnonymousCredentials(), transport="rest",
+                                   client_options={"api_endpoint": endpoint})
+    resource = client.get_schedule(name=schedule["name"])
+    resource.start_time = None
+    with pytest.raises(exceptions.BadRequest, match="The non-empty fields cannot be unset: startTime"):
+        client.update_schedule(schedule=resource, update_mask=field_mask_pb2.FieldMask(paths=["start_time"]))
+    resource = client.get_schedule(name=schedule["name"])
+    resource.cron = "every day at 3"
+    with pytest.raises(exceptions.BadRequest, match="is not a cron tab"):
+        client.update_schedule(schedule=resource, update_mask=field_mask_pb2.FieldMask(paths=["cron"]))
 
 
 def test_bad_schedule_limits_fail_before_any_request(fake_vertex, vertex_args, capsys):

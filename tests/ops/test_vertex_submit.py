@@ -31,8 +31,12 @@ def test_submit_sends_the_pipeline_job(fake_vertex, vertex_args, capsys):
     body = request.body
     spec = body["pipelineSpec"]
     assert spec["pipelineInfo"]["name"] == "adrank-daily"
-    tasks = spec["root"]["dag"]["tasks"]
-    assert sum(name.startswith("train") for name in tasks) == 5  # 5 targets x 1 run
+    body_dag = spec["components"]["comp-exit-handler-1"]["dag"]  # inside the e-mail exit handler
+    tasks = {**spec["root"]["dag"]["tasks"], **body_dag["tasks"]}
+    assert sum(name.startswith("train") for name in tasks) == 5  # the benchmark: 5 targets x 1 run
+    # a submitted run reads the window ending when it was submitted (a scheduled one: its scheduled time)
+    window_end = body["runtimeConfig"]["parameterValues"]["window_end"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", window_end)
     assert all(task["cachingOptions"].get("enableCache", False) is False for task in tasks.values())
     assert body["displayName"] == "adrank-daily"
     assert body["serviceAccount"] == "adrank-pipelines@adrank-prod.iam.gserviceaccount.com"
@@ -46,8 +50,20 @@ def test_submit_sends_the_pipeline_job(fake_vertex, vertex_args, capsys):
     assert re.fullmatch(r"[0-9a-f]{7,12}(-dirty)?|unknown", labels["adrank-git"])
     assert labels["team"] == "ads-ranking"
     out = capsys.readouterr().out
-    assert f"submitted {identifier}" in out
+    assert f"submitted {identifier} (the benchmark pipeline; window ends {window_end})" in out
     assert f"pipelines/runs/{identifier}?project=adrank-prod" in out
+
+
+def test_submit_the_retraining_pipeline_for_a_given_day(fake_vertex, vertex_args, capsys):
+    """`--param window_end=...` re-runs a day: the same window end, so the same preprocess inputs (Vertex's cache)."""
+    fake, endpoint = fake_vertex
+    assert main(["submit", *vertex_args, "--pipeline", "retraining", "--param", "window_end=2026-03-04T11:00:00Z",
+                 "--api-endpoint", endpoint]) == 0
+    body = _submitted_job(fake).body
+    assert body["runtimeConfig"]["parameterValues"]["window_end"] == "2026-03-04T11:00:00Z"
+    tasks = body["pipelineSpec"]["components"]["comp-exit-handler-1"]["dag"]["tasks"]
+    assert [name for name in tasks if name.startswith("train")] == ["train-step"]
+    assert "the retraining pipeline; window ends 2026-03-04T11:00:00Z" in capsys.readouterr().out
 
 
 def test_submit_associates_the_run_with_the_experiment(fake_vertex, vertex_args):

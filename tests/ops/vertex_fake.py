@@ -13,6 +13,21 @@ submitted display name (the SDK cannot set it, googleapis/python-aiplatform#5086
 `filter` the way Vertex documents it for the fields adrank sends (`labels.KEY`, `schedule_name`,
 `display_name`, joined by AND); any other filter is a 400, so a filter the double does not know fails.
 
+On top of parsing, the double enforces the API's documented rules for the requests adrank sends (a broken rule is
+a 400 INVALID_ARGUMENT, recorded in `rejected`):
+- `schedules.patch` (UpdateScheduleRequest.schedule, cloud.google.com/vertex-ai/docs/reference/rest/v1/
+  projects.locations.schedules/patch and the v1 `UpdateScheduleRequest` reference): "The non-empty fields cannot be
+  unset" — a field named in `updateMask` must carry a value when the schedule has one; "The scheduled request type
+  cannot be changed"; output-only fields are ignored.
+- `Schedule.cron` (projects.locations.schedules#Schedule): a cron tab, optionally prefixed "CRON_TZ=${IANA_TIME_ZONE}"
+  or "TZ=${IANA_TIME_ZONE}"; `maxConcurrentRunCount` is required on create.
+- `pipelineJobs.create` `pipelineJobId` (projects.locations.pipelineJobs/create): "less than 128 characters, and
+  valid characters are /[a-z][0-9]-/" with a letter first, as `[a-z][-a-z0-9]{0,127}`.
+- `PipelineJob.labels` (projects.locations.pipelineJobs#PipelineJob), also inside a schedule's
+  `createPipelineJobRequest`: "Label keys and values can be no longer than 64 characters (Unicode codepoints), can
+  only contain lowercase letters, numeric characters, underscores and dashes"; keys start with a letter (the GCP
+  label rule); at most 64 labels.
+
 The Model Registry keeps every version of a model (`versionId` "1", "2", ...); exactly one carries the
 `default` alias. Getting `models/ID` answers the default version, `models/ID@N` (or `@alias`) that version;
 listing models answers each model's default version, as Vertex does (filter: `display_name="..."` only).
@@ -162,7 +177,11 @@ class FakeVertex:
 
     # -- pipeline jobs ----------------------------------------------------------------------------
     def _create_job(self, project, region, query, body):
-        job_id = (query.get("pipelineJobId") or [uuid.uuid4().hex[:12]])[0]
+        given = query.get("pipelineJobId")
+        job_id = given[0] if given else f"job-{uuid.uuid4().hex[:12]}"  # Vertex names a job sent without an id
+        problem = (_job_id_problem(job_id) if given else "") or _labels_problem((body or {}).get("labels", {}))
+        if problem:
+            return self._reject("POST", f"pipelineJobs/{job_id}", problem)
         name = f"projects/{project}/locations/{region}/pipelineJobs/{job_id}"
         if job_id in self.pipeline_jobs:
             return 409, _error(409, f"PipelineJob {name} already exists")
@@ -204,7 +223,16 @@ class FakeVertex:
         return 200, {"pipelineJobs": sorted(jobs, key=lambda job: job["createTime"], reverse=True)}
 
     # -- schedules --------------------------------------------------------------------------------
+    def _reject(self, method: str, path: str, problem: str) -> tuple[int, dict]:
+        self.rejected.append((method, path, problem))
+        return 400, _error(400, problem)
+
     def _create_schedule(self, project, region, query, body):
+        problem = _schedule_problem(body or {})
+        if not problem and "maxConcurrentRunCount" not in (body or {}):
+            problem = "Schedule.max_concurrent_run_count is required"
+        if problem:
+            return self._reject("POST", "schedules", problem)
         schedule_id = str(1000 + len(self.schedules) + 1)
         schedule = copy.deepcopy(body)
         schedule.update(name=f"projects/{project}/locations/{region}/schedules/{schedule_id}", state="ACTIVE",
@@ -229,12 +257,19 @@ class FakeVertex:
         if schedule is None:
             return 404, _error(404, f"Schedule {schedule_id} not found")
         mask = (query.get("updateMask") or [""])[0]
-        for path in filter(None, mask.split(",")):
-            key = _camel(path)
-            if key in body:
+        keys = [_camel(path) for path in filter(None, mask.split(","))]
+        unset = [key for key in keys if key not in _OUTPUT_ONLY and _empty(body.get(key)) and not _empty(schedule.get(key))]
+        problem = (f"The non-empty fields cannot be unset: {', '.join(unset)}" if unset
+                   else _schedule_problem({key: body[key] for key in keys if key in body}))
+        if not problem and any(key in body for key in _REQUEST_TYPES if key not in schedule):
+            problem = "The scheduled request type cannot be changed"
+        if problem:
+            return self._reject("PATCH", f"schedules/{schedule_id}", problem)
+        for key in keys:
+            if key in _OUTPUT_ONLY:
+                continue
+            if not _empty(body.get(key)):
                 schedule[key] = body[key]
-            else:
-                schedule.pop(key, None)
         schedule["updateTime"] = TIME
         return 200, schedule
 
@@ -390,6 +425,47 @@ def _task(index: int, name: str, state: str, job: dict, metrics: dict[str, float
             "uri": f"gs://bucket/root/{index}/metrics", "metadata": {"engagement_logloss": 0.4 + index / 1000,
                                                                        "engagement_auc": 0.7}}]}}
     return task
+
+
+# The documented formats (see the module docstring).
+_JOB_ID = re.compile(r"^[a-z][-a-z0-9]{0,127}$")
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,64}$")
+_MAX_LABELS = 64
+_CRON = re.compile(r"^(?:(?:CRON_TZ|TZ)=[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)* )?\S+ \S+ \S+ \S+ \S+$")
+_OUTPUT_ONLY = {"name", "state", "createTime", "updateTime", "nextRunTime", "lastPauseTime", "lastResumeTime",
+                "startedRunCount", "lastScheduledRunResponse", "catchUp"}
+_REQUEST_TYPES = ("createPipelineJobRequest", "createNotebookExecutionJobRequest")
+
+
+def _empty(value) -> bool:
+    """Unset in proto3 JSON: absent, or the type's default (what a client sends for a field it leaves empty)."""
+    return value in (None, "", 0, False, [], {}, "0")
+
+
+def _job_id_problem(job_id: str) -> str:
+    if not _JOB_ID.match(job_id):
+        return f"pipeline_job_id '{job_id}' must match [a-z][-a-z0-9]{{0,127}}"
+    return ""
+
+
+def _labels_problem(labels: dict) -> str:
+    if len(labels) > _MAX_LABELS:
+        return f"{len(labels)} labels, over {_MAX_LABELS}"
+    for key, value in labels.items():
+        if not _LABEL_KEY.match(key):
+            return f"label key '{key}' is invalid (lowercase letters, digits, '_' and '-', a letter first, ≤64)"
+        if not _LABEL_VALUE.match(value):
+            return f"label value '{value}' of '{key}' is invalid (lowercase letters, digits, '_' and '-', ≤64)"
+    return ""
+
+
+def _schedule_problem(schedule: dict) -> str:
+    """What a Schedule (or the fields of one an update sends) breaks of the documented rules, "" when nothing."""
+    if "cron" in schedule and not _CRON.match(schedule["cron"]):
+        return f"cron '{schedule['cron']}' is not a cron tab ([CRON_TZ=|TZ=<IANA zone> ]m h dom mon dow)"
+    job = schedule.get("createPipelineJobRequest", {}).get("pipelineJob", {})
+    return _labels_problem(job.get("labels", {}))
 
 
 _FILTER_TERM = re.compile(r'^(display_name|schedule_name|labels\.[a-z][a-z0-9_-]*)\s*=\s*"([^"]*)"$')

@@ -23,7 +23,13 @@ def _compiled_tasks(tmp_path: Path, *overrides: str) -> dict[str, dict]:
     args = [arg for override in overrides for arg in ("--set", override)]
     assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", *args, "--output", str(output)]) == 0
     spec = yaml.safe_load(output.read_text())
-    return {name: task for name, task in spec["root"]["dag"]["tasks"].items()}
+    tasks, dags = {}, [spec["root"]["dag"]]
+    while dags:  # the root DAG's tasks and those nested in it (the e-mail exit handler's body)
+        for name, task in dags.pop()["tasks"].items():
+            tasks[name] = task
+            if "dag" in spec["components"][task["componentRef"]["name"]]:
+                dags.append(spec["components"][task["componentRef"]["name"]]["dag"])
+    return tasks
 
 
 def _inputs(task: dict) -> str:

@@ -25,8 +25,27 @@ def compiled(tmp_path_factory) -> tuple[dict, str]:
     return yaml.safe_load(text), text
 
 
+@pytest.fixture(scope="module")
+def retraining(tmp_path_factory) -> dict:
+    output = tmp_path_factory.mktemp("vertex") / "retraining.yaml"
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", "--output", str(output)]) == 0
+    return yaml.safe_load(output.read_text())
+
+
+def _tasks(spec: dict) -> dict[str, dict]:
+    """Every task: the root DAG's and those of the DAGs nested in it (the e-mail exit handler's body)."""
+    tasks, dags = {}, [spec["root"]["dag"]]
+    while dags:
+        for name, task in dags.pop()["tasks"].items():
+            tasks[name] = task
+            nested = spec["components"][task["componentRef"]["name"]].get("dag")
+            if nested:
+                dags.append(nested)
+    return tasks
+
+
 def _train_tasks(spec: dict) -> dict[str, dict]:
-    return {name: task for name, task in spec["root"]["dag"]["tasks"].items() if name.startswith("train")}
+    return {name: task for name, task in _tasks(spec).items() if name.startswith("train")}
 
 
 def _custom_job(task: dict) -> dict:
@@ -105,17 +124,20 @@ def test_custom_job_settings_come_from_config(compiled):
         assert job["network"] == "projects/123456789012/global/networks/adrank-vpc"
         assert job["encryption_spec_key_name"].endswith("/keyRings/adrank/cryptoKeys/pipelines")
         assert job["tensorboard"] == "projects/adrank-prod/locations/us-central1/tensorboards/1234567890"
-        assert job["base_output_directory"] == (f"gs://adrank-prod-pipelines/root/custom-jobs/{target}/"
-                                               "{{$.pipeline_job_uuid}}/{{$.pipeline_task_uuid}}")
+        # no job or task id: this is a cached task's input (the trainer nests checkpoints by its model artifact)
+        assert job["base_output_directory"] == f"gs://adrank-prod-pipelines/root/custom-jobs/{target}"
         assert job["labels"]["adrank-target"] == target and job["labels"]["team"] == "ads-ranking"
 
 
 def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     spec, text = compiled
-    task = spec["root"]["dag"]["tasks"]["preprocess-files-step"]
+    task = _tasks(spec)["preprocess-files-step"]
     parameters = task["inputs"]["parameters"]
-    assert parameters["window_end"]["runtimeValue"]["constant"] == "{{$.pipeline_job_create_time_utc}}"
-    assert parameters["pipeline_job_id"]["runtimeValue"]["constant"] == "{{$.pipeline_job_uuid}}"
+    # the window ends at the run's scheduled time, or at the pipeline's window_end parameter (`adrank submit`)
+    assert parameters["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
+    assert parameters["window_end"] == {"componentInputParameter": "pipelinechannel--window_end"}
+    assert spec["root"]["inputDefinitions"]["parameters"]["window_end"]["defaultValue"] == ""
+    assert "pipeline_job_id" not in parameters
     config = load_config(VERTEX_CONFIG)
     args = json.loads(parameters["beam_args_json"]["runtimeValue"]["constant"])
     assert args == compiled_beam_args(config)
@@ -128,32 +150,39 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     assert '"runner":"DataflowRunner"' in text
     assert config.logs.lookback_days == 14
     assert "--dataflow_kms_key=" + config.vertex.encryption_spec_key_name in args
-    assert "--job_name=adrank-daily-preprocess" in args  # the step appends the pipeline job id at run time
+    assert "--job_name=adrank-daily-preprocess" in args  # the step appends a suffix made when it starts
 
 
-def test_each_training_task_has_its_own_checkpoint_directory(compiled):
-    """Vertex derives AIP_CHECKPOINT_DIR from baseOutputDirectory: one per pipeline job and task, never per target."""
+def test_each_target_has_one_output_directory_without_ids(compiled):
+    """Vertex derives AIP_CHECKPOINT_DIR from baseOutputDirectory: one per target, the same in every run (so the
+    cache key of a training task can match), with each run's checkpoints nested by its own model artifact."""
     spec, _ = compiled
     directories = [_with_defaults(spec, task)["base_output_directory"] for task in _train_tasks(spec).values()]
     assert len(directories) == 25
-    for directory in directories:
-        assert directory.endswith("/{{$.pipeline_job_uuid}}/{{$.pipeline_task_uuid}}")
-    # the task id placeholder resolves per task at run time; the compiled prefix still separates targets
-    assert len({d.rsplit("/", 2)[0] for d in directories}) == len(load_config(VERTEX_CONFIG).targets)
+    assert not any("{{" in directory for directory in directories)
+    assert len(set(directories)) == len(load_config(VERTEX_CONFIG).targets)
 
 
-def test_promotion_follows_the_report(compiled):
+def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
     spec, _ = compiled
-    tasks = spec["root"]["dag"]["tasks"]
+    assert "promote-step" not in _tasks(spec) and "report" in _tasks(spec)
+    output = tmp_path / "promoting.yaml"
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--set", "runs_per_target=1",
+                 "--set", "benchmark.promote=true"]) == 0
+    assert "promote-step" in _tasks(yaml.safe_load(output.read_text()))
+
+
+def test_promotion_follows_the_report(retraining):
+    tasks = _tasks(retraining)
     promote = tasks["promote-step"]
     assert promote["dependentTasks"] == ["preprocess-files-step", "report"]  # scores both models on the eval examples
     assert promote["inputs"]["artifacts"]["summary_json"]["taskOutputArtifact"]["producerTask"] == "report"
     assert promote["inputs"]["parameters"]["backend"]["runtimeValue"]["constant"] == "vertex"
 
 
-def test_promotion_outputs_its_figures_for_the_experiment_and_never_caches(compiled):
-    spec, _ = compiled
-    promote = spec["root"]["dag"]["tasks"]["promote-step"]
+def test_promotion_outputs_its_figures_for_the_experiment_and_never_caches(retraining):
+    spec = retraining
+    promote = _tasks(spec)["promote-step"]
     assert promote["cachingOptions"] == {}  # enableCache absent: a decision is never reused from another day
     outputs = spec["components"][promote["componentRef"]["name"]]["outputDefinitions"]["artifacts"]
     assert outputs["promotion_metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"
@@ -166,7 +195,7 @@ def test_warm_start_from_the_champion_is_a_task_before_training(tmp_path):
     assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
                  "--set", "training.warm_start=champion"]) == 0
     spec = yaml.safe_load(output.read_text())
-    tasks = spec["root"]["dag"]["tasks"]
+    tasks = _tasks(spec)
     assert tasks["champion-step"]["cachingOptions"] == {}
     for name, task in _train_tasks(spec).items():
         source = task["inputs"]["parameters"]["warm_start_from"]["taskOutputParameter"]

@@ -149,3 +149,30 @@ def test_synchronous_and_asynchronous_targets_are_compared_in_words():
     worse = runs[:3] + [run("cpu-ps", i, ll, 3000.0) for i, ll in enumerate([0.35, 0.351, 0.352])]
     line = next(l for l in findings(summarize(ps_config, manifest(), worse)) if l.startswith("Synchronous"))
     assert "their log-loss differs significantly" in line and "cpu-ps is faster, 1.50×" in line
+
+
+def test_findings_name_the_target_to_retrain_on_and_the_config_line():
+    from components.report.findings import findings
+
+    three = ReportStepConfig.of(load_config(overrides=[
+        "targets=[{name: cpu, kind: cpu, price_per_hour: 0.36}, {name: cpu-big, kind: cpu, price_per_hour: 0.72}, "
+        "{name: cpu-cheap, kind: cpu, price_per_hour: 0.10}]", "retraining.target=cpu",
+    ]))
+    runs = [run("cpu", i, ll, 1000.0) for i, ll in enumerate([0.320, 0.322, 0.321])]
+    # as good as cpu and 4× as fast at 2× the price per hour: half the cost per million examples
+    runs += [run("cpu-big", i, ll, 4000.0) for i, ll in enumerate([0.321, 0.320, 0.322])]
+    # the cheapest per example, but significantly worse: never the pick
+    runs += [run("cpu-cheap", i, ll, 4000.0) for i, ll in enumerate([0.350, 0.352, 0.351])]
+    lines = findings(summarize(three, manifest(), runs))
+    (line,) = [l for l in lines if l.startswith("Retrain on")]
+    assert line.startswith("Retrain on cpu-big: the cheapest ($0.0500 per million examples) of the targets whose "
+                           "log-loss is not significantly worse than the best (cpu, 0.32100): cpu, cpu-big.")
+    assert "`retraining: {target: cpu-big}`" in line and "--set retraining.target=cpu-big" in line
+
+    # one run per target: nothing can be tested, so only the best qualifies
+    single = [run("cpu", 0, 0.321, 1000.0), run("cpu-big", 0, 0.322, 4000.0), run("cpu-cheap", 0, 0.35, 4000.0)]
+    (line,) = [l for l in findings(summarize(three, manifest(), single)) if l.startswith("Retrain on")]
+    assert line.startswith("Retrain on cpu: with fewer than two runs per target")
+    # a report on the one target the retraining pipeline trains names none
+    one = ReportStepConfig.of(load_config(overrides=["targets=[{name: cpu, kind: cpu}]", "retraining.target=cpu"]))
+    assert not [l for l in findings(summarize(one, manifest(), runs[:3])) if l.startswith("Retrain on")]

@@ -1,0 +1,156 @@
+"""The retraining pipeline a schedule runs, compiled from configs/vertex.yaml as a user would: one training task,
+caching that can match from one run to the next, a retry policy on every task, an e-mail exit handler, sized fan-in
+steps and its cost beside the benchmark's; bad input fails at load naming the field."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from configs import load_config
+from ops.cli import main
+from pipelines.ranking import create_pipeline
+
+VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
+# What differs on every run: in a cached task's inputs, any of these keeps Vertex's cache from ever matching.
+RUN_UNIQUE = ("pipeline_job_uuid", "pipeline_task_uuid", "pipeline_job_create_time_utc", "pipeline_job_name",
+              "pipeline_job_resource_name")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> tuple[dict, dict, str, str]:
+    """(retraining spec, benchmark spec, what compiling each printed)."""
+    directory = tmp_path_factory.mktemp("retraining")
+    outputs = {}
+    for pipeline in ("retraining", "benchmark"):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", pipeline,
+                         "--output", str(directory / f"{pipeline}.yaml")]) == 0
+        outputs[pipeline] = (yaml.safe_load((directory / f"{pipeline}.yaml").read_text()), printed.getvalue())
+    return outputs["retraining"][0], outputs["benchmark"][0], outputs["retraining"][1], outputs["benchmark"][1]
+
+
+def _tasks(spec: dict) -> dict[str, dict]:
+    """Every task of every DAG: the root's and those nested in it (the exit handler's body)."""
+    tasks, dags = {}, [spec["root"]["dag"]]
+    while dags:
+        for name, task in dags.pop()["tasks"].items():
+            tasks[name] = task
+            nested = spec["components"][task["componentRef"]["name"]].get("dag")
+            if nested:
+                dags.append(nested)
+    return tasks
+
+
+def _effective_inputs(spec: dict, task: dict) -> str:
+    """The task's inputs and its component's input defaults (a CustomJob's worker pools, output directory, ...)."""
+    component = spec["components"][task["componentRef"]["name"]]
+    defaults = component.get("inputDefinitions", {}).get("parameters", {})
+    return json.dumps([task.get("inputs", {}), defaults], sort_keys=True)
+
+
+def test_exactly_one_training_task_of_the_retraining_target(compiled):
+    retraining, benchmark, _, _ = compiled
+    trains = {name: task for name, task in _tasks(retraining).items() if name.startswith("train")}
+    assert list(trains) == ["train-step"]
+    target = trains["train-step"]["inputs"]["parameters"]["target"]["runtimeValue"]["constant"]
+    assert target == load_config(VERTEX_CONFIG).retraining.target == "tpu-v5e-4"
+    assert {"preprocess-files-step", "report", "promote-step"} <= set(_tasks(retraining))
+    assert sum(name.startswith("train") for name in _tasks(benchmark)) == 25
+    assert "promote-step" not in _tasks(benchmark)  # benchmark.promote is false
+
+
+def test_no_run_unique_placeholder_in_any_cached_task(compiled):
+    for spec in compiled[:2]:
+        cached = {name: task for name, task in _tasks(spec).items()
+                  if task.get("cachingOptions", {}).get("enableCache")}
+        assert {"preprocess-files-step", "report"} <= set(cached) and any(n.startswith("train") for n in cached)
+        for name, task in cached.items():
+            inputs = _effective_inputs(spec, task)
+            assert not [p for p in RUN_UNIQUE if p in inputs], name
+    preprocess = _tasks(compiled[0])["preprocess-files-step"]["inputs"]["parameters"]
+    assert preprocess["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
+
+
+def test_every_task_retries_as_the_config_says(compiled):
+    retry = load_config(VERTEX_CONFIG).retry
+    expected = {"maxRetryCount": retry.max_retries, "backoffDuration": f"{retry.backoff_seconds}s",
+                "backoffFactor": retry.backoff_factor, "backoffMaxDuration": f"{retry.max_backoff_seconds}s"}
+    for spec in compiled[:2]:
+        tasks = _tasks(spec)
+        plain = {name: task for name, task in tasks.items()
+                 if "dag" not in spec["components"][task["componentRef"]["name"]]}  # not the exit handler's group
+        assert len(plain) >= 5
+        for name, task in plain.items():
+            assert task.get("retryPolicy") == expected, name
+
+
+def test_an_email_exit_handler_wraps_the_pipeline(compiled):
+    for spec in compiled[:2]:
+        root = spec["root"]["dag"]["tasks"]
+        assert set(root) == {"exit-handler-1", "vertex-pipelines-notification-email"}
+        notify = root["vertex-pipelines-notification-email"]
+        assert notify["triggerPolicy"]["strategy"] == "ALL_UPSTREAM_TASKS_COMPLETED"  # runs after a failure too
+        status = notify["inputs"]["parameters"]["pipeline_task_final_status"]
+        assert status == {"taskFinalStatus": {"producerTask": "exit-handler-1"}}
+        recipients = notify["inputs"]["parameters"]["recipients"]["runtimeValue"]["constant"]
+        assert recipients == ["ads-ranking-oncall@example.com"]
+        executor = spec["deploymentSpec"]["executors"]["exec-vertex-pipelines-notification-email"]["container"]
+        assert "vertex_notification_email" in " ".join(executor["command"])
+
+
+def test_report_and_promotion_declare_their_resources(compiled):
+    executors = compiled[0]["deploymentSpec"]["executors"]
+    report, promote = executors["exec-report"]["container"], executors["exec-promote-step"]["container"]
+    assert (report["resources"]["resourceCpuLimit"], report["resources"]["resourceMemoryLimit"]) == ("4", "16G")
+    assert (promote["resources"]["resourceCpuLimit"], promote["resources"]["resourceMemoryLimit"]) == ("8", "32G")
+
+
+def test_compile_prints_what_one_run_costs(compiled):
+    _, _, retraining_out, benchmark_out = compiled
+    assert "estimated cost of one retraining run: $6.00 (1 training run(s)" in retraining_out
+    assert "train tpu-v5e-4: 1 × 1.25 h × $4.80/h = $6.00" in retraining_out
+    assert "estimated cost of one benchmark run: $264.45 (25 training run(s)" in benchmark_out
+    assert "train cpu: 5 × 10 h × $0.76/h = $38.00" in benchmark_out
+
+
+def test_locally_the_retraining_pipeline_has_no_exit_handler_or_retries():
+    """kfp.local cannot run an exit handler: `adrank retrain` runs the same steps without one."""
+    pipeline = create_pipeline(load_config(), "local", pipeline="retraining", window_end="2026-01-04T00:00:00Z")
+    tasks = pipeline.pipeline_spec.root.dag.tasks
+    assert sorted(t.task_info.name for t in tasks.values()) == [
+        "generate logs", "preprocess", "promote model", "report", "train · cpu · run 1"]
+    assert not any(t.HasField("retry_policy") for t in tasks.values())
+
+
+@pytest.mark.parametrize(("overrides", "field", "message"), [
+    (["retraining.target=tpu-v9"], "retraining.target", "'tpu-v9' is not one of the targets"),
+    (["vertex.notify_emails=[oncall.example.com]"], "vertex.notify_emails",
+     "'oncall.example.com' is not an e-mail address"),
+    (["vertex.notify_emails=[a@example.com, b@example.com, c@example.com, d@example.com]"], "vertex.notify_emails",
+     "at most 3 items"),
+    (["retry.max_retries=11"], "retry.max_retries", "less than or equal to 10"),
+    (["retry.max_retries=-1"], "retry.max_retries", "greater than or equal to 0"),
+    (["retry.max_backoff_seconds=7200"], "retry.max_backoff_seconds", "less than or equal to 3600"),
+    (["targets.1.vertex.expected_hours=0"], "targets.1.vertex.expected_hours", "greater than 0"),
+])
+def test_bad_input_fails_at_load_naming_the_field(tmp_path, capsys, overrides, field, message):
+    args = [arg for override in overrides for arg in ("--set", override)]
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", *args,
+                 "--output", str(tmp_path / "spec.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"{field}: " in err and message in err, err
+    assert not (tmp_path / "spec.yaml").exists()
+
+
+def test_the_retraining_pipeline_needs_a_production_target(tmp_path, capsys):
+    args = ["--config", str(VERTEX_CONFIG), "--set", "retraining.target=null", "--set", "runs_per_target=1"]
+    assert main(["compile", *args, "--pipeline", "retraining", "--output", str(tmp_path / "r.yaml")]) == 2
+    assert "error: retraining.target: config 'adrank-daily' names no production target" in capsys.readouterr().err
+    assert main(["compile", *args, "--output", str(tmp_path / "b.yaml")]) == 0  # the benchmark needs none
