@@ -161,7 +161,7 @@ class LocalModelRegistry:
             return []
         removed = []
         for path in sorted(versions.iterdir()):
-            if not path.name.startswith(STAGING_PREFIX):
+            if not path.name.startswith(STAGING_PREFIX) or not path.exists():  # gone with its pair
                 continue
             staging = path.with_name(path.name.removesuffix(OWNER_SUFFIX))
             owner = staging.with_name(staging.name + OWNER_SUFFIX)
