@@ -32,10 +32,7 @@ import numpy as np  # noqa: E402
 from components.logs.synthetic import generate_logs  # noqa: E402
 from components.preprocess.manifest import Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
-from components.evaluate.stats import paired_difference  # noqa: E402
-from components.registry.scoring import (  # noqa: E402
-    EvalExamples, per_example_logloss, predicted_probabilities,
-)
+from components.registry.scoring import EvalSplit, ServingModel, paired_logloss  # noqa: E402
 from components.train.task import SAVED_MODEL_DIR, train  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
@@ -89,15 +86,12 @@ def main() -> int:
                   f"{cold_run.wall_time_seconds:7.1f}")
             continue
         warm_run = _train(warm, target, examples_dir, work / f"day{day + 1}" / "warm", champion)
-        examples = EvalExamples.read(examples_dir, task)
-        comparison = paired_difference(
-            per_example_logloss(examples.labels, predicted_probabilities(warm_run.model_uri, examples)),
-            per_example_logloss(examples.labels, predicted_probabilities(cold_run.model_uri, examples)),
-        )
+        comparison = paired_logloss(EvalSplit.locate(examples_dir, task), ServingModel(warm_run.model_uri),
+                                    ServingModel(cold_run.model_uri))
         low, high = comparison.difference_ci95
         ratio = warm_run.wall_time_seconds / cold_run.wall_time_seconds
         rows.append((comparison.challenger_logloss / comparison.champion_logloss, ratio, comparison.difference))
-        print(f"{day + 1:>3} {window_end:%Y-%m-%d} {examples.size:>6} {_f(floor)} {comparison.champion_logloss:8.5f} "
+        print(f"{day + 1:>3} {window_end:%Y-%m-%d} {comparison.examples:>6} {_f(floor)} {comparison.champion_logloss:8.5f} "
               f"{comparison.challenger_logloss:8.5f} {comparison.difference:+9.5f} [{low:+.5f}, {high:+.5f}] "
               f"{cold_run.wall_time_seconds:7.1f} {warm_run.wall_time_seconds:7.1f} {ratio:9.2f}x")
         champion = warm_run.model_uri  # tomorrow's warm start: today's warm model, as a promoted champion

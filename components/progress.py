@@ -36,3 +36,14 @@ def format_duration(seconds: float) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+CONSOLE_WARNING = "adrank warning: "
+
+
+def warn_console(message: str, stream: TextIO | None = None) -> None:
+    """A warning addressed to the person running adrank: `adrank run` shows the line on its console (also when
+    quiet); on Vertex it is in the step's job log. Log it as well (stdlib logging) where it matters later."""
+    out = stream if stream is not None else sys.stdout
+    out.write(f"{CONSOLE_WARNING}{message}\n")
+    out.flush()

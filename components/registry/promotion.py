@@ -5,10 +5,16 @@ default is decided on figures measured on the same examples in the same run: the
 champion) and the challenger are both scored, through their raw serving signatures, on today's eval examples
 (`components.registry.scoring`), and the rule reads the paired difference:
 
-    promote  ⇔  upper end of the 95% CI of mean(ℓ_challenger − ℓ_champion)  ≤  promotion.logloss_tolerance
+    promote  ⇔  upper end of the 95% CI of mean(ℓ_challenger − ℓ_champion)  ≤  tolerance
+    tolerance = promotion.logloss_tolerance_relative × mean(ℓ_champion)     (default: relative)
+              | promotion.logloss_tolerance                                 (absolute nats, when set instead)
+
+A relative tolerance means the same at every click rate: 0.001 nats is 0.3% of a 10%-click-rate log-loss but 13%
+of a 0.2%-install-rate one, so an absolute threshold waves through clearly worse models on low-rate tasks.
+The decision record carries the difference, its interval and the tolerance in both units.
 
 With no champion the challenger is promoted. A champion that cannot be loaded or cannot read today's raw
-features follows `promotion.on_unscorable_champion`. A model evaluated on a split with only one class is not
+features follows `promotion.on_unscorable_champion` (default `keep`). A model evaluated on a split with only one class is not
 registered at all: its log-loss says nothing about ranking.
 
 (The rule this replaced compared today's log-loss with the number stored when the champion was promoted, on
@@ -26,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.evaluate.stats import PairedComparison
 from components.report.benchmark import BenchmarkSummary
-from configs.promotion import PromotionConfig
+from configs.promotion import PromotionConfig, ToleranceForm
 
 DECISION_FILE = "promotion.json"
 ChampionStatus = Literal["none", "scored", "unscorable"]
@@ -54,6 +60,7 @@ class Verdict:
     reason: str
     champion_status: ChampionStatus
     comparison: PairedComparison | None = None
+    tolerance: float | None = None  # nats, as applied (relative × champion log-loss, or the absolute setting)
 
 
 class PromotionDecision(BaseModel):
@@ -67,7 +74,12 @@ class PromotionDecision(BaseModel):
     promoted: bool = Field(description="the challenger became the default version")
     reason: str
     rule: str = Field(description="the rule in words, with its tolerance")
-    tolerance: float
+    tolerance: float | None = Field(description="the tolerance applied, in nats (a relative tolerance times the "
+                                    "champion's log-loss); None when no champion was scored under a relative one")
+    tolerance_relative: float | None = Field(
+        None, description="the same tolerance as a fraction of the champion's log-loss on the eval examples")
+    tolerance_form: ToleranceForm = Field(
+        "absolute", description="how the config states it (records written before relative tolerances: absolute)")
     challenger_target: str
     challenger_run_index: int
     challenger_model_uri: str
@@ -77,7 +89,10 @@ class PromotionDecision(BaseModel):
     champion_logloss: float | None = Field(None, description="the champion on the same examples")
     difference: float | None = Field(None, description="mean per-example log-loss, challenger − champion")
     difference_ci95: tuple[float, float] | None = None
+    relative_difference: float | None = Field(None, description="difference / champion log-loss")
+    relative_difference_ci95: tuple[float, float] | None = None
     eval_examples: int
+    eval_examples_cap: int | None = Field(None, description="promotion.max_eval_examples when it applied")
     eval_positives: int
     primary_task: str
 
@@ -97,29 +112,50 @@ class PromotionDecision(BaseModel):
         }
         if self.difference_ci95 is not None:
             values["difference_ci95_low"], values["difference_ci95_high"] = self.difference_ci95
+        if self.relative_difference_ci95 is not None:
+            values["relative_difference"] = self.relative_difference
+            values["relative_difference_ci95_high"] = self.relative_difference_ci95[1]
+        if self.tolerance is not None:
+            values["tolerance"] = self.tolerance
         return {name: float(value) for name, value in values.items() if value is not None}
 
 
-def rule_in_words(tolerance: float) -> str:
+def rule_in_words(promotion: PromotionConfig) -> str:
     return (f"promote when the upper 95% bound of mean(challenger − champion) log-loss on the same eval examples "
-            f"is ≤ {tolerance:g}")
+            f"is ≤ {promotion.stated_tolerance()}")
+
+
+def relative(value: float, champion_logloss: float) -> float | None:
+    """`value` as a fraction of the champion's log-loss (None for a champion with zero log-loss)."""
+    return value / champion_logloss if champion_logloss > 0 else None
 
 
 def judge(comparison: PairedComparison | None, champion_error: str | None, promotion: PromotionConfig) -> Verdict:
     """The rule. `comparison` None and no error: there is no champion yet."""
     if champion_error is not None:
         promoted = promotion.on_unscorable_champion == "promote"
-        action = "challenger promoted" if promoted else "default kept"
+        action = ("challenger promoted without a comparison" if promoted
+                  else "default kept, registry unchanged apart from the new version")
         return Verdict(promoted, f"champion could not be scored ({champion_error}); {action} "
-                                 f"(promotion.on_unscorable_champion: {promotion.on_unscorable_champion})", "unscorable")
+                                 f"(promotion.on_unscorable_champion: {promotion.on_unscorable_champion})", "unscorable",
+                       tolerance=promotion.logloss_tolerance)
     if comparison is None:
-        return Verdict(True, "no default version yet", "none")
+        return Verdict(True, "no default version yet", "none",
+                       tolerance=promotion.logloss_tolerance)
     low, high = comparison.difference_ci95
+    tolerance = promotion.tolerance_nats(comparison.champion_logloss)
     figures = (f"challenger − champion = {comparison.difference:+.6f} (95% CI {low:+.6f} … {high:+.6f}) on "
                f"{comparison.examples:,} eval examples")
-    if high <= promotion.logloss_tolerance:
-        return Verdict(True, f"{figures}: upper bound ≤ tolerance {promotion.logloss_tolerance:g}", "scored", comparison)
-    return Verdict(False, f"{figures}: upper bound > tolerance {promotion.logloss_tolerance:g}", "scored", comparison)
+    share = relative(high, comparison.champion_logloss)
+    if share is not None:
+        figures += f"; upper bound {share:+.3%} of the champion's {comparison.champion_logloss:.6f}"
+    if promotion.tolerance_form == "relative":
+        limit = f"tolerance {tolerance:.6g} nats ({promotion.logloss_tolerance_relative:g} × champion log-loss)"
+    else:
+        limit = f"tolerance {tolerance:g} nats"
+    promoted = high <= tolerance
+    return Verdict(promoted, f"{figures}: upper bound {'≤' if promoted else '>'} {limit}", "scored", comparison,
+                   tolerance)
 
 
 class NoExportedModel(ValueError):

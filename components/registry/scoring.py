@@ -1,25 +1,33 @@
-"""Champion and challenger on the same examples: per-example log-loss through each model's raw serving signature.
+"""Champion and challenger on the same examples: per-example log-loss through each model's raw serving signature,
+streamed over the eval split in batches.
 
-    raw eval tf.Examples (as logged, written by preprocess) ──► model A `serving_default` ──► ℓ_A(i)
-                                                          └──► model B `serving_default` ──► ℓ_B(i)
+    raw eval tf.Examples (as logged, written by preprocess), batch by batch ──► model A `serving_default` ──► ℓ_A(i)
+                                                                         └──► model B `serving_default` ──► ℓ_B(i)
     d_i = ℓ_challenger(i) − ℓ_champion(i);   mean d̄,   95% CI  d̄ ± t(0.975, n−1) · s_d / √n
-                                                 (`components.evaluate.stats.paired_difference`)
 
 Scoring goes through `serving_default`, the signature the prediction server calls, so each model applies its
 own tf.Transform graph (its own vocabularies) to today's raw fields. Pairing by example removes the day's
 noise (click rate, traffic mix) that both models see alike: the interval is about the models, not the day.
+
+Memory stays bounded whatever the size of the day: the split is read `promotion.scoring_batch_size` examples at a
+time, both models score each batch, and only running figures are kept (`PairedAccumulator`: the count, each
+model's log-loss sum, and the mean and sum of squared deviations of d, merged batch by batch). The result equals
+`components.evaluate.stats.paired_difference` on the whole split in memory, to rounding.
 """
 
 from __future__ import annotations
 
 import glob
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
+from scipy import stats as scipy_stats
 
+from components.evaluate.stats import PairedComparison
 from components.preprocess.join import label_key
 from components.preprocess.manifest import Manifest
 
@@ -28,20 +36,33 @@ SCORING_BATCH = 4096
 EPSILON = 1e-7
 
 
-class ChampionUnscorable(RuntimeError):
-    """The current default model cannot be loaded, or cannot read today's raw features (schema changed)."""
+class ModelUnscorable(RuntimeError):
+    """A model cannot be loaded, cannot read today's raw features (schema changed), or answers no probability."""
+
+
+class ChallengerUnscorable(RuntimeError):
+    """The model this run exported cannot be scored: a failure of the run, never a reason to keep or promote."""
 
 
 @dataclass(frozen=True)
-class EvalExamples:
-    """Today's eval split as logged: serialized raw tf.Examples and the primary task's labels, in file order."""
+class LabelCounts:
+    examples: int
+    positives: int
 
-    serialized: np.ndarray
-    labels: np.ndarray
+
+@dataclass(frozen=True)
+class EvalSplit:
+    """Today's eval split as logged: the raw tf.Example files preprocess wrote, read `batch_size` examples at a
+    time in file order (at most `max_examples` of them), with the primary task's labels."""
+
+    files: tuple[str, ...]
     task: str
+    batch_size: int = SCORING_BATCH
+    max_examples: int | None = None
 
     @classmethod
-    def read(cls, examples_dir: str | Path, task: str) -> EvalExamples:
+    def locate(cls, examples_dir: str | Path, task: str, batch_size: int = SCORING_BATCH,
+               max_examples: int | None = None) -> EvalSplit:
         manifest = Manifest.read(examples_dir)
         if manifest.raw_eval_pattern is None:
             raise FileNotFoundError(f"{examples_dir}: the manifest names no raw eval examples (preprocessed by an "
@@ -49,49 +70,121 @@ class EvalExamples:
         files = sorted(glob.glob(str(Path(examples_dir) / manifest.raw_eval_pattern)))
         if not files:
             raise FileNotFoundError(f"no raw eval examples match {Path(examples_dir) / manifest.raw_eval_pattern}")
-        records = [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
-        serialized = np.array(records, dtype=object)
-        label_spec = {label_key(task): tf.io.FixedLenFeature([], tf.float32)}
-        labels = tf.io.parse_example(serialized, label_spec)[label_key(task)].numpy() if len(records) else np.zeros(0)
-        return cls(serialized, labels.astype(np.float64), task)
+        return cls(tuple(files), task, batch_size, max_examples)
 
-    @property
-    def size(self) -> int:
-        return int(self.labels.size)
+    def batches(self) -> Iterator[tuple[tf.Tensor, np.ndarray]]:
+        """(serialized tf.Examples, their labels as float64), one batch at a time."""
+        dataset = tf.data.TFRecordDataset(list(self.files), compression_type="GZIP")
+        if self.max_examples is not None:
+            dataset = dataset.take(self.max_examples)
+        label_spec = {label_key(self.task): tf.io.FixedLenFeature([], tf.float32)}
+        for serialized in dataset.batch(self.batch_size):
+            labels = tf.io.parse_example(serialized, label_spec)[label_key(self.task)]
+            yield serialized, labels.numpy().astype(np.float64)
 
-    @property
-    def positives(self) -> int:
-        return int(self.labels.sum())
-
-
-def load_serving_model(model_dir: str) -> tuple[Any, Callable[..., dict[str, tf.Tensor]]]:
-    """(the loaded SavedModel, its raw serving function); `ChampionUnscorable` when it cannot be loaded. The
-    function runs only while the loaded object is alive."""
-    try:
-        loaded = tf.saved_model.load(model_dir)
-        return loaded, loaded.signatures[SERVING_SIGNATURE]
-    except (OSError, KeyError, ValueError, tf.errors.OpError) as error:
-        raise ChampionUnscorable(f"cannot load the model at {model_dir}: {_first_line(error)}") from error
+    def label_counts(self) -> LabelCounts:
+        """How many examples would be scored, and how many of them are positive (one streamed pass)."""
+        examples, positives = 0, 0
+        for _, labels in self.batches():
+            examples += int(labels.size)
+            positives += int(labels.sum())
+        return LabelCounts(examples, positives)
 
 
-def predicted_probabilities(model_dir: str, examples: EvalExamples) -> np.ndarray:
-    """P(label) for every example, through the model's `serving_default` on the raw tf.Examples."""
-    _loaded, serve = load_serving_model(model_dir)  # keep the loaded object alive while its signature runs
-    outputs = []
-    try:
-        for start in range(0, examples.size, SCORING_BATCH):
-            batch = tf.constant(list(examples.serialized[start:start + SCORING_BATCH]), dtype=tf.string)
-            result = serve(examples=batch)
-            if examples.task not in result:
-                raise ChampionUnscorable(
-                    f"the model at {model_dir} predicts {sorted(result)}, not task '{examples.task}'"
-                )
-            outputs.append(result[examples.task].numpy().reshape(-1))
-    except (tf.errors.InvalidArgumentError, ValueError, TypeError) as error:
-        raise ChampionUnscorable(
-            f"the model at {model_dir} cannot read today's raw features (schema changed?): {_first_line(error)}"
-        ) from error
-    return np.concatenate(outputs) if outputs else np.zeros(0)
+class ServingModel:
+    """A SavedModel's raw serving function, kept alive with the loaded object it belongs to."""
+
+    def __init__(self, model_dir: str):
+        self.model_dir = model_dir
+        try:
+            self._loaded: Any = tf.saved_model.load(model_dir)
+            self._serve: Callable[..., dict[str, tf.Tensor]] = self._loaded.signatures[SERVING_SIGNATURE]
+        except Exception as error:  # any way a damaged directory fails to load (protobuf, checkpoint, missing file)
+            raise ModelUnscorable(f"cannot load the model at {model_dir}: {_first_line(error)}") from error
+
+    def probabilities(self, serialized: tf.Tensor, task: str) -> np.ndarray:
+        """P(label) for each serialized example of the batch; `ModelUnscorable` when the model cannot read
+        them or answers something that is not a probability."""
+        try:
+            result = self._serve(examples=serialized)
+        except (tf.errors.InvalidArgumentError, ValueError, TypeError) as error:
+            raise ModelUnscorable(
+                f"the model at {self.model_dir} cannot read today's raw features (schema changed?): "
+                f"{_first_line(error)}") from error
+        if task not in result:
+            raise ModelUnscorable(f"the model at {self.model_dir} predicts {sorted(result)}, not task '{task}'")
+        probabilities = result[task].numpy().reshape(-1).astype(np.float64)
+        if not np.all(np.isfinite(probabilities)) or np.any((probabilities < 0) | (probabilities > 1)):
+            raise ModelUnscorable(f"the model at {self.model_dir} predicts values that are not probabilities "
+                                     "(NaN, infinite or outside [0, 1]): its weights are damaged")
+        return probabilities
+
+
+class PairedAccumulator:
+    """The paired comparison, accumulated batch by batch: n, Σℓ_challenger, Σℓ_champion, and the mean and M2
+    (sum of squared deviations) of d, merged per batch (Chan, Golub & LeVeque) so no per-example array outlives
+    its batch."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.challenger_sum = 0.0
+        self.champion_sum = 0.0
+        self.difference_mean = 0.0
+        self.difference_m2 = 0.0
+
+    def add(self, challenger_losses: np.ndarray, champion_losses: np.ndarray) -> None:
+        if challenger_losses.shape != champion_losses.shape:
+            raise ValueError(f"paired scores differ in length: {challenger_losses.shape} vs {champion_losses.shape}")
+        n = int(challenger_losses.size)
+        if n == 0:
+            return
+        d = challenger_losses - champion_losses
+        batch_mean = float(d.mean())
+        batch_m2 = float(((d - batch_mean) ** 2).sum())
+        total = self.count + n
+        delta = batch_mean - self.difference_mean
+        self.difference_mean += delta * n / total
+        self.difference_m2 += batch_m2 + delta * delta * self.count * n / total
+        self.count = total
+        self.challenger_sum += float(challenger_losses.sum())
+        self.champion_sum += float(champion_losses.sum())
+
+    def comparison(self) -> PairedComparison:
+        n = self.count
+        if n < 2:
+            raise ValueError("a paired comparison needs at least 2 eval examples")
+        std = math.sqrt(max(self.difference_m2, 0.0) / (n - 1))
+        half_width = float(scipy_stats.t.ppf(0.975, n - 1) * std / math.sqrt(n))
+        mean = self.difference_mean
+        return PairedComparison(
+            challenger_logloss=self.challenger_sum / n, champion_logloss=self.champion_sum / n,
+            difference=mean, difference_ci95=(mean - half_width, mean + half_width), examples=n,
+        )
+
+
+def mean_logloss(split: EvalSplit, model: ServingModel) -> float:
+    """One model's mean log-loss over the split, streamed."""
+    total, count = 0.0, 0
+    for serialized, labels in split.batches():
+        total += float(per_example_logloss(labels, model.probabilities(serialized, split.task)).sum())
+        count += int(labels.size)
+    if count == 0:
+        raise ValueError(f"no eval examples in {', '.join(split.files)}")
+    return total / count
+
+
+def paired_logloss(split: EvalSplit, challenger: ServingModel, champion: ServingModel) -> PairedComparison:
+    """Both models over the split in one streamed pass: `ChallengerUnscorable` when the challenger fails on a
+    batch, `ModelUnscorable` when the champion does."""
+    accumulator = PairedAccumulator()
+    for serialized, labels in split.batches():
+        try:
+            challenger_probabilities = challenger.probabilities(serialized, split.task)
+        except ModelUnscorable as error:
+            raise ChallengerUnscorable(str(error)) from error
+        accumulator.add(per_example_logloss(labels, challenger_probabilities),
+                        per_example_logloss(labels, champion.probabilities(serialized, split.task)))
+    return accumulator.comparison()
 
 
 def per_example_logloss(labels: np.ndarray, probabilities: np.ndarray) -> np.ndarray:

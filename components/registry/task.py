@@ -3,67 +3,111 @@ the challenger, and apply the promotion rule (`components.registry.promotion`)."
 
 from __future__ import annotations
 
+import logging
+
+from components.progress import warn_console
 from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import Candidate, PromotionDecision, Verdict, judge, read_candidate, rule_in_words
-from components.evaluate.stats import paired_difference
+from components.registry.promotion import (
+    Candidate, PromotionDecision, Verdict, judge, read_candidate, relative, rule_in_words,
+)
 from components.registry.scoring import (
-    ChampionUnscorable, EvalExamples, per_example_logloss, predicted_probabilities,
+    ChallengerUnscorable, EvalSplit, LabelCounts, ModelUnscorable, ServingModel, mean_logloss, paired_logloss,
 )
 from configs.promotion import PromotionConfig
 from configs.slices import PromoteStepConfig
 
+logger = logging.getLogger(__name__)
+
 
 class SameDayJudge:
-    """Judges a champion model directory against the challenger, both scored on the same raw eval examples."""
+    """Judges a champion model directory against the challenger, both scored on the same raw eval examples,
+    streamed (`components.registry.scoring`). After a call, `challenger_logloss` is the challenger's figure on
+    those examples (measured in the same pass as the champion's when there is one)."""
 
-    def __init__(self, examples: EvalExamples, challenger_model_dir: str, promotion: PromotionConfig):
-        self.examples = examples
+    def __init__(self, split: EvalSplit, challenger_model_dir: str, promotion: PromotionConfig):
+        self.split = split
         self.promotion = promotion
         try:
-            probabilities = predicted_probabilities(challenger_model_dir, examples)
-        except ChampionUnscorable as error:  # the model this run exported: a failure of the run, not of the champion
+            self.challenger = ServingModel(challenger_model_dir)
+        except ModelUnscorable as error:  # the model this run exported: a failure of the run, not of the champion
             raise RuntimeError(f"the challenger cannot be scored: {error}") from error
-        self.challenger_losses = per_example_logloss(examples.labels, probabilities)
+        self._challenger_logloss: float | None = None
 
     @property
     def challenger_logloss(self) -> float:
-        return float(self.challenger_losses.mean())
+        if self._challenger_logloss is None:
+            self._challenger_logloss = self._alone()
+        return self._challenger_logloss
+
+    def _alone(self) -> float:
+        try:
+            return mean_logloss(self.split, self.challenger)
+        except ModelUnscorable as error:
+            raise RuntimeError(f"the challenger cannot be scored: {error}") from error
 
     def __call__(self, champion_model_dir: str | None) -> Verdict:
         if champion_model_dir is None:
+            self._challenger_logloss = self._alone()
             return judge(None, None, self.promotion)
         try:
-            champion = per_example_logloss(self.examples.labels,
-                                           predicted_probabilities(champion_model_dir, self.examples))
-        except ChampionUnscorable as error:
+            comparison = paired_logloss(self.split, self.challenger, ServingModel(champion_model_dir))
+        except ChallengerUnscorable as error:
+            raise RuntimeError(f"the challenger cannot be scored: {error}") from error
+        except ModelUnscorable as error:
+            self._challenger_logloss = self._alone()
             return judge(None, str(error), self.promotion)
-        return judge(paired_difference(self.challenger_losses, champion), None, self.promotion)
+        self._challenger_logloss = comparison.challenger_logloss
+        return judge(comparison, None, self.promotion)
 
 
-def decision_record(model: str, version: str | None, verdict: Verdict, candidate: Candidate, examples: EvalExamples,
-                    champion_version: str | None, promotion: PromotionConfig,
+def decision_record(model: str, version: str | None, verdict: Verdict, candidate: Candidate, counts: LabelCounts,
+                    task: str, champion_version: str | None, promotion: PromotionConfig,
                     challenger_logloss: float | None) -> PromotionDecision:
+    """The record of one decision, with the tolerance, the difference and its interval in nats and relative to
+    the champion's log-loss on the same examples."""
     comparison = verdict.comparison
+    champion_logloss = comparison.champion_logloss if comparison else None
+    tolerance_relative = promotion.logloss_tolerance_relative
+    relative_difference, relative_ci95 = None, None
+    if comparison is not None and champion_logloss is not None:
+        if promotion.tolerance_form == "absolute" and verdict.tolerance is not None:
+            tolerance_relative = relative(verdict.tolerance, champion_logloss)
+        relative_difference = relative(comparison.difference, champion_logloss)
+        low, high = (relative(bound, champion_logloss) for bound in comparison.difference_ci95)
+        relative_ci95 = (low, high) if low is not None and high is not None else None
     return PromotionDecision(
         model=model, version=version, registered=version is not None, promoted=verdict.promoted,
-        reason=verdict.reason, rule=rule_in_words(promotion.logloss_tolerance), tolerance=promotion.logloss_tolerance,
+        reason=verdict.reason, rule=rule_in_words(promotion), tolerance=verdict.tolerance,
+        tolerance_relative=tolerance_relative, tolerance_form=promotion.tolerance_form,
         challenger_target=candidate.target, challenger_run_index=candidate.run_index,
         challenger_model_uri=candidate.model_uri, challenger_logloss=challenger_logloss,
         champion_version=champion_version, champion_status=verdict.champion_status,
-        champion_logloss=comparison.champion_logloss if comparison else None,
+        champion_logloss=champion_logloss,
         difference=comparison.difference if comparison else None,
         difference_ci95=comparison.difference_ci95 if comparison else None,
-        eval_examples=examples.size, eval_positives=examples.positives, primary_task=examples.task,
+        relative_difference=relative_difference, relative_difference_ci95=relative_ci95,
+        eval_examples=counts.examples, eval_positives=counts.positives, primary_task=task,
+        eval_examples_cap=promotion.max_eval_examples,
     )
 
 
-def one_class_reason(examples: EvalExamples) -> str | None:
-    if examples.size and 0 < examples.positives < examples.size:
+def one_class_reason(counts: LabelCounts, task: str) -> str | None:
+    if counts.examples and 0 < counts.positives < counts.examples:
         return None
-    kind = "no positives" if examples.positives == 0 else "no negatives"
-    return (f"the eval split has {kind} for task '{examples.task}' ({examples.size:,} examples): its log-loss says "
+    kind = "no positives" if counts.positives == 0 else "no negatives"
+    return (f"the eval split has {kind} for task '{task}' ({counts.examples:,} examples): its log-loss says "
             "nothing about ranking, so the model is not registered")
+
+
+def warn_if_unscorable(decision: PromotionDecision) -> None:
+    """A champion that could not be scored is said loudly: a log WARNING and a console line `adrank run` shows."""
+    if decision.champion_status != "unscorable":
+        return
+    message = (f"the champion (model {decision.model}, version {decision.champion_version or '?'}) could not be "
+               f"scored: {decision.reason}")
+    logger.warning(message)
+    warn_console(message)
 
 
 def promote_best_run(config: PromoteStepConfig, backend: str, summary_json: str,
@@ -71,32 +115,39 @@ def promote_best_run(config: PromoteStepConfig, backend: str, summary_json: str,
     """`config`: the promotion step's slice of the config (name, the whole config's hash, promotion, vertex).
     `examples_dir`: the preprocess output whose raw eval examples both models are scored on."""
     candidate = read_candidate(summary_json)
-    examples = EvalExamples.read(examples_dir, candidate.primary_task)
     promotion = config.promotion
+    split = EvalSplit.locate(examples_dir, candidate.primary_task, promotion.scoring_batch_size,
+                             promotion.max_eval_examples)
+    counts = split.label_counts()
+    task = candidate.primary_task
     model = config.name
     if backend == "vertex":
         from components.registry.vertex import model_display_name
 
         model = model_display_name(config)
-    refused = one_class_reason(examples)
+    refused = one_class_reason(counts, task)
     if refused is not None:
         verdict = Verdict(False, refused, "none")
-        return decision_record(model, None, verdict, candidate, examples, None, promotion, None)
-    same_day = SameDayJudge(examples, gcs_mount.container_path(candidate.model_uri), promotion)
+        return decision_record(model, None, verdict, candidate, counts, task, None, promotion, None)
+    same_day = SameDayJudge(split, gcs_mount.container_path(candidate.model_uri), promotion)
     if backend == "vertex":
         from components.registry.vertex import register_version
 
         labels = {"adrank-pipeline": config.name, "adrank-config": config.config_hash,
                   "adrank-target": candidate.target}
         version, verdict, champion_version = register_version(config, candidate, labels, same_day)
-        return decision_record(model, version, verdict, candidate, examples, champion_version, promotion,
-                               same_day.challenger_logloss)
+        decision = decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
+                                   same_day.challenger_logloss)
+        warn_if_unscorable(decision)
+        return decision
     registry = LocalModelRegistry(promotion.local_registry)
 
     def record(version: str, verdict: Verdict, champion_version: str | None) -> dict:
-        return decision_record(model, version, verdict, candidate, examples, champion_version, promotion,
+        return decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
                                same_day.challenger_logloss).model_dump(mode="json")
 
     version, verdict, champion_version = registry.register(model, candidate, same_day, record)
-    return decision_record(model, version, verdict, candidate, examples, champion_version, promotion,
-                           same_day.challenger_logloss)
+    decision = decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
+                               same_day.challenger_logloss)
+    warn_if_unscorable(decision)
+    return decision

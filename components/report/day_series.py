@@ -71,12 +71,15 @@ def series_table(series: DaySeries) -> Table:
         rows.append([
             str(day.day), day.window_end[:10], f"{day.eval_examples:,}", f"{day.eval_positive_rate:.4f}",
             number(day.bayes_logloss), number(d.challenger_logloss), number(d.champion_logloss),
-            "—" if d.difference is None else f"{d.difference:+.5f}", interval,
+            "—" if d.difference is None else f"{d.difference:+.5f}" + (
+                f" ({d.relative_difference:+.2%})" if d.relative_difference is not None else ""),
+            interval, "—" if d.tolerance is None else f"{d.tolerance:.5f}" + (
+                f" ({d.tolerance_relative:.2%})" if d.tolerance_relative is not None else ""),
             ("promoted" if d.promoted else "kept champion") + f" (v{d.version})" if d.version else "not registered",
             start, f"{day.seconds:.0f} s",
         ])
     return Table(["day", "window end", "eval examples", "eval rate", "Bayes floor", "challenger", "champion",
-                  "difference", "95% CI", "decision", "start", "time"], rows)
+                  "difference (share of champion)", "95% CI", "tolerance", "decision", "start", "time"], rows)
 
 
 def series_figure(series: DaySeries) -> bytes:
@@ -105,9 +108,10 @@ def series_figure(series: DaySeries) -> bytes:
         color = "#2a7" if d.decision.promoted else "#c44"
         bottom.errorbar(d.day, d.decision.difference, yerr=[[d.decision.difference - low], [high - d.decision.difference]],
                         fmt="o", color=color, capsize=4)
-    if series.days:
-        bottom.axhline(series.days[0].decision.tolerance, color="#888", linestyle="--", linewidth=1,
-                       label="tolerance (promote when the CI's top is below)")
+    tolerances = [(d.day, d.decision.tolerance) for d in series.days if d.decision.tolerance is not None]
+    if tolerances:  # a relative tolerance moves with the champion's log-loss: one mark per day
+        bottom.plot(*zip(*tolerances), "_", color="#888", markersize=18, markeredgewidth=2,
+                    label="tolerance (promote when the CI's top is below)")
     bottom.axhline(0.0, color="black", linewidth=0.6)
     bottom.set_ylabel("challenger − champion")
     bottom.set_xlabel("replayed day")

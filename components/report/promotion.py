@@ -1,7 +1,8 @@
 """The promotion decision as a report section (Markdown and HTML): champion and challenger on the same examples.
 
 The promotion step runs after the report, so it renders this section itself: on Vertex as its own HTML and
-Markdown artifacts, locally `adrank run` also appends it to the run's report.html and report.md.
+Markdown artifacts, locally `adrank run` also appends it to the run's report.html and report.md. A champion that
+could not be scored opens the section with a warning: the default was kept (or replaced) without a comparison.
 """
 
 from __future__ import annotations
@@ -15,30 +16,62 @@ from components.report.table import Table
 HTML_MARKER = "<!-- adrank:promotion -->"
 
 
+def _signed(value: float | None, digits: int = 6) -> str:
+    return "—" if value is None else f"{value:+.{digits}f}"
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.3%}"
+
+
 def promotion_table(decision: PromotionDecision) -> Table:
     def number(value: float | None, digits: int = 6) -> str:
         return "—" if value is None else f"{value:.{digits}f}"
 
     interval = "—" if decision.difference_ci95 is None else (
         f"{decision.difference_ci95[0]:+.6f} … {decision.difference_ci95[1]:+.6f}")
+    relative_interval = "—" if decision.relative_difference_ci95 is None else (
+        f"{_share(decision.relative_difference_ci95[0])} … {_share(decision.relative_difference_ci95[1])}")
     champion = decision.champion_version or "—"
+    tolerance = number(decision.tolerance) + " nats"
+    if decision.tolerance_relative is not None:
+        tolerance += f" ({decision.tolerance_relative:.3%} of the champion's log-loss)"
+    tolerance += f"; stated {decision.tolerance_form}"
     return Table(["", "value"], [
         ["challenger", f"{decision.challenger_target} run {decision.challenger_run_index + 1}"],
         ["challenger log-loss", number(decision.challenger_logloss)],
         [f"champion (version {champion}) log-loss", number(decision.champion_logloss)],
-        ["difference (challenger − champion)", "—" if decision.difference is None else f"{decision.difference:+.6f}"],
+        ["difference (challenger − champion)",
+         f"{_signed(decision.difference)} ({_share(decision.relative_difference)} of the champion's)"
+         if decision.relative_difference is not None else _signed(decision.difference)],
         ["95% CI of the difference", interval],
-        ["eval examples (positives)", f"{decision.eval_examples:,} ({decision.eval_positives:,})"],
+        ["95% CI relative to the champion", relative_interval],
+        ["tolerance (promote when the CI's upper end is ≤)", tolerance],
+        ["eval examples (positives)", f"{decision.eval_examples:,} ({decision.eval_positives:,})"
+         + (f", capped at promotion.max_eval_examples {decision.eval_examples_cap:,}"
+            if decision.eval_examples_cap is not None else "")],
         ["champion", decision.champion_status],
         ["promoted", "yes" if decision.promoted else "no"],
         ["registered version", decision.version or "— (not registered)"],
     ])
 
 
+def unscorable_warning(decision: PromotionDecision) -> str | None:
+    """The warning a damaged or incompatible champion deserves, None when it was scored (or absent)."""
+    if decision.champion_status != "unscorable":
+        return None
+    outcome = ("the challenger was promoted without a comparison" if decision.promoted
+               else "the default version was kept")
+    return (f"Warning: the champion could not be scored (version {decision.champion_version or '?'}); {outcome}. "
+            f"{decision.reason}. Repair or replace the default version in the registry.")
+
+
 def promotion_markdown(decision: PromotionDecision) -> str:
     table = promotion_table(decision)
-    lines = ["## Promotion", "", f"**{'Promoted' if decision.promoted else 'Not promoted'}**: {decision.reason}", "",
-             f"Rule: {decision.rule} (task `{decision.primary_task}`).", "", markdown_table(table)]
+    warning = unscorable_warning(decision)
+    lines = ["## Promotion", ""] + ([f"> **{warning}**", ""] if warning else []) + [
+        f"**{'Promoted' if decision.promoted else 'Not promoted'}**: {decision.reason}", "",
+        f"Rule: {decision.rule} (task `{decision.primary_task}`).", "", markdown_table(table)]
     return "\n".join(lines) + "\n"
 
 
@@ -46,7 +79,10 @@ def promotion_html(decision: PromotionDecision) -> str:
     table = promotion_table(decision)
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows)
     verdict = "Promoted" if decision.promoted else "Not promoted"
-    return (f"{HTML_MARKER}<h2>Promotion</h2><p><b>{verdict}</b>: {html.escape(decision.reason)}</p>"
+    warning = unscorable_warning(decision)
+    banner = (f"<p style='background:#fff3cd;border:1px solid #e0b000;padding:6px'><b>{html.escape(warning)}</b></p>"
+              if warning else "")
+    return (f"{HTML_MARKER}<h2>Promotion</h2>{banner}<p><b>{verdict}</b>: {html.escape(decision.reason)}</p>"
             f"<p class='meta'>Rule: {html.escape(decision.rule)} (task <code>{html.escape(decision.primary_task)}"
             f"</code>).</p><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
             + f"</tr>{rows}</table>")

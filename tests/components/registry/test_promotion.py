@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from fixture_models import TASK, day_of_examples, save_model, summary_naming, write_eval_examples
 
+from components.progress import CONSOLE_WARNING
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion import PromotionDecision, judge
 from components.evaluate.stats import PairedComparison, paired_difference
@@ -74,13 +75,19 @@ def test_a_day_where_the_champion_wins_and_one_where_the_challenger_wins(tmp_pat
     assert better.champion_logloss == pytest.approx(_expected_logloss(x, y, *BAD), rel=1e-5)
     assert better.challenger_logloss == pytest.approx(_expected_logloss(x, y, *GOOD), rel=1e-5)
     assert better.difference == pytest.approx(better.challenger_logloss - better.champion_logloss, abs=1e-9)
-    assert better.difference_ci95[0] < better.difference < better.difference_ci95[1] <= config.promotion.logloss_tolerance
+    assert better.difference_ci95[0] < better.difference < better.difference_ci95[1] <= better.tolerance
+    # the default tolerance is relative: 0.1% of the champion's log-loss on the same examples
+    assert better.tolerance_form == "relative" and better.tolerance_relative == 0.001
+    assert better.tolerance == pytest.approx(0.001 * better.champion_logloss)
+    assert better.relative_difference == pytest.approx(better.difference / better.champion_logloss)
+    assert better.relative_difference_ci95 == pytest.approx(
+        tuple(bound / better.champion_logloss for bound in better.difference_ci95))
     assert better.eval_examples == len(y) and better.eval_positives == int(y.sum())
 
     worse = _promote(tmp_path, config, examples_dir, BAD, "day3")
     assert (worse.version, worse.promoted, worse.champion_version) == ("3", False, "2")
-    assert worse.difference_ci95[1] > config.promotion.logloss_tolerance
-    assert "upper bound > tolerance" in worse.reason
+    assert worse.difference_ci95[1] > worse.tolerance
+    assert "upper bound > tolerance" in worse.reason and "× champion log-loss" in worse.reason
 
     registry = LocalModelRegistry(tmp_path / "registry")
     assert registry.default("adrank-local")["version"] == "2"
@@ -113,14 +120,15 @@ def test_a_champion_that_cannot_be_loaded_has_a_defined_outcome(tmp_path, day, p
     assert registry.default("adrank-local")["version"] == ("2" if policy == "promote" else "1")
 
 
-def test_a_champion_that_cannot_read_todays_features(tmp_path, day):
+def test_a_champion_that_cannot_read_todays_features(tmp_path, day, capsys):
     examples_dir, x, y = day
     config = _config(tmp_path)
     yesterday = write_eval_examples(tmp_path / "yesterday", x, y, extra={"campaign_id": b"c1"})
     _promote(tmp_path, config, yesterday, GOOD, "day1", required="campaign_id")  # yesterday's logs had the column
     decision = _promote(tmp_path, config, examples_dir, BAD, "day2")
-    assert decision.champion_status == "unscorable" and decision.promoted
+    assert decision.champion_status == "unscorable" and not decision.promoted  # default: keep
     assert "cannot read today's raw features" in decision.reason and "campaign_id" in decision.reason
+    assert f"{CONSOLE_WARNING}the champion (model adrank-local, version 1) could not be scored" in capsys.readouterr().out
 
 
 def test_a_one_class_eval_split_is_never_registered(tmp_path):
@@ -139,5 +147,6 @@ def test_decision_metrics_for_the_experiment(tmp_path, day):
     _promote(tmp_path, config, examples_dir, BAD, "day1")
     metrics = _promote(tmp_path, config, examples_dir, GOOD, "day2").metrics()
     assert set(metrics) == {"challenger_logloss", "champion_logloss", "difference", "difference_ci95_low",
-                            "difference_ci95_high", "eval_examples", "promoted"}
+                            "difference_ci95_high", "eval_examples", "promoted", "relative_difference",
+                            "relative_difference_ci95_high", "tolerance"}
     assert all(math.isfinite(v) for v in metrics.values()) and metrics["promoted"] == 1.0

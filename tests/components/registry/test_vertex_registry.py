@@ -117,7 +117,7 @@ def test_day1_day2_day3_the_champion_is_scored_on_the_same_examples(registry, tm
     assert better.champion_logloss == pytest.approx(_expected_logloss(x, y, *BAD), rel=1e-5)
     assert better.challenger_logloss == pytest.approx(_expected_logloss(x, y, *GOOD), rel=1e-5)
     assert better.difference == pytest.approx(better.challenger_logloss - better.champion_logloss, abs=1e-9)
-    assert better.difference_ci95[1] <= config.promotion.logloss_tolerance
+    assert better.difference_ci95[1] <= better.tolerance
     assert better.eval_examples == len(y) and better.eval_positives == int(y.sum())
     body = _upload(fake, 1)
     assert body["parentModel"] == f"{LOCATION}/models/{model_id}"
@@ -132,7 +132,7 @@ def test_day1_day2_day3_the_champion_is_scored_on_the_same_examples(registry, tm
     worse, worse_uri = _promote(tmp_path, config, examples_dir, BAD, "day3")
     assert (worse.version, worse.promoted, worse.champion_version) == ("3", False, "2")
     assert worse.champion_logloss == pytest.approx(better.challenger_logloss, rel=1e-6)
-    assert worse.difference_ci95[1] > config.promotion.logloss_tolerance
+    assert worse.difference_ci95[1] > worse.tolerance
     assert "upper bound > tolerance" in worse.reason
     body = _upload(fake, 2)
     assert body["parentModel"] == f"{LOCATION}/models/{model_id}"
