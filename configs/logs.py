@@ -124,8 +124,15 @@ class LogsConfig(StrictModel):
     csv_delimiter: str = Field(",", min_length=1, max_length=1)
     max_record_bytes: Annotated[int, at_most(
         2**30, "a record is held in memory whole while it is read and parsed")] = Field(
-        65_536, ge=64, description="a JSONL line or CSV record (which may span lines inside quotes) longer than this "
-        "is a dead letter (record_too_large) keeping its first KiB",
+        65_536, ge=64, description="a JSONL line or a one-line CSV record longer than this is a dead letter "
+        "(record_too_large) keeping its first KiB; a CSV record spanning lines inside quotes is cut back past it "
+        "(see max_record_lines)",
+    )
+    max_record_lines: Annotated[int, at_most(
+        1_000_000, "a record is held in memory whole while its quote is open")] = Field(
+        64, ge=1, description="a CSV record whose quoted field is still open after this many physical lines (or "
+        "max_record_bytes) is cut back to its first line, a bad_csv_row dead letter, and reading restarts at the "
+        "next line: one unbalanced quote costs one row",
     )
     event_types: list[str] = Field(
         default_factory=lambda: list(EVENT_TYPES), description="known event types; others are dead letters"
