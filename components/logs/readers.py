@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from components.logs.records import parse_timestamp
@@ -102,8 +103,6 @@ class _TextFileRecords(beam.DoFn):
         self.max_record_lines = max_record_lines
 
     def process(self, readable_file):
-        from apache_beam.io.filesystem import CompressionTypes
-
         path = readable_file.metadata.path
         check_readable_compression(path)
         with readable_file.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:

@@ -141,3 +141,29 @@ def test_a_truncated_gzip_log_fails_preprocess_naming_the_file(tmp_path, config_
                                         r"bytes of text \([\d,]+ lines\), at stored byte [\d,]+ of [\d,]+"):
         preprocess(files_config(config_for, str(imps), evs), None, str(tmp_path / "out"))
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_parquet_rows_are_accounted_against_the_files_footers(tmp_path, config_for):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    imps_dir, evs_dir = tmp_path / "impressions", tmp_path / "engagements"
+    imps_dir.mkdir()
+    evs_dir.mkdir()
+    rows = impressions() + [{"impression_id": "bad", "timestamp": "yesterday", "ad_id": "a0"}]
+    pq.write_table(pa.Table.from_pylist(rows[:4]), imps_dir / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[4:]), imps_dir / "part-1.parquet")
+    pq.write_table(pa.Table.from_pylist([
+        {"impression_id": f"{DAYS[0]}-0", "event_type": "swipe", "timestamp": f"{DAYS[0]}T10:30:00Z"}]),
+        evs_dir / "part-0.parquet")
+    config = config_for(logs={"source": "files", "format": "parquet", "impressions": str(imps_dir / "*.parquet"),
+                              "engagements": str(evs_dir / "*.parquet")}, tasks=TASKS, features=FEATURES)
+    manifest = preprocess(config, None, str(tmp_path / "out"))
+
+    assert manifest.dead_letter == {"impressions:bad_timestamp": 1}
+    sizes = sum(path.stat().st_size for path in imps_dir.iterdir())
+    assert manifest.input["impressions"].model_dump() == {
+        "files": 2, "bytes": sizes, "framing_bytes": sizes, "blank_lines": 0, "blank_bytes": 0,
+        "records": 7, "record_bytes": 0, "parsed": 6, "parsed_bytes": 0, "dead_letters": 1, "dead_letter_bytes": 0,
+    }
+    assert (manifest.input["engagements"].records, manifest.input["engagements"].parsed) == (1, 1)
