@@ -156,8 +156,8 @@ class ReadLogRecords(beam.PTransform):
         patterns = matching_patterns(expand_pattern(self.source, self.window, self.extra_days_after))
         files = pbegin | "Patterns" >> beam.Create(patterns) | "Match" >> fileio.MatchAll()
         if self.file_format == "parquet":
-            reads = [pbegin | f"Read{index}" >> beam.io.ReadFromParquet(pattern) | f"JsonSafe{index}" >> beam.Map(_json_safe)
-                     for index, pattern in enumerate(patterns)]
+            reads = [pbegin | f"Read{index}" >> beam.io.ReadFromParquet(pattern)
+                     | f"JsonSafe{index}" >> beam.Map(_json_safe) for index, pattern in enumerate(patterns)]
             records = reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
             return {RECORDS: records, FILES: files | "ParquetFooters" >> beam.Map(parquet_tally)}
         read = (
