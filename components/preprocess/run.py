@@ -6,7 +6,9 @@
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
 Before the job: a configured column absent from a CSV header or Parquet schema fails the step, naming it.
-After the job: too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
+During it: a truncated or corrupt compressed log file fails the step, naming the file and the offset.
+After the job: input whose bytes or records do not add up (manifest `input`: framing + blank lines + parsed +
+dead letters = what was read, per stream; `InputNotAccounted`), too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
 fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels of a class in a split fail the
 step; a feature absent from more than `preprocess.max_missing_share` of examples is printed as a warning.
 While it runs, the step prints what it is doing: input files, records read, parsed and dead-lettered, examples per
