@@ -68,6 +68,9 @@ def test_an_account_that_does_not_balance_fails_preprocess_naming_what_is_missin
     split = SplitInfo(examples=1, label_rates={}, file_pattern="x")
     manifest = Manifest(tasks=[], features=[], splits={"train": split}, input={"impressions": InputAccount(**balanced)})
     check_input_accounted(manifest)
+    from components.preprocess.markdown import manifest_markdown
+
+    assert "| impressions | 1 | 100 | 10 | 1 (2) | 4 | 3 (80) | 1 (8) |" in manifest_markdown(manifest)
     lost = InputAccount(**balanced | {"parsed": 2, "parsed_bytes": 60})  # a record of 20 bytes vanished
     with pytest.raises(InputNotAccounted, match=r"^impressions: input lost between reading and parsing: "
                                                 r"4 records read but 2 parsed \+ 1 dead letters; "
