@@ -53,8 +53,10 @@ class SyntheticDriftConfig(StrictModel):
         description="share of each per-id and interaction effect's variance redrawn every day (0: stable effects, "
         "1: new effects each day); the effects' spread stays the same",
     )
-    new_users_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(0, ge=0, description="users first seen on each day after the first")
-    new_ads_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(0, ge=0, description="ads first served on each day after the first")
+    new_users_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(
+        0, ge=0, description="users first seen on each day after the first")
+    new_ads_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(
+        0, ge=0, description="ads first served on each day after the first")
 
     @property
     def enabled(self) -> bool:
@@ -170,8 +172,8 @@ class TaskConfig(StrictModel):
     name: str = Field(pattern=NAME)
     event_type: str | None = Field(None, min_length=1)
     attribution_window_seconds: Annotated[int, at_most(
-        MAX_DAYS * 86_400, "engagements are read this much past the impression window (one file pattern per day)")] = Field(
-        3600, gt=0)
+        MAX_DAYS * 86_400, "engagements are read this much past the impression window (a file pattern per day)",
+    )] = Field(3600, gt=0)
     label_column: str | None = Field(None, min_length=1)
     positive_when: Literal["truthy", "present"] = "truthy"
 
@@ -186,8 +188,10 @@ class SplitConfig(StrictModel):
     """Time split: the last `eval_days` days of impressions are the evaluation split."""
 
     eval_days: Annotated[int, at_most(MAX_DAYS, DAYS_REASON)] = Field(1, ge=1)
-    min_train_examples: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(1, ge=1, description="preprocess fails when the train split has fewer examples")
-    min_eval_examples: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(1, ge=1, description="preprocess fails when the eval split has fewer examples")
+    min_train_examples: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
+        1, ge=1, description="preprocess fails when the train split has fewer examples")
+    min_eval_examples: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
+        1, ge=1, description="preprocess fails when the eval split has fewer examples")
     calibration_days: Annotated[int, at_most(MAX_DAYS, DAYS_REASON)] = Field(
         0, ge=0, description="also write the last N days of the train split as the `calibration` split (transformed, "
         "still part of train), which `training.calibration_data: latest_train_days` fits the calibration step on; "

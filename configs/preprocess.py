@@ -43,7 +43,8 @@ class PreprocessConfig(StrictModel):
         MAX_OUTPUT_SHARDS, "each split is written as this many files (one per shard, each a few records when the "
         "count is far above the data); more shards add file-system load, not parallelism")] = Field(4, ge=1)
     shuffle_buckets_per_shard: Annotated[int, at_most(
-        1_000_000, "the train split is grouped into output_shards x this many hash buckets before it is written")] = Field(
+        1_000_000, "the train split is grouped into output_shards x this many hash buckets before it is written",
+    )] = Field(
         64, ge=1,
         description="the train split is written in a seeded hash order, grouped in output_shards x this many buckets",
     )

@@ -72,15 +72,18 @@ class ModelConfig(StrictModel):
 class TrainingConfig(StrictModel):
     global_batch_size: Annotated[int, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(512, ge=1)
     epochs: Annotated[int, at_most(
-        10_000, "passes over the train split; a run needing more is a typo and would train until killed")] = Field(2, ge=1)
+        10_000, "passes over the train split; a run needing more is a typo and would train until killed",
+    )] = Field(2, ge=1)
     learning_rate: float = Field(
         0.003, gt=0, le=MAX_LEARNING_RATE, description="learning rate at reference_batch_size"
     )
-    reference_batch_size: Annotated[int, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(512, ge=1, description="batch size `learning_rate` was tuned at")
+    reference_batch_size: Annotated[int, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(
+        512, ge=1, description="batch size `learning_rate` was tuned at")
     learning_rate_scaling: Literal["none", "linear", "sqrt"] = Field(
         "sqrt", description="how the learning rate grows with global_batch_size / reference_batch_size"
     )
-    warmup_steps: Annotated[int, at_most(MAX_STEPS, "training steps; 10^9 steps is years of training")] = Field(0, ge=0, description="linear warm-up from 0 to the scaled learning rate")
+    warmup_steps: Annotated[int, at_most(MAX_STEPS, "training steps; 10^9 steps is years of training")] = Field(
+        0, ge=0, description="linear warm-up from 0 to the scaled learning rate")
     embedding_learning_rate: float | None = Field(
         None, gt=0, le=MAX_LEARNING_RATE,
         description="separate rate for embedding tables (scaled the same way); None: same as dense",

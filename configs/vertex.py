@@ -143,8 +143,10 @@ class ScheduleConfig(StrictModel):
     display_name: str | None = Field(None, description="default: '<name>-daily'")
     cron: str = Field("0 3 * * *", description="five-field cron, evaluated in `time_zone`")
     time_zone: str = "Etc/UTC"
-    max_concurrent_runs: Annotated[int, at_most(100, "Vertex schedules allow at most 100 concurrent runs")] = Field(1, ge=1)
-    max_runs: Annotated[int | None, at_most(10**6, "runs of one schedule (a daily one: 2,700 years)")] = Field(None, ge=1)
+    max_concurrent_runs: Annotated[int, at_most(
+        100, "Vertex schedules allow at most 100 concurrent runs")] = Field(1, ge=1)
+    max_runs: Annotated[int | None, at_most(
+        10**6, "runs of one schedule (a daily one: 2,700 years)")] = Field(None, ge=1)
     start_time: dt.datetime | None = Field(
         None, description="no run before this time; a time already past is refused by `schedule create|update` "
         "(or moved to now with --start-now-if-past), never caught up",
