@@ -24,7 +24,7 @@ from pathlib import Path
 import apache_beam as beam
 import tensorflow as tf
 
-from components.logs.readers import ReadLogRecords
+from components.logs.readers import RECORDS, ReadLogRecords
 from components.logs.synthetic import IMPRESSIONS_DIR, generate_logs
 from components.preprocess.options import beam_pipeline_options
 from components.preprocess.parse import MISSING, parse_stream
@@ -52,8 +52,8 @@ def floor_pipeline(config, logs_dir: str, output_dir: str) -> None:
         return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
     with beam.Pipeline(options=beam_pipeline_options(config)) as pipeline:
-        raw = pipeline | ReadLogRecords(pattern, "jsonl")
-        valid, _ = parse_stream(raw, "impressions", impression_parser(config, pattern))
+        raw = (pipeline | ReadLogRecords(pattern, "jsonl"))[RECORDS]
+        valid, _, _ = parse_stream(raw, "impressions", impression_parser(config, pattern))
         _ = valid | beam.Map(to_example) | beam.io.WriteToTFRecord(
             f"{output_dir}/part", file_name_suffix=".tfrecord.gz", num_shards=config.preprocess.output_shards,
             compression_type=beam.io.filesystem.CompressionTypes.GZIP,

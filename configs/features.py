@@ -7,9 +7,11 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.bounds import at_most
 
 FEATURE_NAME = r"^[a-z][a-z0-9_]*$"
 MAX_TABLE_ROWS = 2**31 - 1  # the most rows an int32 id can index; tables near it fail the memory estimate
+ROWS_REASON = "an int32 id indexes at most 2^31-1 table rows"
 
 
 class CategoricalFeature(StrictModel):
@@ -24,12 +26,15 @@ class CategoricalFeature(StrictModel):
     kind: Literal["categorical"] = "categorical"
     name: str = Field(pattern=FEATURE_NAME)
     encoding: Literal["hash", "vocabulary", "learned_hash"] = "vocabulary"
-    hash_buckets: int = Field(1000, ge=2, le=MAX_TABLE_ROWS, description="table rows of hash and learned_hash")
-    top_k: int | None = Field(None, ge=1, le=MAX_TABLE_ROWS)
-    frequency_threshold: int = Field(1, ge=1)
-    oov_buckets: int = Field(1, ge=1, le=1_000_000)
-    dedicated_rows: int | None = Field(
-        None, ge=0, le=MAX_TABLE_ROWS,
+    hash_buckets: Annotated[int, at_most(MAX_TABLE_ROWS, ROWS_REASON)] = Field(
+        1000, ge=2, description="table rows of hash and learned_hash")
+    top_k: Annotated[int | None, at_most(MAX_TABLE_ROWS, ROWS_REASON)] = Field(None, ge=1)
+    frequency_threshold: Annotated[int, at_most(
+        10**12, "occurrences of one id in the train split; above 10^12 no id qualifies")] = Field(1, ge=1)
+    oov_buckets: Annotated[int, at_most(
+        1_000_000, "rows shared by out-of-vocabulary ids; more belongs in hash_buckets")] = Field(1, ge=1)
+    dedicated_rows: Annotated[int | None, at_most(MAX_TABLE_ROWS, ROWS_REASON)] = Field(
+        None, ge=0,
         description="learned_hash only: rows of the most frequent ids, one each (default hash_buckets // 2); the "
         "other hash_buckets - dedicated_rows rows are shared by the tail",
     )
@@ -55,7 +60,8 @@ class CategoricalListFeature(CategoricalFeature):
 
     kind: Literal["categorical_list"] = "categorical_list"  # type: ignore[assignment]  # its own discriminator value
     encoding: Literal["hash", "vocabulary"] = "vocabulary"  # learned_hash: one id per example
-    max_length: int = Field(8, ge=1, le=4096)
+    max_length: Annotated[int, at_most(
+        4096, "ids per example after padding; every example carries this many")] = Field(8, ge=1)
     combiner: Literal["mean", "sum"] = "mean"
     separator: str = Field("|", min_length=1)
 
@@ -69,7 +75,8 @@ class NumericFeature(StrictModel):
     kind: Literal["numeric"] = "numeric"
     name: str = Field(pattern=FEATURE_NAME)
     normalization: Literal["zscore", "log1p", "log1p_zscore", "quantile_buckets"] = "zscore"
-    buckets: int = Field(10, ge=2, le=1_000_000, description="quantile_buckets only")
+    buckets: Annotated[int, at_most(1_000_000, "quantile boundaries computed over the train split")] = Field(
+        10, ge=2, description="quantile_buckets only")
     default: float = 0.0
 
 

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
+from configs.duplicate_keys import duplicate_keys
 from configs.errors import ConfigError
 from configs.schema import AdrankConfig
 
@@ -26,11 +27,14 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
     """Read `path` (default: the embedded local config), apply overrides, and validate.
 
     Raises `ConfigError` naming the file and each offending field, e.g.
-    `configs/local.yaml: training.global_batch_size: Input should be greater than or equal to 1`.
+    `configs/local.yaml: training.global_batch_size: Input should be greater than or equal to 1`, or each key
+    written twice in one mapping with both line numbers (`configs.duplicate_keys`).
     """
     source = Path(path) if path is not None else embedded_config_path()
     try:
-        raw = yaml.safe_load(source.read_text())
+        text = source.read_text()
+        repeated = duplicate_keys(text)
+        raw = yaml.safe_load(text)
     except FileNotFoundError:
         raise ConfigError(f"{source}: config file not found") from None
     except IsADirectoryError:
@@ -41,6 +45,8 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
         raise ConfigError(f"{source}: cannot read the config file: {error.strerror or error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{source}: not valid YAML: {error}") from None
+    if repeated:
+        raise ConfigError(f"{source}: " + "; ".join(duplicate.describe() for duplicate in repeated))
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: a config must be a mapping at the top level")
     resolve_log_paths(raw, source.parent)

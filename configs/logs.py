@@ -11,11 +11,13 @@ Two label modes:
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from configs.base import StrictModel
+from configs.bounds import at_most
+from configs.preprocess import EXAMPLES_REASON, MAX_EXAMPLES
 
 EVENT_TYPES = ("swipe", "view", "install", "purchase")
 NAME = r"^[a-z][a-z0-9_]*$"
@@ -26,6 +28,11 @@ IMPRESSION_ID = "impression_id"
 TIMESTAMP = "timestamp"
 EVENT_TYPE = "event_type"
 EVENT_ID = "event_id"
+
+MAX_DAYS = 366
+DAYS_REASON = "days of logs; a window above a year (ten for lookbacks) is a typo"
+MAX_SYNTHETIC_ENTITIES = 10**8
+SYNTHETIC_REASON = "the generator writes and holds this many on this machine before preprocess"
 
 
 class SyntheticDriftConfig(StrictModel):
@@ -46,8 +53,10 @@ class SyntheticDriftConfig(StrictModel):
         description="share of each per-id and interaction effect's variance redrawn every day (0: stable effects, "
         "1: new effects each day); the effects' spread stays the same",
     )
-    new_users_per_day: int = Field(0, ge=0, description="users first seen on each day after the first")
-    new_ads_per_day: int = Field(0, ge=0, description="ads first served on each day after the first")
+    new_users_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(
+        0, ge=0, description="users first seen on each day after the first")
+    new_ads_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(
+        0, ge=0, description="ads first served on each day after the first")
 
     @property
     def enabled(self) -> bool:
@@ -63,14 +72,16 @@ class SyntheticLogsConfig(StrictModel):
     """
 
     start_date: dt.date = dt.date(2026, 1, 1)
-    days: int = Field(4, ge=2, le=366)
-    users: int = Field(2000, ge=10)
-    ads: int = Field(300, ge=10)
-    advertisers: int = Field(40, ge=2)
-    impressions_per_day: int = Field(20000, ge=100)
-    interests: int = Field(50, ge=4, description="size of the user-interest vocabulary")
-    max_interests_per_user: int = Field(6, ge=1)
-    shards_per_stream: int = Field(2, ge=1)
+    days: Annotated[int, at_most(MAX_DAYS, DAYS_REASON)] = Field(4, ge=2)
+    users: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(2000, ge=10)
+    ads: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(300, ge=10)
+    advertisers: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(40, ge=2)
+    impressions_per_day: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(20000, ge=100)
+    interests: Annotated[int, at_most(MAX_SYNTHETIC_ENTITIES, SYNTHETIC_REASON)] = Field(
+        50, ge=4, description="size of the user-interest vocabulary")
+    max_interests_per_user: Annotated[int, at_most(4096, "interests listed on every impression")] = Field(6, ge=1)
+    shards_per_stream: Annotated[int, at_most(
+        10_000, "files per stream and day; more add file-system load, not parallelism")] = Field(2, ge=1)
     malformed_fraction: float = Field(
         0.0, ge=0.0, le=0.5, description="share of extra corrupt log lines, to exercise the dead-letter path"
     )
@@ -113,17 +124,25 @@ class LogsConfig(StrictModel):
         description="rfc3339 (ISO 8601; naive = UTC), epoch_seconds, epoch_millis, or a strptime pattern with '%'",
     )
     csv_delimiter: str = Field(",", min_length=1, max_length=1)
-    max_record_bytes: int = Field(
-        65_536, ge=64, description="a JSONL line or CSV record (which may span lines inside quotes) longer than this "
-        "is a dead letter (record_too_large) keeping its first KiB",
+    max_record_bytes: Annotated[int, at_most(
+        2**30, "a record is held in memory whole while it is read and parsed")] = Field(
+        65_536, ge=64, description="a JSONL line or a one-line CSV record longer than this is a dead letter "
+        "(record_too_large) keeping its first KiB; a CSV record spanning lines inside quotes is cut back past it "
+        "(see max_record_lines)",
+    )
+    max_record_lines: Annotated[int, at_most(
+        1_000_000, "a record is held in memory whole while its quote is open")] = Field(
+        64, ge=1, description="a CSV record whose quoted field is still open after this many physical lines (or "
+        "max_record_bytes) is cut back to its first line, a bad_csv_row dead letter, and reading restarts at the "
+        "next line: one unbalanced quote costs one row",
     )
     event_types: list[str] = Field(
         default_factory=lambda: list(EVENT_TYPES), description="known event types; others are dead letters"
     )
-    lookback_days: int | None = Field(
+    lookback_days: Annotated[int | None, at_most(MAX_DAYS * 10, DAYS_REASON)] = Field(
         None, ge=1, description="with a window end (scheduled runs), read only this many days of logs before it"
     )
-    max_timestamp_skew_days: float | None = Field(
+    max_timestamp_skew_days: Annotated[float | None, at_most(MAX_DAYS * 10, DAYS_REASON)] = Field(
         366, gt=0, description="records stamped further than this from the median impression time are dead letters "
         "(timestamp_out_of_range); engagements may be later by the longest attribution window. null: no check",
     )
@@ -152,7 +171,9 @@ class TaskConfig(StrictModel):
 
     name: str = Field(pattern=NAME)
     event_type: str | None = Field(None, min_length=1)
-    attribution_window_seconds: int = Field(3600, gt=0)
+    attribution_window_seconds: Annotated[int, at_most(
+        MAX_DAYS * 86_400, "engagements are read this much past the impression window (a file pattern per day)",
+    )] = Field(3600, gt=0)
     label_column: str | None = Field(None, min_length=1)
     positive_when: Literal["truthy", "present"] = "truthy"
 
@@ -166,10 +187,12 @@ class TaskConfig(StrictModel):
 class SplitConfig(StrictModel):
     """Time split: the last `eval_days` days of impressions are the evaluation split."""
 
-    eval_days: int = Field(1, ge=1)
-    min_train_examples: int = Field(1, ge=1, description="preprocess fails when the train split has fewer examples")
-    min_eval_examples: int = Field(1, ge=1, description="preprocess fails when the eval split has fewer examples")
-    calibration_days: int = Field(
+    eval_days: Annotated[int, at_most(MAX_DAYS, DAYS_REASON)] = Field(1, ge=1)
+    min_train_examples: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
+        1, ge=1, description="preprocess fails when the train split has fewer examples")
+    min_eval_examples: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
+        1, ge=1, description="preprocess fails when the eval split has fewer examples")
+    calibration_days: Annotated[int, at_most(MAX_DAYS, DAYS_REASON)] = Field(
         0, ge=0, description="also write the last N days of the train split as the `calibration` split (transformed, "
         "still part of train), which `training.calibration_data: latest_train_days` fits the calibration step on; "
         "0 writes none",

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from configs.base import StrictModel
+from configs.bounds import at_most
+
+MAX_OUTPUT_SHARDS = 10_000
+MAX_DATAFLOW_WORKERS = 4_000
+DATAFLOW_WORKERS_REASON = "Dataflow runs at most 4,000 workers per job"
+MAX_EXAMPLES = 10**12
+EXAMPLES_REASON = "a count of examples above 10^12 is a typo, not a log"
 
 
 class DataflowConfig(StrictModel):
@@ -18,30 +25,35 @@ class DataflowConfig(StrictModel):
     staging_location: str | None = Field(None, pattern=r"^gs://")
     worker_image: str | None = Field(None, description="sdk_container_image with adrank installed")
     machine_type: str = "n1-standard-4"
-    num_workers: int | None = Field(None, ge=1)
-    max_workers: int = Field(10, ge=1)
+    num_workers: Annotated[int | None, at_most(MAX_DATAFLOW_WORKERS, DATAFLOW_WORKERS_REASON)] = Field(None, ge=1)
+    max_workers: Annotated[int, at_most(MAX_DATAFLOW_WORKERS, DATAFLOW_WORKERS_REASON)] = Field(10, ge=1)
     service_account: str | None = None
     network: str | None = None
     subnetwork: str | None = None
     use_public_ips: bool = True
-    disk_size_gb: int | None = Field(None, ge=10)
+    disk_size_gb: Annotated[int | None, at_most(65_536, "a persistent disk holds at most 64 TB")] = Field(None, ge=10)
 
 
 class PreprocessConfig(StrictModel):
     runner: Literal["DirectRunner", "DataflowRunner"] = "DirectRunner"
-    direct_num_workers: int = Field(0, ge=0, description="0 = one worker per core")
+    direct_num_workers: Annotated[int, at_most(1024, "each DirectRunner worker is a process on this machine")] = Field(
+        0, ge=0, description="0 = one worker per core")
     direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = "multi_processing"
-    output_shards: int = Field(4, ge=1)
-    shuffle_buckets_per_shard: int = Field(
-        64, ge=1, le=1_000_000,
+    output_shards: Annotated[int, at_most(
+        MAX_OUTPUT_SHARDS, "each split is written as this many files (one per shard, each a few records when the "
+        "count is far above the data); more shards add file-system load, not parallelism")] = Field(4, ge=1)
+    shuffle_buckets_per_shard: Annotated[int, at_most(
+        1_000_000, "the train split is grouped into output_shards x this many hash buckets before it is written",
+    )] = Field(
+        64, ge=1,
         description="the train split is written in a seeded hash order, grouped in output_shards x this many buckets",
     )
     max_invalid_fraction: float = Field(0.05, ge=0.0, le=1.0)
-    min_positives_per_task: int = Field(
+    min_positives_per_task: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
         1, ge=0, description="preprocess fails when a split has fewer positive labels than this for a task "
         "(a task whose event never occurs would otherwise train on all-negative labels); 0: not checked",
     )
-    min_negatives_per_task: int = Field(
+    min_negatives_per_task: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
         1, ge=0, description="preprocess fails when a split has fewer negative labels than this for a task; "
         "0: not checked",
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.bounds import at_most
 from configs.errors import ConfigError
 from configs.embedding_memory import check_embedding_memory
 from configs.features import Feature, FeaturesConfig
@@ -29,7 +31,8 @@ MAX_NAME_LENGTH = 63
 
 class AdrankConfig(StrictModel):
     name: str = Field(description="pipeline name; also the Vertex display name and the adrank-pipeline label")
-    seed: int = 0
+    seed: Annotated[int, at_most(
+        2**31 - 1, "seed + run index seeds NumPy and TensorFlow, which take 32-bit seeds")] = Field(0, ge=0)
     logs: LogsConfig = LogsConfig()
     tasks: list[TaskConfig] = Field(min_length=1)
     split: SplitConfig = SplitConfig()
@@ -38,7 +41,9 @@ class AdrankConfig(StrictModel):
     model: ModelConfig = ModelConfig()
     training: TrainingConfig = TrainingConfig()
     targets: list[TargetConfig] = Field(min_length=1)
-    runs_per_target: int = Field(3, ge=1, le=100)
+    runs_per_target: Annotated[int, at_most(
+        100, "every run trains the target's model once more; repeated-run statistics settle well before")] = Field(
+        3, ge=1)
     report: ReportConfig = ReportConfig()
     promotion: PromotionConfig = PromotionConfig()
     benchmark: BenchmarkConfig = BenchmarkConfig()

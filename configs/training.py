@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field, create_model, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.bounds import at_most
+from configs.features import MAX_TABLE_ROWS
 from configs.vertex import VertexTargetSpec
 from configs.vertex_names import target_name_problem
 
@@ -19,6 +21,10 @@ from configs.vertex_names import target_name_problem
 MAX_EMBEDDING_DIM = 4096
 MAX_LAYER_WIDTH = 65536
 MAX_LEARNING_RATE = 10.0
+MAX_BATCH_SIZE = 2**24
+BATCH_REASON = "examples in one step; a batch this large fits no accelerator's memory"
+MAX_STEPS = 10**9
+BYTES_REASON = "bytes of one table (1 TiB); above it no host or parameter server holds the table"
 LayerWidths = list[Annotated[int, Field(ge=1, le=MAX_LAYER_WIDTH)]]
 
 
@@ -64,16 +70,20 @@ class ModelConfig(StrictModel):
 
 
 class TrainingConfig(StrictModel):
-    global_batch_size: int = Field(512, ge=1)
-    epochs: int = Field(2, ge=1)
+    global_batch_size: Annotated[int, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(512, ge=1)
+    epochs: Annotated[int, at_most(
+        10_000, "passes over the train split; a run needing more is a typo and would train until killed",
+    )] = Field(2, ge=1)
     learning_rate: float = Field(
         0.003, gt=0, le=MAX_LEARNING_RATE, description="learning rate at reference_batch_size"
     )
-    reference_batch_size: int = Field(512, ge=1, description="batch size `learning_rate` was tuned at")
+    reference_batch_size: Annotated[int, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(
+        512, ge=1, description="batch size `learning_rate` was tuned at")
     learning_rate_scaling: Literal["none", "linear", "sqrt"] = Field(
         "sqrt", description="how the learning rate grows with global_batch_size / reference_batch_size"
     )
-    warmup_steps: int = Field(0, ge=0, description="linear warm-up from 0 to the scaled learning rate")
+    warmup_steps: Annotated[int, at_most(MAX_STEPS, "training steps; 10^9 steps is years of training")] = Field(
+        0, ge=0, description="linear warm-up from 0 to the scaled learning rate")
     embedding_learning_rate: float | None = Field(
         None, gt=0, le=MAX_LEARNING_RATE,
         description="separate rate for embedding tables (scaled the same way); None: same as dense",
@@ -85,16 +95,19 @@ class TrainingConfig(StrictModel):
         "moments per looked-up row, the closest to Keras's dense Adam (benchmarks/quality.py); rowwise_adagrad: one "
         "accumulator per row (slots 1/dim of the table); at Adam's learning rates it barely moves the tables",
     )
-    host_table_bytes: int | None = Field(
+    host_table_bytes: Annotated[int | None, at_most(2**40, BYTES_REASON)] = Field(
         4 * 2**30, ge=1, description="on GPU, stacked tables above this many bytes live in host memory"
     )
-    ps_table_shard_bytes: int = Field(
+    ps_table_shard_bytes: Annotated[int, at_most(2**40, BYTES_REASON)] = Field(
         64 * 2**20, ge=1, description="with parameter servers, tables above this are split over every ps task"
     )
     gradient_clip_norm: float | None = Field(None, gt=0, description="global-norm clipping per variable group")
-    shuffle_buffer: int = Field(10000, ge=1)
-    steps_per_execution: int = Field(8, ge=1)
-    checkpoints_per_epoch: int = Field(1, ge=1)
+    shuffle_buffer: Annotated[int, at_most(
+        10**8, "examples held in memory by each input pipeline to draw the order from")] = Field(10000, ge=1)
+    steps_per_execution: Annotated[int, at_most(
+        10_000, "steps run in one call between progress and checkpoint checks")] = Field(8, ge=1)
+    checkpoints_per_epoch: Annotated[int, at_most(
+        1_000, "each checkpoint writes every variable; more is a typo")] = Field(1, ge=1)
     deterministic: bool = Field(False, description="op determinism + ordered input: same seed, same result")
     warm_start: Literal["none", "champion"] = Field(
         "none", description="champion: start from the registry's default model (dense weights where shapes match, "
@@ -107,7 +120,8 @@ class TrainingConfig(StrictModel):
         16.0, gt=0, description="load-time limit on the estimated embedding tables + optimizer slots (GiB), "
         "see configs.embedding_memory",
     )
-    untruncated_vocabulary_rows: int = Field(
+    untruncated_vocabulary_rows: Annotated[int, at_most(
+        MAX_TABLE_ROWS, "an int32 id indexes at most 2^31-1 table rows")] = Field(
         100_000, ge=1, description="tokens assumed for a vocabulary feature without top_k in that estimate",
     )
     calibration: Literal["none", "intercept", "platt"] = Field(
@@ -132,8 +146,9 @@ class TrainingConfig(StrictModel):
 
 def _overrides_of(model: type[StrictModel], name: str, exclude: tuple[str, ...] = ()) -> type[StrictModel]:
     """A model with the same fields as `model`, all optional (None = not overridden)."""
-    fields: dict[str, Any] = {
-        field_name: (Optional[field.annotation], None)
+    fields: dict[str, Any] = {  # the field's constraints and bounds (its metadata) apply to an override too
+        field_name: (Optional[Annotated[field.annotation, *field.metadata]] if field.metadata
+                     else Optional[field.annotation], None)
         for field_name, field in model.model_fields.items()
         if field_name not in exclude
     }
@@ -158,7 +173,8 @@ class TargetConfig(StrictModel):
 
     name: str = Field(description="also the adrank-target label on Vertex and part of the training job's name")
     kind: Literal["cpu", "gpu", "tpu", "cpu-ps"] = "cpu"
-    global_batch_size: int | None = Field(None, ge=1, description="overrides training.global_batch_size")
+    global_batch_size: Annotated[int | None, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(
+        None, ge=1, description="overrides training.global_batch_size")
     price_per_hour: float = Field(0.0, ge=0, description="USD per hour of the whole machine set, for cost")
     vertex: VertexTargetSpec | None = Field(None, description="the Vertex CustomJob machines (vertex backend)")
     allow_cpu_fallback: bool = Field(

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.bounds import at_most
 from configs.vertex_names import (
     display_name_problem,
     experiment_name_problem,
@@ -39,10 +40,12 @@ class MachineSpec(StrictModel):
 
     machine_type: str = Field("n1-standard-8", pattern=r"^[a-z0-9-]+$")
     accelerator_type: str | None = Field(None, pattern=r"^[A-Z][A-Z0-9_]+$")
-    accelerator_count: int = Field(0, ge=0)
+    accelerator_count: Annotated[int, at_most(
+        1_024, "accelerators of one replica (a machine has at most 16 GPUs; a TPU slice a few hundred chips)")] = Field(
+        0, ge=0)
     tpu_topology: str | None = Field(None, pattern=r"^\d+x\d+(x\d+)?$")
     boot_disk_type: Literal["pd-ssd", "pd-standard", "hyperdisk-balanced"] = "pd-ssd"
-    boot_disk_size_gb: int = Field(100, ge=10)
+    boot_disk_size_gb: Annotated[int, at_most(65_536, "a persistent disk holds at most 64 TB")] = Field(100, ge=10)
 
     @model_validator(mode="after")
     def _accelerators_come_with_a_count(self) -> MachineSpec:
@@ -74,7 +77,8 @@ class MachineSpec(StrictModel):
 class ReplicaPool(StrictModel):
     """Extra replicas beside the chief: parameter-server workers or parameter servers."""
 
-    replica_count: int = Field(ge=1)
+    replica_count: Annotated[int, at_most(
+        10_000, "machines in one worker pool of a Vertex CustomJob")] = Field(ge=1)
     machine: MachineSpec = MachineSpec()
 
 
@@ -149,8 +153,10 @@ class ScheduleConfig(StrictModel):
     display_name: str | None = Field(None, description="default: '<name>-daily'")
     cron: str = Field("0 3 * * *", description="five-field cron, evaluated in `time_zone`")
     time_zone: str = "Etc/UTC"
-    max_concurrent_runs: int = Field(1, ge=1)
-    max_runs: int | None = Field(None, ge=1)
+    max_concurrent_runs: Annotated[int, at_most(
+        100, "Vertex schedules allow at most 100 concurrent runs")] = Field(1, ge=1)
+    max_runs: Annotated[int | None, at_most(
+        10**6, "runs of one schedule (a daily one: 2,700 years)")] = Field(None, ge=1)
     start_time: dt.datetime | None = Field(
         None, description="no run before this time; a time already past is refused by `schedule create|update` "
         "(or moved to now with --start-now-if-past), never caught up",

@@ -1,12 +1,13 @@
 """Read raw log records described by config: JSONL, CSV, Parquet files or a BigQuery table/query.
 
 Records come out raw (a line's bytes, undecoded, or a dict for Parquet/BigQuery rows) so that a record that
-fails to decode or parse can go to the dead-letter output exactly as it was read.
+fails to decode or parse can go to the dead-letter output exactly as it was read. Next to them, one `FileTally`
+per file says where its bytes went (records, blank lines, framing), so the preprocess manifest can account for
+every input byte.
 
-CSV is read by records, not lines: a quoted field may hold line breaks (RFC 4180), so a record ends at the first
-line break outside quotes. Each CSV file is read by one worker, from its first byte (its header) to its last.
-A record that grows past `max_record_bytes` without its quotes closing is cut there, so an unbalanced quote
-costs one `record_too_large` dead letter, never the rest of the file in memory.
+Each JSONL or CSV file is read by one worker, from its first byte to its last (`components.logs.text_files`:
+decompression that fails loudly at a truncated stream, BOMs, blank lines, CSV records spanning lines and the
+cut-back of an unbalanced quote).
 """
 
 from __future__ import annotations
@@ -14,14 +15,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from components.logs.records import parse_timestamp
+from components.logs.text_files import (
+    FileTally, TextLogFile, check_readable_compression, csv_file_records, jsonl_records,
+)
 
 DATE_PLACEHOLDER = "{date}"
+RECORDS = "records"  # the outputs of ReadLogRecords
+FILES = "files"
 DAY_MS = 86_400_000
 
 
@@ -86,85 +92,46 @@ def csv_header(pattern: str, delimiter: str) -> list[str]:
         raise ValueError(f"the CSV header of {first} is empty or not UTF-8") from None
 
 
-def csv_records(lines: Iterable[bytes], delimiter: str = ",", quote: str = '"',
-                max_record_bytes: int | None = None) -> Iterator[bytes]:
-    """The CSV records of a file's lines (each with its line break), without their final line break.
+class _TextFileRecords(beam.DoFn):
+    """One matched JSONL or CSV file → its records; tagged `FILES`: its `FileTally` (`components.logs.text_files`)."""
 
-    A line break inside a quoted field continues the record. A record longer than `max_record_bytes` whose quotes
-    are still open is yielded as it stands (it becomes a `record_too_large` dead letter) and reading restarts.
-    """
-    delimiter_byte, quote_byte = delimiter.encode(), quote.encode()
-    parts: list[bytes] = []
-    size = 0
-    scanner = _QuoteScanner(delimiter_byte[0], quote_byte[0])
-    for line in lines:
-        parts.append(line)
-        size += len(line)
-        if scanner.in_quotes or quote_byte in line:
-            scanner.scan(line)
-        if scanner.in_quotes and (max_record_bytes is None or size <= max_record_bytes):
-            continue
-        yield _without_line_break(b"".join(parts))
-        parts, size, scanner = [], 0, _QuoteScanner(delimiter_byte[0], quote_byte[0])
-    if parts:
-        yield _without_line_break(b"".join(parts))  # a quote still open at the end of the file
-
-
-class _QuoteScanner:
-    """Whether a CSV record is inside a quoted field after the bytes seen so far. A quote opens a quoted field
-    only at a field's start (elsewhere it is a literal character); inside one, a doubled quote is an escaped quote."""
-
-    def __init__(self, delimiter: int, quote: int):
-        self.delimiter, self.quote = delimiter, quote
-        self.in_quotes = False
-        self.at_field_start = True
-
-    def scan(self, line: bytes) -> None:
-        index, end = 0, len(line)
-        while index < end:
-            byte = line[index]
-            if self.in_quotes:
-                if byte == self.quote:
-                    if index + 1 < end and line[index + 1] == self.quote:
-                        index += 1  # "" inside quotes
-                    else:
-                        self.in_quotes = False
-            elif byte == self.delimiter or byte in (10, 13):
-                self.at_field_start = True
-            elif byte == self.quote and self.at_field_start:
-                self.in_quotes, self.at_field_start = True, False
-            else:
-                self.at_field_start = False
-            index += 1
-
-
-def _without_line_break(record: bytes) -> bytes:
-    if record.endswith(b"\n"):
-        record = record[:-1]
-    return record[:-1] if record.endswith(b"\r") else record
-
-
-class _CsvFileRecords(beam.DoFn):
-    """One matched CSV file → its records after the header."""
-
-    def __init__(self, delimiter: str, max_record_bytes: int | None):
+    def __init__(self, file_format: str, delimiter: str, max_record_bytes: int | None, max_record_lines: int | None):
         super().__init__()
+        self.file_format = file_format
         self.delimiter = delimiter
         self.max_record_bytes = max_record_bytes
+        self.max_record_lines = max_record_lines
 
     def process(self, readable_file):
-        with readable_file.open() as handle:
-            records = csv_records(iter(handle.readline, b""), self.delimiter, max_record_bytes=self.max_record_bytes)
-            next(records, None)  # the header
-            yield from records
+        path = readable_file.metadata.path
+        check_readable_compression(path)
+        with readable_file.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            log_file = TextLogFile(path, raw, readable_file.metadata.size_in_bytes)
+            items = (csv_file_records(log_file, self.delimiter, self.max_record_bytes, self.max_record_lines)
+                     if self.file_format == "csv" else jsonl_records(log_file))
+            for item in items:
+                yield beam.pvalue.TaggedOutput(FILES, item) if isinstance(item, FileTally) else item
+
+
+def parquet_tally(metadata) -> FileTally:
+    """A Parquet file's rows (from its footer) and size: what `ReadFromParquet` must hand on, row for row."""
+    import pyarrow.parquet as pq
+
+    with FileSystems.open(metadata.path) as handle:
+        rows = pq.ParquetFile(handle).metadata.num_rows
+    size = metadata.size_in_bytes
+    return FileTally(metadata.path, bytes=size, framing_bytes=size, records=rows)
 
 
 class ReadLogRecords(beam.PTransform):
-    """Every record of one stream: text lines (JSONL), CSV records without the header (a record may span lines),
-    or dicts (Parquet, BigQuery)."""
+    """Every record of one stream, and what each file held.
+
+    Returns `{RECORDS: ..., FILES: ...}`: records are text lines (JSONL) or CSV records without the header (a
+    record may span lines), as bytes, or dicts (Parquet, BigQuery); `FILES` holds one `FileTally` per file read
+    (none for BigQuery). A truncated or corrupt compressed file fails the job, naming the file and the offset."""
 
     def __init__(self, source: str, file_format: str, window: LogWindow = LogWindow(), extra_days_after: int = 0,
-                 csv_delimiter: str = ",", max_record_bytes: int | None = None):
+                 csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None):
         super().__init__()
         self.source = source
         self.file_format = file_format
@@ -172,6 +139,7 @@ class ReadLogRecords(beam.PTransform):
         self.extra_days_after = extra_days_after
         self.csv_delimiter = csv_delimiter
         self.max_record_bytes = max_record_bytes
+        self.max_record_lines = max_record_lines
 
     def expand(self, pbegin):
         if self.file_format == "bigquery":
@@ -181,27 +149,25 @@ class ReadLogRecords(beam.PTransform):
                 if is_query
                 else beam.io.ReadFromBigQuery(table=self.source)
             )
-            return pbegin | "ReadBigQuery" >> read_bigquery | "JsonSafe" >> beam.Map(_json_safe)
-        patterns = matching_patterns(expand_pattern(self.source, self.window, self.extra_days_after))
-        if self.file_format == "csv":
-            from apache_beam.io import fileio
+            records = pbegin | "ReadBigQuery" >> read_bigquery | "JsonSafe" >> beam.Map(_json_safe)
+            return {RECORDS: records, FILES: pbegin | "NoFiles" >> beam.Create([])}
+        from apache_beam.io import fileio
 
-            return (
-                pbegin
-                | "CsvPatterns" >> beam.Create(patterns)
-                | "MatchCsv" >> fileio.MatchAll()
-                | "SpreadCsvFiles" >> beam.Reshuffle()
-                | "OpenCsv" >> fileio.ReadMatches()
-                | "CsvRecords" >> beam.ParDo(_CsvFileRecords(self.csv_delimiter, self.max_record_bytes))
-            )
-        reads = []
-        for index, pattern in enumerate(patterns):
-            if self.file_format == "parquet":
-                read = beam.io.ReadFromParquet(pattern) | f"JsonSafe{index}" >> beam.Map(_json_safe)
-            else:
-                read = beam.io.ReadFromText(pattern, coder=beam.coders.BytesCoder())
-            reads.append(pbegin | f"Read{index}" >> read)
-        return reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
+        patterns = matching_patterns(expand_pattern(self.source, self.window, self.extra_days_after))
+        files = pbegin | "Patterns" >> beam.Create(patterns) | "Match" >> fileio.MatchAll()
+        if self.file_format == "parquet":
+            reads = [pbegin | f"Read{index}" >> beam.io.ReadFromParquet(pattern)
+                     | f"JsonSafe{index}" >> beam.Map(_json_safe) for index, pattern in enumerate(patterns)]
+            records = reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
+            return {RECORDS: records, FILES: files | "ParquetFooters" >> beam.Map(parquet_tally)}
+        read = (
+            files
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "Open" >> fileio.ReadMatches()
+            | "Records" >> beam.ParDo(_TextFileRecords(self.file_format, self.csv_delimiter, self.max_record_bytes,
+                                                       self.max_record_lines)).with_outputs(FILES, main=RECORDS)
+        )
+        return {RECORDS: read[RECORDS], FILES: read[FILES]}
 
 
 def _json_safe(row: dict) -> dict:

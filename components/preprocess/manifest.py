@@ -62,6 +62,41 @@ class ImpressionWindow(BaseModel):
     end: str
 
 
+class InputAccount(BaseModel):
+    """Where one stream's input went, byte for byte: every byte read is framing (line breaks, a BOM, a CSV header),
+    a blank line, or a record; every record read parsed or became a dead letter. Parquet rows have no byte size:
+    a Parquet file's bytes are all framing, and its rows are checked against its footer. A stream read from
+    BigQuery has no account."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files: int = Field(description="files read")
+    bytes: int = Field(description="bytes read: text after decompression; Parquet: the files' sizes")
+    framing_bytes: int = Field(description="line breaks, BOMs, CSV headers (Parquet: the whole files)")
+    blank_lines: int = Field(description="blank lines: skipped, not records and not invalid")
+    blank_bytes: int
+    records: int = Field(description="records the readers handed on (Parquet: rows in the files' footers)")
+    record_bytes: int
+    parsed: int = Field(description="records that parsed (some may still be dropped later: duplicates, window)")
+    parsed_bytes: int
+    dead_letters: int = Field(description="records that failed to parse (dead letters of the parse stage)")
+    dead_letter_bytes: int
+
+    def problems(self) -> list[str]:
+        """How the account fails to balance (empty when every byte and record is accounted for)."""
+        found = []
+        unaccounted = self.bytes - self.framing_bytes - self.blank_bytes - self.record_bytes
+        if unaccounted:
+            found.append(f"{unaccounted:,} of {self.bytes:,} bytes read are neither framing, blank lines nor records")
+        if self.records != self.parsed + self.dead_letters:
+            found.append(f"{self.records:,} records read but {self.parsed:,} parsed + {self.dead_letters:,} dead "
+                         "letters")
+        if self.record_bytes != self.parsed_bytes + self.dead_letter_bytes:
+            found.append(f"{self.record_bytes:,} record bytes read but {self.parsed_bytes:,} parsed + "
+                         f"{self.dead_letter_bytes:,} dead-letter bytes")
+        return found
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -83,6 +118,9 @@ class Manifest(BaseModel):
     raw_eval_pattern: str | None = Field(
         None, description="glob of the eval split's raw tf.Examples (as logged, with labels), gzip TFRecords: what "
         "promotion scores the challenger and the champion on, through their raw serving signatures",
+    )
+    input: dict[str, InputAccount] = Field(
+        default_factory=dict, description="per stream read from files: its bytes and records, accounted for",
     )
     mostly_missing_features: dict[str, float] = Field(
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples "

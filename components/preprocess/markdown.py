@@ -1,4 +1,4 @@
-"""The manifest as Markdown for the Vertex UI and local runs: splits, labels, features, dead letters."""
+"""The manifest as Markdown for the Vertex UI and local runs: splits, labels, features, input, dead letters."""
 
 from __future__ import annotations
 
@@ -18,6 +18,15 @@ def manifest_markdown(manifest: Manifest) -> str:
         size = "" if feature.vocabulary_size is None else str(feature.vocabulary_size)
         missing = "" if feature.missing_rate is None else f"{feature.missing_rate:.4f}"
         lines.append(f"| {feature.name} | {feature.kind} | {feature.dtype} | {feature.length} | {size} | {missing} |")
+    if manifest.input:
+        lines += ["", "## Input (every byte read: framing + blank lines + parsed + dead letters)", "",
+                  "| stream | files | bytes | framing bytes | blank lines (bytes) | records | parsed (bytes) "
+                  "| dead letters (bytes) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for stream, account in manifest.input.items():
+            lines.append(f"| {stream} | {account.files:,} | {account.bytes:,} | {account.framing_bytes:,} | "
+                         f"{account.blank_lines:,} ({account.blank_bytes:,}) | {account.records:,} | "
+                         f"{account.parsed:,} ({account.parsed_bytes:,}) | "
+                         f"{account.dead_letters:,} ({account.dead_letter_bytes:,}) |")
     lines += ["", "## Counts", "", "| count | value |", "|---|---:|"]
     lines += [f"| {name} | {value} |" for name, value in sorted(manifest.counts.items())]
     per_stream = ", ".join(f"{stream} {share:.2%}" for stream, share in manifest.invalid_fraction_by_stream.items())

@@ -1,8 +1,8 @@
 """Raw log record → typed record, or a dead letter carrying the raw record and the reason.
 
 `ImpressionParser` and `EngagementParser` are plain callables (unit-testable without Beam); `ParseRecords`
-runs one inside Beam with two tagged outputs, so every record read leaves as exactly one valid record or
-one dead letter.
+runs one inside Beam with tagged outputs, so every record read leaves as exactly one valid record or one dead
+letter, and says how many of each (and their bytes) it produced.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
 
 from components.logs.records import parse_timestamp
 from components.preprocess.progress import ParseTally
@@ -23,11 +24,13 @@ from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 
 VALID = "valid"
 DEAD_LETTER = "dead_letter"
+OUTCOMES = "outcomes"
 MISSING_TOKEN = "__missing__"
 MISSING = "_missing"  # the record key listing the features whose value was absent
 TIMESTAMP_MS = "timestamp_ms"
 _FALSE = {"", "0", "false", "no", "n", "f", "0.0"}
 _TRUE = {"1", "true", "yes", "y", "t", "1.0"}
+_NON_FINITE_WORDS = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # Times whose day and the days around it are valid dates (date arithmetic on year 9999 overflows).
 _EARLIEST_MS = int((dt.datetime(1, 1, 8, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
@@ -147,46 +150,72 @@ def _identifier(value: Any, name: str) -> str | None:
     raise InvalidRecord(f"wrong_type:{name}")
 
 
-def _number(value: Any, name: str) -> float | None:
+def _any_number(value: Any, name: str) -> float | None:
+    """A JSON number or numeric text as a float (nan and inf included); None when absent or blank."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise InvalidRecord(f"wrong_type:{name}")
     if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float
+            raise InvalidRecord(f"non_finite:{name}") from None
+    if isinstance(value, str):
         if not value.strip():
             return None
         try:
-            number = float(value)
+            return float(value)
         except ValueError:
             raise InvalidRecord(f"wrong_type:{name}") from None
-    else:
-        raise InvalidRecord(f"wrong_type:{name}")
-    return number if math.isfinite(number) else None
+    raise InvalidRecord(f"wrong_type:{name}")
+
+
+def _number(value: Any, name: str) -> float | None:
+    """A numeric feature's value; None when absent. nan and ±inf are no value a model can use, and not an absent
+    one either (a logger wrote something wrong): `non_finite:<feature>`."""
+    number = _any_number(value, name)
+    if number is not None and not math.isfinite(number):
+        raise InvalidRecord(f"non_finite:{name}")
+    return number
 
 
 def _flag(value: Any, name: str, positive_when: str) -> float:
-    """Outcome label: `present` → the column is set; `truthy` → 1/true/yes or a non-zero number."""
+    """Outcome label: `present` → the column is set; `truthy` → 1/true/yes or a positive number.
+
+    Values outside the label's domain are dead letters, never a silent 0: nan or ±inf (`non_finite_label:<column>`,
+    in either mode), a negative number (`negative_label:<column>`, truthy), text that is neither a boolean word
+    nor a number (`wrong_type:<column>`)."""
     if positive_when == "present":
-        return 0.0 if value is None or (isinstance(value, str) and not value.strip()) else 1.0
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return 0.0
+        if isinstance(value, float) or (isinstance(value, str) and value.strip().lower() in _NON_FINITE_WORDS):
+            if not math.isfinite(float(value)):
+                raise InvalidRecord(f"non_finite_label:{name}")
+        return 1.0
     if value is None:
         raise InvalidRecord(f"missing_field:{name}")
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise InvalidRecord(f"wrong_type:{name}")
-        return 1.0 if value != 0 else 0.0
     if isinstance(value, str):
         text = value.strip().lower()
         if text in _FALSE:
             return 0.0
         if text in _TRUE:
             return 1.0
-        number = _number(value, name)
-        return 1.0 if number else 0.0
-    raise InvalidRecord(f"wrong_type:{name}")
+    if not isinstance(value, (int, float, str)):
+        raise InvalidRecord(f"wrong_type:{name}")
+    try:
+        number = _any_number(value, name)
+    except InvalidRecord as error:
+        raise InvalidRecord(error.reason.replace("non_finite:", "non_finite_label:")) from None
+    if number is None:
+        raise InvalidRecord(f"missing_field:{name}")
+    if not math.isfinite(number):
+        raise InvalidRecord(f"non_finite_label:{name}")
+    if number < 0:
+        raise InvalidRecord(f"negative_label:{name}")
+    return 1.0 if number > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -317,44 +346,78 @@ def dead_letter(stream: str, reason: str, raw: Any) -> dict:
     return {"stream": stream, "reason": reason, "raw": text}
 
 
+@dataclass
+class ParseOutcomes:
+    """Records (and their bytes as read) that parsed, and that became dead letters, in one bundle or summed."""
+
+    parsed: int = 0
+    parsed_bytes: int = 0
+    dead_letters: int = 0
+    dead_letter_bytes: int = 0
+
+    def add(self, raw: Any, parsed: bool) -> None:
+        size = record_size(raw)
+        if parsed:
+            self.parsed, self.parsed_bytes = self.parsed + 1, self.parsed_bytes + size
+        else:
+            self.dead_letters, self.dead_letter_bytes = self.dead_letters + 1, self.dead_letter_bytes + size
+
+
+def record_size(raw: Any) -> int:
+    """A record's bytes as read: a text record's length in bytes; 0 for a row (Parquet/BigQuery dict)."""
+    if isinstance(raw, bytes):
+        return len(raw)
+    return len(raw.encode("utf-8", "surrogateescape")) if isinstance(raw, str) else 0
+
+
 class ParseRecords(beam.DoFn):
-    """Main output: parsed records. Tagged `dead_letter`: {stream, reason, raw} for everything else."""
+    """Main output: parsed records. Tagged `dead_letter`: {stream, reason, raw} for everything else. Tagged
+    `outcomes`: one `ParseOutcomes` per bundle (what the manifest's input accounting sums)."""
 
     def __init__(self, stream: str, parser):
         super().__init__()
         self.stream = stream
         self.parser = parser
         self.tally: ParseTally | None = None
+        self.outcomes = ParseOutcomes()
 
     def setup(self):
         self.tally = ParseTally(self.stream)  # this worker's progress lines and the job's metrics counters
 
-    def _counted(self) -> ParseTally:
+    def start_bundle(self):
+        self.outcomes = ParseOutcomes()
+
+    def _counted(self, raw: Any, parsed: bool) -> None:
         if self.tally is None:  # setup() runs first on every runner; this keeps the type honest
             self.tally = ParseTally(self.stream)
-        return self.tally
+        self.tally.count(parsed=parsed)
+        self.outcomes.add(raw, parsed)
 
     def process(self, raw):
         try:
             record = self.parser(raw)
         except InvalidRecord as error:
-            self._counted().count(parsed=False)
+            self._counted(raw, parsed=False)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, error.reason, raw))
             return
         except Exception as error:  # noqa: BLE001 - a record must never be lost, whatever went wrong
-            self._counted().count(parsed=False)
+            self._counted(raw, parsed=False)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, f"unparsable:{type(error).__name__}", raw))
             return
-        self._counted().count(parsed=True)
+        self._counted(raw, parsed=True)
         yield record
 
     def finish_bundle(self):
-        self._counted().flush_metrics()
+        if self.tally is not None:
+            self.tally.flush_metrics()
+        if self.outcomes.parsed or self.outcomes.dead_letters:
+            yield beam.pvalue.TaggedOutput(OUTCOMES, GlobalWindows.windowed_value(self.outcomes))
+        self.outcomes = ParseOutcomes()
 
 
 def parse_stream(records, stream: str, parser):
-    """(valid, dead_letters) PCollections of one stream."""
+    """(valid, dead_letters, outcomes) PCollections of one stream; `outcomes` holds `ParseOutcomes` to sum."""
     outputs = records | f"Parse{stream.title()}" >> beam.ParDo(ParseRecords(stream, parser)).with_outputs(
-        DEAD_LETTER, main=VALID
+        DEAD_LETTER, OUTCOMES, main=VALID
     )
-    return outputs[VALID], outputs[DEAD_LETTER]
+    return outputs[VALID], outputs[DEAD_LETTER], outputs[OUTCOMES]

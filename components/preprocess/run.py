@@ -6,7 +6,9 @@
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
 Before the job: a configured column absent from a CSV header or Parquet schema fails the step, naming it.
-After the job: too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
+During it: a truncated or corrupt compressed log file fails the step, naming the file and the offset.
+After the job: input whose bytes or records do not add up (manifest `input`: framing + blank lines + parsed +
+dead letters = what was read, per stream; `InputNotAccounted`), too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
 fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels of a class in a split fail the
 step; a feature absent from more than `preprocess.max_missing_share` of examples is printed as a warning.
 While it runs, the step prints what it is doing: input files, records read, parsed and dead-lettered, examples per
@@ -27,7 +29,7 @@ import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-from components.logs.readers import LogWindow, ReadLogRecords, csv_header
+from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords, csv_header
 from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
@@ -36,7 +38,7 @@ from components.preprocess.input_columns import (
 )
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import (
-    CALIBRATION_SPLIT, TRANSFORM_FN_DIR, ImpressionWindow, Manifest, SplitInfo, TransformedFeatureSpec,
+    CALIBRATION_SPLIT, TRANSFORM_FN_DIR, ImpressionWindow, InputAccount, Manifest, SplitInfo, TransformedFeatureSpec,
 )
 from components.preprocess.markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
@@ -49,7 +51,8 @@ from components.preprocess.progress import (
 )
 from components.preprocess.shuffle import ShuffleExamples
 from components.preprocess.stats import (
-    Count, WriteCounters, count_dead_letter, count_records_read, count_split, read_counters,
+    Count, WriteCounters, count_dead_letter, count_input_files, count_parse_outcomes, count_records_read,
+    count_split, read_counters,
 )
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
@@ -67,6 +70,11 @@ DAY_SECONDS = 86_400
 
 class TooManyInvalidRecords(RuntimeError):
     """The share of dead letters of one stream exceeds `preprocess.max_invalid_fraction`."""
+
+
+class InputNotAccounted(RuntimeError):
+    """The bytes or records read do not add up to what parsed, was dead-lettered, blank or framing: input was
+    lost between reading and parsing (a bug, never a data problem)."""
 
 
 class NotEnoughExamples(RuntimeError):
@@ -109,8 +117,12 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     report_progress(f"examples: train {manifest.splits['train'].examples:,}, eval {manifest.splits['eval'].examples:,}; "
                     f"dead letters {manifest.counts.get('dead_letters', 0):,} "
                     f"({manifest.invalid_fraction:.2%} of records read)")
+    blank = sum(account.blank_lines for account in manifest.input.values())
+    if blank:
+        report_progress(f"blank lines skipped: {blank:,} (not records, not counted as invalid)")
     manifest.write(output_dir)
     (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
+    check_input_accounted(manifest)
     check_invalid_records(manifest, config.preprocess.max_invalid_fraction, f"{root}/{manifest.dead_letter_pattern}")
     check_split_sizes(manifest, config.split.min_train_examples, config.split.min_eval_examples)
     check_label_classes(manifest, config)
@@ -152,6 +164,15 @@ def check_label_classes(manifest: Manifest, config: PreprocessStepConfig) -> Non
                         f"{info.examples} examples, fewer than preprocess.{field} {minimum} "
                         f"(label: {source}); a model cannot be trained or evaluated on one class"
                     )
+
+
+def check_input_accounted(manifest: Manifest) -> None:
+    """Every byte and record each stream read is in its account (`InputAccount.problems`)."""
+    for stream, account in manifest.input.items():
+        problems = account.problems()
+        if problems:
+            raise InputNotAccounted(f"{stream}: input lost between reading and parsing: " + "; ".join(problems)
+                                    + " (manifest.json `input`)")
 
 
 def check_invalid_records(manifest: Manifest, max_fraction: float, dead_letters: str) -> None:
@@ -246,13 +267,19 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
            tft_temp: str):
     impressions_path, engagements_path = _stream_paths(config, logs_dir)
     fmt, delimiter, max_bytes = config.logs.format, config.logs.csv_delimiter, config.logs.max_record_bytes
+    max_lines = config.logs.max_record_lines
     report_progress(input_files_line("impressions", impressions_path, fmt, window))
-    raw_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(
-        impressions_path, fmt, window, csv_delimiter=delimiter, max_record_bytes=max_bytes)
-    impressions, impression_dead = parse_stream(
+    read_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(
+        impressions_path, fmt, window, csv_delimiter=delimiter, max_record_bytes=max_bytes, max_record_lines=max_lines)
+    raw_impressions = read_impressions[RECORDS]
+    impressions, impression_dead, impression_outcomes = parse_stream(
         raw_impressions, "impressions", impression_parser(config, impressions_path)
     )
-    counters = [count_records_read(raw_impressions, "impressions")]
+    read_impressions_count = count_records_read(raw_impressions, "impressions")
+    counters = [read_impressions_count]
+    if fmt != "bigquery":  # a table has no files or bytes to account for
+        counters += [count_input_files(read_impressions[FILES], "impressions"),
+                     count_parse_outcomes(impression_outcomes, "impressions")]
     read_engagements = None
     dead_letters = [impression_dead]
     skew_days = config.logs.max_timestamp_skew_days
@@ -267,9 +294,15 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         late_days = late_seconds // DAY_SECONDS + 1
         report_progress(input_files_line("engagements", engagements_path, fmt, window, late_days))
-        raw_events = pipeline | "ReadEngagements" >> ReadLogRecords(
-            engagements_path, fmt, window, late_days, csv_delimiter=delimiter, max_record_bytes=max_bytes)
-        events, event_dead = parse_stream(raw_events, "engagements", engagement_parser(config, engagements_path))
+        read_events = pipeline | "ReadEngagements" >> ReadLogRecords(
+            engagements_path, fmt, window, late_days, csv_delimiter=delimiter, max_record_bytes=max_bytes,
+            max_record_lines=max_lines)
+        raw_events = read_events[RECORDS]
+        events, event_dead, event_outcomes = parse_stream(
+            raw_events, "engagements", engagement_parser(config, engagements_path))
+        if fmt != "bigquery":
+            counters += [count_input_files(read_events[FILES], "engagements"),
+                         count_parse_outcomes(event_outcomes, "engagements")]
         dead_letters.append(event_dead)
         if median is not None and skew_days is not None:
             events, out_of_range = keep_plausible_times(events, "engagements", median, skew_days, late_seconds * 1000)
@@ -304,7 +337,7 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
         counters.append(count_split(collection, split, labels))
         _ = announce_counter(counters[-1], Count("split_examples", split).key, f"{split.title()}Examples",
                              _counted_line(f"{split} split: ", "example"))
-    for stream, counter in zip(("impressions", "engagements"), (counters[0], read_engagements)):
+    for stream, counter in zip(("impressions", "engagements"), (read_impressions_count, read_engagements)):
         if counter is not None:
             _ = announce_counter(counter, Count("records_read", stream).key, f"{stream.title()}Read",
                                  _counted_line(f"{stream}: read ", "record"))
@@ -427,6 +460,8 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
         window=None if window.end_ms is None else ImpressionWindow(start=_str(window.start_ms),
                                                                      end=format_timestamp(window.end_ms)),
         mostly_missing_features={name: rate for name, rate in missing_rates.items() if rate > limit},
+        input={stream: InputAccount(**{name: counts.get(name, 0) for name in InputAccount.model_fields})
+               for stream, counts in counters.input_counts().items()},
     )
 
 
@@ -444,4 +479,5 @@ def _str(value: int | None) -> str | None:
     return None if value is None else format_timestamp(value)
 
 
-__all__ = ["MissingInputColumns", "NotEnoughExamples", "OneClassLabels", "TooManyInvalidRecords", "preprocess"]
+__all__ = ["InputNotAccounted", "MissingInputColumns", "NotEnoughExamples", "OneClassLabels", "TooManyInvalidRecords",
+           "preprocess"]

@@ -15,18 +15,24 @@ from typing import Literal
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from components.preprocess.parse import MISSING
+from components.logs.text_files import FileTally
+from components.preprocess.parse import MISSING, ParseOutcomes
 
 COUNTERS_PREFIX = "stats/counters"
 
-CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing"]
+CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing",
+                    "input"]
+# `input` counts of a stream: the readers' per-file tallies and the parser's outcomes (see `InputAccount`)
+FILE_TALLY_FIELDS = ("bytes", "framing_bytes", "blank_lines", "blank_bytes", "records", "record_bytes")
+PARSE_OUTCOME_FIELDS = ("parsed", "parsed_bytes", "dead_letters", "dead_letter_bytes")
 
 
 @dataclass(frozen=True)
 class Count:
     """What one counter counts. `kind` names the count; `scope` is the stream (`records_read`, `dead_letters`)
     or the split (`split_*`); `subject` the dead-letter reason, the join outcome (`duplicate_impressions`,
-    `late_events:<label>`, ...), the label key (`split_positives`) or the feature (`split_missing`)."""
+    `late_events:<label>`, ...), the label key (`split_positives`), the feature (`split_missing`), or what of
+    the input it counts (`input`: `files`, a `FileTally` or `ParseOutcomes` field)."""
 
     kind: CountKind
     scope: str = ""
@@ -63,6 +69,14 @@ class PreprocessCounts:
 
     def dead_letters_in(self, stream: str) -> int:
         return sum(n for c, n in self.values.items() if c.kind == "dead_letters" and c.scope == stream)
+
+    def input_counts(self) -> dict[str, dict[str, int]]:
+        """Per stream read from files: `files` and each `FILE_TALLY_FIELDS` / `PARSE_OUTCOME_FIELDS` count."""
+        by_stream: dict[str, dict[str, int]] = {}
+        for count, n in self.values.items():
+            if count.kind == "input":
+                by_stream.setdefault(count.scope, {})[count.subject] = n
+        return by_stream
 
     def join_outcomes(self) -> dict[str, int]:
         """What the join or the deduplication dropped or noticed, by name."""
@@ -127,6 +141,26 @@ def count_records_read(records: beam.PCollection, stream: str) -> beam.PCollecti
         | f"Count{stream.title()}Read" >> beam.combiners.Count.Globally()
         | f"Name{stream.title()}Read" >> beam.Map(lambda n, key=Count("records_read", stream).key: (key, n))
     )
+
+
+def count_input_files(tallies: beam.PCollection, stream: str) -> beam.PCollection:
+    """Each file's `FileTally` (components.logs.text_files) as `input` counts of `stream`."""
+
+    def pairs(tally: FileTally) -> list[tuple[str, int]]:
+        return [(Count("input", stream, "files").key, 1)] + [
+            (Count("input", stream, name).key, getattr(tally, name)) for name in FILE_TALLY_FIELDS
+        ]
+
+    return tallies | f"Count{stream.title()}Files" >> beam.FlatMap(pairs)
+
+
+def count_parse_outcomes(outcomes: beam.PCollection, stream: str) -> beam.PCollection:
+    """The parser's `ParseOutcomes` of each bundle as `input` counts of `stream`."""
+
+    def pairs(outcome: ParseOutcomes) -> list[tuple[str, int]]:
+        return [(Count("input", stream, name).key, getattr(outcome, name)) for name in PARSE_OUTCOME_FIELDS]
+
+    return outcomes | f"Count{stream.title()}Parsed" >> beam.FlatMap(pairs)
 
 
 def count_dead_letter(dead: dict) -> tuple[str, int]:

@@ -17,19 +17,25 @@ import tensorflow as tf
 from components.preprocess.manifest import Manifest
 from components.train.callbacks import NonFiniteLossError, TrainingProgress, stall_fraction
 from components.train.embedding_optimizers import gradient_norm
+from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.loop import FitResult, StepPlan, checkpoint_manager, compiled_model, train_input_options
 from components.train.models import RankingModel
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint
+from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
 from configs.training import ResolvedTarget
 
 log = logging.getLogger(__name__)
 
 
 def fit_parameter_server(
-    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int,
+    warm_start_from: str | None = None,
 ) -> tuple[RankingModel, StepPlan, FitResult]:
+    """The coordinator's loop over the plan's chunks, resuming from the latest checkpoint; a fresh run with
+    `warm_start_from` first sets the variables on the parameter servers from the champion's state (the chief
+    reads and assigns each table shard through the embedding interface, as the synchronous path does)."""
     training = resolved.training
     strategy = runtime.strategy
     plan = StepPlan.for_run(manifest, training)
@@ -49,6 +55,13 @@ def fit_parameter_server(
         manager = checkpoint_manager(model, model_dir)
         if manager.latest_checkpoint:
             manager.checkpoint.restore(manager.latest_checkpoint)
+        warm_start = None
+        if warm_start_from and not manager.latest_checkpoint:
+            try:
+                vocabularies = transform_vocabularies(tft_output_dir(examples_dir, manifest))
+                warm_start = apply_state(model, manifest, vocabularies, warm_start_from)
+            except WarmStartUnavailable as error:
+                log.warning("training cold: %s", error)
     losses = {task: keras.losses.BinaryCrossentropy() for task in manifest.tasks}
     tables, dense = model.variable_groups()
 
@@ -120,5 +133,5 @@ def fit_parameter_server(
     if not steady_steps and steady_started is not None:  # a one-chunk run: its only chunk, start-up included
         waited, computed = first_chunk_times
         examples_per_second = plan.chunk_steps * training.global_batch_size / (steady_started - loop_started)
-    return model, plan, FitResult(curve=curve, examples_per_second=examples_per_second,
+    return model, plan, FitResult(curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
                                   input_stall_fraction=stall_fraction(waited, computed))

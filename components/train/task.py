@@ -60,7 +60,7 @@ def train(
     cluster = local_cluster_for(config.target(target_name), Path(model_dir) / LOCAL_CLUSTER_LOG_DIR)
     if cluster is not None:  # a cpu-ps target with no cluster around it (local backend): start one, then train
         with cluster:         # as its chief; no server outlives this call (components/train/local_cluster.py)
-            return train(config, target_name, run_index, examples_dir, model_dir, model_uri)
+            return train(config, target_name, run_index, examples_dir, model_dir, model_uri, warm_start_from)
     started = time.perf_counter()
     resolved = resolve_target(config.model, config.training, config.target(target_name))
     seed = config.seed + run_index
@@ -72,9 +72,8 @@ def train(
     manifest = Manifest.read(examples_dir)
 
     if runtime.is_parameter_server:
-        if warm_start_from:
-            log.warning("warm start is not supported with parameter servers; %s trains cold", target_name)
-        model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed)
+        model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed,
+                                                       warm_start_from)
     else:
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
                                                   warm_start_from)

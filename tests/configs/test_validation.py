@@ -33,7 +33,7 @@ def test_a_directory_or_binary_file_is_a_config_error(tmp_path):
     ("targets.0.training.learning_rate=-.inf", "targets.0.training.learning_rate", "finite number"),
     ("model.embedding_dim=100000000", "model.embedding_dim", "less than or equal to 4096"),
     ("model.embedding_dim=1e8", "model.embedding_dim", "valid integer"),  # YAML reads 1e8 as a string
-    ("features.0.hash_buckets=10000000000", "features.0.categorical.hash_buckets", "less than or equal to"),
+    ("features.0.hash_buckets=10000000000", "features.0.categorical.hash_buckets", "above the upper bound 2,147,483,647"),
     ("promotion.logloss_tolerance=.inf", "promotion.logloss_tolerance", "finite number"),
 ])
 def test_unbounded_values_fail_naming_the_field(override, field, message):

@@ -9,12 +9,15 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from components.logs.readers import ReadLogRecords, csv_records
+from components.logs.readers import FILES, RECORDS, ReadLogRecords
+from components.logs.text_files import csv_records
 from components.preprocess.parse import InvalidRecord, RecordDecoder, dead_letter
 
 
 def records(text: bytes, **options) -> list[bytes]:
-    return list(csv_records(iter(io.BytesIO(text).readline, b""), **options))
+    framed = list(csv_records(iter(io.BytesIO(text).readline, b""), **options))
+    assert sum(consumed for _, consumed in framed) == len(text)  # every byte is in exactly one record
+    return [record for record, _ in framed]
 
 
 def test_a_line_break_inside_quotes_continues_the_record():
@@ -26,15 +29,20 @@ def test_a_quote_inside_an_unquoted_field_is_a_literal_character():
     assert records(b'1,5" screen,3\n2,x,4\n') == [b'1,5" screen,3', b"2,x,4"]
 
 
-def test_an_open_quote_is_cut_at_the_record_size_limit_and_reading_goes_on():
+def test_an_open_quote_is_cut_back_to_its_line_at_the_size_limit_and_the_next_lines_are_read_again():
     text = b'1,"never closed,3\n' + b"2,x,4\n" * 10 + b'3,"fine",5\n'
-    out = records(text, max_record_bytes=40)
-    assert out[0].startswith(b'1,"never closed,3\n2,x,4') and len(out[0]) > 40 and len(out[0]) <= 40 + 6
-    assert out[-1] == b'3,"fine",5'
+    assert records(text, max_record_bytes=40) == [b'1,"never closed,3'] + [b"2,x,4"] * 10 + [b'3,"fine",5']
 
 
-def test_an_open_quote_at_the_end_of_the_file_is_one_record():
-    assert records(b'1,x\n2,"open\n3,y') == [b"1,x", b'2,"open\n3,y']
+def test_an_open_quote_is_cut_back_at_the_line_limit():
+    text = b'1,"a\nb",2\n' + b'3,"open,4\n' + b"5,y,6\n" * 3
+    assert records(text, max_record_lines=2) == [b'1,"a\nb",2', b'3,"open,4', b"5,y,6", b"5,y,6", b"5,y,6"]
+    # within the limit a quoted line break still continues the record
+    assert records(b'1,"a\nb\nc",2\n', max_record_lines=3) == [b'1,"a\nb\nc",2']
+
+
+def test_an_open_quote_at_the_end_of_the_file_costs_its_own_line_only():
+    assert records(b'1,x\n2,"open\n3,y') == [b"1,x", b'2,"open', b"3,y"]
 
 
 @pytest.mark.parametrize("raw, reason", [
@@ -67,4 +75,6 @@ def test_beam_reads_csv_files_by_records_without_their_headers(tmp_path):
     (tmp_path / "b.csv").write_bytes(b'id,note\n3,"w"\n')
     with TestPipeline() as pipeline:
         out = pipeline | ReadLogRecords(str(tmp_path / "*.csv"), "csv")
-        assert_that(out, equal_to([b'1,"x\ny"', b"2,z", b'3,"w"']))
+        assert_that(out[RECORDS], equal_to([b'1,"x\ny"', b"2,z", b'3,"w"']))
+        sizes = out[FILES] | beam.Map(lambda tally: (tally.path.rsplit("/", 1)[1], tally.bytes, tally.records))
+        assert_that(sizes, equal_to([("a.csv", 20, 2), ("b.csv", 14, 1)]), label="tallies")  # bytes on disk

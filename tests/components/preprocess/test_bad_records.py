@@ -3,9 +3,12 @@ step fails with one clear message (empty logs, a split below its minimum, too ma
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
+
+from components.logs.text_files import BOM
 
 from components.preprocess.run import NotEnoughExamples, TooManyInvalidRecords, preprocess
 
@@ -36,13 +39,15 @@ def test_bad_bytes_and_clock_skewed_timestamps_are_dead_letters(tmp_path, config
         json.dumps({"impression_id": "farthest", "timestamp": "9999-01-01T00:00:00Z", "ad_id": "a0"}),
     ]
     imps = tmp_path / "impressions.jsonl"
-    imps.write_bytes(("\n".join(lines) + "\n").encode() + b'{"impression_id": "x\xff", "ad_id": "a1"}\n')
-    evs = log_writer(tmp_path / "engagements.jsonl", [
-        {"impression_id": f"{DAYS[0]}-0", "event_type": "swipe", "timestamp": f"{DAYS[0]}T10:30:00Z"},
-        {"impression_id": "far", "event_type": "swipe", "timestamp": "2099-06-01T00:10:00Z"},
-    ])
+    # a BOM before the first record and blank lines: neither is a dead letter
+    imps.write_bytes(BOM + ("\n".join(lines) + "\n\n \r\n").encode() + b'{"impression_id": "x\xff", "ad_id": "a1"}\n')
+    events = [{"impression_id": f"{DAYS[0]}-0", "event_type": "swipe", "timestamp": f"{DAYS[0]}T10:30:00Z"},
+              {"impression_id": "far", "event_type": "swipe", "timestamp": "2099-06-01T00:10:00Z"}]
+    event_text = "".join(json.dumps(e) + "\n" for e in events).encode()
+    evs = tmp_path / "engagements.jsonl.gz"
+    evs.write_bytes(gzip.compress(event_text))
     out = tmp_path / "out"
-    manifest = preprocess(files_config(config_for, str(imps), evs), None, str(out))
+    manifest = preprocess(files_config(config_for, str(imps), str(evs)), None, str(out))
 
     assert manifest.dead_letter == {
         "impressions:bad_encoding": 1, "impressions:timestamp_out_of_range": 2,
@@ -58,6 +63,18 @@ def test_bad_bytes_and_clock_skewed_timestamps_are_dead_letters(tmp_path, config
     skewed = sorted(json.loads(d["raw"])["impression_id"] for d in letters if d["reason"] == "timestamp_out_of_range")
     assert skewed == ["far", "far", "farthest"]
     assert manifest.invalid_fraction_by_stream == pytest.approx({"impressions": 3 / 9, "engagements": 1 / 2})
+    # every byte of both files is accounted for: the plain JSONL as stored, the gzip'd one decompressed
+    bad_line = len(b'{"impression_id": "x\xff", "ad_id": "a1"}')
+    assert manifest.input["impressions"].model_dump() == {
+        "files": 1, "bytes": imps.stat().st_size, "framing_bytes": len(BOM) + 9, "blank_lines": 2, "blank_bytes": 4,
+        "records": 9, "record_bytes": sum(map(len, lines)) + bad_line,
+        "parsed": 8, "parsed_bytes": sum(map(len, lines)), "dead_letters": 1, "dead_letter_bytes": bad_line,
+    }
+    assert manifest.input["engagements"].model_dump() == {
+        "files": 1, "bytes": len(event_text), "framing_bytes": 2, "blank_lines": 0, "blank_bytes": 0,
+        "records": 2, "record_bytes": len(event_text) - 2, "parsed": 2, "parsed_bytes": len(event_text) - 2,
+        "dead_letters": 0, "dead_letter_bytes": 0,
+    }
 
 
 def test_invalid_utf8_in_a_csv_line_is_a_dead_letter(tmp_path, config_for):
@@ -74,6 +91,9 @@ def test_invalid_utf8_in_a_csv_line_is_a_dead_letter(tmp_path, config_for):
 
     assert manifest.dead_letter == {"impressions:bad_encoding": 1}
     assert manifest.splits["train"].examples + manifest.splits["eval"].examples == 9
+    account = manifest.input["impressions"]
+    assert (account.bytes, account.records, account.parsed, account.dead_letters) == (log.stat().st_size, 10, 9, 1)
+    assert account.framing_bytes == len(b"ad_id,click_time,is_attributed\n") + 10 and account.problems() == []
     assert [d["raw"] for d in dead_letters(tmp_path / "out")] == ["7\\xe9,2026-01-02 10:00:00,0"]
 
 
@@ -107,3 +127,43 @@ def test_invalid_share_is_checked_per_stream(tmp_path, config_for, log_writer):
         r"20\.00%; top reasons: engagements:bad_json \(2\); dead letters in .*/dead_letter/dead_letter-\*\.jsonl$"
     )):
         preprocess(config, None, str(tmp_path / "out"))
+
+
+def test_a_truncated_gzip_log_fails_preprocess_naming_the_file(tmp_path, config_for, log_writer):
+    # the probe: a .jsonl.gz of 4,000 records cut in half used to give 1,988 examples and a promoted model
+    records = [{"impression_id": f"i{n}", "timestamp": f"{DAYS[n % 3]}T10:00:00Z", "ad_id": f"a{n % 5}"}
+               for n in range(4000)]
+    stored = gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode())
+    imps = tmp_path / "impressions.jsonl.gz"
+    imps.write_bytes(stored[: len(stored) // 2])
+    evs = log_writer(tmp_path / "engagements.jsonl", [])
+    with pytest.raises(Exception, match=r"impressions\.jsonl\.gz: compressed data truncated or corrupt after [\d,]+ "
+                                        r"bytes of text \([\d,]+ lines\), at stored byte [\d,]+ of [\d,]+"):
+        preprocess(files_config(config_for, str(imps), evs), None, str(tmp_path / "out"))
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_parquet_rows_are_accounted_against_the_files_footers(tmp_path, config_for):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    imps_dir, evs_dir = tmp_path / "impressions", tmp_path / "engagements"
+    imps_dir.mkdir()
+    evs_dir.mkdir()
+    rows = impressions() + [{"impression_id": "bad", "timestamp": "yesterday", "ad_id": "a0"}]
+    pq.write_table(pa.Table.from_pylist(rows[:4]), imps_dir / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[4:]), imps_dir / "part-1.parquet")
+    pq.write_table(pa.Table.from_pylist([
+        {"impression_id": f"{DAYS[0]}-0", "event_type": "swipe", "timestamp": f"{DAYS[0]}T10:30:00Z"}]),
+        evs_dir / "part-0.parquet")
+    config = config_for(logs={"source": "files", "format": "parquet", "impressions": str(imps_dir / "*.parquet"),
+                              "engagements": str(evs_dir / "*.parquet")}, tasks=TASKS, features=FEATURES)
+    manifest = preprocess(config, None, str(tmp_path / "out"))
+
+    assert manifest.dead_letter == {"impressions:bad_timestamp": 1}
+    sizes = sum(path.stat().st_size for path in imps_dir.iterdir())
+    assert manifest.input["impressions"].model_dump() == {
+        "files": 2, "bytes": sizes, "framing_bytes": sizes, "blank_lines": 0, "blank_bytes": 0,
+        "records": 7, "record_bytes": 0, "parsed": 6, "parsed_bytes": 0, "dead_letters": 1, "dead_letter_bytes": 0,
+    }
+    assert (manifest.input["engagements"].records, manifest.input["engagements"].parsed) == (1, 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import apache_beam as beam
+import pytest
 
 from components.preprocess.manifest import ImpressionWindow, Manifest, TransformedFeatureSpec
 from components.preprocess.stats import Count, PreprocessCounts, WriteCounters, count_dead_letter, read_counters
@@ -56,3 +57,24 @@ def test_a_manifest_of_the_previous_version_reads_into_typed_records(tmp_path):
     assert manifest.window == ImpressionWindow(start="2026-03-08T00:00:00.000Z", end="2026-03-10T00:00:00.000Z")
     assert manifest.feature_spec["interests"] == TransformedFeatureSpec(dtype="int64", shape=[8])
     assert json.loads(manifest.model_dump_json())["window"] == written_before["window"]
+
+
+def test_an_account_that_does_not_balance_fails_preprocess_naming_what_is_missing():
+    from components.preprocess.manifest import InputAccount, Manifest, SplitInfo
+    from components.preprocess.run import InputNotAccounted, check_input_accounted
+
+    balanced = dict(files=1, bytes=100, framing_bytes=10, blank_lines=1, blank_bytes=2, records=4, record_bytes=88,
+                    parsed=3, parsed_bytes=80, dead_letters=1, dead_letter_bytes=8)
+    split = SplitInfo(examples=1, label_rates={}, file_pattern="x")
+    manifest = Manifest(tasks=[], features=[], splits={"train": split}, input={"impressions": InputAccount(**balanced)})
+    check_input_accounted(manifest)
+    from components.preprocess.markdown import manifest_markdown
+
+    assert "| impressions | 1 | 100 | 10 | 1 (2) | 4 | 3 (80) | 1 (8) |" in manifest_markdown(manifest)
+    lost = InputAccount(**balanced | {"parsed": 2, "parsed_bytes": 60})  # a record of 20 bytes vanished
+    with pytest.raises(InputNotAccounted, match=r"^impressions: input lost between reading and parsing: "
+                                                r"4 records read but 2 parsed \+ 1 dead letters; "
+                                                r"88 record bytes read but 60 parsed \+ 8 dead-letter bytes"):
+        check_input_accounted(manifest.model_copy(update={"input": {"impressions": lost}}))
+    assert InputAccount(**balanced | {"bytes": 101}).problems() == [
+        "1 of 101 bytes read are neither framing, blank lines nor records"]

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.preprocess.parse import (
-    EngagementParser, FeatureField, ImpressionParser, InvalidRecord, RecordDecoder, TimestampParser, parse_stream,
+    EngagementParser, FeatureField, ImpressionParser, InvalidRecord, OutcomeLabel, RecordDecoder, TimestampParser,
+    parse_stream,
 )
 
 FEATURES = (
@@ -72,7 +73,7 @@ def test_well_formed_impressions_are_valid(record):
 def test_beam_parse_valid_plus_dead_letter_equals_input(lines):
     with TestPipeline(argv=["--direct_running_mode=in_memory", "--direct_num_workers=1"]) as p:
         raw = p | beam.Create(lines)
-        valid, dead = parse_stream(raw, "impressions", IMPRESSIONS)
+        valid, dead, _ = parse_stream(raw, "impressions", IMPRESSIONS)
         recovered = (
             (valid | "Kept" >> beam.Map(lambda r: "valid"), dead | "Dead" >> beam.Map(lambda d: d["raw"]))
             | beam.Flatten()
@@ -118,3 +119,32 @@ def test_reasons_name_what_is_wrong():
     assert TimestampParser("%d/%m/%Y %H:%M")("02/01/1970 00:00") == 86_400_000
     missing = IMPRESSIONS(json.dumps({**good, "ad_id": "", "user_age": None}))
     assert missing["ad_id"] == "__missing__" and missing["_missing"] == ["ad_id", "user_age", "user_interests"]
+
+
+def test_non_finite_and_out_of_domain_values_are_dead_letters_with_their_reason():
+    def reason(parser, record):
+        try:
+            parser(record)
+        except InvalidRecord as error:
+            return error.reason
+        return None
+
+    good = {"impression_id": "i", "timestamp": "2026-01-01T00:00:00Z", "ad_id": "a", "user_age": 3}
+    for age in ("nan", "inf", "-Infinity", float("nan"), float("inf"), 10**400):
+        assert reason(IMPRESSIONS, {**good, "user_age": age}) == "non_finite:user_age"
+    assert "user_age" in IMPRESSIONS({**good, "user_age": None})["_missing"]  # absent is missing, not invalid
+    truthy = ImpressionParser(RecordDecoder("jsonl"), TimestampParser(), FEATURES, id_required=False,
+                              outcome_labels=(OutcomeLabel("label_click", "click", "truthy"),))
+    present = ImpressionParser(RecordDecoder("jsonl"), TimestampParser(), FEATURES, id_required=False,
+                               outcome_labels=(OutcomeLabel("label_click", "click", "present"),))
+    for label in ("nan", "NaN", " inf ", "-inf", float("nan"), float("-inf")):
+        assert reason(truthy, {**good, "click": label}) == "non_finite_label:click"
+        assert reason(present, {**good, "click": label}) == "non_finite_label:click"
+    assert reason(truthy, {**good, "click": -1}) == "negative_label:click"
+    assert reason(truthy, {**good, "click": "-0.5"}) == "negative_label:click"
+    assert reason(truthy, {**good, "click": "maybe"}) == "wrong_type:click"
+    assert reason(truthy, {**good, "click": [1]}) == "wrong_type:click"
+    values = {label: truthy({**good, "click": label})["label_click"] for label in (0, 1, 2.5, "yes", "0", "", "3")}
+    assert values == {0: 0.0, 1: 1.0, 2.5: 1.0, "yes": 1.0, "0": 0.0, "": 0.0, "3": 1.0}
+    assert present({**good, "click": "2026-01-01 10:00:00"})["label_click"] == 1.0
+    assert present({**good, "click": None})["label_click"] == 0.0

@@ -55,11 +55,21 @@ def test_mirrored_strategy_over_two_logical_cpus(examples_dir, tmp_path):
 PARAMETER_SERVERS = """
 import os, sys
 from config_fixture import small_config, with_targets
+from components.preprocess.manifest import Manifest
+from components.train.export import tft_output_dir
+from components.train.input import InputOptions, make_dataset
+from components.train.models import build_model
 from components.train.task import train
+from components.train.warm_start import transform_vocabularies, write_state
 print("STEP", os.getpid(), flush=True)
 config = with_targets(small_config(epochs=1, ps_table_shard_bytes=1024),
                       {"name": "cpu-ps", "kind": "cpu-ps", "local_cluster": {"workers": 2, "parameter_servers": 2}})
-summary = train(config, "cpu-ps", 0, sys.argv[1], sys.argv[2])
+# a champion's warm-start state (an untrained model of the same shape is enough to carry rows and weights from)
+manifest = Manifest.read(sys.argv[1])
+champion = build_model(config.model, manifest, 8)
+champion(next(iter(make_dataset(sys.argv[1], manifest, "eval", InputOptions(8, training=False))))[0])
+write_state(champion, manifest, transform_vocabularies(tft_output_dir(sys.argv[1], manifest)), sys.argv[3])
+summary = train(config, "cpu-ps", 0, sys.argv[1], sys.argv[2], warm_start_from=sys.argv[3])
 print("SUMMARY " + summary.model_dump_json(), flush=True)
 print("TF_CONFIG after training:", os.environ.get("TF_CONFIG"), flush=True)
 """
@@ -84,7 +94,10 @@ def test_a_cpu_ps_target_trains_on_its_own_local_cluster_with_a_table_split_over
     # train() of a cpu-ps target without TF_CONFIG starts 2 workers + 2 ps as server processes on 127.0.0.1,
     # trains as their chief, and ends them before it returns. The fixture's stacked table (82 rows x 8 x 4 B)
     # is over 1 KiB: split in two.
-    stdout = run_python(["-c", PARAMETER_SERVERS, str(examples_dir), str(tmp_path / "model")], timeout=300)
+    # It starts warm from a champion (`training.warm_start: champion`): the chief carries the champion's rows and
+    # dense weights into the variables the ps tasks hold before the first step.
+    stdout = run_python(["-c", PARAMETER_SERVERS, str(examples_dir), str(tmp_path / "model"),
+                         str(tmp_path / "champion")], timeout=300)
     step_pid = int(next(line for line in stdout.splitlines() if line.startswith("STEP ")).split()[1])
     assert servers_of(step_pid) == []  # the step exited normally and left no server behind
     assert "TF_CONFIG after training: None" in stdout
@@ -109,3 +122,7 @@ def test_a_cpu_ps_target_trains_on_its_own_local_cluster_with_a_table_split_over
     assert 0.0 <= summary["input_stall_fraction"] <= 1.0  # stamped by the workers around next(iterator)
     assert summary["model_uri"]  # exported from the chief
     assert summary["examples_per_second"] > 0  # one chunk only: timed over it, start-up included
+    warm = summary["warm_start"]
+    assert warm is not None and warm["source"] == str(tmp_path / "champion")
+    assert [(t["table"], t["copied"]) for t in warm["tables"]] == [(t["table"], t["rows"]) for t in warm["tables"]]
+    assert warm["dense_copied"] > 0 and warm["dense_skipped"] == []

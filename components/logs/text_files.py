@@ -1,0 +1,246 @@
+"""One text log file (JSONL or CSV, plain or compressed) → its records, and a tally of where every byte went.
+
+    file ──► decompress (gzip, bzip2, xz/lzma: the stdlib's readers, which fail at a truncated or corrupt stream)
+         ──► lines ──► BOM stripped, blank lines counted, records framed (a CSV record may span lines)
+         ──► records (bytes, without their final line break)  +  `FileTally`
+
+Every byte of the (decompressed) text is exactly one of: framing (line breaks, a BOM, the CSV header), a blank
+line, or a byte of a record; `FileTally.bytes` is the position the file object reached, measured independently
+of that split, so `FileTally.balanced` checks it.
+
+A compressed file that ends early or is corrupt is an error naming the file and the offset (`LogFileUnreadable`),
+not a dead letter: the records after the break cannot be counted, so no `max_invalid_fraction` could be applied
+to them honestly, and a model trained on part of a file must not be promoted.
+
+CSV records end at the first line break outside quotes (RFC 4180). A record whose quote is still open after
+`max_record_lines` physical lines or `max_record_bytes` bytes, or at the end of the file, is cut back: its first
+line becomes a record of its own (a `bad_csv_row` dead letter when parsed) and reading restarts at its second
+line, so one unbalanced quote costs one row, not the rest of the file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from typing import IO, Callable, Iterable, Iterator, Protocol
+
+BOM = b"\xef\xbb\xbf"
+# Compressed formats read through a decompressor that raises at a stream's premature end, by file-name suffix.
+class _Readable(Protocol):
+    def readline(self) -> bytes: ...
+    def tell(self) -> int: ...
+
+
+_DECOMPRESSORS: dict[str, Callable[[IO[bytes]], _Readable]] = {
+    ".gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    ".bz2": lambda raw: bz2.BZ2File(raw, mode="rb"),
+    ".xz": lambda raw: lzma.LZMAFile(raw, mode="rb"),
+    ".lzma": lambda raw: lzma.LZMAFile(raw, mode="rb"),
+}
+# Suffixes Beam would decompress without noticing a truncated stream: refused rather than read in part.
+_UNCHECKED_COMPRESSIONS = (".zst", ".zstd", ".deflate")
+_DECOMPRESSION_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, OSError)
+
+
+class LogFileUnreadable(IOError):
+    """A log file that cannot be read to its end (truncated or corrupt compressed data, an unchecked format)."""
+
+
+@dataclass(frozen=True)
+class FileTally:
+    """Where the bytes of one log file went. `bytes`: decompressed text bytes read (Parquet: the file's size);
+    `framing_bytes`: line breaks, a BOM, a CSV header (Parquet: the whole file, whose rows have no byte size);
+    `records` / `record_bytes`: what was handed on to be parsed."""
+
+    path: str
+    bytes: int = 0
+    framing_bytes: int = 0
+    blank_lines: int = 0
+    blank_bytes: int = 0
+    records: int = 0
+    record_bytes: int = 0
+
+    @property
+    def unaccounted_bytes(self) -> int:
+        return self.bytes - self.framing_bytes - self.blank_bytes - self.record_bytes
+
+
+def is_compressed(path: str) -> bool:
+    return path.endswith(tuple(_DECOMPRESSORS))
+
+
+def check_readable_compression(path: str) -> None:
+    """Refuse compressions whose truncation this reader could not detect (see module docstring)."""
+    if path.endswith(_UNCHECKED_COMPRESSIONS):
+        raise LogFileUnreadable(f"{path}: {path.rsplit('.', 1)[1]}-compressed logs are not read (a truncated file "
+                                "would go unnoticed): decompress it, or compress it with gzip, bzip2 or xz")
+
+
+class TextLogFile:
+    """The lines of one log file, decompressed, as bytes with their line breaks; `tally` fills in as they are read.
+
+    `raw` is the file's bytes as stored; `size` its stored size (for the error message)."""
+
+    def __init__(self, path: str, raw: IO[bytes], size: int | None = None):
+        check_readable_compression(path)
+        self.path, self.raw, self.size = path, raw, size
+        opener = next((o for suffix, o in _DECOMPRESSORS.items() if path.endswith(suffix)), None)
+        self.handle: _Readable = opener(raw) if opener is not None else raw
+        self.text_bytes = 0  # bytes of text delivered so far
+        self.lines_read = 0
+
+    def lines(self) -> Iterator[bytes]:
+        while True:
+            try:
+                line = self.handle.readline()
+            except _DECOMPRESSION_ERRORS as error:
+                raise self._unreadable(error) from None
+            if not line:
+                return
+            self.text_bytes += len(line)
+            self.lines_read += 1
+            yield line
+
+    def bytes_read(self) -> int:
+        """The position the (decompressing) file object reached: the text's size once every line is read."""
+        try:
+            return int(self.handle.tell())
+        except (OSError, ValueError):  # a stream without tell(): the bytes its lines held
+            return self.text_bytes
+
+    def _unreadable(self, error: BaseException) -> LogFileUnreadable:
+        try:
+            stored = f"{self.raw.tell():,}"
+        except (OSError, ValueError):
+            stored = "?"
+        of_size = f" of {self.size:,}" if self.size is not None else ""
+        return LogFileUnreadable(
+            f"{self.path}: compressed data truncated or corrupt after {self.text_bytes:,} bytes of text "
+            f"({self.lines_read:,} lines), at stored byte {stored}{of_size}: {error or type(error).__name__}. The "
+            "records after this point cannot be read or counted, so preprocess stops rather than train on part of "
+            "the file; re-copy or re-export it"
+        )
+
+
+def jsonl_records(log_file: TextLogFile) -> Iterator[bytes | FileTally]:
+    """Each non-blank line without its line break (a leading BOM stripped), then the file's `FileTally`."""
+    framing = blank_lines = blank_bytes = records = record_bytes = 0
+    for index, line in enumerate(log_file.lines()):
+        content = without_line_break(line)
+        if index == 0 and content.startswith(BOM):
+            content = content[len(BOM):]
+        if not content.strip():
+            blank_lines, blank_bytes = blank_lines + 1, blank_bytes + len(line)
+            continue
+        framing += len(line) - len(content)
+        records, record_bytes = records + 1, record_bytes + len(content)
+        yield content
+    yield FileTally(log_file.path, log_file.bytes_read(), framing, blank_lines, blank_bytes, records, record_bytes)
+
+
+def csv_file_records(log_file: TextLogFile, delimiter: str = ",", max_record_bytes: int | None = None,
+                     max_record_lines: int | None = None) -> Iterator[bytes | FileTally]:
+    """Each CSV record after the header (a leading BOM stripped; blank lines counted, not records), then the
+    file's `FileTally`."""
+    framing = blank_lines = blank_bytes = records = record_bytes = 0
+    lines = log_file.lines()
+    first = next(lines, None)
+    if first is not None:
+        if first.startswith(BOM):
+            first, framing = first[len(BOM):], len(BOM)
+        rest: Iterable[bytes] = _chain(first, lines)
+        header_seen = False
+        for record, consumed in csv_records(rest, delimiter, max_record_bytes=max_record_bytes,
+                                            max_record_lines=max_record_lines):
+            if not header_seen:
+                header_seen, framing = True, framing + consumed
+            elif not record.strip():
+                blank_lines, blank_bytes = blank_lines + 1, blank_bytes + consumed
+            else:
+                framing += consumed - len(record)
+                records, record_bytes = records + 1, record_bytes + len(record)
+                yield record
+    yield FileTally(log_file.path, log_file.bytes_read(), framing, blank_lines, blank_bytes, records, record_bytes)
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def csv_records(lines: Iterable[bytes], delimiter: str = ",", quote: str = '"', max_record_bytes: int | None = None,
+                max_record_lines: int | None = None) -> Iterator[tuple[bytes, int]]:
+    """`(record, bytes it took)` for each CSV record of a file's lines (each line with its line break): the record
+    without its final line break, and its bytes in the file with every line break.
+
+    A line break inside a quoted field continues the record. A record whose quote is still open past
+    `max_record_lines` lines or `max_record_bytes` bytes, or at the end of the lines, is cut back to its first
+    line, and the lines after it are read again as records of their own.
+    """
+    quote_byte = quote.encode()
+    new_scanner = lambda: _QuoteScanner(delimiter.encode()[0], quote_byte[0])  # noqa: E731 - one line, used thrice
+    source = iter(lines)
+    again: deque[bytes] = deque()  # lines after a cut-back, read before the rest of the source
+    parts: list[bytes] = []
+    size = 0
+    scanner = new_scanner()
+    while True:
+        line = again.popleft() if again else next(source, None)
+        if line is None:
+            if not parts:
+                return
+            cut = True  # a quote still open at the end of the lines
+        else:
+            parts.append(line)
+            size += len(line)
+            if scanner.in_quotes or quote_byte in line:
+                scanner.scan(line)
+            if not scanner.in_quotes:
+                yield without_line_break(b"".join(parts)), size
+                parts, size, scanner = [], 0, new_scanner()
+                continue
+            cut = ((max_record_bytes is not None and size > max_record_bytes)
+                   or (max_record_lines is not None and len(parts) > max_record_lines))
+        if cut:
+            first, *rest = parts
+            again.extendleft(reversed(rest))
+            yield without_line_break(first), len(first)
+            parts, size, scanner = [], 0, new_scanner()
+
+
+class _QuoteScanner:
+    """Whether a CSV record is inside a quoted field after the bytes seen so far. A quote opens a quoted field
+    only at a field's start (elsewhere it is a literal character); inside one, a doubled quote is an escaped quote."""
+
+    def __init__(self, delimiter: int, quote: int):
+        self.delimiter, self.quote = delimiter, quote
+        self.in_quotes = False
+        self.at_field_start = True
+
+    def scan(self, line: bytes) -> None:
+        index, end = 0, len(line)
+        while index < end:
+            byte = line[index]
+            if self.in_quotes:
+                if byte == self.quote:
+                    if index + 1 < end and line[index + 1] == self.quote:
+                        index += 1  # "" inside quotes
+                    else:
+                        self.in_quotes = False
+            elif byte == self.delimiter or byte in (10, 13):
+                self.at_field_start = True
+            elif byte == self.quote and self.at_field_start:
+                self.in_quotes, self.at_field_start = True, False
+            else:
+                self.at_field_start = False
+            index += 1
+
+
+def without_line_break(record: bytes) -> bytes:
+    if record.endswith(b"\n"):
+        record = record[:-1]
+    return record[:-1] if record.endswith(b"\r") else record

@@ -1,0 +1,156 @@
+"""Every byte of a text log file is accounted for: records, blank lines, framing (line breaks, BOM, header); a
+truncated or corrupt compressed file is an error naming the file and the offset; one bad CSV quote costs one row."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from components.logs.readers import FILES, RECORDS, ReadLogRecords
+from components.logs.text_files import (
+    BOM, FileTally, LogFileUnreadable, TextLogFile, csv_file_records, jsonl_records,
+)
+from components.preprocess.parse import (
+    FeatureField, ImpressionParser, OutcomeLabel, ParseOutcomes, RecordDecoder, TimestampParser,
+    parse_stream,
+)
+
+DIRECT = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+def read(path: Path, file_format: str = "jsonl", **options) -> tuple[list[bytes], FileTally]:
+    with open(path, "rb") as raw:
+        log_file = TextLogFile(str(path), raw, path.stat().st_size)
+        items = list(csv_file_records(log_file, **options) if file_format == "csv" else jsonl_records(log_file))
+    *records, tally = items
+    assert isinstance(tally, FileTally)
+    return records, tally
+
+
+def impression_lines(count: int) -> list[bytes]:
+    return [json.dumps({"impression_id": f"i{n}", "timestamp": "2026-01-01T00:00:00Z", "ad_id": f"a{n % 7}"}).encode()
+            for n in range(count)]
+
+
+def test_a_bom_is_stripped_and_blank_lines_are_counted_not_read(tmp_path):
+    lines = impression_lines(3)
+    path = tmp_path / "impressions.jsonl"
+    path.write_bytes(BOM + lines[0] + b"\r\n\n   \n" + lines[1] + b"\n" + lines[2])  # no final line break
+    records, tally = read(path)
+    assert records == lines
+    assert (tally.blank_lines, tally.blank_bytes) == (2, 1 + 4)
+    assert tally.framing_bytes == len(BOM) + 2 + 1
+    assert tally.bytes == path.stat().st_size and tally.unaccounted_bytes == 0
+    assert (tally.records, tally.record_bytes) == (3, sum(map(len, lines)))
+
+
+def test_a_gzip_file_is_accounted_in_its_decompressed_bytes(tmp_path):
+    text = b"\n".join(impression_lines(50)) + b"\n"
+    path = tmp_path / "impressions.jsonl.gz"
+    path.write_bytes(gzip.compress(text))
+    records, tally = read(path)
+    assert len(records) == 50 and tally.bytes == len(text) and tally.unaccounted_bytes == 0
+
+
+@pytest.mark.parametrize("suffix, compress", [(".gz", gzip.compress), (".bz2", bz2.compress)])
+def test_a_compressed_file_cut_in_half_is_an_error_naming_the_file_and_offset(tmp_path, suffix, compress):
+    # the probe: 4,000 records, the file cut in half, used to read as 1,988 records without a word
+    stored = compress(b"\n".join(impression_lines(4000)) + b"\n")
+    path = tmp_path / f"impressions.jsonl{suffix}"
+    path.write_bytes(stored[: len(stored) // 2])
+    with pytest.raises(LogFileUnreadable) as error:
+        read(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: compressed data truncated or corrupt after ")
+    assert f"of {len(stored) // 2:,}" in message and "preprocess stops" in message
+
+
+def test_corrupt_gzip_bytes_are_an_error(tmp_path):
+    stored = bytearray(gzip.compress(b"\n".join(impression_lines(400)) + b"\n"))
+    stored[len(stored) // 2] ^= 0xFF
+    path = tmp_path / "impressions.jsonl.gz"
+    path.write_bytes(bytes(stored))
+    with pytest.raises(LogFileUnreadable, match="compressed data truncated or corrupt"):
+        read(path)
+
+
+def test_a_compression_whose_truncation_cannot_be_seen_is_refused(tmp_path):
+    path = tmp_path / "impressions.jsonl.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd")
+    with pytest.raises(LogFileUnreadable, match="zst-compressed logs are not read"):
+        TextLogFile(str(path), io.BytesIO(path.read_bytes()))
+
+
+def test_beam_fails_the_job_on_a_truncated_gzip_naming_the_file(tmp_path):
+    stored = gzip.compress(b"\n".join(impression_lines(4000)) + b"\n")
+    path = tmp_path / "impressions.jsonl.gz"
+    path.write_bytes(stored[: len(stored) // 2])
+    with pytest.raises(Exception, match="impressions.jsonl.gz: compressed data truncated or corrupt"):
+        with TestPipeline(argv=DIRECT) as pipeline:
+            _ = pipeline | ReadLogRecords(str(path), "jsonl")
+
+
+def csv_click_log(rows: int, bad_quote_at: int | None = None, labels: dict[int, str] | None = None) -> bytes:
+    lines = [b"ad_id,click_time,is_attributed\r\n"]
+    for row in range(1, rows + 1):
+        ad = f'"a{row}' if row == bad_quote_at else f"a{row}"  # a quote opened and never closed
+        label = (labels or {}).get(row, str(row % 2))
+        lines.append(f"{ad},2026-01-0{1 + row % 3} 10:00:00,{label}\r\n".encode())
+    return b"".join(lines)
+
+
+CLICK_PARSER = ImpressionParser(
+    decoder=RecordDecoder("csv", ("ad_id", "click_time", "is_attributed")),
+    timestamps=TimestampParser("%Y-%m-%d %H:%M:%S"),
+    features=(FeatureField("ad_id", "categorical", "ad_id"),),
+    timestamp_column="click_time",
+    id_required=False,
+    outcome_labels=(OutcomeLabel("label_download", "is_attributed", "truthy"),),
+)
+
+
+def test_an_unterminated_quote_costs_one_row_of_a_3000_row_csv(tmp_path):
+    # the probe: row 1,501 used to swallow the remaining 1,499 rows into one dead letter
+    path = tmp_path / "clicks.csv"
+    path.write_bytes(csv_click_log(3000, bad_quote_at=1501))
+    records, tally = read(path, "csv", max_record_lines=64)
+    assert len(records) == 3000 and records[1500].startswith(b'"a1501,')
+    assert tally.bytes == path.stat().st_size and tally.unaccounted_bytes == 0
+    assert tally.framing_bytes == len(b"ad_id,click_time,is_attributed\r\n") + 2 * 3000
+
+
+def test_through_beam_the_csv_probe_reads_every_row_and_dead_letters_the_bad_quote_and_bad_labels(tmp_path):
+    path = tmp_path / "clicks.csv"
+    path.write_bytes(csv_click_log(3000, bad_quote_at=1501, labels={7: "nan", 8: "inf", 9: "-1", 10: "NaN"}))
+    with TestPipeline(argv=DIRECT) as pipeline:
+        read_clicks = pipeline | ReadLogRecords(str(path), "csv", max_record_bytes=65_536, max_record_lines=64)
+        valid, dead, outcomes = parse_stream(read_clicks[RECORDS], "impressions", CLICK_PARSER)
+        reasons = dead | beam.Map(lambda letter: letter["reason"])
+        assert_that(reasons, equal_to(["bad_csv_row:unterminated quoted field", "non_finite_label:is_attributed",
+                                       "non_finite_label:is_attributed", "negative_label:is_attributed",
+                                       "non_finite_label:is_attributed"]), label="reasons")
+        assert_that(valid | beam.combiners.Count.Globally(), equal_to([2995]), label="valid")
+        totals = (outcomes
+                  | beam.Map(lambda o: (o.parsed, o.dead_letters, o.parsed_bytes, o.dead_letter_bytes))
+                  | beam.CombineGlobally(lambda rows: tuple(map(sum, zip(*rows)))))
+        tallies = read_clicks[FILES] | beam.Map(lambda t: [t.records, t.bytes - t.framing_bytes - t.blank_bytes])
+        # records read = parsed + dead letters, and the same in bytes
+        assert_that(totals | beam.Map(lambda t: [t[0] + t[1], t[2] + t[3]]), equal_to([[3000, path.stat().st_size
+                                                                                        - 32 - 2 * 3000]]), label="sums")
+        assert_that(tallies, equal_to([[3000, path.stat().st_size - 32 - 2 * 3000]]), label="tally")
+
+
+def test_parse_outcomes_count_bytes_as_read():
+    outcomes = ParseOutcomes()
+    outcomes.add(b"abc", parsed=True)
+    outcomes.add("é", parsed=False)
+    outcomes.add({"row": 1}, parsed=True)
+    assert (outcomes.parsed, outcomes.parsed_bytes, outcomes.dead_letters, outcomes.dead_letter_bytes) == (2, 3, 1, 2)
