@@ -1,10 +1,11 @@
 """Run the DAG on this machine with `kfp.local` and keep what it made under `runs/<run-id>/`.
 
 Layout of a run directory:
-  run.json        the run record (id, times, config hash, status, failed step and why, report paths)
+  run.json        the run record (id, times, config hash, status, failed step and why, window end, attempts)
+  .run.lock       flock'ed by the process running the run, for its whole life (`ops.run_lock`)
   config.yaml     the exact config the run used (after overrides)
   pipeline.log    everything the steps printed
-  artifacts/      the kfp.local pipeline root (every step's outputs)
+  artifacts/      the kfp.local pipeline root (every step's outputs), always under the absolute runs dir
   report.html, report.md, summary.json   copies of the report step's outputs
   *.png           the report's figures, which report.md links (report.html embeds them)
 """

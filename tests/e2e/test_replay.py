@@ -96,6 +96,7 @@ def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_
     import signal
     import subprocess
     import sys
+    import time
 
     from test_run_interruption import step_processes_of, wait_for_step
 
@@ -107,7 +108,7 @@ def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_
     first.send_signal(signal.SIGKILL)
     first.wait()
     while step_processes_of(runs_dir / "cut-day2"):
-        pass
+        time.sleep(0.5)
     result = adrank("retrain", "--resume", "cut", "--runs-dir", "runs", cwd=tmp_path, timeout=1500)
     assert "day 1/2: finished in an earlier attempt (run cut-day1)" in result.stdout
     series = json.loads((runs_dir / "cut" / "replay.json").read_text())
