@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -126,6 +127,14 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away mid-request (reset, broken pipe) is one log line, not a traceback per request."""
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            print(f"connection from {client_address[0]} ended: {type(error).__name__}", flush=True)
+        else:
+            super().handle_error(request, client_address)
 
     def _triage(self, request: socket.socket) -> None:
         """A connection over the limit: answered as health when it is a GET of the health route that arrives within

@@ -411,3 +411,16 @@ def test_the_server_names_a_missing_model_in_one_line(monkeypatch, tmp_path, cap
     out = capsys.readouterr().out.strip()
     assert out.startswith(f"serving: cannot load the model at AIP_STORAGE_URI={tmp_path / 'no-model'}: ")
     assert "\n" not in out
+
+
+def test_a_client_resetting_mid_request_is_one_log_line(server, capsys):
+    import struct
+
+    with socket.create_connection(server.server_address, timeout=5) as connection:
+        connection.sendall(b"POST /predict HTTP/1.1\r\nContent-Le")
+        time.sleep(0.1)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+    time.sleep(0.3)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert exchange(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200
