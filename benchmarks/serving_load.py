@@ -6,7 +6,11 @@ answers by status, and the server's memory, for well-behaved clients alone and w
 
 The server runs in its own process (its RSS is sampled from /proc every 0.2 s) on a SavedModel with adrank's
 serving signature: the default is a small model that parses the raw features of configs/local.yaml's schema;
---model-dir serves a model that `adrank run` exported (runs/<id>/artifacts/.../saved_model). Two phases of
+--model-dir serves a model that `adrank run` exported (runs/<id>/artifacts/.../saved_model). Requests are built from
+the served model's own signature (every feature its parse op reads, with its type and value count:
+`components.serving.signature.fitting_example`), and one is sent before the phases: a model that rejects it stops
+the benchmark. The exit status is 1 when a well-behaved client got an error answer (4xx, or 5xx other than the
+connection limit's 503), or none was answered 200, or the server died. Two phases of
 --seconds each: (A) --clients clients posting --instances instances in a loop; (B) the same, plus
 --slow-clients clients that announce 1 MB and send 2 bytes (answered 408 after the read timeout) and as many that
 announce 100 MB (answered 413 unread). Printed: both phases side by side and B/A ratios.
@@ -29,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # components.serving: the signature the requests are built from
 SERVER = """
 import os, sys
 sys.path.insert(0, {repo!r})
@@ -80,23 +85,31 @@ def build_model(directory: Path) -> Path:
     return model_dir
 
 
-def request_body(instances: int) -> bytes:
-    from tensorflow.core.example import example_pb2, feature_pb2
+def request_body(model_dir: str, instances: int) -> bytes:
+    """`instances` examples that fit the model's serving signature, as the server's JSON request."""
+    import tensorflow as tf
 
-    def strings(*values):
-        return feature_pb2.Feature(bytes_list=feature_pb2.BytesList(value=[v.encode() for v in values]))
+    from components.serving.request import SIGNATURE
+    from components.serving.signature import fitting_example, signature_expectations
 
-    def numbers(value):
-        return feature_pb2.Feature(float_list=feature_pb2.FloatList(value=[value]))
-
-    rows = []
-    for i in range(instances):
-        example = example_pb2.Example(features=feature_pb2.Features(feature={
-            "user_id": strings(f"u{i}"), "ad_id": strings(f"a{i % 7}"), "ad_category": strings("games"),
-            "user_interests": strings("sports", "news"), "ad_bid": numbers(1.5), "user_age": numbers(31.0),
-        }))
-        rows.append({"b64": base64.b64encode(example.SerializeToString()).decode()})
+    expectations = signature_expectations(tf.saved_model.load(model_dir).signatures[SIGNATURE])
+    rows = [{"b64": base64.b64encode(fitting_example(expectations, i)).decode()} for i in range(instances)]
     return json.dumps({"instances": rows}).encode()
+
+
+def first_answer(port: int, body: bytes) -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("POST", "/predict", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    text = response.read().decode(errors="replace")
+    connection.close()
+    return response.status, text
+
+
+def error_answers(statuses: dict[str, int]) -> dict[str, int]:
+    """The well-behaved clients' answers that are errors: 4xx, and 5xx other than the connection limit's 503."""
+    return {status: count for status, count in statuses.items()
+            if status.isdigit() and int(status) >= 400 and status != "503"}
 
 
 class Tally:
@@ -205,7 +218,11 @@ def main() -> int:
             port = int(server.stdout.readline())
             # the server logs a line per request: drain it, or a full pipe blocks every handler thread
             threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
-            body = request_body(args.instances)
+            body = request_body(model, args.instances)
+            status, text = first_answer(port, body)
+            if status != 200:
+                print(f"the model at {model} rejects the benchmark's request ({status}): {text[:300]}")
+                return 1
             idle = 0
             for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -233,7 +250,14 @@ def main() -> int:
     print(f"A answers: {plain['statuses']}")
     print(f"B answers: {abused['statuses']}")
     print(f"server alive after both phases: {alive}")
-    return 0 if alive else 1
+    errors = {phase: error_answers(answers["statuses"]) for phase, answers in (("A", plain), ("B", abused))}
+    failed = [f"{phase}: {found}" for phase, found in errors.items() if found]
+    if failed:
+        print(f"error answers to well-behaved clients: {'; '.join(failed)}")
+    unanswered = [phase for phase, answers in (("A", plain), ("B", abused)) if answers["ok_per_second"] == 0]
+    if unanswered:
+        print(f"no request answered 200 in phase {', '.join(unanswered)}")
+    return 0 if alive and not failed and not unanswered else 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Run the DAG on this machine with `kfp.local` and keep what it made under `runs/<run-id>/`.
 
 Layout of a run directory:
-  run.json        the run record (id, times, config hash, status, failed step and why, report paths)
+  run.json        the run record (id, times, config hash, status, failed step and why, window end, attempts)
+  .run.lock       flock'ed by the process running the run, for its whole life (`ops.run_lock`)
   config.yaml     the exact config the run used (after overrides)
   pipeline.log    everything the steps printed
-  artifacts/      the kfp.local pipeline root (every step's outputs)
+  artifacts/      the kfp.local pipeline root (every step's outputs), always under the absolute runs dir
   report.html, report.md, summary.json   copies of the report step's outputs
   *.png           the report's figures, which report.md links (report.html embeds them)
 """
@@ -30,7 +31,8 @@ from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
 from ops.run_history import is_run_id
-from ops.run_record import RUN_FILE, RunRecord
+from ops.run_lock import RunBusy, RunLock
+from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 from ops.step_reuse import StepReuse
 from ops.step_processes import step_processes
 from components.registry.promotion import DECISION_FILE, PromotionDecision
@@ -70,11 +72,12 @@ class RunIdError(ValueError):
 
 def resumable_run(runs_dir: Path, run_id: str, config: AdrankConfig) -> Path:
     """The directory of a run that may resume: it exists, did not succeed, no live process runs it, and `config`
-    is the config it ran with (`config.yaml` in it)."""
-    if not is_run_id(run_id) or not (runs_dir / run_id / RUN_FILE).exists():
-        raise RunIdError(f"--resume {run_id!r}: no run '{run_id}' under {runs_dir} (see `adrank runs list`)")
-    run_dir = runs_dir / run_id
-    record = RunRecord.read(run_dir)
+    is the config it ran with (`config.yaml` in it). The caller holds the run's lock (`ops.run_lock`)."""
+    run_dir = existing_run_dir(runs_dir, run_id)
+    try:
+        record = RunRecord.read(run_dir)
+    except RunRecordError as error:
+        raise RunIdError(f"run {run_id} cannot resume: {error}") from None
     if record.status == "succeeded":
         raise RunIdError(f"run {run_id} already succeeded; its report: {(run_dir / 'report.html').resolve()}")
     if record.status == "running":
@@ -83,6 +86,25 @@ def resumable_run(runs_dir: Path, run_id: str, config: AdrankConfig) -> Path:
         raise RunIdError(f"run {run_id} ran config {record.config_hash}, not {config_hash(config)}: a resumed run "
                          "keeps its config (it is read from the run's config.yaml)")
     return run_dir
+
+
+def existing_run_dir(runs_dir: Path, run_id: str) -> Path:
+    """`runs_dir/run_id` when it holds a run record, else a `RunIdError` naming the runs dir."""
+    if not is_run_id(run_id) or not (runs_dir / run_id / RUN_FILE).exists():
+        raise RunIdError(f"--resume {run_id!r}: no run '{run_id}' under {runs_dir} (see `adrank runs list`)")
+    return runs_dir / run_id
+
+
+def resumed_window_end(record: RunRecord, window_end: str) -> str:
+    """The window a resumed run reads: the one its first attempt recorded ("" : every log). Asking for another is
+    an error (the reused steps read that window). A record from before windows were recorded reads `window_end`."""
+    recorded = record.window_end
+    if recorded is None:
+        return window_end
+    if window_end and window_end != recorded:
+        raise RunIdError(f"run {record.id} read the window ending {recorded or '(no window: every log)'}; a resume "
+                         f"keeps it, not {window_end}")
+    return recorded
 
 
 def new_run_id(config: AdrankConfig, now: dt.datetime | None = None) -> str:
@@ -121,45 +143,69 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     `window_end` (RFC 3339): read only the `logs.lookback_days` before it, as a scheduled run does (`adrank
     retrain`); "" reads every log. `resume`: run `run_id` again in its own directory (see `resumable_run`): steps
     that finished in an earlier attempt and whose outputs are intact are reused, an interrupted training step
-    continues from its checkpoints. `pipeline`: the benchmark (`adrank run`) or the retraining pipeline (`adrank
-    retrain`, one day). `quiet`: the terminal shows no progress (steps starting and ending, their
-    progress lines), only warnings, failures and what the run made; None: quiet when `ADRANK_QUIET` is set."""
-    from kfp import local
-
-    from pipelines.ranking import create_pipeline, training_plan
-
+    continues from its checkpoints, and the run reads the window and runs the pipeline its first attempt recorded.
+    Only one process runs a run at a time (`ops.run_lock`): a second resume of it is a `RunIdError`. `pipeline`: the
+    benchmark (`adrank run`) or the retraining pipeline (`adrank retrain`, one day). `quiet`: the terminal shows no
+    progress (steps starting and ending, their progress lines), only warnings, failures and what the run made;
+    None: quiet when `ADRANK_QUIET` is set."""
     quiet = progress_quiet() if quiet is None else quiet
     try:
         check_local_embedding_memory(config)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    runs_dir = Path(os.path.abspath(runs_dir))  # once: every path of the run (kfp's pipeline root too) is absolute
     reuse = None
     if resume:
         if run_id is None:
             raise RunIdError("resuming needs the id of the run")
-        run_dir = resumable_run(runs_dir, run_id, config)
-        record = RunRecord.read(run_dir)
+        lock = _locked(existing_run_dir(runs_dir, run_id))
+        try:
+            run_dir = resumable_run(runs_dir, run_id, config)
+            record = RunRecord.read(run_dir)
+            window_end = resumed_window_end(record, window_end)
+        except BaseException:
+            lock.release()
+            raise
         reuse = StepReuse(run_dir / "artifacts", current_attempts=set())
         record.status, record.failed_step, record.failure_reason, record.finished = "running", None, None, None
         record.attempts += 1
     else:
         run_dir = create_run_dir(runs_dir, run_id, config)
+        lock = _locked(run_dir)
         run_id = run_dir.name
         (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
         record = RunRecord(
             id=run_id, config_name=config.name, config_source=config_source, config_hash=config_hash(config),
-            started=dt.datetime.now(dt.timezone.utc), status="running",
+            started=dt.datetime.now(dt.timezone.utc), status="running", window_end=window_end, pipeline=pipeline,
         )
-    record.claim_process()
-    record.write(run_dir)
+    with lock:
+        record.claim_process()
+        record.write(run_dir)
+        return _run_dag(config, run_dir, record, reuse, window_end, quiet)
 
-    dag = create_pipeline(config, "local", window_end=window_end, pipeline=pipeline)
+
+def _locked(run_dir: Path) -> RunLock:
+    try:
+        return RunLock(run_dir)
+    except RunBusy as error:
+        raise RunIdError(str(error)) from None
+
+
+def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, reuse: StepReuse | None, window_end: str,
+             quiet: bool) -> RunRecord:
+    """The DAG of one run in `run_dir` (absolute, locked by this process), its record kept up to date."""
+    from kfp import local
+
+    from pipelines.ranking import create_pipeline, training_plan
+
+    run_id = record.id
+    dag = create_pipeline(config, "local", window_end=window_end, pipeline=record.pipeline)
     display_names = {key: task.task_info.name for key, task in dag.pipeline_spec.root.dag.tasks.items()}
     log_path = run_dir / "pipeline.log"
     progress = _StepProgress()
     try:
         print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
-        for skipped in training_plan(config, "local", pipeline).skipped:
+        for skipped in training_plan(config, "local", record.pipeline).skipped:
             print(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}")
         with step_processes(run_id, reuse) as temp_root, _step_environment(quiet), \
                 _progress_output(log_path, display_names, progress, quiet):

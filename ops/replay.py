@@ -7,9 +7,14 @@
                 └► promote: champion and challenger on that day's eval examples, into the replay's registry
     then:       replay.json / replay.md / replay.html / replay.png in `<runs dir>/<replay id>/`
 
-Each day is an ordinary local run (`<replay id>-day<k>`, listed by `adrank runs list`). Unless the config names
-its own `promotion.local_registry`, the replay promotes into `<runs dir>/<replay id>/registry`, so a replay never
-changes the models that `adrank run` promoted.
+Each day is an ordinary local run (`<replay id>-day<k>`, listed by `adrank runs list`) whose record stores its
+window end. Unless the config names its own `promotion.local_registry`, the replay promotes into
+`<runs dir>/<replay id>/registry`, so a replay never changes the models that `adrank run` promoted.
+
+The plan (the config after the replay's own overrides, in `config.yaml`, and every day's window end, in
+`replay-plan.json`) is written before day 1, so `adrank retrain --resume <replay id>` continues an interrupted
+replay: finished days are kept, the first unfinished day resumes (`adrank run --resume`, its window kept), the
+days after it run.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from components.logs.records import format_utc_seconds
 from components.progress import progress_quiet
@@ -29,6 +37,10 @@ from components.report.day_series import DaySeries, ReplayDay, write_reports
 from configs import AdrankConfig, config_hash, load_config
 from configs.promotion import PromotionConfig
 from ops.local_dag import run_locally
+from ops.run_record import RUN_FILE, RunRecord, RunRecordError
+
+PLAN_FILE = "replay-plan.json"
+PLAN_CONFIG_FILE = "config.yaml"
 
 
 class ReplayError(ValueError):
@@ -82,6 +94,36 @@ def plan_replay(config_file: str | None, overrides: list[str], days: int, first_
     return ReplayPlan(config, [start + dt.timedelta(days=day) for day in range(days)], note)
 
 
+def save_plan(plan: ReplayPlan, series_dir: Path, config_source: str) -> None:
+    """What `--resume` needs to replay the same days: the config each day runs and every day's window end."""
+    (series_dir / PLAN_CONFIG_FILE).write_text(yaml.safe_dump(plan.config.model_dump(mode="json"), sort_keys=False))
+    content = {"config_source": config_source, "config_hash": config_hash(plan.config),
+               "window_ends": [format_utc_seconds(end) for end in plan.window_ends]}
+    partial = series_dir / f".{PLAN_FILE}.{os.getpid()}"
+    partial.write_text(json.dumps(content, indent=2))
+    os.replace(partial, series_dir / PLAN_FILE)
+
+
+def saved_plan(runs_dir: Path, replay_id: str) -> tuple[ReplayPlan, Path, str]:
+    """The plan, directory and config source of replay `replay_id` under `runs_dir`, as `save_plan` wrote them."""
+    series_dir = runs_dir / replay_id
+    if not (series_dir / PLAN_FILE).exists():
+        what = ("was started by an adrank that recorded no plan" if series_dir.is_dir()
+                else f"is not under {runs_dir}")
+        raise ReplayError(f"--resume {replay_id}: replay {replay_id} {what}; resume needs its {PLAN_FILE}")
+    try:
+        content = json.loads((series_dir / PLAN_FILE).read_text())
+        window_ends = [dt.datetime.fromisoformat(end.replace("Z", "+00:00")) for end in content["window_ends"]]
+        config_source = str(content["config_source"])
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ReplayError(f"{series_dir / PLAN_FILE}: not a replay plan ({type(error).__name__}: {error})") from None
+    config = load_config(str(series_dir / PLAN_CONFIG_FILE))
+    if config_hash(config) != content.get("config_hash"):
+        raise ReplayError(f"{series_dir / PLAN_CONFIG_FILE}: changed since the replay started (config "
+                          f"{config_hash(config)}, the plan ran {content.get('config_hash')})")
+    return ReplayPlan(config, window_ends), series_dir, config_source
+
+
 def create_replay_dir(runs_dir: Path, replay_id: str | None, config_name: str) -> Path:
     """`<runs dir>/<UTC second>-<config name>-replay` (or `replay_id`), new and empty."""
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -98,25 +140,50 @@ def create_replay_dir(runs_dir: Path, replay_id: str | None, config_name: str) -
 
 
 def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: str, echo=print,
-           quiet: bool | None = None) -> DaySeries:
+           quiet: bool | None = None, resume: bool = False) -> DaySeries:
     """Run every day of the plan in order; the day-series reports are rewritten after each day. `quiet`: no
-    progress lines (which day starts, the steps of its run), only each day's decision; None: `ADRANK_QUIET`."""
+    progress lines (which day starts, the steps of its run), only each day's decision; None: `ADRANK_QUIET`.
+    `resume`: a day whose run succeeded is kept as it is, a day with an unfinished run resumes it (its window
+    kept), the others run."""
     quiet = progress_quiet() if quiet is None else quiet
     config = plan.config
+    if not resume:
+        save_plan(plan, series_dir, config_source)
     series = DaySeries(replay_id=series_dir.name, config_name=config.name, config_hash=config_hash(config),
                        lookback_days=config.logs.lookback_days or 0, registry=config.promotion.local_registry, days=[])
     for index, window_end in enumerate(plan.window_ends, start=1):
         stamp = format_utc_seconds(window_end)
-        if not quiet:
-            echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}")
-        record = run_locally(config, runs_dir, config_source, f"{series_dir.name}-day{index}", window_end=stamp,
-                             quiet=quiet, pipeline="retraining")
+        run_id = f"{series_dir.name}-day{index}"
+        earlier = _earlier_day(runs_dir / run_id, stamp) if resume else None
+        if earlier is not None and earlier.status == "succeeded":
+            record = earlier
+            echo(f"day {index}/{len(plan.window_ends)}: finished in an earlier attempt (run {run_id})")
+        else:
+            if not quiet:
+                resuming = " (resuming its run)" if earlier is not None else ""
+                echo(f"day {index}/{len(plan.window_ends)}: window end {stamp}{resuming}")
+            record = run_locally(config, runs_dir, config_source, run_id, window_end=stamp, quiet=quiet,
+                                 resume=earlier is not None, pipeline="retraining")
         day = _day_result(index, stamp, runs_dir / record.id, record)
         series.days.append(day)
         write_reports(series, series_dir)
         decision = day.decision
         echo(f"day {index}: {'promoted' if decision.promoted else 'not promoted'} — {decision.reason}")
     return series
+
+
+def _earlier_day(run_dir: Path, window_end: str) -> RunRecord | None:
+    """The record of a day's run from an earlier attempt of the replay; None when the day never started."""
+    if not (run_dir / RUN_FILE).exists():
+        return None
+    try:
+        record = RunRecord.read(run_dir)
+    except RunRecordError as error:
+        raise ReplayError(f"day run {run_dir.name}: {error}") from None
+    if record.window_end not in (None, window_end):
+        raise ReplayError(f"day run {run_dir.name} read the window ending {record.window_end}, not the plan's "
+                          f"{window_end}")
+    return record
 
 
 def _day_result(index: int, window_end: str, run_dir: Path, record) -> ReplayDay:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from components.report.benchmark import BenchmarkSummary
-from ops.run_record import RUN_FILE, RunRecord
+from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 from components.registry.promotion import DECISION_FILE, PromotionDecision
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -22,24 +24,56 @@ class RunNotFound(LookupError):
     pass
 
 
-def list_runs(runs_dir: Path) -> list[RunRecord]:
-    """Every run under `runs_dir`, newest first; a runs directory that does not exist is an error (a typo in
-    --runs-dir must not read as "no runs")."""
+@dataclass(frozen=True)
+class ListedRun:
+    """One run directory as `runs list` shows it: its record, as much of it as this adrank can read, and what is
+    wrong with its `run.json` (`problem`: truncated, damaged, written by a newer adrank), so no run is hidden."""
+
+    id: str
+    record: RunRecord | None
+    problem: str | None = None
+
+    @property
+    def status(self) -> str:
+        return self.record.status if self.record is not None else "unreadable"
+
+    @property
+    def started(self) -> dt.datetime | None:
+        return self.record.started if self.record is not None else None
+
+
+def listed_run(run_dir: Path) -> ListedRun:
+    """The run in `run_dir`; a `run.json` that cannot be read is a row with its problem, never an exception."""
+    try:
+        return ListedRun(run_dir.name, RunRecord.read(run_dir))
+    except RunRecordError as error:
+        problem = str(error)
+        try:
+            record = RunRecord.read_known_fields(run_dir) if error.unknown_fields else None
+        except RunRecordError:
+            record = None
+        return ListedRun(run_dir.name, record, problem)
+
+
+def list_runs(runs_dir: Path) -> list[ListedRun]:
+    """Every run under `runs_dir`, newest first (a run whose start cannot be read first of all: it needs a look);
+    a runs directory that does not exist is an error (a typo in --runs-dir must not read as "no runs")."""
     if not runs_dir.is_dir():
         raise RunNotFound(f"runs directory {runs_dir} does not exist (adrank run creates it; --runs-dir names "
                           "another)" if not runs_dir.exists()
                           else f"{runs_dir} is not a directory")
-    records = [RunRecord.read(path.parent) for path in runs_dir.glob(f"*/{RUN_FILE}")]
-    return sorted(records, key=lambda r: r.started, reverse=True)
+    runs = [listed_run(path.parent) for path in runs_dir.glob(f"*/{RUN_FILE}")]
+    newest = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    return sorted(runs, key=lambda run: (run.started or newest, run.id), reverse=True)
 
 
 def find_run(runs_dir: Path, run: str) -> Path:
     """A run by exact id, or by a unique prefix; `latest` is the newest run."""
     if run == "latest":
-        records = list_runs(runs_dir)
-        if not records:
-            raise RunNotFound(f"no runs under {runs_dir}")
-        return runs_dir / records[0].id
+        readable = [listed for listed in list_runs(runs_dir) if listed.started is not None]
+        if not readable:
+            raise RunNotFound(f"no runs with a readable run.json under {runs_dir}")
+        return runs_dir / readable[0].id
     if (runs_dir / run / RUN_FILE).exists():
         return runs_dir / run
     matches = [p.parent for p in runs_dir.glob(f"{run}*/{RUN_FILE}")]
@@ -51,26 +85,47 @@ def find_run(runs_dir: Path, run: str) -> Path:
 
 
 def format_runs_table(runs_dir: Path) -> str:
-    records = list_runs(runs_dir)
-    if not records:
+    """The runs, newest first, one row each; a run whose run.json cannot be read is a row too, its problem
+    listed under the table."""
+    runs = list_runs(runs_dir)
+    if not runs:
         return f"no runs under {runs_dir}"
     rows = [["run", "started (UTC)", "config", "status", "best log-loss", "best target"]]
-    for r in records:
-        rows.append([
-            r.id, f"{r.started:%Y-%m-%d %H:%M}", f"{r.config_name} ({r.config_hash})", r.status,
-            f"{r.best_logloss:.5f}" if r.best_logloss is not None else "—", r.best_target or "—",
-        ])
-    return format_columns(rows)
+    problems = []
+    for run in runs:
+        r = run.record
+        status = run.status if run.problem is None else f"{run.status} (run.json: see below)"
+        if r is None:
+            rows.append([run.id, "—", "—", status, "—", "—"])
+        else:
+            rows.append([
+                run.id, f"{r.started:%Y-%m-%d %H:%M}", f"{r.config_name} ({r.config_hash})", status,
+                f"{r.best_logloss:.5f}" if r.best_logloss is not None else "—", r.best_target or "—",
+            ])
+        if run.problem is not None:
+            problems.append(f"{run.id}: {run.problem}")
+    table = format_columns(rows)
+    return table + ("\n\nrun records this adrank cannot read:\n" + "\n".join(f"  {p}" for p in problems)
+                    if problems else "")
 
 
 def format_run(run_dir: Path) -> str:
-    record = RunRecord.read(run_dir)
+    listed = listed_run(run_dir)
+    if listed.record is None:
+        return "\n".join([f"run:      {listed.id}", "status:   unreadable", f"problem:  {listed.problem}"]
+                         + ([f"logs:     {run_dir / 'pipeline.log'}"] if (run_dir / "pipeline.log").exists()
+                            else []))
+    record = listed.record
     lines = [
         f"run:      {record.id}",
         f"status:   {record.status}",
         f"config:   {record.config_name} ({record.config_hash}) from {record.config_source}",
         f"started:  {record.started:%Y-%m-%d %H:%M:%S} UTC",
     ]
+    if listed.problem is not None:
+        lines.insert(2, f"problem:  {listed.problem} (the fields shown are those this adrank knows)")
+    if record.window_end:
+        lines.append(f"window:   logs before {record.window_end}")
     if record.finished:
         lines.append(f"finished: {record.finished:%Y-%m-%d %H:%M:%S} UTC "
                      f"({(record.finished - record.started).total_seconds():.0f} s)")

@@ -4,7 +4,9 @@ training step picks up its checkpoints.
 kfp.local writes each attempt under `artifacts/<pipeline>-<time>/<task>/`. When a step succeeds, `seal_step` writes
 `.adrank-step.json` next to its outputs: every file's size and SHA-256. On resume, a task whose earlier directory
 has that seal and whose files still match it is not run again: its files are hard-linked into this attempt's task
-directory (paths inside `executor_output.json` rewritten) and the step reports success. A task without a valid
+directory and the step reports success. The seal also records the absolute task directory the step wrote (as
+kfp.local named it): the paths inside the earlier `executor_output.json` that start with it are rebased onto this
+attempt's task directory, whatever the working directory of either attempt and wherever the runs dir now is. A task without a valid
 seal runs; if an earlier attempt of it left `checkpoints/` in an output, they are copied into the same output of
 this attempt first, so training restores them and continues to the same final step. A step that reads an output
 of a step that ran again in this attempt runs again too, without earlier checkpoints.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,9 +69,33 @@ def _inventory(task_dir: Path) -> dict[str, list]:
 
 
 def seal_step(task_dir: Path) -> None:
-    """Record the files a successful step left (sizes and SHA-256), to be checked before reuse."""
+    """Record the files a successful step left (sizes and SHA-256), to be checked before reuse, and the absolute
+    directory they were written to (the prefix of the paths in `executor_output.json`)."""
     if (task_dir / EXECUTOR_OUTPUT).exists():
-        (task_dir / SEAL_FILE).write_text(json.dumps({"files": _inventory(task_dir)}))
+        (task_dir / SEAL_FILE).write_text(json.dumps({"task_dir": os.path.abspath(task_dir),
+                                                      "files": _inventory(task_dir)}))
+
+
+def sealed_task_dir(task_dir: Path) -> str:
+    """The absolute directory a sealed step wrote to; a seal from before it was recorded: where it is now."""
+    try:
+        recorded = json.loads((task_dir / SEAL_FILE).read_text()).get("task_dir")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    return recorded if isinstance(recorded, str) and recorded else os.path.abspath(task_dir)
+
+
+def rebased(value, old: str, new: str):
+    """`value` (decoded JSON) with every string that is `old` or a path under it moved under `new`."""
+    if isinstance(value, str):
+        if value == old or value.startswith(old + "/"):
+            return new + value[len(old):]
+        return value
+    if isinstance(value, list):
+        return [rebased(item, old, new) for item in value]
+    if isinstance(value, dict):
+        return {key: rebased(item, old, new) for key, item in value.items()}
+    return value
 
 
 def sealed_and_intact(task_dir: Path) -> bool:
@@ -84,6 +111,7 @@ class StepReuse:
     """The earlier attempts of one run (newest first), consulted before each step of the resumed attempt."""
 
     def __init__(self, artifacts_dir: Path, current_attempts: set[str]):
+        artifacts_dir = Path(os.path.abspath(artifacts_dir))  # kfp.local's paths are absolute (os.path.abspath)
         self.attempts = sorted((d for d in artifacts_dir.iterdir() if d.is_dir() and d.name not in current_attempts),
                                key=lambda d: d.stat().st_mtime, reverse=True) if artifacts_dir.exists() else []
         self.reused: list[str] = []
@@ -105,13 +133,14 @@ class StepReuse:
         if earlier is None:
             self.ran.add(outputs.task)
             return False
+        written_to = sealed_task_dir(earlier)
         outputs.task_dir.mkdir(parents=True, exist_ok=True)
         shutil.copytree(earlier, outputs.task_dir, copy_function=_link_or_copy, dirs_exist_ok=True)
         (outputs.task_dir / SEAL_FILE).unlink(missing_ok=True)
         executor_output = outputs.task_dir / EXECUTOR_OUTPUT
-        text = executor_output.read_text().replace(str(earlier), str(outputs.task_dir))
+        content = rebased(json.loads(executor_output.read_text()), written_to, os.path.abspath(outputs.task_dir))
         executor_output.unlink()  # a hard link to the earlier file: write a new one
-        executor_output.write_text(text)
+        executor_output.write_text(json.dumps(content))
         seal_step(outputs.task_dir)
         self.reused.append(outputs.task)
         return True
@@ -133,8 +162,6 @@ class StepReuse:
 
 
 def _link_or_copy(source: str, destination: str) -> None:
-    import os
-
     try:
         os.link(source, destination)
     except OSError:

@@ -12,12 +12,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from http import HTTPStatus
 
 # The top-level fields of a request body besides "instances", and what each may hold.
 OPTIONAL_FIELDS = ("parameters", "signature_name")
 SIGNATURE = "serving_default"
 INSTANCE = '{"b64": "<base64 serialized tf.Example>"}'
+# The deepest nesting of arrays and objects a request may have: the format needs 3 ({"instances": [{"b64": ..}]}).
+# Deeper bodies are refused before they are decoded (the decoder recurses once per level).
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_DEPTH_BLOCK = 1 << 20
 
 
 class BadRequest(ValueError):
@@ -53,10 +60,13 @@ def check_body_size(length: int, max_body_bytes: int) -> None:
 
 def serialized_examples(body: bytes, max_instances: int | None = None) -> list[bytes]:
     """The serialized tf.Examples of a `{"instances": [{"b64": ...}]}` request body."""
+    check_json_depth(body)
     try:
         request = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise BadRequest(f"request body is not JSON: {error}") from None
+    except RecursionError:  # not reached after check_json_depth; a decoder bug must still be a 400, not a traceback
+        raise BadRequest(f"request body nests arrays and objects too deeply (at most {MAX_JSON_DEPTH} levels)") from None
     if not isinstance(request, dict):
         raise BadRequest(f'request body: expected an object {{"instances": [...]}}, got {json_type(request)}')
     unknown = sorted(set(request) - {"instances", *OPTIONAL_FIELDS})
@@ -74,6 +84,26 @@ def serialized_examples(body: bytes, max_instances: int | None = None) -> list[b
         raise BadRequest(f"{len(instances)} instances, more than the {max_instances} a request may carry "
                          "(ADRANK_MAX_INSTANCES); split the request", HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
     return [_serialized_example(index, instance) for index, instance in enumerate(instances)]
+
+
+def check_json_depth(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """400 for a body whose arrays and objects nest deeper than `max_depth`, found without decoding it: strings are
+    cut out (a bracket inside one is text), then the running depth over the brackets left is summed in blocks
+    (numpy), so a 10 MiB body of brackets costs milliseconds and bounded memory."""
+    import numpy as np
+
+    brackets = _JSON_STRING.sub(b"", body).translate(None, delete=_NOT_BRACKETS)
+    if brackets.count(b"[") + brackets.count(b"{") <= max_depth:
+        return
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    depth = 0
+    for start in range(0, codes.size, _DEPTH_BLOCK):
+        block = codes[start:start + _DEPTH_BLOCK]
+        running = depth + np.cumsum(np.where((block == ord("[")) | (block == ord("{")), 1, -1), dtype=np.int64)
+        if running.max() > max_depth:
+            raise BadRequest(f"request body nests arrays and objects more than {max_depth} levels deep; the "
+                             "request format needs 3")
+        depth = int(running[-1])
 
 
 def _check_optional_fields(request: dict) -> None:

@@ -110,3 +110,24 @@ def check_instances(examples: list[bytes], expectations: dict[str, FeatureExpect
             if expected.values is not None and count != expected.values:
                 raise InstanceError(f"instances[{index}]: feature '{name}' has {count} values; expected "
                                     f"{expected.describe()}")
+
+
+def fitting_example(expectations: dict[str, FeatureExpectation], index: int = 0) -> bytes:
+    """A serialized tf.Example that the signature takes: every feature it parses, with values of its type and count
+    (a list feature gets two), varied by `index`. What a load test or a smoke check sends to a model whose raw
+    features it does not know in advance."""
+    from tensorflow.core.example import example_pb2, feature_pb2
+
+    features = {}
+    for name, expected in expectations.items():
+        count = expected.values if expected.values is not None else 2
+        if expected.dtype == "string":
+            feature = feature_pb2.Feature(bytes_list=feature_pb2.BytesList(
+                value=[f"{name}-{(index + k) % 7}".encode() for k in range(count)]))
+        elif expected.dtype == "float32":
+            feature = feature_pb2.Feature(float_list=feature_pb2.FloatList(
+                value=[float((index + k) % 5) + 0.5 for k in range(count)]))
+        else:
+            feature = feature_pb2.Feature(int64_list=feature_pb2.Int64List(value=[(index + k) % 5 for k in range(count)]))
+        features[name] = feature
+    return example_pb2.Example(features=feature_pb2.Features(feature=features)).SerializeToString()

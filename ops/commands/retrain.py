@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 from pathlib import Path
 
@@ -16,12 +17,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "promote) and write a day-series report",
     )
     add_config_arguments(parser)
-    parser.add_argument("--days", type=int, required=True, metavar="N", help="days to replay")
+    parser.add_argument("--days", type=int, default=None, metavar="N", help="days to replay (required unless --resume)")
     parser.add_argument("--first-day", type=_date, default=None, metavar="YYYY-MM-DD",
                         help="the first day's window end (default for synthetic logs: logs.lookback_days after "
                         "logs.synthetic.start_date; required for your own logs)")
     parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default: runs)")
     parser.add_argument("--replay-id", default=None, help="replay directory name (default: <UTC time>-<config>-replay)")
+    parser.add_argument(
+        "--resume", default=None, metavar="REPLAY",
+        help="continue an interrupted replay with its own config and days: finished days are kept, the first "
+        "unfinished day resumes its run (same window), the rest run",
+    )
     add_quiet_argument(parser)
     parser.set_defaults(handler=_retrain)
 
@@ -37,33 +43,51 @@ def _retrain(args: argparse.Namespace) -> int:
     from configs import load_config
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_dag import LocalRunFailed, LocalRunInterrupted
+    from ops.local_dag import LocalRunFailed, LocalRunInterrupted, RunIdError
     from ops.run_history import is_run_id
-    from ops.replay import ReplayError, create_replay_dir, plan_replay, replay
+    from ops.replay import ReplayError, create_replay_dir, plan_replay, replay, saved_plan
 
     if args.replay_id is not None and not is_run_id(args.replay_id):
         raise CommandError(f"--replay-id {args.replay_id!r}: use letters, digits, '_', '-' and '.'")
     runs_dir = Path(args.runs_dir)
-    name = load_config(args.config, args.overrides).name
+    if args.resume is not None:
+        given = [option for option, value in (("--config", args.config), ("--set", args.overrides),
+                                              ("--days", args.days), ("--first-day", args.first_day),
+                                              ("--replay-id", args.replay_id)) if value]
+        if given:
+            raise CommandError(f"--resume continues the replay with its own config and days: drop {', '.join(given)}")
+        if not is_run_id(args.resume):
+            raise CommandError(f"--resume {args.resume!r}: a replay id is a directory name under the runs directory")
+    elif args.days is None:
+        raise CommandError("--days: how many days to replay (or --resume REPLAY to continue one)")
     try:
-        series_dir = create_replay_dir(runs_dir, args.replay_id, name)
-        try:
-            plan = plan_replay(args.config, args.overrides, args.days, args.first_day, series_dir / "registry")
-        except BaseException:
-            series_dir.rmdir()
-            raise
-        if plan.note:
-            print(plan.note)
-        print(f"replay {series_dir.name}: {args.days} days, registry {plan.config.promotion.local_registry}")
-        series = replay(plan, series_dir, runs_dir, args.config or str(embedded_config_path()),
-                        quiet=quiet_from_args(args))
-    except ReplayError as error:
+        if args.resume is not None:
+            plan, series_dir, source = saved_plan(runs_dir, args.resume)
+            print(f"replay {series_dir.name}: resuming, {len(plan.window_ends)} days, registry "
+                  f"{plan.config.promotion.local_registry}")
+        else:
+            name = load_config(args.config, args.overrides).name
+            series_dir = create_replay_dir(runs_dir, args.replay_id, name)
+            try:
+                plan = plan_replay(args.config, args.overrides, args.days, args.first_day, series_dir / "registry")
+            except BaseException:
+                series_dir.rmdir()
+                raise
+            if plan.note:
+                print(plan.note)
+            print(f"replay {series_dir.name}: {args.days} days, registry {plan.config.promotion.local_registry}")
+            source = args.config or str(embedded_config_path())
+        series = replay(plan, series_dir, runs_dir, source, quiet=quiet_from_args(args),
+                        resume=args.resume is not None)
+    except (ReplayError, RunIdError) as error:
         raise CommandError(str(error)) from None
     except LocalRunFailed as failure:
-        raise CommandError(f"replay stopped: {failure.describe(runs_dir)}") from None
+        raise CommandError(f"replay stopped: {failure.describe(runs_dir)}\n  continue it (after a fix): adrank retrain "
+                           f"--resume {series_dir.name} --runs-dir {os.path.abspath(runs_dir)}") from None
     except LocalRunInterrupted as interruption:
         print(f"adrank retrain: replay stopped: run {interruption.record.id} {interruption.record.failure_reason}; "
-              "the days before it are kept", file=sys.stderr)
+              f"the days before it are kept. Continue it: adrank retrain --resume {series_dir.name} --runs-dir "
+              f"{os.path.abspath(runs_dir)}", file=sys.stderr)
         return 130
     promoted = sum(day.decision.promoted for day in series.days)
     print(f"replay {series_dir.name} done: {len(series.days)} days, {promoted} promoted")

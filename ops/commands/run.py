@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
         record = interruption.record
         step = f" during '{record.failed_step}'" if record.failed_step else ""
         print(f"adrank run: run {record.id} {record.failure_reason}{step}; its steps were stopped. "
-              f"Continue it: adrank run --resume {record.id} --runs-dir {args.runs_dir}", file=sys.stderr)
+              f"Continue it: adrank run --resume {record.id} --runs-dir {os.path.abspath(args.runs_dir)}", file=sys.stderr)
         return 130
     except RunIdError as error:
         raise CommandError(str(error)) from None
@@ -59,9 +60,13 @@ def _config_of_run(runs_dir: Path, run_id: str):
     from configs import load_config
     from ops.errors import CommandError
     from ops.run_history import is_run_id
-    from ops.run_record import RunRecord
+    from ops.run_record import RunRecord, RunRecordError
 
     run_dir = runs_dir / run_id
     if not is_run_id(run_id) or not (run_dir / "config.yaml").exists():
         raise CommandError(f"--resume {run_id!r}: no run '{run_id}' with a config.yaml under {runs_dir}")
-    return load_config(str(run_dir / "config.yaml")), RunRecord.read(run_dir).config_source
+    try:
+        source = RunRecord.read(run_dir).config_source
+    except RunRecordError as error:
+        raise CommandError(f"run {run_id} cannot resume: {error}") from None
+    return load_config(str(run_dir / "config.yaml")), source

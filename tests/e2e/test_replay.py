@@ -88,3 +88,33 @@ def test_the_day_series_report(replay):
     decision = json.loads((runs_dir / "rp-day2" / "promotion.json").read_text())
     assert f"log-loss {decision['champion_logloss']:.6f}" in shown and "95% CI" in shown
     assert "Promotion" in (runs_dir / "rp-day2" / "report.md").read_text()
+
+
+def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_path):
+    """`adrank retrain --resume` after a kill -9 in day 2's preprocess: day 1 is kept, day 2 resumes reading its own
+    window (not every log), and the series ends with both days."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_run_interruption import step_processes_of, wait_for_step
+
+    runs_dir = tmp_path / "runs"
+    first = subprocess.Popen([sys.executable, "-m", "ops.cli", "retrain", "--days", "2", "--runs-dir", "runs",
+                              "--replay-id", "cut", *sets(TINY_DAYS)], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_step(first, runs_dir / "cut-day2", "preprocess", timeout=1200)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    while step_processes_of(runs_dir / "cut-day2"):
+        time.sleep(0.5)
+    result = adrank("retrain", "--resume", "cut", "--runs-dir", "runs", cwd=tmp_path, timeout=1500)
+    assert "day 1/2: finished in an earlier attempt (run cut-day1)" in result.stdout
+    series = json.loads((runs_dir / "cut" / "replay.json").read_text())
+    assert [d["day"] for d in series["days"]] == [1, 2]
+    day2 = json.loads((runs_dir / "cut-day2" / "run.json").read_text())
+    assert day2["window_end"] == "2026-01-04T00:00:00Z" and day2["attempts"] == 2
+    manifests = sorted((runs_dir / "cut-day2" / "artifacts").glob("*/preprocess-step/examples/manifest.json"))
+    assert json.loads(manifests[-1].read_text())["window"]["end"].startswith("2026-01-04")
+    assert series["days"][1]["window_end"] == "2026-01-04T00:00:00Z"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import socket
 import threading
 import time
@@ -161,8 +162,113 @@ def test_connections_over_the_limit_get_503_and_the_server_recovers(server):
 def test_limits_come_from_the_environment_and_bad_values_are_named():
     limits = ServingLimits.from_environment({"ADRANK_MAX_BODY_BYTES": "1024", "ADRANK_READ_TIMEOUT_SECONDS": "2.5"})
     assert limits.max_body_bytes == 1024 and limits.read_timeout_seconds == 2.5 and limits.max_instances == 1000
-    with pytest.raises(ValueError, match=r"ADRANK_MAX_CONNECTIONS='0': expected a positive number"):
+    with pytest.raises(ValueError, match=r"ADRANK_MAX_CONNECTIONS='0': expected a positive whole number"):
         ServingLimits.from_environment({"ADRANK_MAX_CONNECTIONS": "0"})
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("ADRANK_READ_TIMEOUT_SECONDS", "inf", "not finite"),
+    ("ADRANK_READ_TIMEOUT_SECONDS", "-inf", "not finite"),
+    ("ADRANK_READ_TIMEOUT_SECONDS", "nan", "not finite"),
+    ("ADRANK_READ_TIMEOUT_SECONDS", "ten", "not a number"),
+    ("ADRANK_READ_TIMEOUT_SECONDS", "1e300", "over the bound of 3600"),
+    ("ADRANK_MAX_BODY_BYTES", "1e6", "not a number; expected a positive whole number"),
+    ("ADRANK_MAX_CONNECTIONS", "1000000", "over the bound of 10000 (one thread per connection)"),
+    ("ADRANK_MAX_INSTANCES", "", "not a number"),
+])
+def test_non_finite_non_numeric_and_unbounded_limits_are_refused_naming_the_variable(variable, value, message):
+    with pytest.raises(ValueError, match=f"{variable}=.*{re.escape(message)}"):
+        ServingLimits.from_environment({variable: value})
+
+
+def test_the_server_refuses_to_start_with_an_infinite_read_timeout(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path))
+    monkeypatch.setenv("ADRANK_READ_TIMEOUT_SECONDS", "inf")
+    assert serving_server.main() == 2
+    out = capsys.readouterr().out
+    assert out.strip().count("\n") == 0 and "ADRANK_READ_TIMEOUT_SECONDS='inf': not finite" in out
+
+
+@pytest.mark.parametrize("raw", [
+    b"GARBAGE\r\n\r\n", b"\r\n\r\n", b"GET /health\r\n\r\n", b"GET /health HTTP/1.1 extra\r\n\r\n",
+    b"GET /health FOO/1.1\r\n\r\n", b"POST\r\nContent-Length: 2\r\n\r\n{}",
+])
+def test_a_malformed_request_line_is_a_400(server, raw, capsys):
+    status, answer = exchange(server, raw)
+    assert status == 400 and answer["error"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_deeply_nested_json_is_a_400_without_a_traceback(server, capsys):
+    for depth in (40, 2000):  # 2000: past the decoder's own recursion limit, within the 4096-byte body cap
+        body = b'{"instances": ' + b"[" * depth + b"]" * depth + b"}"
+        status, answer = exchange(server, post(body, f"Content-Length: {len(body)}\r\n"))
+        assert status == 400 and "nests arrays and objects more than 32 levels deep" in answer["error"], answer
+    body = b'{"instances": ' + b"[" * 3000 + b"}"  # deep and not JSON
+    status, answer = exchange(server, post(body, f"Content-Length: {len(body)}\r\n"))
+    assert status == 400
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_depth_check_skips_brackets_inside_strings():
+    from components.serving.request import BadRequest, check_json_depth
+
+    check_json_depth(b'{"instances": [{"b64": "' + b"[" * 100 + b'\\"[["}]}')
+    with pytest.raises(BadRequest, match="more than 2 levels"):
+        check_json_depth(b'[[["]]]"]]]', max_depth=2)
+
+
+def test_health_keeps_answering_while_clients_trickle_their_headers(server):
+    """A handful of sockets (twice the connection limit) each send one header byte every 0.1 s for 2 s: each is
+    cut off at the header deadline (0.5 s), and /health is answered 200 all along (through the triage of
+    connections over the limit while they hold the slots)."""
+    trickling = 2 * LIMITS.max_connections
+    ends: list[tuple[float, bytes]] = []
+
+    def trickle() -> None:
+        started = time.monotonic()
+        with socket.create_connection(server.server_address, timeout=5) as connection:
+            connection.sendall(b"POST /predict HTTP/1.1\r\n")
+            answer = b""
+            try:
+                for _ in range(20):
+                    connection.sendall(b"X")
+                    time.sleep(0.1)
+            except OSError:
+                pass  # the server closed the connection
+            try:
+                connection.settimeout(2)
+                while chunk := connection.recv(4096):
+                    answer += chunk
+            except OSError:
+                pass
+        ends.append((time.monotonic() - started, answer))
+
+    threads = [threading.Thread(target=trickle) for _ in range(trickling)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+    health = []
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        health.append(exchange(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")[0])
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(10)
+    assert health and set(health) == {200}, health
+    assert len(ends) == trickling
+    assert all(answer[:12] in (b"HTTP/1.0 408", b"HTTP/1.1 503") for _, answer in ends), [a[:12] for _, a in ends]
+    assert any(answer.startswith(b"HTTP/1.0 408") for _, answer in ends)  # the ones holding a slot: cut off
+    assert all(seconds < 1.8 for seconds, _ in ends), ends  # before their 2 s trickle was over
+
+
+def test_a_fitting_example_is_built_from_the_models_signature(server, model_dir):
+    from components.serving.signature import fitting_example
+
+    expectations = Predictor(str(model_dir)).expectations
+    rows = [{"b64": base64.b64encode(fitting_example(expectations, i)).decode()} for i in range(3)]
+    status, answer = exchange(server, post(json.dumps({"instances": rows}).encode()))
+    assert status == 200 and len(answer["predictions"]) == 3
 
 
 @pytest.mark.parametrize("body, message", [
@@ -305,3 +411,16 @@ def test_the_server_names_a_missing_model_in_one_line(monkeypatch, tmp_path, cap
     out = capsys.readouterr().out.strip()
     assert out.startswith(f"serving: cannot load the model at AIP_STORAGE_URI={tmp_path / 'no-model'}: ")
     assert "\n" not in out
+
+
+def test_a_client_resetting_mid_request_is_one_log_line(server, capsys):
+    import struct
+
+    with socket.create_connection(server.server_address, timeout=5) as connection:
+        connection.sendall(b"POST /predict HTTP/1.1\r\nContent-Le")
+        time.sleep(0.1)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+    time.sleep(0.3)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert exchange(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200

@@ -1,0 +1,195 @@
+"""`adrank run --resume` where users run it: relative or absolute runs dirs, from the directory the run started in
+or from another one, retried any number of times; and only one process at a time runs a run (a lock, not a
+read-check-write). The whole flow (kill after preprocess, resume from another directory) is
+tests/e2e/test_resume.py::test_a_run_started_in_one_directory_resumes_from_another (long)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from configs import config_hash, load_config
+from ops.cli import main
+from ops.local_dag import RunIdError, resumed_window_end
+from ops.run_lock import LOCK_FILE, RunBusy, RunLock
+from ops.run_record import RunRecord
+from ops.step_reuse import EXECUTOR_OUTPUT, StepOutputs, StepReuse, seal_step
+
+
+def finished_step(task_dir: Path) -> None:
+    """A step kfp.local ran: its output, and an executor_output.json naming it by its absolute path."""
+    (task_dir / "examples").mkdir(parents=True)
+    (task_dir / "examples" / "part-0").write_text("rows")
+    (task_dir / EXECUTOR_OUTPUT).write_text(json.dumps({"artifacts": {"examples": {"artifacts": [
+        {"name": "examples", "uri": os.path.abspath(task_dir / "examples"), "metadata": {}}]}}}))
+    seal_step(task_dir)
+
+
+def kfp_command(task_dir: Path) -> list[str]:
+    """The command kfp.local gives a step: every path absolute (its pipeline root is os.path.abspath'ed)."""
+    task_dir = Path(os.path.abspath(task_dir))
+    executor_input = {"outputs": {"artifacts": {"examples": {"artifacts": [{"uri": str(task_dir / "examples")}]}},
+                                  "outputFile": str(task_dir / EXECUTOR_OUTPUT)}}
+    return ["sh", "-ec", "...", "--executor_input", json.dumps(executor_input)]
+
+
+def reused_uri(reuse: StepReuse, task_dir: Path) -> str:
+    assert reuse.reuse(StepOutputs.from_command(kfp_command(task_dir)))
+    return json.loads((task_dir / EXECUTOR_OUTPUT).read_text())["artifacts"]["examples"]["artifacts"][0]["uri"]
+
+
+def test_a_relative_runs_dir_is_reused_under_its_absolute_path_however_often_it_is_resumed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    finished_step(Path("runs/r1/artifacts/p-1/preprocess"))
+    uri = reused_uri(StepReuse(Path("runs/r1/artifacts"), set()), Path("runs/r1/artifacts/p-2/preprocess"))
+    assert uri == str(tmp_path / "runs/r1/artifacts/p-2/preprocess/examples")
+    # the next attempt reuses the reused result: still one prefix, a path that exists
+    (tmp_path / "runs/r1/artifacts/p-1").rename(tmp_path / "runs/r1/artifacts/gone")  # only p-2 is sealed now
+    import shutil
+
+    shutil.rmtree(tmp_path / "runs/r1/artifacts/gone")
+    uri = reused_uri(StepReuse(Path("runs/r1/artifacts"), set()), Path("runs/r1/artifacts/p-3/preprocess"))
+    assert uri == str(tmp_path / "runs/r1/artifacts/p-3/preprocess/examples") and Path(uri, "part-0").exists()
+
+
+def test_a_run_started_in_one_directory_is_reused_from_another_and_after_the_runs_dir_moved(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    finished_step(Path("runs/r1/artifacts/p-1/preprocess"))
+    monkeypatch.chdir(tmp_path / "b")
+    uri = reused_uri(StepReuse(Path("../a/runs/r1/artifacts"), set()), Path("../a/runs/r1/artifacts/p-2/preprocess"))
+    assert uri == str(tmp_path / "a/runs/r1/artifacts/p-2/preprocess/examples")
+    (tmp_path / "a" / "runs").rename(tmp_path / "moved")  # the seal says where the step wrote: rebased from there
+    uri = reused_uri(StepReuse(tmp_path / "moved/r1/artifacts", set()), tmp_path / "moved/r1/artifacts/p-3/preprocess")
+    assert uri == str(tmp_path / "moved/r1/artifacts/p-3/preprocess/examples") and Path(uri, "part-0").exists()
+
+
+def a_failed_run(runs_dir: Path, run_id: str = "r1", window_end: str | None = "") -> Path:
+    """A run directory as a killed `adrank run` leaves it: its config and a failed record (no DAG needed)."""
+    config = load_config()
+    run_dir = runs_dir / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    RunRecord(id=run_id, config_name=config.name, config_source="local.yaml", config_hash=config_hash(config),
+              started=dt.datetime.now(dt.timezone.utc), status="failed", window_end=window_end).write(run_dir)
+    return run_dir
+
+
+@pytest.fixture
+def dag_runs(monkeypatch):
+    """`ops.local_dag._run_dag` replaced: the run directories and windows the entry point hands to the DAG."""
+    import ops.local_dag
+
+    seen: list[tuple[Path, str]] = []
+
+    def run_dag(config, run_dir, record, reuse, window_end, quiet):
+        seen.append((run_dir, window_end))
+        record.status, record.failed_step, record.failure_reason = "failed", "preprocess", "stopped by the test"
+        record.write(run_dir)
+        raise ops.local_dag.LocalRunFailed(record)
+
+    monkeypatch.setattr(ops.local_dag, "_run_dag", run_dag)
+    return seen
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute", "from another directory"])
+def test_adrank_run_resume_hands_the_dag_one_absolute_run_dir(tmp_path, monkeypatch, dag_runs, where):
+    run_dir = a_failed_run(tmp_path / "here" / "runs")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / ("elsewhere" if where == "from another directory" else "here"))
+    runs_dir = {"relative": "runs", "absolute": str(tmp_path / "here" / "runs"),
+                "from another directory": "../here/runs"}[where]
+    assert main(["run", "--resume", "r1", "--runs-dir", runs_dir]) == 2
+    assert dag_runs == [(run_dir, "")]
+    assert RunRecord.read(run_dir).attempts == 2
+
+
+def test_a_resumed_replay_day_keeps_its_window(tmp_path, dag_runs):
+    from ops.local_dag import LocalRunFailed, run_locally
+
+    a_failed_run(tmp_path, "replay-day2", window_end="2026-01-05T00:00:00Z")
+    with pytest.raises(LocalRunFailed):
+        run_locally(load_config(), tmp_path, "local.yaml", "replay-day2", resume=True)
+    assert dag_runs[-1][1] == "2026-01-05T00:00:00Z"
+    with pytest.raises(RunIdError, match="read the window ending 2026-01-05T00:00:00Z; a resume keeps it"):
+        run_locally(load_config(), tmp_path, "local.yaml", "replay-day2", resume=True,
+                    window_end="2026-01-06T00:00:00Z")
+
+
+def test_the_window_a_resume_reads():
+    def record(window_end):
+        return RunRecord(id="r", config_name="c", config_source="s", config_hash="h",
+                         started=dt.datetime.now(dt.timezone.utc), status="failed", window_end=window_end)
+
+    assert resumed_window_end(record("2026-01-05T00:00:00Z"), "") == "2026-01-05T00:00:00Z"
+    assert resumed_window_end(record(""), "") == ""
+    assert resumed_window_end(record(None), "2026-01-05T00:00:00Z") == "2026-01-05T00:00:00Z"  # an older record
+    with pytest.raises(RunIdError, match=r"\(no window: every log\)"):
+        resumed_window_end(record(""), "2026-01-05T00:00:00Z")
+
+
+def test_a_run_is_locked_once_and_released_with_its_holder(tmp_path):
+    with RunLock(tmp_path):
+        with pytest.raises(RunBusy, match=f"being run by another process \\(pid {os.getpid()} on "):
+            RunLock(tmp_path)
+    RunLock(tmp_path).release()  # released: free again
+    holder = subprocess.Popen([sys.executable, "-c", f"from ops.run_lock import RunLock; l = RunLock({str(tmp_path)!r});"
+                               "print('held', flush=True); import time; time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": os.getcwd()})
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(RunBusy, match=f"pid {holder.pid}"):
+            RunLock(tmp_path)
+    finally:
+        holder.kill()  # kill -9 leaves no stale lock
+        holder.wait()
+    RunLock(tmp_path).release()
+    assert (tmp_path / LOCK_FILE).exists()
+
+
+def test_two_resumes_started_at_once_one_runs_the_other_is_refused(tmp_path, monkeypatch):
+    import ops.local_dag
+    from ops.local_dag import LocalRunFailed, run_locally
+
+    a_failed_run(tmp_path)
+    inside, release = threading.Event(), threading.Event()
+
+    def run_dag(config, run_dir, record, reuse, window_end, quiet):
+        inside.set()
+        release.wait(10)
+        record.status = "failed"
+        record.write(run_dir)
+        raise LocalRunFailed(record)
+
+    monkeypatch.setattr(ops.local_dag, "_run_dag", run_dag)
+    outcomes: list[str] = []
+    start = threading.Barrier(2)
+
+    def resume() -> None:
+        start.wait()
+        try:
+            run_locally(load_config(), tmp_path, "local.yaml", "r1", resume=True)
+        except RunIdError as error:
+            outcomes.append(f"refused: {error}")
+            inside.wait(10)
+            release.set()
+        except LocalRunFailed:
+            outcomes.append("ran")
+
+    threads = [threading.Thread(target=resume) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert sorted(outcome.split(":")[0] for outcome in outcomes) == ["ran", "refused"], outcomes
+    assert "being run by another process" in next(o for o in outcomes if o.startswith("refused"))
+    assert RunRecord.read(tmp_path / "r1").attempts == 2  # one attempt, not two
