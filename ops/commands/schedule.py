@@ -89,6 +89,10 @@ def _run(args: argparse.Namespace) -> int:
     args.overrides = [*args.overrides, *_limit_overrides(args)]
     config = config_from_args(args)
     try:
+        if args.schedule_command in ("create", "update"):
+            from ops.vertex.preflight import check_config
+
+            check_config(config)  # before any request: what Vertex would refuse fails here, naming the field
         session = session_for(config, args.api_endpoint)
         display_name = schedules.schedule_display_name(config)
         action = args.schedule_command

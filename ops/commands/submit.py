@@ -44,11 +44,13 @@ def _submit(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.compile import compile_pipeline
     from ops.vertex.jobs import submit_pipeline
+    from ops.vertex.preflight import check_config
     from ops.vertex.session import VertexSetupError, require_service_account, session_for
 
     config = config_from_args(args)
     try:
         require_service_account(config)
+        check_config(config)  # before any request: what Vertex would refuse fails here, naming the field
         if args.experiment:
             check_experiment(args.experiment, config.name)
         with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
