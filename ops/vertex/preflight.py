@@ -44,6 +44,7 @@ said so in the message.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import re
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ from dataclasses import dataclass
 from configs import AdrankConfig
 from configs.vertex import MachineSpec, VertexConfig
 from configs.vertex_names import label_key_problem, label_value_problem
+from ops.vertex.jobs import job_id, job_labels
+from pipelines.placement import custom_job_labels
 
 GPU_TABLE = "https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpu-compatibility-table"
 TPU_PAGE = "https://cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm"
@@ -310,11 +313,6 @@ def _location(resource_name: str | None) -> str | None:
 
 def name_problems(config: AdrankConfig) -> list[Problem]:
     """The pipeline job id adrank builds and every label set it sends (job and training CustomJobs)."""
-    import datetime as dt
-
-    from ops.vertex.jobs import job_id, job_labels
-    from pipelines.placement import custom_job_labels
-
     problems: list[Problem] = []
     example_id = job_id(config, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
     if not JOB_ID.match(example_id):
