@@ -18,7 +18,7 @@ import hashlib
 import linecache
 from typing import Callable
 
-from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output, OutputPath
 
 from pipelines.fan_in import summary_input_name, target_metrics_name
 
@@ -31,19 +31,26 @@ def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
     logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
 
 
+# `gcp_resources: OutputPath(str)` is KFP's spelling of an output parameter written to a file (mypy reads the call
+# as an invalid annotation): the file is written when the Dataflow job starts, not when the step returns, so the
+# console links the job while it runs.
 def preprocess_step(
-    preprocess_config_json: str, logs: Input[Dataset], examples: Output[Dataset], window_end: str = "",
-    beam_args_json: str = "", pipeline_job_id: str = "",
+    preprocess_config_json: str, logs: Input[Dataset], examples: Output[Dataset],
+    gcp_resources: OutputPath(str),  # type: ignore[valid-type]
+    window_end: str = "", beam_args_json: str = "", pipeline_job_id: str = "",
 ):
-    """Preprocess the logs the `generate logs` step wrote (synthetic source)."""
+    """Preprocess the logs the `generate logs` step wrote (synthetic source). `gcp_resources`: the Dataflow job
+    (GCPC's format), which the Vertex console links."""
     from pipelines.steps import run_preprocess
 
-    run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, pipeline_job_id)
+    run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, pipeline_job_id,
+                   gcp_resources)
 
 
 def preprocess_files_step(
-    preprocess_config_json: str, examples: Output[Dataset], window_end: str = "", beam_args_json: str = "",
-    pipeline_job_id: str = "",
+    preprocess_config_json: str, examples: Output[Dataset],
+    gcp_resources: OutputPath(str),  # type: ignore[valid-type]
+    window_end: str = "", beam_args_json: str = "", pipeline_job_id: str = "",
 ):
     """Preprocess the logs the config names (files or BigQuery): no upstream step, no `logs` input.
 
@@ -51,17 +58,19 @@ def preprocess_files_step(
     """
     from pipelines.steps import run_preprocess
 
-    run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, pipeline_job_id)
+    run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, pipeline_job_id,
+                   gcp_resources)
 
 
 def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end: str, beam_args_json: str,
-                   pipeline_job_id: str = "") -> None:
+                   pipeline_job_id: str = "", gcp_resources_path: str | None = None) -> None:
     """The body both preprocess components share.
 
     window_end: the pipeline job's create time on Vertex (a scheduled run's own time), "" locally.
     beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
     beam_pipeline_args(config)); "" builds the same options from the config at run time.
     pipeline_job_id: the Vertex pipeline job's id, which makes the Dataflow job name unique per run.
+    gcp_resources_path: the step's `gcp_resources` output file (components.preprocess.dataflow_job).
     """
     import json
 
@@ -72,7 +81,7 @@ def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end:
     config = PreprocessStepConfig.model_validate_json(preprocess_config_json)
     beam_args = with_run_job_name(json.loads(beam_args_json), config.name, pipeline_job_id) if beam_args_json else None
     manifest = preprocess(config, logs_path, examples.path, examples.uri, window_end=window_end or None,
-                          beam_args=beam_args)
+                          beam_args=beam_args, gcp_resources_path=gcp_resources_path)
     examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})
 
 

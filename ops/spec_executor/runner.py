@@ -203,6 +203,7 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
     for name, value in list(values.items()):
         argv = dataflow.beam_argv(value)
         if argv is not None:
+            dataflow.check_gcp_resources_output(task.name, executor_input)
             local = dataflow.direct_runner_argv(task.name, argv, storage, options.direct_running_mode,
                                                 options.direct_num_workers)
             values[name] = json.dumps(local)
