@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -15,12 +14,12 @@ from pipelines.placement import Backend
 from pipelines.ranking import create_pipeline
 
 
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr)
+def _to_stdout(line: str) -> None:
+    print(line)
 
 
 def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path, *, digests: ImageDigests | None = None,
-                     echo: Callable[[str], None] = _to_stderr) -> Path:
+                     echo: Callable[[str], None] = _to_stdout) -> Path:
     """For Vertex, images run by the digest `adrank images build` recorded (`digests`, default the checkout's
     components/images/digests.json); `echo` gets one line per image saying which reference the spec uses."""
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -22,11 +22,12 @@ class PinnedImages:
     unpinned: dict[str, str] = field(default_factory=dict)  # field → tag used, no digest recorded
 
     def notes(self) -> list[str]:
-        """One line per image: what the spec runs, and why."""
+        """One line per pinned image, one for those left on their tags."""
         lines = [f"image {name}: {reference} (digest recorded by adrank images build)"
                  for name, reference in self.pinned.items()]
-        lines += [f"image {name}: no digest recorded for '{tag}', the spec uses the tag (mutable: a later run may "
-                  "get another image); run `adrank images build` to record digests" for name, tag in self.unpinned.items()]
+        if self.unpinned:
+            lines.append("images by tag, no digest recorded (a later run may get another image; `adrank images "
+                         "build` records digests): " + ", ".join(f"{name} {tag}" for name, tag in self.unpinned.items()))
         return lines
 
 

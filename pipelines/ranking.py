@@ -16,12 +16,13 @@ from configs import AdrankConfig
 from configs.report import SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
-from pipelines import placement
+from pipelines import placement, run_parameters
 from pipelines.fan_in import summary_input_name
 from pipelines.placement import Backend
 from pipelines.steps import (
     champion_step,
     generate_logs_step,
+    join_experiment_step,
     preprocess_files_step,
     preprocess_step,
     promote_step,
@@ -106,8 +107,8 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     runs = [(target.name, run_index) for target in targets for run_index in range(config.runs_per_target)]
     report_op = component(report_function(runs, [t.name for t in targets]))
 
-    @dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")
     def ranking():
+        add_experiment_join(config, backend, component)
         preprocess_args = {
             "preprocess_config_json": preprocess_config_json,
             "window_end": placement.window_end_argument(backend, window_end),
@@ -144,7 +145,21 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         ).set_display_name("report")
         add_promotion(report, preprocess.outputs["examples"], config, backend, component)
 
-    return ranking
+    # on Vertex the run records config hash, targets, batch, learning rate and window as its parameters
+    pipeline_function = run_parameters.taking_run_parameters(ranking, config) if backend == "vertex" else ranking
+    return dsl.pipeline(name=config.name, description=f"adrank ranking pipeline ({backend} backend)")(pipeline_function)
+
+
+def add_experiment_join(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
+    """On Vertex with `vertex.experiment`: a first step that puts the run into the Experiment, so scheduled runs
+    join it too (Vertex creates them without one); None otherwise."""
+    if backend != "vertex" or config.vertex is None or not config.vertex.experiment:
+        return None
+    task = component(join_experiment_step)(experiment=config.vertex.experiment,
+                                           pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER)
+    task.set_display_name("join experiment")
+    task.set_caching_options(False)  # each run joins for itself
+    return task
 
 
 def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:

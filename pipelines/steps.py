@@ -96,18 +96,27 @@ def train_step(
     warm_start_from: str = "",
 ):
     """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
+    from components.evaluate.experiment_keys import training_key
     from components.train.task import train
     from configs.slices import TrainStepConfig
 
     run = train(TrainStepConfig.model_validate_json(train_config_json), target, run_index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
     run.write(summary.path)
+    # keys unique per target, run and task: a Vertex Experiment row merges every Metrics artifact of the run
     for task, values in run.metrics.items():
-        metrics.log_metric(f"{task}_logloss", values.logloss)
-        metrics.log_metric(f"{task}_auc", values.auc)
-    metrics.log_metric("examples_per_second", run.examples_per_second)
-    metrics.log_metric("devices", run.hardware.device_count)
+        metrics.log_metric(training_key(target, run_index, "logloss", task), values.logloss)
+        metrics.log_metric(training_key(target, run_index, "auc", task), values.auc)
+    metrics.log_metric(training_key(target, run_index, "examples_per_second"), run.examples_per_second)
+    metrics.log_metric(training_key(target, run_index, "devices"), run.hardware.device_count)
     metrics.metadata["device_kind"] = run.hardware.device_kind
+
+
+def join_experiment_step(experiment: str, pipeline_job_name: str):
+    """Put this run, submitted or scheduled, into the Vertex Experiment (components.experiment.join)."""
+    from components.experiment.join import join_experiment
+
+    join_experiment(pipeline_job_name, experiment)
 
 
 # --- the registry around training: the champion before it, promotion after the report -----------------------

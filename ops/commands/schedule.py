@@ -16,7 +16,8 @@ ACTIONS = {
     "resume": "resume the config's schedule",
     "delete": "delete the config's schedule",
     "list": "list the schedules in the config's project and region",
-    "add-to-experiment": "add the runs the config's schedules started to the Vertex Experiment (Vertex does not)",
+    "add-to-experiment": "add the runs the config's schedules started to the Vertex Experiment (runs of templates "
+                         "compiled with vertex.experiment join it themselves)",
 }
 
 

@@ -30,12 +30,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_parameters(items: list[str]) -> dict[str, object]:
     from ops.errors import CommandError
+    from pipelines.run_parameters import RECORDED_ONLY
 
     parameters = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise CommandError(f"--param {item!r}: expected NAME=VALUE")
+        if name in RECORDED_ONLY:
+            raise CommandError(f"--param {name}: the run records the config's {name}; no step reads the parameter, "
+                               "so change the config (--set) instead")
         parameters[name] = yaml.safe_load(text)
     return parameters
 

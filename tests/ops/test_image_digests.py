@@ -148,7 +148,7 @@ def test_compile_pins_recorded_images_and_says_which_fell_back_to_a_tag(tmp_path
         in notes
     assert f"image preprocess.dataflow.worker_image: {REGISTRY}/adrank-cpu@{CPU_DIGEST} " \
         "(digest recorded by adrank images build)" in notes
-    assert any(note.startswith(f"image vertex.images.tpu: no digest recorded for '{REGISTRY}/adrank-tpu:0.1.0'")
-               for note in notes)
+    assert notes[-1].startswith("images by tag, no digest recorded")
+    assert notes[-1].endswith(f"vertex.images.tpu {REGISTRY}/adrank-tpu:0.1.0")
     # the user's config is unchanged: its hash, the job labels and id stay
     assert config.vertex.images.cpu == f"{REGISTRY}/adrank-cpu:0.1.0"
