@@ -96,7 +96,7 @@ def train_step(
     warm_start_from: str = "",
 ):
     """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
-    from components.evaluate.experiment_keys import training_key
+    from components.evaluate.experiment_keys import training_figures, training_key
     from components.train.task import train
     from configs.slices import TrainStepConfig
 
@@ -104,12 +104,9 @@ def train_step(
                 model.path, model.uri, warm_start_from=warm_start_from or None)
     run.write(summary.path)
     # keys unique per target, run and task: a Vertex Experiment row merges every Metrics artifact of the run
-    for task, values in run.metrics.items():
-        metrics.log_metric(training_key(target, run_index, "logloss", task), values.logloss)
-        metrics.log_metric(training_key(target, run_index, "auc", task), values.auc)
-    metrics.log_metric(training_key(target, run_index, "examples_per_second"), run.examples_per_second)
-    metrics.log_metric(training_key(target, run_index, "devices"), run.hardware.device_count)
-    metrics.metadata["device_kind"] = run.hardware.device_kind
+    for key, value in training_figures(target, run_index, run).items():
+        metrics.log_metric(key, value)
+    metrics.metadata[training_key(target, run_index, "device_kind")] = run.hardware.device_kind
 
 
 def join_experiment_step(experiment: str, pipeline_job_name: str):

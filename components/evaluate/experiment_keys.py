@@ -17,6 +17,7 @@ from one task each, so their keys are unique as they are; a daily Experiment cha
 from __future__ import annotations
 
 import re
+from typing import Any
 
 SEPARATOR = "/"
 RUN_PREFIX = "run"
@@ -26,6 +27,18 @@ TRAINING_KEY = re.compile(r"^(?P<target>[^/]+)/run(?P<run>\d+)/(?:(?P<task>[^/]+
 def training_key(target: str, run_index: int, figure: str, task: str | None = None) -> str:
     """`cpu/run1/engagement/logloss` (`run_index` from 0, shown from 1), or `cpu/run1/examples_per_second`."""
     return SEPARATOR.join([target, f"{RUN_PREFIX}{run_index + 1}", *([task] if task else []), figure])
+
+
+def training_figures(target: str, run_index: int, run: Any) -> dict[str, float]:
+    """Key → value of what a training task logs: per task log-loss and AUC, examples per second and devices.
+    `run`: the run's `components.train.summary.RunSummary`."""
+    figures: dict[str, float] = {}
+    for task, values in run.metrics.items():
+        figures[training_key(target, run_index, "logloss", task)] = values.logloss
+        figures[training_key(target, run_index, "auc", task)] = values.auc
+    figures[training_key(target, run_index, "examples_per_second")] = run.examples_per_second
+    figures[training_key(target, run_index, "devices")] = run.hardware.device_count
+    return figures
 
 
 def target_key(target: str, figure: str, task: str | None = None) -> str:

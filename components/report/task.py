@@ -72,7 +72,7 @@ def write_report(
             artifact.log_metric(target_key(name, "input_stall_mean"), target.input_stall_mean)
         if target.cost_per_million_examples_usd is not None:
             artifact.log_metric(target_key(name, "cost_per_million_examples_usd"), target.cost_per_million_examples_usd)
-        artifact.metadata["hardware_seen"] = ", ".join(target.hardware_seen)
+        artifact.metadata[target_key(name, "hardware_seen")] = ", ".join(target.hardware_seen)
     if best_roc is not None:
         best = next(r for r in runs if (r.target, r.run_index) == (summary.best_run.target, summary.best_run.run_index))
         roc = best.metrics[summary.primary_task].roc
