@@ -23,6 +23,7 @@ from pipelines.steps import (
     champion_step,
     generate_logs_step,
     join_experiment_step,
+    model_version_step,
     preprocess_files_step,
     preprocess_step,
     promote_step,
@@ -183,6 +184,12 @@ def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, back
                       summary_json=report.outputs["summary_json"], examples=examples)
     task.set_display_name("promote model")
     task.set_caching_options(False)  # it reads and writes the registry: never reuse yesterday's decision
+    if backend == "vertex":  # the registered version as the run's google.VertexModel, labelled and aliased
+        version = component(model_version_step)(
+            promotion=task.outputs["promotion"], pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER,
+            create_time_utc=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
+        version.set_display_name("model version")
+        version.set_caching_options(False)
 
 
 def _base_image(config: AdrankConfig, backend: Backend) -> str:

@@ -18,6 +18,7 @@ import hashlib
 import linecache
 from typing import Callable
 
+from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output, OutputPath
 
 from pipelines.fan_in import summary_input_name, target_metrics_name
@@ -144,6 +145,15 @@ def promote_step(promote_config_json: str, backend: str, summary_json: Input[Art
                      + render_html(decision) + "</body></html>\n")
     with open(promotion_markdown.path, "w") as stream:
         stream.write(render_markdown(decision))
+
+
+def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, create_time_utc: str,
+                       model_version: Output[VertexModel]):
+    """On Vertex: the version the promotion registered as this run's `google.VertexModel` (lineage), labelled
+    with the job and the decision, aliased `champion` and `champion-YYYYMMDD` when promoted."""
+    from components.lineage.model_version import record_model_version
+
+    record_model_version(promotion.path, pipeline_job_name, create_time_utc, model_version)
 
 
 def champion_step(promote_config_json: str, backend: str) -> str:

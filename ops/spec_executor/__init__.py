@@ -9,7 +9,7 @@
     machines        which machines this computer stands in for (CPU; GPUs present; never TPU)
     dataflow        DataflowRunner options checked, DirectRunner in its place
     model_registry  the promotion step's Model Registry → a local registry
-    experiment      the `join experiment` task: a stand-in (no Vertex Experiment here)
+    vertex_only     `join experiment`, `model version`: Vertex-only steps, recorded as stand-ins
     processes       process groups, ended with the executor
     task_startup/   sitecustomize for every task's Python: /gcs/ → ROOT, die with the executor's shell
     runner          `run_spec`: the walk and each task's run

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from components.logs.records import format_utc_seconds
-from ops.spec_executor import custom_job, dataflow, experiment, machines, model_registry
+from ops.spec_executor import custom_job, dataflow, machines, model_registry, vertex_only
 from ops.spec_executor.executor_input import (
     MissingInput, TaskOutputs, build_executor_input, read_task_outputs,
 )
@@ -161,9 +161,10 @@ def _run_task(task: SpecTask, record: TaskRecord, context: PipelineJobContext, s
         command = resolver.resolve_command(task.container.get("command", []))
         args = resolver.resolve_command(task.container.get("args", []))
         env = _task_environment(storage)
-        if experiment.is_experiment_join(task.container):
+        stand_in = vertex_only.vertex_only_stand_in(task.container)
+        if stand_in is not None:
             record.state = "checked" if options.check_only else "succeeded"
-            record.stand_ins.append("Vertex Experiment: the run joins it on Vertex; there is none to join here")
+            record.stand_ins.append(stand_in)
         elif custom_job.is_custom_job_launcher(task.container):
             call = custom_job.parse_launcher_args(task.name, args)
             job_spec = custom_job.job_spec_from_payload(task.name, call.payload)
