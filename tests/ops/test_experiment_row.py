@@ -156,3 +156,15 @@ def test_a_recorded_parameter_cannot_be_set_at_submit(run_metadata_vertex, capsy
     assert main(["submit", *args]) == 2
     assert "--param learning_rate: the run records the config's learning_rate" in capsys.readouterr().err
     assert fake.pipeline_jobs == {}
+
+
+def test_submit_experiment_is_the_one_the_run_joins_itself(run_metadata_vertex):
+    fake, endpoint = run_metadata_vertex
+    args = ["--config", str(VERTEX_CONFIG), "--set", "runs_per_target=1", "--experiment", "ranking-review"]
+    assert main(["submit", *args, "--api-endpoint", endpoint]) == 0
+    (job,) = fake.pipeline_jobs.values()
+    (join,) = [task for name, task in job["pipelineSpec"]["root"]["dag"]["tasks"].items()
+               if name.startswith("join-experiment")]
+    assert join["inputs"]["parameters"]["experiment"]["runtimeValue"]["constant"] == "ranking-review"
+    # the labels and the run's parameters keep the config's own hash
+    assert job["labels"]["adrank-config"] == config_hash(load_config(VERTEX_CONFIG, ["runs_per_target=1"]))
