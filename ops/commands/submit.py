@@ -57,10 +57,11 @@ def _submit(args: argparse.Namespace) -> int:
         check_config(config)  # before any request: what Vertex would refuse fails here, naming the field
         if args.experiment:
             check_experiment(args.experiment, config.name)
-        # the DAG's 'join experiment' step joins the experiment the SDK adds the run to, not another one
-        template_config = with_experiment(config, args.experiment) if args.experiment else config
+            # the run's config is the one with this experiment: its 'join experiment' step joins the experiment the
+            # SDK adds it to, and its labels, job id and recorded config hash all name that config
+            config = with_experiment(config, args.experiment)
         with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
-            template = compile_pipeline(template_config, "vertex", Path(directory) / f"{config.name}.yaml")
+            template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml")
             session = session_for(config, args.api_endpoint)
             job, submission = submit_pipeline(
                 config, template, session, experiment=args.experiment, cache=args.cache,
@@ -81,8 +82,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def with_experiment(config, experiment: str):
-    """`config` with `vertex.experiment` set to `--experiment` (the template only: labels and job id keep the
-    config's hash)."""
+    """`config` with `vertex.experiment` set to `--experiment`."""
     from ops.vertex.session import vertex_section
 
     return config.model_copy(update={"vertex": vertex_section(config).model_copy(update={"experiment": experiment})})

@@ -166,5 +166,7 @@ def test_submit_experiment_is_the_one_the_run_joins_itself(run_metadata_vertex):
     (join,) = [task for name, task in job["pipelineSpec"]["root"]["dag"]["tasks"].items()
                if name.startswith("join-experiment")]
     assert join["inputs"]["parameters"]["experiment"]["runtimeValue"]["constant"] == "ranking-review"
-    # the labels and the run's parameters keep the config's own hash
-    assert job["labels"]["adrank-config"] == config_hash(load_config(VERTEX_CONFIG, ["runs_per_target=1"]))
+    # the labels and the recorded parameters name the same config: the one with this experiment
+    recorded = job["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]["config_hash"]["defaultValue"]
+    assert job["labels"]["adrank-config"] == recorded == config_hash(
+        load_config(VERTEX_CONFIG, ["runs_per_target=1", "vertex.experiment=ranking-review"]))
