@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from kfp import compiler
 
+from components.images.digests import ImageDigests
 from configs import AdrankConfig
+from ops.image_pins import pin_images
 from pipelines.placement import Backend
 from pipelines.ranking import PipelineKind, create_pipeline
 
 
-def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path,
-                     pipeline: PipelineKind = "benchmark") -> Path:
+def _to_stdout(line: str) -> None:
+    print(line)
+
+
+def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path, pipeline: PipelineKind = "benchmark", *,
+                     digests: ImageDigests | None = None, echo: Callable[[str], None] = _to_stdout) -> Path:
+    """For Vertex, images run by the digest `adrank images build` recorded (`digests`, default the checkout's
+    components/images/digests.json); `echo` gets one line per image saying which reference the spec uses."""
     output.parent.mkdir(parents=True, exist_ok=True)
+    if backend == "vertex":
+        pinned = pin_images(config, digests if digests is not None else ImageDigests.load())
+        for line in pinned.notes():
+            echo(line)
+        config = pinned.config
     compiler.Compiler().compile(create_pipeline(config, backend, pipeline=pipeline), str(output))
     return output

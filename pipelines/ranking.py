@@ -20,12 +20,14 @@ from configs import AdrankConfig
 from configs.report import ReportConfig, SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
-from pipelines import placement
+from pipelines import placement, run_parameters
 from pipelines.fan_in import summary_input_name
 from pipelines.placement import Backend
 from pipelines.steps import (
     champion_step,
     generate_logs_step,
+    join_experiment_step,
+    model_version_step,
     preprocess_files_step,
     preprocess_step,
     promote_step,
@@ -158,6 +160,9 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     def steps(run_window_end) -> list[dsl.PipelineTask]:
         """Add every step; returns the tasks (the vertex backend sets each one's retry policy)."""
         tasks = []
+        join = add_experiment_join(config, backend, component)
+        if join is not None:
+            tasks.append(join)
         preprocess_args = {
             "preprocess_config_json": preprocess_config_json,
             "window_end": run_window_end,
@@ -198,7 +203,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         placement.place_report(report, backend)
         tasks.append(report)
         if plan.promote:
-            tasks.append(add_promotion(report, preprocess.outputs["examples"], config, backend, component))
+            tasks += add_promotion(report, preprocess.outputs["examples"], config, backend, component)
         return tasks
 
     description = (f"adrank {pipeline} pipeline ({backend} backend): "
@@ -213,7 +218,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
 
         return ranking
 
-    def ranking_on_vertex(window_end: str = ""):
+    def ranking_on_vertex(window_end) -> None:
         notify = placement.failure_notification(config)
         if notify is None:
             placement.set_retries(steps(window_end), config.retry)
@@ -222,10 +227,21 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         with dsl.ExitHandler(notify, name="pipeline body"):
             placement.set_retries(steps(window_end), config.retry)
 
-    # KFP reads the parameter's type from the annotation, a string under this module's `from __future__ import
-    # annotations`
-    ranking_on_vertex.__annotations__["window_end"] = str
-    return dsl.pipeline(name=config.name, description=description)(ranking_on_vertex)
+    # the run's inputs: `window_end` (which day it reads) and the figures an Experiment row compares runs by
+    return dsl.pipeline(name=config.name, description=description)(
+        run_parameters.taking_run_parameters(ranking_on_vertex, config))
+
+
+def add_experiment_join(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
+    """On Vertex with `vertex.experiment`: a first step that puts the run into the Experiment, so scheduled runs
+    join it too (Vertex creates them without one); None otherwise."""
+    if backend != "vertex" or config.vertex is None or not config.vertex.experiment:
+        return None
+    task = component(join_experiment_step)(experiment=config.vertex.experiment,
+                                           pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER)
+    task.set_display_name("join experiment")
+    task.set_caching_options(False)  # each run joins for itself
+    return task
 
 
 def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
@@ -241,15 +257,24 @@ def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.Pipel
 
 
 def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, backend: Backend,
-                  component) -> dsl.PipelineTask:
-    """Append the promotion step after `report`; `component` makes the KFP component."""
+                  component) -> list[dsl.PipelineTask]:
+    """Append the promotion step after `report` (and on Vertex the model version step after it); `component` makes
+    the KFP component."""
     promote_op = component(promote_step)
     task = promote_op(promote_config_json=PromoteStepConfig.of(config).to_json(), backend=backend,
                       summary_json=report.outputs["summary_json"], examples=examples)
     task.set_display_name("promote model")
     task.set_caching_options(False)  # it reads and writes the registry: never reuse yesterday's decision
     placement.place_promotion(task, backend)
-    return task
+    if backend != "vertex":
+        return [task]
+    # the registered version as the run's google.VertexModel, labelled and aliased
+    version = component(model_version_step)(
+        promotion=task.outputs["promotion"], pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER,
+        create_time_utc=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
+    version.set_display_name("model version")
+    version.set_caching_options(False)
+    return [task, version]
 
 
 def _base_image(config: AdrankConfig, backend: Backend) -> str:

@@ -18,7 +18,8 @@ import hashlib
 import linecache
 from typing import Callable
 
-from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+from google_cloud_pipeline_components.types.artifact_types import VertexModel
+from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output, OutputPath
 
 from pipelines.fan_in import summary_input_name, target_metrics_name
 
@@ -31,19 +32,26 @@ def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
     logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
 
 
+# `gcp_resources: OutputPath(str)` is KFP's spelling of an output parameter written to a file (mypy reads the call
+# as an invalid annotation): the file is written when the Dataflow job starts, not when the step returns, so the
+# console links the job while it runs.
 def preprocess_step(
-    preprocess_config_json: str, logs: Input[Dataset], examples: Output[Dataset], window_end: str = "",
-    beam_args_json: str = "", scheduled_time: str = "",
+    preprocess_config_json: str, logs: Input[Dataset], examples: Output[Dataset],
+    gcp_resources: OutputPath(str),  # type: ignore[valid-type]
+    window_end: str = "", beam_args_json: str = "", scheduled_time: str = "",
 ):
-    """Preprocess the logs the `generate logs` step wrote (synthetic source)."""
+    """Preprocess the logs the `generate logs` step wrote (synthetic source). `gcp_resources`: the Dataflow job
+    (GCPC's format), which the Vertex console links."""
     from pipelines.steps import run_preprocess
 
-    run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, scheduled_time)
+    run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, scheduled_time,
+                   gcp_resources)
 
 
 def preprocess_files_step(
-    preprocess_config_json: str, examples: Output[Dataset], window_end: str = "", beam_args_json: str = "",
-    scheduled_time: str = "",
+    preprocess_config_json: str, examples: Output[Dataset],
+    gcp_resources: OutputPath(str),  # type: ignore[valid-type]
+    window_end: str = "", beam_args_json: str = "", scheduled_time: str = "",
 ):
     """Preprocess the logs the config names (files or BigQuery): no upstream step, no `logs` input.
 
@@ -51,11 +59,12 @@ def preprocess_files_step(
     """
     from pipelines.steps import run_preprocess
 
-    run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, scheduled_time)
+    run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, scheduled_time,
+                   gcp_resources)
 
 
 def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end: str, beam_args_json: str,
-                   scheduled_time: str = "") -> None:
+                   scheduled_time: str = "", gcp_resources_path: str | None = None) -> None:
     """The body both preprocess components share.
 
     window_end: where the window ends (RFC 3339): the day `adrank retrain` replays locally, the time `adrank submit`
@@ -64,6 +73,7 @@ def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end:
     beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
     beam_pipeline_args(config)); "" builds the same options from the config at run time. On Dataflow the job name
     gets a suffix made when the step starts (`launch_suffix`), so two runs never share one.
+    gcp_resources_path: the step's `gcp_resources` output file (components.preprocess.dataflow_job).
     """
     import json
 
@@ -74,7 +84,8 @@ def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end:
     config = PreprocessStepConfig.model_validate_json(preprocess_config_json)
     beam_args = with_run_job_name(json.loads(beam_args_json), config.name, launch_suffix()) if beam_args_json else None
     end = run_window_end(window_end, scheduled_time, vertex=bool(beam_args_json))
-    manifest = preprocess(config, logs_path, examples.path, examples.uri, window_end=end or None, beam_args=beam_args)
+    manifest = preprocess(config, logs_path, examples.path, examples.uri, window_end=end or None, beam_args=beam_args,
+                          gcp_resources_path=gcp_resources_path)
     examples.metadata.update({split: info.examples for split, info in manifest.splits.items()})
 
 
@@ -89,18 +100,24 @@ def train_step(
     warm_start_from: str = "",
 ):
     """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
+    from components.evaluate.experiment_keys import training_figures, training_key
     from components.train.task import train
     from configs.slices import TrainStepConfig
 
     run = train(TrainStepConfig.model_validate_json(train_config_json), target, run_index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
     run.write(summary.path)
-    for task, values in run.metrics.items():
-        metrics.log_metric(f"{task}_logloss", values.logloss)
-        metrics.log_metric(f"{task}_auc", values.auc)
-    metrics.log_metric("examples_per_second", run.examples_per_second)
-    metrics.log_metric("devices", run.hardware.device_count)
-    metrics.metadata["device_kind"] = run.hardware.device_kind
+    # keys unique per target, run and task: a Vertex Experiment row merges every Metrics artifact of the run
+    for key, value in training_figures(target, run_index, run).items():
+        metrics.log_metric(key, value)
+    metrics.metadata[training_key(target, run_index, "device_kind")] = run.hardware.device_kind
+
+
+def join_experiment_step(experiment: str, pipeline_job_name: str):
+    """Put this run, submitted or scheduled, into the Vertex Experiment (components.experiment.join)."""
+    from components.experiment.join import join_experiment
+
+    join_experiment(pipeline_job_name, experiment)
 
 
 # --- the registry around training: the champion before it, promotion after the report -----------------------
@@ -131,6 +148,15 @@ def promote_step(promote_config_json: str, backend: str, summary_json: Input[Art
                      + render_html(decision) + "</body></html>\n")
     with open(promotion_markdown.path, "w") as stream:
         stream.write(render_markdown(decision))
+
+
+def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, create_time_utc: str,
+                       model_version: Output[VertexModel]):
+    """On Vertex: the version the promotion registered as this run's `google.VertexModel` (lineage), labelled
+    with the job and the decision, aliased `champion` and `champion-YYYYMMDD` when promoted."""
+    from components.lineage.model_version import record_model_version
+
+    record_model_version(promotion.path, pipeline_job_name, create_time_utc, model_version)
 
 
 def champion_step(promote_config_json: str, backend: str) -> str:

@@ -33,6 +33,7 @@ from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords, c
 from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
+from components.preprocess.dataflow_job import watch_job
 from components.preprocess.input_columns import (
     MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
 )
@@ -90,13 +91,16 @@ CONSOLE_WARNING = "adrank warning: "
 
 
 def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
-               window_end: str | None = None, beam_args: list[str] | None = None) -> Manifest:
+               window_end: str | None = None, beam_args: list[str] | None = None,
+               gcp_resources_path: str | None = None) -> Manifest:
     """Run the Beam pipeline and write examples, `transform_fn`, `manifest.json` and `manifest.md`.
 
     `logs_dir`: the generator's output (synthetic source); otherwise the config's globs/tables are read.
     `output_uri`: where Beam writes when workers cannot see `output_dir` (Dataflow writes to gs://).
     `window_end` (RFC 3339): read only impressions of the `logs.lookback_days` days before it.
     `beam_args`: a complete Beam argv (as compiled into the DAG) replacing the options built from config.
+    `gcp_resources_path`: where the step's `gcp_resources` output goes (the Dataflow job, so the Vertex console links
+    it; SIGTERM while the job runs cancels it: `components.preprocess.dataflow_job`).
     """
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     # The runner is the one in the options actually used (a compiled argv may differ from the config's runner).
@@ -110,7 +114,7 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
         pipeline = beam.Pipeline(options=options)
         _build(pipeline, config, logs_dir, root, window, temp_location(options, local_temp))
         report_progress(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
-        wait_for_job(pipeline.run())
+        watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)
     manifest = _manifest(config, logs_dir, root, window)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from components.evaluate.experiment_keys import target_key
 from components.preprocess.manifest import Manifest
 from components.report.plots import ReportFigure, report_figures
 from components.report.benchmark import BenchmarkSummary, summarize
@@ -58,18 +59,20 @@ def write_report(
         target = summary.targets.get(name)
         if target is None:
             continue
-        artifact.log_metric("runs", target.runs)
-        artifact.log_metric("logloss_mean", target.logloss_mean)
+        # keys unique per target and task (components.evaluate.experiment_keys): the Experiment row merges them
+        task = summary.primary_task
+        artifact.log_metric(target_key(name, "runs"), target.runs)
+        artifact.log_metric(target_key(name, "logloss_mean", task), target.logloss_mean)
         if target.logloss_std is not None:
-            artifact.log_metric("logloss_std", target.logloss_std)
-        artifact.log_metric("auc_mean", target.auc_mean)
-        artifact.log_metric("calibration_mean", target.tasks[summary.primary_task].calibration.mean)
-        artifact.log_metric("examples_per_second_mean", target.examples_per_second_mean)
+            artifact.log_metric(target_key(name, "logloss_std", task), target.logloss_std)
+        artifact.log_metric(target_key(name, "auc_mean", task), target.auc_mean)
+        artifact.log_metric(target_key(name, "calibration_mean", task), target.tasks[task].calibration.mean)
+        artifact.log_metric(target_key(name, "examples_per_second_mean"), target.examples_per_second_mean)
         if target.input_stall_mean is not None:
-            artifact.log_metric("input_stall_mean", target.input_stall_mean)
+            artifact.log_metric(target_key(name, "input_stall_mean"), target.input_stall_mean)
         if target.cost_per_million_examples_usd is not None:
-            artifact.log_metric("cost_per_million_examples_usd", target.cost_per_million_examples_usd)
-        artifact.metadata["hardware_seen"] = ", ".join(target.hardware_seen)
+            artifact.log_metric(target_key(name, "cost_per_million_examples_usd"), target.cost_per_million_examples_usd)
+        artifact.metadata[target_key(name, "hardware_seen")] = ", ".join(target.hardware_seen)
     if best_roc is not None:
         best = next(r for r in runs if (r.target, r.run_index) == (summary.best_run.target, summary.best_run.run_index))
         roc = best.metrics[summary.primary_task].roc

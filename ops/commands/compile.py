@@ -25,6 +25,10 @@ def _compile(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     try:
+        if args.backend == "vertex":
+            from ops.vertex.preflight import check_config
+
+            check_config(config)  # what Vertex would refuse fails here, naming the field
         path = compile_pipeline(config, args.backend, Path(args.output), args.pipeline)
     except ValueError as error:  # a config that validates but cannot become this backend's DAG
         raise CommandError(str(error)) from None

@@ -5,11 +5,17 @@ The image names come from the config (`vertex.images`); the build runs `gcloud b
 (`components/images/locks.py`); the serving image (`vertex.model_registry.serving_image`) is built
 too unless it is a Vertex prebuilt container. The command is printed first, so it
 can be run by hand where gcloud is installed.
+
+The build is submitted with `--async --format=json` (gcloud prints the Build resource, with its id), its log is
+followed with `gcloud builds log --stream`, and the finished Build (`gcloud builds describe --format=json`) says
+which digest each pushed tag got: recorded in components/images/digests.json (`components.images.digests`), so
+`adrank compile|submit|schedule` pin the images by digest.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shlex
 import shutil
@@ -75,7 +81,7 @@ def build_command(config, source: str = ".") -> list[str]:
                      f"_SERVING_IMAGE={serving_image_to_build(config.vertex.model_registry.serving_image)}")
     return [
         "gcloud", "builds", "submit", f"--project={config.vertex.project}", f"--region={config.vertex.region}",
-        f"--config={CLOUDBUILD}", f"--substitutions={substitutions}", source,
+        f"--config={CLOUDBUILD}", f"--substitutions={substitutions}", "--async", "--format=json", source,
     ]
 
 
@@ -99,7 +105,49 @@ def _build(args: argparse.Namespace) -> int:
             "gcloud is not installed or not on PATH; install the Google Cloud CLI "
             "(https://cloud.google.com/sdk/docs/install), run `gcloud auth login`, then run the command above"
         )
-    completed = subprocess.run(command, cwd=root)
-    if completed.returncode != 0:
-        raise CommandError(f"gcloud builds submit failed with exit status {completed.returncode}")
+    from components.images.digests import BuildResultError, ImageDigests, digests_from_build
+
+    build = _gcloud_json(command, root, "gcloud builds submit")
+    build_id = build.get("id")
+    if not build_id:
+        raise CommandError("gcloud builds submit answered no build id")
+    vertex = config.vertex
+    assert vertex is not None  # build_command refused a config without one
+    location = [f"--project={vertex.project}", f"--region={vertex.region}"]
+    streamed = subprocess.run(["gcloud", "builds", "log", "--stream", *location, build_id], cwd=root)
+    if streamed.returncode != 0:
+        raise CommandError(f"gcloud builds log --stream {build_id} failed with exit status {streamed.returncode}")
+    finished = _gcloud_json(["gcloud", "builds", "describe", *location, "--format=json", build_id], root,
+                            "gcloud builds describe")
+    if finished.get("status") != "SUCCESS":
+        raise CommandError(f"build {build_id} ended {finished.get('status')}: {finished.get('statusDetail', '')}"
+                           .rstrip(": "))
+    try:
+        pushed = digests_from_build(finished)
+        record = ImageDigests.load(root / "components" / "images" / "digests.json")
+    except BuildResultError as error:
+        raise CommandError(f"build {build_id}: {error}") from None
+    if not pushed:
+        raise CommandError(f"build {build_id} succeeded but reported no image digests (results.buildStepOutputs)")
+    record.record(pushed)
+    for tag, reference in sorted(pushed.items()):
+        print(f"pushed {tag} = {reference}")
+    print(f"recorded {len(pushed)} digest(s) in {record.path}: compile pins these images by digest "
+          "(commit the file with the code it was built from)")
     return 0
+
+
+def _gcloud_json(command: list[str], root: Path, what: str) -> dict:
+    """Run a gcloud command whose stdout is one JSON resource (its stderr reaches the user)."""
+    from ops.errors import CommandError
+
+    completed = subprocess.run(command, cwd=root, stdout=subprocess.PIPE, text=True)
+    if completed.returncode != 0:
+        raise CommandError(f"{what} failed with exit status {completed.returncode}")
+    try:
+        answer = json.loads(completed.stdout)
+    except json.JSONDecodeError:
+        raise CommandError(f"{what} did not print a JSON resource: {completed.stdout[:200]!r}") from None
+    if not isinstance(answer, dict):
+        raise CommandError(f"{what} printed {type(answer).__name__}, not a resource")
+    return answer

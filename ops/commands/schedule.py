@@ -20,7 +20,8 @@ ACTIONS = {
     "resume": "resume the config's schedule",
     "delete": "delete the config's schedule",
     "list": "list the schedules in the config's project and region",
-    "add-to-experiment": "add the runs the config's schedules started to the Vertex Experiment (Vertex does not)",
+    "add-to-experiment": "add the runs the config's schedules started to the Vertex Experiment (runs of templates "
+                         "compiled with vertex.experiment join it themselves)",
 }
 
 
@@ -102,6 +103,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.schedule_command in ("create", "update"):
         config.retraining_target()  # a config without a production target fails here, before any request
     try:
+        if args.schedule_command in ("create", "update"):
+            from ops.vertex.preflight import check_config
+
+            check_config(config)  # before any request: what Vertex would refuse fails here, naming the field
         session = session_for(config, args.api_endpoint)
         display_name = schedules.schedule_display_name(config)
         action = args.schedule_command

@@ -32,12 +32,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_parameters(items: list[str]) -> dict[str, object]:
     from ops.errors import CommandError
+    from pipelines.run_parameters import RECORDED_ONLY
 
     parameters = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise CommandError(f"--param {item!r}: expected NAME=VALUE")
+        if name in RECORDED_ONLY:
+            raise CommandError(f"--param {name}: the run records the config's {name}; no step reads the parameter, "
+                               "so change the config (--set) instead")
         parameters[name] = yaml.safe_load(text)
     return parameters
 
@@ -46,13 +50,18 @@ def _submit(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.compile import compile_pipeline
     from ops.vertex.jobs import submit_pipeline
+    from ops.vertex.preflight import check_config
     from ops.vertex.session import VertexSetupError, require_service_account, session_for
 
     config = config_from_args(args)
     try:
         require_service_account(config)
+        check_config(config)  # before any request: what Vertex would refuse fails here, naming the field
         if args.experiment:
             check_experiment(args.experiment, config.name)
+            # the run's config is the one with this experiment: its 'join experiment' step joins the experiment the
+            # SDK adds it to, and its labels, job id and recorded config hash all name that config
+            config = with_experiment(config, args.experiment)
         with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
             template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml", args.pipeline)
             session = session_for(config, args.api_endpoint)
@@ -86,6 +95,13 @@ def with_window_end(parameters: dict[str, object], now: dt.datetime) -> dict[str
     elif isinstance(given, dt.date):
         given = f"{given.isoformat()}T00:00:00Z"
     return {**parameters, "window_end": str(given) if given else format_utc_seconds(now)}
+
+
+def with_experiment(config, experiment: str):
+    """`config` with `vertex.experiment` set to `--experiment`."""
+    from ops.vertex.session import vertex_section
+
+    return config.model_copy(update={"vertex": vertex_section(config).model_copy(update={"experiment": experiment})})
 
 
 def check_experiment(experiment: str, pipeline_name: str) -> None:

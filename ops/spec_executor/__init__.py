@@ -14,6 +14,7 @@
     execution_cache Vertex's cache key and the index of succeeded executions under ROOT/spec-cache
     retries         a task's retryPolicy and the backoff before each retry
     run_record      spec_run.json: task states, run status, interrupted runs
+    vertex_only     `join experiment`, `model version`: Vertex-only steps, recorded as stand-ins
     processes       process groups, ended with the executor
     task_startup/   sitecustomize for every task's Python: /gcs/ → ROOT, die with the executor's shell
     runner          `run_spec`: the walk (nested DAGs, loops, exit handlers) and each task's run (cache,

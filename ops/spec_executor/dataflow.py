@@ -27,6 +27,9 @@ DATAFLOW_ONLY = {
     "worker_zone", "autoscaling_algorithm", "labels", "save_main_session", "setup_file", "requirements_file",
 }
 KEPT = {"job_name"}
+# The output parameter a step that launches Dataflow writes its job to, in GCPC's GcpResources JSON: the Vertex
+# console links the job from it (components.preprocess.dataflow_job writes it).
+GCP_RESOURCES_OUTPUT = "gcp_resources"
 JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 GCS_PATH = re.compile(r"^gs://[a-z0-9][-_.a-z0-9]*[a-z0-9](/.*)?$")
 
@@ -46,6 +49,14 @@ def beam_argv(value) -> list[str] | None:
     if not isinstance(argv, list) or not all(isinstance(a, str) and a.startswith("--") for a in argv):
         return None
     return argv if "--runner=DataflowRunner" in argv else None
+
+
+def check_gcp_resources_output(task: str, executor_input: dict) -> None:
+    """A task that launches a Dataflow job must declare the `gcp_resources` output parameter, or the Vertex console
+    shows no link to the job."""
+    if GCP_RESOURCES_OUTPUT not in executor_input.get("outputs", {}).get("parameters", {}):
+        raise DataflowArgsError(f"task '{task}' launches a Dataflow job but has no '{GCP_RESOURCES_OUTPUT}' output "
+                                "parameter: the Vertex console could not link the job")
 
 
 def _flag_name(arg: str) -> str:

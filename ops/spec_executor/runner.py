@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from components.logs.records import format_utc_seconds
-from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email
+from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
 from ops.spec_executor.executor_input import (
     DagScope, MissingInput, build_executor_input, collected_outputs, dag_outputs, input_artifacts, input_parameters,
@@ -275,7 +275,11 @@ class _JobWalk:
             command = resolver.resolve_command(task.container.get("command", []))
             args = resolver.resolve_command(task.container.get("args", []))
             env = _task_environment(self.storage, self.tmp_dir)
-            if custom_job.is_custom_job_launcher(task.container):
+            stand_in = vertex_only.vertex_only_stand_in(task.container)
+            if stand_in is not None:
+                record.state = "checked" if self.options.check_only else "succeeded"
+                record.stand_ins.append(stand_in)
+            elif custom_job.is_custom_job_launcher(task.container):
                 call = custom_job.parse_launcher_args(task.name, args)
                 job_spec = custom_job.job_spec_from_payload(task.name, call.payload)
                 custom_job.validate_custom_job(task.name, job_spec)
@@ -390,6 +394,7 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
     for name, value in list(values.items()):
         argv = dataflow.beam_argv(value)
         if argv is not None:
+            dataflow.check_gcp_resources_output(task.name, executor_input)
             local = dataflow.direct_runner_argv(task.name, argv, storage, options.direct_running_mode,
                                                 options.direct_num_workers)
             values[name] = json.dumps(local)

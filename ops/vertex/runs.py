@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.evaluate.experiment_keys import SEPARATOR, training_figure
 from configs import AdrankConfig
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
 from ops.vertex.retry import with_backoff
@@ -137,26 +138,44 @@ def promotion_figures(run: VertexRun) -> dict[str, float] | None:
     return None
 
 
+def training_figures(run: VertexRun) -> dict[str, list[float]]:
+    """`<task>_logloss` / `<task>_auc` → the values of the run's training tasks: from the keys training writes
+    (`<target>/run<n>/<task>/logloss`, components.evaluate.experiment_keys), or the `<task>_logloss` keys of runs
+    trained before keys named their target."""
+    found: dict[str, list[float]] = {}
+    for values in run.metrics.values():
+        for key, value in values.items():
+            parsed = training_figure(key)
+            if parsed is not None and parsed[2] and parsed[3] in ("logloss", "auc"):
+                column = f"{parsed[2]}_{parsed[3]}"
+            elif SEPARATOR not in key and key.endswith(("_logloss", "_auc")) and key not in PROMOTION_FIGURES:
+                column = key
+            else:
+                continue
+            found.setdefault(column, []).append(value)
+    return found
+
+
 def format_runs_table(runs: list[VertexRun]) -> str:
     """One row per run: state, creation, the schedule that started it ('-': submitted), task states, the best
     log-loss / AUC of its training runs and, for runs that promoted, challenger vs champion on the same day."""
     if not runs:
         return "no runs on Vertex AI for this pipeline"
-    metric_names = sorted({m for run in runs for values in run.metrics.values() for m in values
-                           if m.endswith(("_logloss", "_auc")) and m not in PROMOTION_FIGURES})
+    figures = [training_figures(run) for run in runs]
+    metric_names = sorted({m for run_figures in figures for m in run_figures})
     promotions = [promotion_figures(run) for run in runs]
     header = ["JOB ID", "STATE", "CREATED", "SCHEDULE", "TASKS"] + [f"best {m}" for m in metric_names]
     if any(promotions):
         header += ["CHALLENGER", "CHAMPION", "DIFF [95% CI]", "PROMOTED"]
     rows = [header]
-    for run, promotion in zip(runs, promotions):
+    for run, promotion, run_figures in zip(runs, promotions, figures):
         counts: dict[str, int] = {}
         for state in run.tasks.values():
             counts[state] = counts.get(state, 0) + 1
         summary = " ".join(f"{s.lower()}={n}" for s, n in sorted(counts.items()))
         cells = [run.job_id, run.state, run.create_time[:19], run.schedule or "-", summary]
         for metric in metric_names:
-            values = [v[metric] for v in run.metrics.values() if metric in v]
+            values = run_figures.get(metric, [])
             best = (min(values) if metric.endswith("logloss") else max(values)) if values else None
             cells.append("" if best is None else f"{best:.4f}")
         if any(promotions):

@@ -5,10 +5,11 @@ updated in place (cron, limits, window, and the pipeline it launches), never dup
 fields it sets (`update_mask`). Every scheduled run starts from the same compiled template (the retraining
 pipeline); its preprocess step reads the logs of the `logs.lookback_days` days before the run's scheduled time.
 
-Scheduled runs do not join `vertex.experiment` by themselves: Vertex creates them server-side from the
-schedule's CreatePipelineJobRequest, whose v1 `PipelineJob` has no experiment field (the SDK adds a run to
-an experiment client-side, after `submit`); `adrank schedule add-to-experiment` (ops.vertex.experiments)
-adds them. They carry the same `adrank-*` labels and the schedule's name (`schedule_name`), which is how
+Vertex creates scheduled runs server-side from the schedule's CreatePipelineJobRequest, whose v1 `PipelineJob`
+has no experiment field (the SDK adds a run to an experiment client-side, after `submit`): with
+`vertex.experiment` set, the compiled DAG's first step joins its own run to the experiment
+(components.experiment.join), so every scheduled run is in it; `adrank schedule add-to-experiment`
+(ops.vertex.experiments) adds runs started by templates compiled before that step existed. They carry the same `adrank-*` labels and the schedule's name (`schedule_name`), which is how
 `adrank runs list --backend vertex` finds them.
 
 No burst of catch-up runs: a `vertex.schedule.start_time` already past is refused (naming the field), or
@@ -148,8 +149,9 @@ def experiment_note(config: AdrankConfig) -> str:
     experiment = vertex_section(config).experiment
     if not experiment:
         return ""
-    return (f"note: Vertex creates scheduled runs without an experiment; `adrank schedule add-to-experiment` adds "
-            f"them to '{experiment}' (e.g. once a day), `adrank runs list --backend vertex` lists them")
+    return (f"scheduled runs join experiment '{experiment}' themselves (their first step, 'join experiment'; "
+            "Vertex creates them without one); `adrank schedule add-to-experiment` adds runs started by an older "
+            "template, `adrank runs list --backend vertex` lists them")
 
 
 def schedule_display_name(config: AdrankConfig) -> str:

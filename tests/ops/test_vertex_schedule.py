@@ -43,8 +43,11 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     out = capsys.readouterr().out
     assert "created schedule adrank-daily-retrain" in out
     assert "estimated cost of one retraining run: $6.00 (1 training run(s)" in out
-    assert ("note: Vertex creates scheduled runs without an experiment; `adrank schedule add-to-experiment` adds "
-            "them to 'adrank-daily'") in out
+    assert "scheduled runs join experiment 'adrank-daily' themselves (their first step, 'join experiment'" in out
+    (join,) = [task for name, task in tasks.items() if name.startswith("join-experiment")]
+    assert join["inputs"]["parameters"]["experiment"]["runtimeValue"]["constant"] == "adrank-daily"
+    assert join["inputs"]["parameters"]["pipeline_job_name"]["runtimeValue"]["constant"] == \
+        "{{$.pipeline_job_resource_name}}"
 
     # create again with a changed cron: the same schedule is updated, not duplicated
     assert main(["schedule", "create", *args, "--set", "vertex.schedule.cron=30 4 * * *",

@@ -79,8 +79,8 @@ def test_submit_associates_the_run_with_the_experiment(fake_vertex, vertex_args)
 
 def test_submit_refuses_parameters_the_pipeline_does_not_declare(fake_vertex, vertex_args):
     fake, endpoint = fake_vertex
-    # the compiled DAG declares no pipeline parameters: an unknown one is refused before any request
-    assert main(["submit", *vertex_args, "--param", "window_days=3", "--api-endpoint", endpoint]) == 2
+    # the compiled DAG declares only the run parameters it records: an unknown one is refused before any request
+    assert main(["submit", *vertex_args, "--param", "lookback=3", "--api-endpoint", endpoint]) == 2
     assert not fake.calls("POST", r"/pipelineJobs$")
 
 

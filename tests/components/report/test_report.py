@@ -94,7 +94,10 @@ def test_write_report_writes_every_output(tmp_path):
     assert "cpu-big" in html and "data:image/png;base64," in html and "1 × CPU" in html
     markdown = (tmp_path / "md").read_text()
     assert "| cpu (baseline) |" in markdown and "bad_json: 3" in markdown
-    assert outputs["m2"].metrics["examples_per_second_mean"] == pytest.approx(3000.0)
+    # keys unique per target and task: a Vertex Experiment row merges every Metrics artifact of the run
+    assert outputs["m2"].metrics["cpu-big/examples_per_second_mean"] == pytest.approx(3000.0)
+    assert outputs["m1"].metrics["cpu/engagement/logloss_mean"] == pytest.approx(0.335)
+    assert not set(outputs["m1"].metrics) & set(outputs["m2"].metrics)
     assert outputs["metrics"].metrics["best_logloss"] == pytest.approx(0.33)
 
 

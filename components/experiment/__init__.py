@@ -1,0 +1,1 @@
+"""The pipeline run's place in its Vertex Experiment (vertex backend only)."""

@@ -1,0 +1,1 @@
+"""What connects a pipeline run to the model version it registered (vertex backend only)."""

@@ -1,0 +1,329 @@
+"""Would Vertex AI and Dataflow accept what this config asks for? Checked before any request is sent.
+
+`adrank compile --backend vertex`, `adrank submit` and `adrank schedule create|update` call `check_config`
+first: a machine request or a region Vertex refuses fails here, naming the config field and the rule, instead of
+at CustomJob creation hours later, after the Dataflow preprocessing has been paid.
+
+Each rule names where it comes from. *Documented* rules cite the page; *API* rules read the installed
+`google.cloud.aiplatform_v1` types at check time (never a copied list); *adrank* rules are adrank's own choice,
+said so in the message.
+
+- Accelerator names (API): `MachineSpec.accelerator_type` is an `aiplatform_v1.AcceleratorType` enum label; the
+  REST API answers any other name with `unknown enum label` (reference:
+  https://cloud.google.com/vertex-ai/docs/reference/rest/v1/MachineSpec).
+- GPUs per machine family (documented, "Configure compute resources for custom training", GPU table:
+  https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpu-compatibility-table, and Compute
+  Engine's accelerator-optimized machines, https://cloud.google.com/compute/docs/accelerator-optimized-machines):
+  an accelerator-optimized machine comes with a fixed GPU model and count (a2-highgpu-Ng: N × NVIDIA_TESLA_A100;
+  a2-megagpu-16g: 16; a2-ultragpu-Ng: N × NVIDIA_A100_80GB; a3-highgpu-Ng: N × NVIDIA_H100_80GB; a3-megagpu-8g:
+  8 × NVIDIA_H100_MEGA_80GB; a3-ultragpu-8g: 8 × NVIDIA_H200_141GB; a4-highgpu-8g: 8 × NVIDIA_B200; g2-standard-
+  4/8/12/16/32: 1 × NVIDIA_L4, -24: 2, -48: 4, -96: 8). Other GPUs attach only to N1 machines, in the counts the
+  table lists (T4, P100, P4: 1, 2 or 4; V100: 1, 2, 4 or 8). K80 is past its end of support (enum comment).
+- TPUs (documented, "Training with TPU accelerators", https://cloud.google.com/vertex-ai/docs/training/training-
+  with-tpu-vm, and the configure-compute page's TPU section): TPU v2/v3 are `machine_type: cloud-tpu` with
+  `TPU_V2`/`TPU_V3` × 8; TPU v5e is `ct5lp-hightpu-1t` (1x1), `-4t` (2x2) or `-8t` (2x4) on one host, and a
+  larger slice (e.g. ct5lp-hightpu-4t with topology 4x4) spans several hosts, each a replica of worker pool 0
+  (replica_count = chips / chips per host). adrank's pool 0 is the single chief (its trainer starts one
+  TPUStrategy on one host), so a multi-host slice is refused here.
+- Frameworks per TPU generation (documented, same TPU page: "TPU v5e supports JAX 0.4.6+, TensorFlow 2.15+, and
+  PyTorch 2.1+. TPU v6e supports Python 3.10+, JAX 0.4.37+, and PyTorch 2.1+"): adrank trains with TensorFlow, so
+  TPU v6e (`ct6e-standard-*`) is refused.
+- Regions: a CMEK key must be in the location of the resource it encrypts (documented, Vertex AI CMEK,
+  https://cloud.google.com/vertex-ai/docs/general/cmek, and Dataflow CMEK, https://cloud.google.com/dataflow/docs/
+  guides/customer-managed-encryption-keys: "the location of the Cloud KMS key must match the region of the
+  Dataflow job"); a CustomJob writes only to a TensorBoard instance in its own region (documented, "Use Vertex AI
+  TensorBoard with custom training", https://cloud.google.com/vertex-ai/docs/experiments/tensorboard-training);
+  a Dataflow subnetwork is in the job's region (documented, "Specify a network and subnetwork",
+  https://cloud.google.com/dataflow/docs/guides/specifying-networks). Without a CMEK key the Dataflow region must
+  still be `vertex.region` (adrank: the examples it writes are read by the training jobs in that region, and a
+  compiled pipeline runs in one region).
+- Job ids (SDK: the pattern `google.cloud.aiplatform.constants.pipeline` enforces) and labels (documented, see
+  `configs.vertex_names`): the job id and every label set adrank sends are checked with the same functions the
+  config loader uses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from dataclasses import dataclass
+
+from configs import AdrankConfig
+from configs.vertex import MachineSpec, VertexConfig
+from configs.vertex_names import label_key_problem, label_value_problem
+from ops.vertex.jobs import job_id, job_labels
+from pipelines.placement import custom_job_labels
+
+GPU_TABLE = "https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpu-compatibility-table"
+TPU_PAGE = "https://cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm"
+MACHINE_SPEC_REFERENCE = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1/MachineSpec"
+VERTEX_CMEK = "https://cloud.google.com/vertex-ai/docs/general/cmek"
+DATAFLOW_CMEK = "https://cloud.google.com/dataflow/docs/guides/customer-managed-encryption-keys"
+TENSORBOARD_TRAINING = "https://cloud.google.com/vertex-ai/docs/experiments/tensorboard-training"
+DATAFLOW_NETWORKS = "https://cloud.google.com/dataflow/docs/guides/specifying-networks"
+LABELS_PAGE = "https://cloud.google.com/resource-manager/docs/labels-overview#requirements"
+# The pipeline job id pattern google-cloud-aiplatform enforces before it sends a job
+# (`google.cloud.aiplatform.constants.pipeline`), as configs.vertex_names describes it.
+JOB_ID = re.compile(r"^[a-z][-a-z0-9]{0,127}$")
+JOB_ID_RULE = "google-cloud-aiplatform's pipeline job id pattern (SDK)"
+ADRANK_RULE = "adrank"
+
+# Accelerator-optimized machine types: the GPU model and count each comes with.
+FIXED_GPUS: dict[str, tuple[str, int]] = {
+    **{f"a2-highgpu-{n}g": ("NVIDIA_TESLA_A100", n) for n in (1, 2, 4, 8)},
+    "a2-megagpu-16g": ("NVIDIA_TESLA_A100", 16),
+    **{f"a2-ultragpu-{n}g": ("NVIDIA_A100_80GB", n) for n in (1, 2, 4, 8)},
+    **{f"a3-highgpu-{n}g": ("NVIDIA_H100_80GB", n) for n in (1, 2, 4, 8)},
+    "a3-megagpu-8g": ("NVIDIA_H100_MEGA_80GB", 8),
+    "a3-ultragpu-8g": ("NVIDIA_H200_141GB", 8),
+    "a4-highgpu-8g": ("NVIDIA_B200", 8),
+    **{f"g2-standard-{n}": ("NVIDIA_L4", 1) for n in (4, 8, 12, 16, 32)},
+    "g2-standard-24": ("NVIDIA_L4", 2),
+    "g2-standard-48": ("NVIDIA_L4", 4),
+    "g2-standard-96": ("NVIDIA_L4", 8),
+}
+ACCELERATOR_OPTIMIZED = re.compile(r"^(a2|a3|a4|a4x|g2|g4)-")
+# GPUs that attach to N1 machines, with the counts the GPU table lists.
+N1_GPU_COUNTS: dict[str, tuple[int, ...]] = {
+    "NVIDIA_TESLA_T4": (1, 2, 4),
+    "NVIDIA_TESLA_P100": (1, 2, 4),
+    "NVIDIA_TESLA_P4": (1, 2, 4),
+    "NVIDIA_TESLA_V100": (1, 2, 4, 8),
+}
+LEGACY_TPU_MACHINE = "cloud-tpu"
+LEGACY_TPU_ACCELERATORS = ("TPU_V2", "TPU_V3")
+LEGACY_TPU_COUNT = 8
+V5E_MACHINE = re.compile(r"^ct5lp-hightpu-(?P<chips>\d+)t$")
+V5E_SINGLE_HOST = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
+V5E_ACCELERATOR = "TPU_V5_LITEPOD"
+V6E_MACHINE = re.compile(r"^ct6e-")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing Vertex or Dataflow would refuse: the config field, what is wrong, and where the rule is written."""
+
+    field: str
+    message: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message} [rule: {self.source}]"
+
+
+class PreflightError(ValueError):
+    """The config asks Vertex or Dataflow for something they refuse; the message lists every problem."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("Vertex would refuse this config (nothing was sent):\n"
+                         + "\n".join(f"  {problem}" for problem in problems))
+
+
+def check_config(config: AdrankConfig) -> None:
+    """Raise `PreflightError` naming every problem; return quietly when there is none."""
+    problems = config_problems(config)
+    if problems:
+        raise PreflightError(problems)
+
+
+def config_problems(config: AdrankConfig) -> list[Problem]:
+    """Every rule broken by the config's vertex section, its targets' machines and its Dataflow options."""
+    vertex = config.vertex
+    if vertex is None:
+        return [Problem("vertex", "the vertex backend needs a 'vertex' section (project, region, pipeline_root)",
+                        ADRANK_RULE)]
+    problems: list[Problem] = []
+    for index, target in enumerate(config.targets):
+        if target.vertex is None:
+            continue  # pipelines.placement names the missing spec when the DAG is built
+        where = f"targets[{index}].vertex"
+        problems += machine_problems(target.vertex.machine, f"{where}.machine", chief=True)
+        for pool in ("workers", "parameter_servers"):
+            replicas = getattr(target.vertex, pool)
+            if replicas is not None:
+                problems += machine_problems(replicas.machine, f"{where}.{pool}.machine", chief=False)
+    problems += region_problems(config, vertex)
+    problems += name_problems(config)
+    return problems
+
+
+def accelerator_names() -> list[str]:
+    """The accelerator enum labels of the installed `aiplatform_v1` (read now, never copied)."""
+    from google.cloud.aiplatform_v1.types import AcceleratorType
+
+    return [name for name in AcceleratorType.__members__ if name != "ACCELERATOR_TYPE_UNSPECIFIED"]
+
+
+def machine_problems(machine: MachineSpec, field: str, chief: bool) -> list[Problem]:
+    """What Vertex refuses in one `MachineSpec` (`chief`: worker pool 0, always one replica in adrank)."""
+    accelerator = machine.accelerator_type
+    if accelerator is not None:
+        known = accelerator_names()
+        if accelerator not in known:
+            close = difflib.get_close_matches(accelerator, known, n=3, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(known)}"
+            return [Problem(f"{field}.accelerator_type",
+                            f"'{accelerator}' is not an aiplatform_v1 AcceleratorType{hint}", MACHINE_SPEC_REFERENCE)]
+    machine_type = machine.machine_type
+    if machine_type == LEGACY_TPU_MACHINE or V5E_MACHINE.match(machine_type) or V6E_MACHINE.match(machine_type) \
+            or accelerator and accelerator.startswith("TPU_"):
+        return _tpu_problems(machine, field, chief)
+    if machine.tpu_topology:
+        return [Problem(f"{field}.tpu_topology", f"'{machine_type}' is not a TPU machine type; a topology goes with "
+                        "ct5lp-hightpu-* (TPU v5e)", TPU_PAGE)]
+    return _gpu_problems(machine, field)
+
+
+def _gpu_problems(machine: MachineSpec, field: str) -> list[Problem]:
+    machine_type, accelerator, count = machine.machine_type, machine.accelerator_type, machine.accelerator_count
+    fixed = FIXED_GPUS.get(machine_type)
+    if fixed is not None:
+        gpu, gpus = fixed
+        if accelerator != gpu:
+            return [Problem(f"{field}.accelerator_type", f"{machine_type} comes with {gpus} x {gpu}; set "
+                            f"accelerator_type: {gpu} (asked: {accelerator or 'none'})", GPU_TABLE)]
+        if count != gpus:
+            return [Problem(f"{field}.accelerator_count", f"{machine_type} comes with exactly {gpus} x {gpu} "
+                            f"(asked: {count}); for {count} GPUs pick the machine type with that many", GPU_TABLE)]
+        return []
+    if ACCELERATOR_OPTIMIZED.match(machine_type):
+        return [Problem(f"{field}.machine_type", f"'{machine_type}' is not an accelerator-optimized machine type "
+                        f"Vertex training lists (known: {', '.join(sorted(FIXED_GPUS))})", GPU_TABLE)]
+    if accelerator is None:
+        return []
+    if accelerator == "NVIDIA_TESLA_K80":
+        return [Problem(f"{field}.accelerator_type", "NVIDIA_TESLA_K80 has reached its end of support; use "
+                        "NVIDIA_TESLA_T4 on n1 or NVIDIA_L4 on g2", MACHINE_SPEC_REFERENCE)]
+    if accelerator not in N1_GPU_COUNTS:
+        machines = sorted({m for m, (gpu, _) in FIXED_GPUS.items() if gpu == accelerator})
+        where = f"it comes only with {', '.join(machines)}" if machines else "Vertex training lists no machine for it"
+        return [Problem(f"{field}.machine_type", f"{accelerator} does not attach to '{machine_type}': {where}",
+                        GPU_TABLE)]
+    if not machine_type.startswith("n1-"):
+        return [Problem(f"{field}.machine_type", f"{accelerator} attaches only to N1 machine types (n1-standard-*, "
+                        f"n1-highmem-*, ...), not '{machine_type}'", GPU_TABLE)]
+    counts = N1_GPU_COUNTS[accelerator]
+    if count not in counts:
+        return [Problem(f"{field}.accelerator_count", f"{count} x {accelerator}: an N1 machine takes "
+                        f"{', '.join(map(str, counts))}", GPU_TABLE)]
+    return []
+
+
+def _tpu_problems(machine: MachineSpec, field: str, chief: bool) -> list[Problem]:
+    machine_type, accelerator, count = machine.machine_type, machine.accelerator_type, machine.accelerator_count
+    if not chief:
+        return [Problem(f"{field}.machine_type", f"'{machine_type}' in a worker or parameter-server pool: adrank "
+                        "trains on TPUs from the chief pool only (parameter-server pools are CPU machines)",
+                        ADRANK_RULE)]
+    if V6E_MACHINE.match(machine_type):
+        return [Problem(f"{field}.machine_type", f"'{machine_type}' is TPU v6e (Trillium), for which Vertex "
+                        "documents JAX and PyTorch training but not TensorFlow, and adrank's trainer is TensorFlow: "
+                        "train on TPU v5e (ct5lp-hightpu-4t, topology 2x2) or v3 (cloud-tpu, TPU_V3 x 8); v6e would "
+                        "need a JAX or PyTorch/XLA trainer", TPU_PAGE)]
+    if machine_type == LEGACY_TPU_MACHINE:
+        if accelerator not in LEGACY_TPU_ACCELERATORS:
+            return [Problem(f"{field}.accelerator_type", f"cloud-tpu takes {' or '.join(LEGACY_TPU_ACCELERATORS)} "
+                            f"(asked: {accelerator or 'none'}); TPU v5e is machine_type ct5lp-hightpu-*", TPU_PAGE)]
+        if count != LEGACY_TPU_COUNT:
+            return [Problem(f"{field}.accelerator_count", f"cloud-tpu takes {accelerator} x {LEGACY_TPU_COUNT} "
+                            f"(a v2-8/v3-8 device; asked: {count}); a larger slice is not a cloud-tpu machine",
+                            TPU_PAGE)]
+        if machine.tpu_topology:
+            return [Problem(f"{field}.tpu_topology", "cloud-tpu (TPU v2/v3) takes no topology", TPU_PAGE)]
+        return []
+    v5e = V5E_MACHINE.match(machine_type)
+    if v5e is None:
+        return [Problem(f"{field}.machine_type", f"'{machine_type}' with {accelerator}: Vertex TPU training takes "
+                        "cloud-tpu (TPU_V2/TPU_V3 x 8) or ct5lp-hightpu-1t/4t/8t (TPU v5e)", TPU_PAGE)]
+    if machine_type not in V5E_SINGLE_HOST:
+        return [Problem(f"{field}.machine_type", f"'{machine_type}' is not a TPU v5e training machine (known: "
+                        f"{', '.join(V5E_SINGLE_HOST)})", TPU_PAGE)]
+    chips_per_host = int(v5e["chips"])
+    if accelerator is not None and (accelerator != V5E_ACCELERATOR or count != chips_per_host):
+        return [Problem(f"{field}.accelerator_type", f"{machine_type} carries {chips_per_host} TPU v5e chips: leave "
+                        f"accelerator_type unset (or {V5E_ACCELERATOR} x {chips_per_host}); asked {accelerator} x "
+                        f"{count}", TPU_PAGE)]
+    single_host = V5E_SINGLE_HOST[machine_type]
+    topology = machine.tpu_topology
+    if topology is None:
+        return [Problem(f"{field}.tpu_topology", f"{machine_type} needs tpu_topology: {single_host}", TPU_PAGE)]
+    if topology == single_host:
+        return []
+    chips = _chips(topology)
+    if chips is not None and chips > chips_per_host and chips % chips_per_host == 0 and len(topology.split("x")) == 2:
+        hosts = chips // chips_per_host
+        return [Problem(f"{field}.tpu_topology", f"{machine_type} with topology {topology} is a {chips}-chip slice "
+                        f"over {hosts} hosts: Vertex needs replica_count {hosts} in worker pool 0, and adrank's pool 0 "
+                        f"is the single chief; use {single_host} on {machine_type} (or ct5lp-hightpu-8t, 2x4)",
+                        TPU_PAGE)]
+    return [Problem(f"{field}.tpu_topology", f"{machine_type} takes topology {single_host} (asked: {topology})",
+                    TPU_PAGE)]
+
+
+def _chips(topology: str) -> int | None:
+    try:
+        sides = [int(side) for side in topology.split("x")]
+    except ValueError:
+        return None
+    chips = 1
+    for side in sides:
+        chips *= side
+    return chips
+
+
+LOCATION = re.compile(r"^projects/[^/]+/locations/(?P<location>[^/]+)/")
+SUBNETWORK_REGION = re.compile(r"(?:^|/)regions/(?P<region>[^/]+)/subnetworks/")
+
+
+def region_problems(config: AdrankConfig, vertex: VertexConfig) -> list[Problem]:
+    """The CMEK key, the TensorBoard, the Dataflow job and its subnetwork must be where the pipeline runs."""
+    region = vertex.region
+    problems: list[Problem] = []
+    key = vertex.encryption_spec_key_name
+    key_location = _location(key)
+    if key and key_location != region:
+        problems.append(Problem("vertex.encryption_spec_key_name", f"the key is in '{key_location}' but vertex.region "
+                                f"is '{region}': Vertex needs a key in the region of the resources it encrypts",
+                                VERTEX_CMEK))
+    board_location = _location(vertex.tensorboard)
+    if vertex.tensorboard and board_location != region:
+        problems.append(Problem("vertex.tensorboard", f"the TensorBoard instance is in '{board_location}' but the "
+                                f"training CustomJobs run in vertex.region '{region}'", TENSORBOARD_TRAINING))
+    flow = config.preprocess.dataflow
+    if config.preprocess.runner == "DataflowRunner" and flow is not None:
+        if flow.region != region:
+            why, source = ((f"the CMEK key (vertex.encryption_spec_key_name, in '{key_location}') encrypts the "
+                            "Dataflow job too, and must be in the job's region", DATAFLOW_CMEK) if key else
+                           ("the examples it writes feed the training jobs in vertex.region", ADRANK_RULE))
+            problems.append(Problem("preprocess.dataflow.region", f"'{flow.region}' is not vertex.region '{region}': "
+                                    + why, source))
+        subnet = SUBNETWORK_REGION.search(flow.subnetwork or "")
+        if subnet and subnet["region"] != flow.region:
+            problems.append(Problem("preprocess.dataflow.subnetwork", f"the subnetwork is in '{subnet['region']}' but "
+                                    f"the Dataflow job runs in '{flow.region}'", DATAFLOW_NETWORKS))
+    return problems
+
+
+def _location(resource_name: str | None) -> str | None:
+    match = LOCATION.match(resource_name or "")
+    return match["location"] if match else None
+
+
+def name_problems(config: AdrankConfig) -> list[Problem]:
+    """The pipeline job id adrank builds and every label set it sends (job and training CustomJobs)."""
+    problems: list[Problem] = []
+    example_id = job_id(config, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    if not JOB_ID.match(example_id):
+        problems.append(Problem("name", f"the pipeline job id '{example_id}' does not match {JOB_ID.pattern}",
+                                JOB_ID_RULE))
+    label_sets = {"vertex.labels (pipeline job labels)": job_labels(config, revision="unknown")}
+    label_sets.update({f"targets[{i}] (training job labels)": custom_job_labels(config, target)
+                       for i, target in enumerate(config.targets)})
+    for field, labels in label_sets.items():
+        for key, value in labels.items():
+            problem = label_key_problem(key) or label_value_problem(value, f"label '{key}' value")
+            if problem:
+                problems.append(Problem(field, problem, LABELS_PAGE))
+    return problems

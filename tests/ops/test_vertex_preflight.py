@@ -1,0 +1,135 @@
+"""Preflight: machine and region requests Vertex or Dataflow would refuse fail at `adrank compile` (and submit,
+schedule), naming the config field and the rule, before any request is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from configs import load_config
+from ops.cli import main
+from ops.vertex.preflight import accelerator_names, config_problems, machine_problems
+from configs.vertex import MachineSpec
+
+from tests.ops.conftest import VERTEX_CONFIG
+
+# targets of configs/vertex.yaml: 0 tpu-v3-8, 1 tpu-v5e-4, 2 gpu-a100x4, 3 cpu-ps, 4 cpu
+T = "targets.{}.vertex.machine."
+
+BAD = [
+    # (overrides, field named in the error, words of the rule)
+    ([T.format(2) + "accelerator_type=NVIDIA_A100"], "targets[2].vertex.machine.accelerator_type",
+     "not an aiplatform_v1 AcceleratorType"),
+    ([T.format(0) + "accelerator_type=TPU_V5E"], "targets[0].vertex.machine.accelerator_type",
+     "not an aiplatform_v1 AcceleratorType"),
+    ([T.format(2) + "accelerator_count=8"], "targets[2].vertex.machine.accelerator_count",
+     "a2-highgpu-4g comes with exactly 4 x NVIDIA_TESLA_A100"),
+    ([T.format(2) + "machine_type=n1-standard-16"], "targets[2].vertex.machine.machine_type",
+     "NVIDIA_TESLA_A100 does not attach to 'n1-standard-16'"),
+    ([T.format(1) + "tpu_topology=4x4"], "targets[1].vertex.machine.tpu_topology",
+     "16-chip slice over 4 hosts"),
+    ([T.format(1) + "machine_type=ct6e-standard-4t"], "targets[1].vertex.machine.machine_type",
+     "not TensorFlow"),
+    ([T.format(0) + "accelerator_count=32"], "targets[0].vertex.machine.accelerator_count",
+     "cloud-tpu takes TPU_V3 x 8"),
+    (["vertex.encryption_spec_key_name=projects/adrank-prod/locations/europe-west4/keyRings/k/cryptoKeys/p"],
+     "vertex.encryption_spec_key_name", "the key is in 'europe-west4' but vertex.region is 'us-central1'"),
+    (["vertex.tensorboard=projects/adrank-prod/locations/us-east1/tensorboards/1"], "vertex.tensorboard",
+     "TensorBoard instance is in 'us-east1'"),
+    (["preprocess.dataflow.region=europe-west1"], "preprocess.dataflow.region",
+     "'europe-west1' is not vertex.region 'us-central1'"),
+    (["preprocess.dataflow.subnetwork=regions/us-east1/subnetworks/adrank-dataflow"], "preprocess.dataflow.subnetwork",
+     "the subnetwork is in 'us-east1'"),
+    ([T.format(2) + "machine_type=g2-standard-24", T.format(2) + "accelerator_type=NVIDIA_L4"],
+     "targets[2].vertex.machine.accelerator_count", "g2-standard-24 comes with exactly 2 x NVIDIA_L4"),
+    ([T.format(2) + "machine_type=n1-standard-16", T.format(2) + "accelerator_type=NVIDIA_TESLA_T4",
+      T.format(2) + "accelerator_count=8"], "targets[2].vertex.machine.accelerator_count", "takes 1, 2, 4"),
+]
+
+
+@pytest.mark.parametrize("overrides, field, rule", BAD, ids=[case[1] + ":" + case[2][:24] for case in BAD])
+def test_compile_refuses_what_vertex_would_refuse(overrides, field, rule, fake_vertex, tmp_path, capsys):
+    fake, _ = fake_vertex
+    output = tmp_path / "ranking.yaml"
+    args = ["--config", str(VERTEX_CONFIG), *[a for o in overrides for a in ("--set", o)]]
+    assert main(["compile", *args, "--backend", "vertex", "--output", str(output)]) == 2
+    error = capsys.readouterr().err
+    assert "Vertex would refuse this config (nothing was sent)" in error
+    assert f"{field}: " in error and rule in error
+    assert "[rule: " in error
+    assert not output.exists()
+    assert fake.requests == []
+
+
+def test_submit_and_schedule_refuse_before_any_request(fake_vertex, capsys):
+    fake, endpoint = fake_vertex
+    bad = ["--config", str(VERTEX_CONFIG), "--set", T.format(1) + "tpu_topology=4x4"]
+    assert main(["submit", *bad, "--api-endpoint", endpoint]) == 2
+    assert main(["schedule", "create", *bad, "--api-endpoint", endpoint]) == 2
+    assert main(["schedule", "update", *bad, "--api-endpoint", endpoint]) == 2
+    errors = capsys.readouterr().err
+    assert errors.count("targets[1].vertex.machine.tpu_topology") == 3
+    assert fake.requests == []
+
+
+def test_every_problem_is_listed_at_once():
+    config = load_config(VERTEX_CONFIG, [T.format(2) + "accelerator_count=8", "preprocess.dataflow.region=us-east1"])
+    fields = [problem.field for problem in config_problems(config)]
+    # the config's subnetwork (regions/us-central1/...) is then in another region than the Dataflow job, too
+    assert fields == ["targets[2].vertex.machine.accelerator_count", "preprocess.dataflow.region",
+                      "preprocess.dataflow.subnetwork"]
+
+
+def test_the_production_example_passes():
+    assert config_problems(load_config(VERTEX_CONFIG)) == []
+
+
+GOOD = [
+    MachineSpec(machine_type="n1-standard-16"),
+    MachineSpec(machine_type="n1-standard-8", accelerator_type="NVIDIA_TESLA_T4", accelerator_count=4),
+    MachineSpec(machine_type="n1-standard-32", accelerator_type="NVIDIA_TESLA_V100", accelerator_count=8),
+    MachineSpec(machine_type="a2-highgpu-8g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=8),
+    MachineSpec(machine_type="a2-ultragpu-1g", accelerator_type="NVIDIA_A100_80GB", accelerator_count=1),
+    MachineSpec(machine_type="a3-highgpu-8g", accelerator_type="NVIDIA_H100_80GB", accelerator_count=8),
+    MachineSpec(machine_type="g2-standard-48", accelerator_type="NVIDIA_L4", accelerator_count=4),
+    MachineSpec(machine_type="cloud-tpu", accelerator_type="TPU_V2", accelerator_count=8),
+    MachineSpec(machine_type="ct5lp-hightpu-1t", tpu_topology="1x1"),
+    MachineSpec(machine_type="ct5lp-hightpu-8t", tpu_topology="2x4"),
+    MachineSpec(machine_type="ct5lp-hightpu-4t", accelerator_type="TPU_V5_LITEPOD", accelerator_count=4,
+                tpu_topology="2x2"),
+]
+
+
+@pytest.mark.parametrize("machine", GOOD, ids=[m.machine_type + ":" + str(m.accelerator_count) for m in GOOD])
+def test_documented_machines_pass(machine):
+    assert machine_problems(machine, "machine", chief=True) == []
+
+
+MORE_BAD = [
+    (MachineSpec(machine_type="a2-highgpu-4g"), "accelerator_type", "comes with 4 x NVIDIA_TESLA_A100"),
+    (MachineSpec(machine_type="e2-standard-8", accelerator_type="NVIDIA_TESLA_T4", accelerator_count=1),
+     "machine_type", "attaches only to N1"),
+    (MachineSpec(machine_type="n1-standard-8", accelerator_type="NVIDIA_TESLA_K80", accelerator_count=1),
+     "accelerator_type", "end of support"),
+    (MachineSpec(machine_type="ct5lp-hightpu-4t"), "tpu_topology", "needs tpu_topology: 2x2"),
+    (MachineSpec(machine_type="ct5lp-hightpu-4t", tpu_topology="2x2x2"), "tpu_topology", "takes topology 2x2"),
+    (MachineSpec(machine_type="n1-standard-8", tpu_topology="2x2"), "tpu_topology", "not a TPU machine type"),
+    (MachineSpec(machine_type="cloud-tpu", accelerator_type="TPU_V5_LITEPOD", accelerator_count=8),
+     "accelerator_type", "cloud-tpu takes TPU_V2 or TPU_V3"),
+]
+
+
+@pytest.mark.parametrize("machine, field, rule", MORE_BAD, ids=[case[2][:24] for case in MORE_BAD])
+def test_more_refused_machines(machine, field, rule):
+    problems = machine_problems(machine, "m", chief=True)
+    assert len(problems) == 1 and problems[0].field == f"m.{field}" and rule in problems[0].message
+
+
+def test_tpus_only_in_the_chief_pool():
+    machine = MachineSpec(machine_type="ct5lp-hightpu-4t", tpu_topology="2x2")
+    assert "chief pool only" in machine_problems(machine, "m", chief=False)[0].message
+
+
+def test_accelerator_names_come_from_the_installed_api():
+    from google.cloud.aiplatform_v1.types import AcceleratorType
+
+    assert set(accelerator_names()) == set(AcceleratorType.__members__) - {"ACCELERATOR_TYPE_UNSPECIFIED"}
