@@ -84,7 +84,6 @@ def local_device_kinds() -> set[str]:
 
 
 PipelineKind = Literal["benchmark", "retraining"]
-PIPELINE_KINDS: tuple[PipelineKind, ...] = ("benchmark", "retraining")
 
 
 @dataclass(frozen=True)
