@@ -86,7 +86,6 @@ def local_device_kinds() -> set[str]:
 
 
 PipelineKind = Literal["benchmark", "retraining"]
-PIPELINE_KINDS: tuple[PipelineKind, ...] = ("benchmark", "retraining")
 
 
 @dataclass(frozen=True)

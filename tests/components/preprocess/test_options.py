@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from apache_beam.options.pipeline_options import (
@@ -73,3 +74,20 @@ def test_window_end_reads_lookback_days_of_date_partitions():
     assert expand_pattern("logs/{date}/e.jsonl", window, extra_days_after=1)[-1] == "logs/2026-03-11/e.jsonl"
     assert expand_pattern("logs/{date}/*.csv", LogWindow()) == ["logs/*/*.csv"]
     assert expand_pattern("logs/all.csv", window) == ["logs/all.csv"]
+
+
+def test_the_run_window_ends_at_the_given_end_else_the_scheduled_time_else_now():
+    import datetime as dt
+
+    from components.preprocess.options import launch_suffix, run_window_end
+
+    now = dt.datetime(2026, 3, 4, 11, 0, 5, tzinfo=dt.timezone.utc)
+    scheduled = "2026-03-04T03:00:00Z"
+    assert run_window_end("2026-03-01T00:00:00Z", scheduled, vertex=True, now=now) == "2026-03-01T00:00:00Z"
+    assert run_window_end("", scheduled, vertex=True, now=now) == scheduled
+    # a run nobody scheduled: empty, or the placeholder left unresolved
+    assert run_window_end("", "", vertex=True, now=now) == "2026-03-04T11:00:05Z"
+    assert run_window_end("", "{{$.pipeline_job_schedule_time_utc}}", vertex=True, now=now) == "2026-03-04T11:00:05Z"
+    assert run_window_end("", "", vertex=False, now=now) == ""  # `adrank run` locally: every log
+    first, second = launch_suffix(now), launch_suffix(now)
+    assert re.fullmatch(r"20260304-110005-[0-9a-f]{4}", first) and re.fullmatch(r"20260304-110005-[0-9a-f]{4}", second)
