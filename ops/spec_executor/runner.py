@@ -160,7 +160,7 @@ class _JobWalk:
             elif blocking and (not check_only or any(records[name].state in ("failed", "not_run")
                                                      for name in blocking)):
                 record.reason = "; ".join(f"upstream '{name}' {records[name].state}" +
-                                          (f" ({records[name].reason.splitlines()[0]})" if records[name].reason
+                                          (f" ({_summary(records[name].reason)})" if records[name].reason
                                            else "") for name in blocking)
             else:
                 self.run_task(task, path, record, scope)
@@ -214,12 +214,12 @@ class _JobWalk:
         not_done = [r for r in inner_records if r.state in ("skipped", "not_run")]
         if failed:
             record.state = "failed"
-            record.reason = f"inner task '{failed[0].task}' failed: {failed[0].reason.splitlines()[0]}"
+            record.reason = f"inner task '{failed[0].task}' failed: {_summary(failed[0].reason)}"
             return
         if not_done and not self.options.check_only:
             record.state = "skipped"
             record.reason = "; ".join(f"inner task '{r.task}' {r.state}" +
-                                      (f" ({r.reason.splitlines()[0]})" if r.reason else "") for r in not_done)
+                                      (f" ({_summary(r.reason)})" if r.reason else "") for r in not_done)
             return
         record.state = "checked" if self.options.check_only and not states <= set(DONE) else "succeeded"
         try:
@@ -241,7 +241,7 @@ class _JobWalk:
                         "pipelineJobResourceName": self.context.resource_name, "pipelineTaskName": name}
         if status["state"] != "SUCCEEDED":
             status["error"] = {"message": f"{path} {record.state}" +
-                               (f": {record.reason.splitlines()[0]}" if record.reason else "")}
+                               (f": {_summary(record.reason)}" if record.reason else "")}
         return status
 
     # -- one container task ------------------------------------------------------------------------------------
@@ -358,13 +358,13 @@ class _JobWalk:
             assert task.retry is not None
             wait = min(task.retry.backoff_before(number), self.options.max_backoff_seconds)
             self.report(f"retrying {record.display_name} ({path}): attempt {number} of {allowed} failed "
-                        f"({problem.splitlines()[0]}); attempt {number + 1} in {wait:g} s")
+                        f"({_summary(problem)}); attempt {number + 1} in {wait:g} s")
             _forget_outputs(executor_input)
             self.options.sleep(wait)
 
     def notify(self, path: str, record: TaskRecord, executor_input: dict) -> None:
         """The e-mail notification task: checked, and recorded instead of sent."""
-        failed = [{"task": t.task, "reason": t.reason.splitlines()[0] if t.reason else ""}
+        failed = [{"task": t.task, "reason": _summary(t.reason)}
                   for t in self.record.tasks if t.state == "failed" and t.task not in self.dag_paths]
         notice = notification_email.notification(path, executor_input, failed)
         if self.options.check_only:
@@ -421,6 +421,16 @@ def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None) ->
     return env
 
 
+def _summary(reason: str) -> str:
+    """A reason on one line: its first line, and when a log tail follows, the tail's last line (the error)."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if len(lines) == 1 or lines[-1] in lines[0]:
+        return lines[0]
+    return f"{lines[0]} … {lines[-1]}"
+
+
 def _line(record: TaskRecord) -> str:
     head = f"{record.state:<9} {record.display_name} ({record.task})"
     if record.seconds:
@@ -430,7 +440,7 @@ def _line(record: TaskRecord) -> str:
     if record.cached_from:
         head += f": reused {record.cached_from['task']} of {record.cached_from['job']}"
     if record.reason:
-        head += f": {record.reason.splitlines()[0]}"
+        head += f": {_summary(record.reason)}"
     return head
 
 

@@ -56,6 +56,8 @@ def test_a_failing_group_still_runs_the_exit_handler_which_names_the_failed_task
     (notice,) = record["notifications"]
     assert notice["state"] == "FAILED"
     assert [failed["task"] for failed in notice["failed_tasks"]] == ["exit-handler-1/maybe-fail"]
+    # one line: how it ended and the error its log ends with
+    assert notice["failed_tasks"][0]["reason"].endswith("… RuntimeError: asked to fail after counting 4")
     assert "exit-handler-1/maybe-fail" in notice["error"]["message"]
     assert notice["pipeline_job"] == "projects/0/locations/us-central1/pipelineJobs/notified-20260304040000"
 
