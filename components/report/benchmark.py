@@ -94,6 +94,11 @@ class RunRow(BaseModel):
     input_stall_fraction: float | None
     logloss: dict[str, float]
     auc: dict[str, float]
+    calibration: dict[str, float] = Field(default_factory=dict, description="per task, mean prediction / eval rate")
+    calibration_skipped: dict[str, str] = Field(
+        default_factory=dict, description="per task, why the run's calibration step was not kept (RunSummary)"
+    )
+    deterministic: bool | None = Field(None, description="trained under op determinism (training.deterministic)")
     learning_rate: float
     dropped_steps: int = 0
     eval_curve: list[tuple[int, float]] = Field(default_factory=list, description="(epoch, eval log-loss)")
@@ -329,6 +334,8 @@ def _run_row(run: RunSummary) -> RunRow:
         steps=run.steps, wall_time_seconds=run.wall_time_seconds, examples_per_second=run.examples_per_second,
         input_stall_fraction=run.input_stall_fraction,
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
+        calibration={t: m.calibration for t, m in run.metrics.items()},
+        calibration_skipped=dict(run.calibration_skipped), deterministic=run.deterministic,
         learning_rate=run.learning_rate, dropped_steps=run.dropped_steps, eval_curve=eval_curve(run),
         model_uri=run.model_uri,
     )
