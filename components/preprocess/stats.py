@@ -19,14 +19,17 @@ from components.preprocess.parse import MISSING
 
 COUNTERS_PREFIX = "stats/counters"
 
-CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing"]
+CountKind = Literal[
+    "records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing", "split_unseen"
+]
 
 
 @dataclass(frozen=True)
 class Count:
     """What one counter counts. `kind` names the count; `scope` is the stream (`records_read`, `dead_letters`)
     or the split (`split_*`); `subject` the dead-letter reason, the join outcome (`duplicate_impressions`,
-    `late_events:<label>`, ...), the label key (`split_positives`) or the feature (`split_missing`)."""
+    `late_events:<label>`, ...), the label key (`split_positives`) or the feature (`split_missing`, and
+    `split_unseen`: eval examples whose value of it never occurs in train, components.preprocess.unseen)."""
 
     kind: CountKind
     scope: str = ""
@@ -76,6 +79,9 @@ class PreprocessCounts:
 
     def missing(self, split: str, feature: str) -> int:
         return self.of("split_missing", split, feature)
+
+    def unseen(self, split: str, feature: str) -> int:
+        return self.of("split_unseen", split, feature)
 
 
 class CountExamples(beam.CombineFn):
