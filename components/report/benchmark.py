@@ -137,6 +137,10 @@ class BenchmarkSummary(BaseModel):
     mostly_missing_features: dict[str, float] = Field(
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples"
     )
+    mostly_unseen_features: dict[str, float] = Field(
+        default_factory=dict, description="features whose eval values are mostly never seen in train (share of eval "
+        "examples above preprocess.max_unseen_share)",
+    )
     skipped_targets: list[SkippedTarget] = Field(
         default_factory=list, description="configured targets this DAG did not train, with the reason"
     )
@@ -221,6 +225,7 @@ def summarize(config: ReportStepConfig, manifest: Manifest, runs: list[RunSummar
         best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
         mostly_missing_features=dict(manifest.mostly_missing_features),
+        mostly_unseen_features=dict(manifest.mostly_unseen_features),
         skipped_targets=list(config.skipped_targets),
     )
 
