@@ -32,6 +32,7 @@ from components.logs.readers import LogWindow, ReadLogRecords, csv_header
 from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
+from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
     MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
 )
@@ -286,6 +287,8 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
     else:
         examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
     counters.append(join_counts)
+    # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
+    examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks)
 
     dead = tuple(dead_letters) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetterJson" >> beam.Map(_json_line) | "WriteDeadLetters" >> beam.io.WriteToText(
