@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -134,16 +135,16 @@ Feature = Annotated[
 ]
 
 
-def model_inputs(features) -> list:
+def model_inputs(features: Iterable[Any]) -> list[Any]:
     """The features as the transform and the trainer see them: a history feature becomes its numeric columns
     (counts and seconds: log1p then z-score; rates: z-score); every other feature is itself."""
-    inputs: list = []
+    inputs: list[Any] = []
     for feature in features:
         inputs += feature.numeric_inputs() if isinstance(feature, HistoryFeature) else [feature]
     return inputs
 
 
-def history_features(features) -> list[HistoryFeature]:
+def history_features(features: Iterable[Any]) -> list[HistoryFeature]:
     return [f for f in features if isinstance(f, HistoryFeature)]
 
 

@@ -94,17 +94,18 @@ class AddHistory(beam.PTransform):
 
     def expand(self, examples: beam.PCollection) -> beam.PCollection:
         feature, label, attribution_ms = self.feature, self.label_key, self.attribution_ms
-        keyed, without_id = (
-            examples
-            | "KeyById" >> beam.Map(lambda e: (history_key(e, feature), e)).with_output_types(Any)
-            | "SplitMissingIds" >> beam.Partition(lambda pair, _: 0 if pair[0] is not None else 1, 2)
-        )
+        keyed = examples | "KeyById" >> beam.Map(lambda e: (history_key(e, feature), e)).with_output_types(Any)
         swept = (
             keyed
+            | "WithId" >> beam.Filter(lambda pair: pair[0] is not None)
             | "GroupById" >> beam.GroupByKey()
             | "SweepInTimeOrder" >> beam.FlatMap(lambda pair: with_history(pair[1], feature, label, attribution_ms))
         )
-        defaults = without_id | "NoHistory" >> beam.Map(lambda pair: {**pair[1], **no_history(feature)})
+        defaults = (
+            keyed
+            | "WithoutId" >> beam.Filter(lambda pair: pair[0] is None)
+            | "NoHistory" >> beam.Map(lambda pair: {**pair[1], **no_history(feature)})
+        )
         return (swept, defaults) | "Together" >> beam.Flatten()
 
 
