@@ -89,8 +89,8 @@ def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> Gener
         user = rng.choice(population.users, size=n, p=_zipf_weights(user_ranks, spec.user_zipf_exponent))
         ad = rng.choice(population.ads, size=n, p=_zipf_weights(ad_ranks, spec.ad_zipf_exponent))
         placement = rng.choice(len(PLACEMENTS), size=n, p=placement_weights)
-        base_logit = spec.swipe_base_logit + base_logit_shift
-        if spec.history.enabled:
+        base_logit: float | np.ndarray = spec.swipe_base_logit + base_logit_shift
+        if spec.history.enabled:  # per impression: what the user and the ad did before (history_effects.py)
             base_logit = base_logit + history.logit_shift(user, ad)
         marginal = population.event_probabilities(user, ad, placement, base_logit)
         happened = _draw_event_chain(rng, marginal)
