@@ -3,19 +3,23 @@
 Data sets, each preprocessed once per data settings: the synthetic default (`configs/local.yaml`), the
 install-shaped low-rate preset (`configs/examples/low_rate.yaml`: ~0.2% positives, Zipf ids with a long tail
 seen once, strong per-id effects, a base rate moving between days) and a click log in TalkingData's shape
-(`components/logs/click_log.py`, `configs/examples/click_log.yaml`). On each, adrank's `train()` with the
+(`components/logs/click_log.py`, `configs/examples/click_log.yaml`), and the low-rate preset on logs whose clicks
+depend on history (`configs/examples/history_low_rate.yaml`: user propensity that drifts, ad fatigue). A data set
+whose config has `kind: history` features is measured twice on the same logs and split: adrank without them
+(the examples the plain model reads) and adrank with them. On each, adrank's `train()` with the
 config's settings and the plain model (`benchmarks/plain_keras.py`: per-feature `keras.layers.Embedding` with
 Keras defaults, dense Adam, `model.fit`) at the same hyperparameters (embedding size, crosses, deep layers,
 batch, learning rate, epochs) and the same input order train once per seed; the plain model is evaluated after
 every epoch, and its results are kept next to the examples so experiments on adrank train it once.
 
-    .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,low_rate,click_log]
+    .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,low_rate,click_log,history_low_rate]
         [--clicks-per-day N] [--work DIR] [--set dotted.key=value ...] [--adrank-set dotted.key=value ...]
 
 `--set` changes both models (data size, shared hyperparameters); `--adrank-set` only adrank (an experiment).
 Prints per seed and on average log-loss, AUC and calibration (mean prediction / positive rate) side by side,
 the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether issue 18's bar is met: ratio
-<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's.
+<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; and last a Markdown table, one
+row per data set (and per with/without history features): ratio, AUC and calibration of both models.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.task import train  # noqa: E402
 from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 from configs import AdrankConfig, load_config  # noqa: E402
+from configs.features import history_features  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
@@ -116,23 +121,40 @@ def train_adrank(config: AdrankConfig, examples: str, run_index: int) -> tuple[d
     return {"logloss": result.logloss, "auc": result.auc, "calibration": result.calibration}, curve, summary.learning_rate
 
 
+def features_kept(config: AdrankConfig, history: bool) -> AdrankConfig:
+    """`config` as is, or without its `kind: history` features."""
+    if history:
+        return config
+    values = config.model_dump()
+    values["features"] = [f for f in values["features"] if f["kind"] != "history"]
+    return AdrankConfig.model_validate(values)
+
+
+def has_history_features(config: AdrankConfig) -> bool:
+    return bool(history_features(config.features))
+
+
 def prepared(
-    name: str, work: Path, overrides: list[str], adrank_overrides: list[str], clicks_per_day: int
+    name: str, work: Path, overrides: list[str], adrank_overrides: list[str], clicks_per_day: int,
+    history: bool = False,
 ) -> tuple[AdrankConfig, AdrankConfig, str]:
     """(plain model's config, adrank's config, examples dir), preprocessing once per data set and per data
-    settings (kept under `work`, in a folder named by a digest of the sections that shape the examples)."""
+    settings (kept under `work`, in a folder named by a digest of the sections that shape the examples);
+    `history`: keep the config's `kind: history` features (else they are left out)."""
     if name == "synthetic":
         base, logs_overrides = None, []
     elif name == "low_rate":
         base, logs_overrides = ROOT / "configs/examples/low_rate.yaml", []
+    elif name == "history_low_rate":
+        base, logs_overrides = ROOT / "configs/examples/history_low_rate.yaml", []
     elif name == "click_log":
         csv_path = work / f"click_log_{clicks_per_day}.csv"
         base, logs_overrides = ROOT / "configs/examples/click_log.yaml", [f"logs.impressions={csv_path}"]
     else:
-        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, click_log)")
+        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, click_log, history_low_rate)")
     shared = [*IN_PROCESS, *logs_overrides, *overrides]
-    config = load_config(base, overrides=shared)
-    adrank_config = load_config(base, overrides=[*shared, *adrank_overrides])
+    config = features_kept(load_config(base, overrides=shared), history)
+    adrank_config = features_kept(load_config(base, overrides=[*shared, *adrank_overrides]), history)
     if examples_shape(adrank_config) != examples_shape(config):
         raise SystemExit("error: --adrank-set may change training and model settings only, not the examples")
     digest = hashlib.sha256(examples_shape(config).encode()).hexdigest()[:10]
@@ -160,8 +182,12 @@ def describe(values: list[float]) -> str:
 
 
 def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, examples: str, seeds: int,
-            plain_epochs: int | None) -> float:
+            plain_epochs: int | None, plain_examples: str | None = None) -> dict:
+    """adrank on `examples` vs the plain model on `plain_examples` (default: the same examples): printed, and
+    the means returned for the closing table."""
     manifest = Manifest.read(examples)
+    plain_examples = plain_examples or examples
+    plain_manifest = Manifest.read(plain_examples)
     resolved_epochs = config.training.epochs
     epochs = plain_epochs or resolved_epochs
     adrank, adrank_curves, plain_curves = [], [], []
@@ -170,7 +196,7 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
         result, curve, learning_rate = train_adrank(config, examples, run_index)
         adrank.append(result)
         adrank_curves.append(curve)
-        plain_curves.append(cached_plain(examples, manifest, plain_config, config.seed + run_index, epochs))
+        plain_curves.append(cached_plain(plain_examples, plain_manifest, plain_config, config.seed + run_index, epochs))
     plain = [curve[-1] for curve in plain_curves]
     split = manifest.splits
     task = manifest.tasks[0]
@@ -203,7 +229,13 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
     best_ratio = np.mean([r["logloss"] for r in adrank]) / min(plain_by_epoch)
     print(f"ratio adrank/plain log-loss: {ratio:.3f} (vs plain's best epoch: {best_ratio:.3f})")
     print(target_verdict(adrank, plain, ratio))
-    return float(ratio)
+    return {
+        "ratio": float(ratio), "ratios": [a["logloss"] / p["logloss"] for a, p in zip(adrank, plain)],
+        "logloss": float(np.mean([r["logloss"] for r in adrank])), "plain_logloss": float(np.mean([r["logloss"] for r in plain])),
+        "auc": float(np.mean([r["auc"] for r in adrank])), "plain_auc": float(np.mean([r["auc"] for r in plain])),
+        "calibration": float(np.mean([r["calibration"] for r in adrank])),
+        "plain_calibration": float(np.mean([r["calibration"] for r in plain])),
+    }
 
 
 def target_verdict(adrank: list[dict], plain: list[dict], ratio: float) -> str:
@@ -239,12 +271,24 @@ def main() -> None:
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="adrank-quality-"))
     work.mkdir(parents=True, exist_ok=True)
-    ratios = {}
+    results = {}
     for name in args.datasets.split(","):
         plain_config, config, examples = prepared(name, work, args.overrides, args.adrank_overrides,
                                                   args.clicks_per_day)
-        ratios[name] = compare(name, plain_config, config, examples, args.seeds, args.plain_epochs)
-    print("\nratios adrank/plain:", json.dumps({k: round(v, 3) for k, v in ratios.items()}))
+        with_history = prepared(name, work, args.overrides, args.adrank_overrides, args.clicks_per_day, history=True)
+        label = f"{name}, without history features" if has_history_features(with_history[1]) else name
+        results[label] = compare(label, plain_config, config, examples, args.seeds, args.plain_epochs)
+        if has_history_features(with_history[1]):
+            label = f"{name}, with history features"
+            results[label] = compare(label, plain_config, with_history[1], with_history[2], args.seeds,
+                                     args.plain_epochs, plain_examples=examples)
+    print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
+    print(f"\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
+          f"calibration adrank / plain |\n|---|---|---|---|---|---|")
+    for label, r in results.items():
+        print(f"| {label} | **{r['ratio']:.3f}** ({' '.join(f'{x:.3f}' for x in r['ratios'])}) | {r['logloss']:.6f} | "
+              f"{r['plain_logloss']:.6f} | {r['auc']:.4f} / {r['plain_auc']:.4f} | {r['calibration']:.3f} / "
+              f"{r['plain_calibration']:.3f} |")
 
 
 if __name__ == "__main__":

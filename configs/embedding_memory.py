@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from configs.features import CategoricalFeature, CategoricalListFeature, Feature, NumericFeature
+from configs.features import CategoricalFeature, CategoricalListFeature, Feature, HistoryFeature, NumericFeature
 from configs.training import ModelConfig, TrainingConfig, resolve_target
 
 if TYPE_CHECKING:  # configs.schema validates with this module's checks, so it is imported only for the type
@@ -76,6 +76,8 @@ def table_rows(index: int, feature: Feature, untruncated_vocabulary_rows: int) -
             return TableEstimate(feature.name, feature.top_k + feature.oov_buckets + padding, f"{prefix}.top_k")
         rows = untruncated_vocabulary_rows + feature.oov_buckets + padding
         return TableEstimate(feature.name, rows, "training.untruncated_vocabulary_rows (no top_k)")
+    if isinstance(feature, HistoryFeature):  # numeric inputs only (configs.features.model_inputs)
+        return None
     if isinstance(feature, NumericFeature):
         if feature.normalization == "quantile_buckets":
             return TableEstimate(feature.name, feature.buckets, f"{prefix}.buckets")

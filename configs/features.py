@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -89,9 +90,69 @@ class TimeFeature(StrictModel):
     part: Literal["hour_of_day", "day_of_week"]
 
 
+NEVER_SEEN_SECONDS = 365 * 86_400  # `seconds_since_previous` of an id with no earlier impression in the logs read
+
+
+class HistoryFeature(StrictModel):
+    """What an id (or a pair of ids) did before each impression, computed in preprocess from earlier examples only
+    (components/preprocess/history.py): per window, its impressions, its clicks (labels of `task` whose
+    attribution window had closed by the impression time) and its smoothed click rate
+    (clicks + smoothing_prior · prior_rate) / (matured impressions + smoothing_prior); and the seconds since
+    its previous impression. Each becomes a numeric model input named `<name>_<what>_<window>h`
+    (`model_inputs`); a serving request supplies them as raw features (docs/history_features.md)."""
+
+    kind: Literal["history"] = "history"
+    name: str = Field(pattern=FEATURE_NAME)
+    ids: list[str] = Field(min_length=1, max_length=2, description="one categorical feature, or two for an id pair")
+    task: str | None = Field(None, description="the task whose labels are counted as clicks; default: the first")
+    windows_hours: list[float] = Field(
+        default_factory=lambda: [1.0, 24.0], min_length=1, description="trailing windows, in hours",
+    )
+    smoothing_prior: float = Field(
+        10.0, gt=0, description="pseudo-impressions at prior_rate added to each window's click rate",
+    )
+    prior_rate: float = Field(0.01, gt=0, lt=1, description="the click rate an id with no history is smoothed to")
+
+    @field_validator("windows_hours")
+    @classmethod
+    def _positive_windows(cls, windows: list[float]) -> list[float]:
+        if any(w <= 0 for w in windows):
+            raise ValueError(f"windows must be positive hours, got {windows}")
+        if len(set(windows)) != len(windows):
+            raise ValueError(f"windows must differ, got {windows}")
+        return windows
+
+    def numeric_inputs(self) -> list[NumericFeature]:
+        """The numeric model inputs this feature becomes, in order: per window impressions, clicks (log1p then
+        z-score) and rate (z-score), then the seconds since the previous impression (log1p then z-score)."""
+        inputs = []
+        for window in self.windows_hours:
+            inputs += [NumericFeature(name=f"{self.name}_{what}_{window:g}h", normalization=normalization)
+                       for what, normalization in (("impressions", "log1p_zscore"), ("clicks", "log1p_zscore"),
+                                                   ("rate", "zscore"))]
+        return inputs + [NumericFeature(name=f"{self.name}_seconds_since_previous", normalization="log1p_zscore")]
+
+    def column_names(self) -> list[str]:
+        return [column.name for column in self.numeric_inputs()]
+
+
 Feature = Annotated[
-    CategoricalFeature | CategoricalListFeature | NumericFeature | TimeFeature, Field(discriminator="kind")
+    CategoricalFeature | CategoricalListFeature | NumericFeature | TimeFeature | HistoryFeature,
+    Field(discriminator="kind"),
 ]
+
+
+def model_inputs(features: Iterable[Any]) -> list[Any]:
+    """The features as the transform and the trainer see them: a history feature becomes its numeric columns
+    (counts and seconds: log1p then z-score; rates: z-score); every other feature is itself."""
+    inputs: list[Any] = []
+    for feature in features:
+        inputs += feature.numeric_inputs() if isinstance(feature, HistoryFeature) else [feature]
+    return inputs
+
+
+def history_features(features: Iterable[Any]) -> list[HistoryFeature]:
+    return [f for f in features if isinstance(f, HistoryFeature)]
 
 
 class FeaturesConfig(StrictModel):
@@ -102,7 +163,7 @@ class FeaturesConfig(StrictModel):
     @model_validator(mode="after")
     def _unique_names(self) -> FeaturesConfig:
         seen: set[str] = set()
-        for feature in self.features:
+        for feature in model_inputs(self.features):
             if feature.name in seen:
                 raise ValueError(f"feature '{feature.name}' is defined twice")
             if feature.name.startswith("label_") or feature.name == "timestamp_ms":

@@ -63,6 +63,25 @@ class SyntheticDriftConfig(StrictModel):
         return bool(self.base_rate_step or self.effect_drift or self.new_users_per_day or self.new_ads_per_day)
 
 
+class SyntheticHistoryConfig(StrictModel):
+    """Clicks that depend on a user's and an ad's recent history (components/logs/history_effects.py); all zero
+    (the default): no such effect, the logs are what they were without it."""
+
+    user_propensity_std: float = Field(
+        0.0, ge=0.0, le=3.0, description="std of the daily step of each user's latent log-odds propensity",
+    )
+    persistence: float = Field(
+        0.5, ge=0.0, lt=1.0, description="share of yesterday's user propensity kept today (AR(1) coefficient)",
+    )
+    ad_fatigue: float = Field(
+        0.0, ge=0.0, le=3.0, description="log-odds lost per log1p(earlier exposures of the same user to the same ad)",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.user_propensity_std or self.ad_fatigue)
+
+
 class SyntheticLogsConfig(StrictModel):
     """Size and shape of the synthetic ad server that `adrank logs generate` simulates.
 
@@ -98,6 +117,7 @@ class SyntheticLogsConfig(StrictModel):
     )
     ad_zipf_exponent: float = Field(0.9, ge=0.0, le=3.0, description="impressions per ad follow Zipf")
     drift: SyntheticDriftConfig = SyntheticDriftConfig()
+    history: SyntheticHistoryConfig = SyntheticHistoryConfig()
 
 
 class LogsConfig(StrictModel):

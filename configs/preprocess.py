@@ -61,6 +61,11 @@ class PreprocessConfig(StrictModel):
         0.5, ge=0.0, le=1.0, description="a feature absent from more than this share of examples is a finding "
         "in the report and a warning on the console (a misspelt column is absent from every example)",
     )
+    max_unseen_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="an id or time feature whose eval examples carry a value never seen in the "
+        "train split more often than this share is a warning and a report finding (e.g. day_of_week over three "
+        "train days and a fourth eval day: the model learned nothing for the eval day's value)",
+    )
     dataflow: DataflowConfig | None = None
 
     @model_validator(mode="after")

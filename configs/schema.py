@@ -11,7 +11,7 @@ from configs.base import StrictModel
 from configs.bounds import at_most
 from configs.errors import ConfigError
 from configs.embedding_memory import check_embedding_memory
-from configs.features import Feature, FeaturesConfig
+from configs.features import Feature, FeaturesConfig, HistoryFeature
 from configs.logs import EVENT_TYPES, LogsConfig, SplitConfig, TaskConfig
 from configs.pipelines import BenchmarkConfig, RetrainingConfig
 from configs.preprocess import PreprocessConfig
@@ -81,6 +81,7 @@ class AdrankConfig(StrictModel):
                 except ValueError as error:
                     raise ValueError(f"target '{target.name}': {error}") from None
         self._check_task_labels()
+        self._check_history_features()
         self._check_vertex_names()
         for index, target in enumerate(self.targets):
             resolved = resolve_target(self.model, self.training, target)
@@ -105,6 +106,30 @@ class AdrankConfig(StrictModel):
             if self.split.calibration_days > train_days:
                 raise ValueError(f"split.calibration_days: {self.split.calibration_days} days, but the synthetic logs "
                                  f"leave {train_days} train days")
+
+    def _check_history_features(self) -> None:
+        """A history feature counts an id that the logs carry (a categorical feature of this config), the labels of
+        a configured task, over windows no longer than the logs read."""
+        single_ids = [f.name for f in self.features if f.kind == "categorical"]
+        tasks = [t.name for t in self.tasks]
+        days_read = self.logs.lookback_days
+        what_is_read = f"logs.lookback_days {days_read}"
+        if days_read is None and self.logs.source == "synthetic":
+            days_read, what_is_read = self.logs.synthetic.days, f"logs.synthetic.days {self.logs.synthetic.days}"
+        for index, feature in enumerate(self.features):
+            if not isinstance(feature, HistoryFeature):
+                continue
+            for id_name in feature.ids:
+                if id_name not in single_ids:
+                    raise ValueError(f"features.{index}.ids: '{id_name}' is not an id the logs carry (a categorical "
+                                     f"feature of this config: {single_ids})")
+            if len(set(feature.ids)) != len(feature.ids):
+                raise ValueError(f"features.{index}.ids: an id pair needs two different ids, got {feature.ids}")
+            if feature.task is not None and feature.task not in tasks:
+                raise ValueError(f"features.{index}.task: '{feature.task}' is not a task ({tasks})")
+            if days_read is not None and max(feature.windows_hours) > days_read * 24:
+                raise ValueError(f"features.{index}.windows_hours: a window of {max(feature.windows_hours):g} h is "
+                                 f"longer than the logs read ({what_is_read} = {days_read * 24} h)")
 
     def _check_task_labels(self) -> None:
         """Every task must be able to get a positive label from the configured logs."""

@@ -108,7 +108,11 @@ class TrainingConfig(StrictModel):
         10_000, "steps run in one call between progress and checkpoint checks")] = Field(8, ge=1)
     checkpoints_per_epoch: Annotated[int, at_most(
         1_000, "each checkpoint writes every variable; more is a typo")] = Field(1, ge=1)
-    deterministic: bool = Field(False, description="op determinism + ordered input: same seed, same result")
+    deterministic: bool = Field(
+        True, description="op determinism (tf.config.experimental.enable_op_determinism): the same config and seed "
+        "give the same eval log-loss on the same machine, so two configs can be compared run by run; false: "
+        "TensorFlow may pick faster non-deterministic kernels (mostly on GPU) and repeated runs differ slightly",
+    )
     warm_start: Literal["none", "champion"] = Field(
         "none", description="champion: start from the registry's default model (dense weights where shapes match, "
         "embedding rows by vocabulary token); none: start cold",
@@ -132,15 +136,22 @@ class TrainingConfig(StrictModel):
     )
     calibration_holdout_fraction: float = Field(
         0.1, gt=0, le=0.5,
-        description="share of train examples held out of training to fit the calibration (only when calibration "
-        "is not none and calibration_data is holdout)",
+        description="share of train examples (by a hash of each example) held out of training when calibration is "
+        "not none: with holdout the step is fitted and cross-checked on it; with latest_train_days it is fitted on "
+        "the rest of the latest days and kept only if it lowers log-loss on their held-out part",
+    )
+    calibration_shrinkage_positives: float = Field(
+        100.0, ge=0,
+        description="the calibration fit is pulled toward no change by positives / (positives + this): fitted on "
+        "100 positives it keeps half its move, on 10,000 nearly all (0: no shrinkage)",
     )
     calibration_data: Literal["holdout", "latest_train_days"] = Field(
         "holdout",
         description="what the calibration step is fitted on. holdout: a hashed slice of the train split kept out of "
         "training (calibration_holdout_fraction); latest_train_days: the last split.calibration_days days of the "
-        "train split, trained on as well, so the calibration follows the most recent base rate (the closest day to "
-        "the one served next when the click rate drifts)",
+        "train split (trained on, less their held-out part, which decides whether the step is kept), so the "
+        "calibration follows the most recent base rate (the closest day to the one served next when the click "
+        "rate drifts)",
     )
 
 

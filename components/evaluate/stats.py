@@ -4,6 +4,8 @@
   Student's t with n−1 degrees of freedom (mean ± t₀.₉₇₅,ₙ₋₁ · s/√n), min, max, coefficient of variation s/|mean|.
 - `welch_test`: Welch's unequal-variance t-test of two samples' means, two-sided.
 - `paired_difference`: two models scored on the same examples: the mean per-example difference and its 95% t-interval.
+- `paired_change`: one figure measured twice in each of several runs (e.g. eval log-loss after two epochs): is the
+  mean per-run change different from 0 (one-sample t-test of the per-run differences, two-sided)?
 """
 
 from __future__ import annotations
@@ -89,6 +91,34 @@ def welch_test(a: Sequence[float], b: Sequence[float], metric: str = "log-loss",
         difference=difference, relative_difference=relative, t_statistic=float(result.statistic),
         p_value=p_value, significant=significant, verdict=verdict,
     )
+
+
+@dataclass(frozen=True)
+class PairedChange:
+    """after − before, run by run: the mean change, its p-value (None when it cannot be tested) and whether it is
+    significant at `SIGNIFICANCE`."""
+
+    mean: float
+    p_value: float | None
+    runs: int
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < SIGNIFICANCE
+
+
+def paired_change(before: Sequence[float], after: Sequence[float]) -> PairedChange:
+    """The per-run differences after − before tested against 0. Fewer than 2 runs, or differences with no spread,
+    cannot be tested (p None): with no spread a t-test has no variance to judge the mean against."""
+    if len(before) != len(after):
+        raise ValueError(f"paired figures differ in length: {len(before)} vs {len(after)}")
+    d = np.asarray(after, dtype=np.float64) - np.asarray(before, dtype=np.float64)
+    if d.size == 0:
+        raise ValueError("paired_change() needs at least one run")
+    mean = float(d.mean())
+    if d.size < 2 or np.allclose(d, d[0], rtol=1e-9, atol=1e-15):  # equal up to float rounding
+        return PairedChange(mean=mean, p_value=None, runs=int(d.size))
+    return PairedChange(mean=mean, p_value=float(scipy_stats.ttest_1samp(d, 0.0).pvalue), runs=int(d.size))
 
 
 @dataclass(frozen=True)

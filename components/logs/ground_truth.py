@@ -116,8 +116,9 @@ class Population:
         )
 
     def event_probabilities(self, user: np.ndarray, ad: np.ndarray, placement: np.ndarray,
-                            base_logit: float = SWIPE_BASE_LOGIT) -> dict[str, np.ndarray]:
-        """P(event type happens at all) per impression; `base_logit`: the swipe log-odds before effects."""
+                            base_logit: float | np.ndarray = SWIPE_BASE_LOGIT) -> dict[str, np.ndarray]:
+        """P(event type happens at all) per impression; `base_logit`: the swipe log-odds before effects (one
+        value, or one per impression)."""
         category = self.ad_category[ad]
         match = self.user_interest_matrix[user, category].astype(float)
         age = (self.user_age[user] - 41.5) / 13.9

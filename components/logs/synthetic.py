@@ -18,6 +18,7 @@ import numpy as np
 from components.logs.ground_truth import (
     COUNTRIES, DEVICE_OS, MEAN_DELAY_SECONDS, PLACEMENTS, Population, label_probability,
 )
+from components.logs.history_effects import HistoryEffects
 from components.logs.records import day_start_ms, format_timestamp
 from components.logs.split import eval_start_ms
 from configs.slices import PreprocessStepConfig
@@ -46,6 +47,7 @@ class GeneratedLogs:
 
 
 DRIFT_STREAM = 1  # drift draws from its own random stream, so drift off leaves the logs as they were
+HISTORY_STREAM = 2  # so do the history effects (components/logs/history_effects.py)
 
 
 def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> GeneratedLogs:
@@ -53,6 +55,7 @@ def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> Gener
     drift = spec.drift
     rng = np.random.default_rng(config.seed)
     drift_rng = np.random.default_rng([config.seed, DRIFT_STREAM])
+    history = HistoryEffects(spec.history, np.random.default_rng([config.seed, HISTORY_STREAM]))
     population = Population.draw(rng, spec.users, spec.ads, spec.advertisers, spec.interests,
                                  spec.max_interests_per_user, spec.id_effect_scale)
     user_ranks = np.arange(1, spec.users + 1, dtype=float)
@@ -86,7 +89,10 @@ def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> Gener
         user = rng.choice(population.users, size=n, p=_zipf_weights(user_ranks, spec.user_zipf_exponent))
         ad = rng.choice(population.ads, size=n, p=_zipf_weights(ad_ranks, spec.ad_zipf_exponent))
         placement = rng.choice(len(PLACEMENTS), size=n, p=placement_weights)
-        marginal = population.event_probabilities(user, ad, placement, spec.swipe_base_logit + base_logit_shift)
+        base_logit: float | np.ndarray = spec.swipe_base_logit + base_logit_shift
+        if spec.history.enabled:  # per impression: what the user and the ad did before (history_effects.py)
+            base_logit = base_logit + history.logit_shift(user, ad)
+        marginal = population.event_probabilities(user, ad, placement, base_logit)
         happened = _draw_event_chain(rng, marginal)
         delays_ms = {
             event: np.rint(rng.exponential(MEAN_DELAY_SECONDS[event] * 1000.0, size=n)).astype(np.int64)

@@ -126,6 +126,13 @@ class Manifest(BaseModel):
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples "
         "→ that share",
     )
+    unseen_eval_shares: dict[str, float] = Field(
+        default_factory=dict, description="per id and time feature, the share of eval examples whose value never "
+        "occurs in the train split (components.preprocess.unseen)",
+    )
+    mostly_unseen_features: dict[str, float] = Field(
+        default_factory=dict, description="features whose unseen share is above preprocess.max_unseen_share → it",
+    )
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / MANIFEST_FILE

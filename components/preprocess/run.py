@@ -10,7 +10,8 @@ During it: a truncated or corrupt compressed log file fails the step, naming the
 After the job: input whose bytes or records do not add up (manifest `input`: framing + blank lines + parsed +
 dead letters = what was read, per stream; `InputNotAccounted`), too many dead letters in either stream, a split below `split.min_*_examples`, or a task with
 fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels of a class in a split fail the
-step; a feature absent from more than `preprocess.max_missing_share` of examples is printed as a warning.
+step; a feature absent from more than `preprocess.max_missing_share` of examples, or whose eval values are mostly
+never seen in train (`preprocess.max_unseen_share`, components/preprocess/unseen.py), is printed as a warning.
 While it runs, the step prints what it is doing: input files, records read, parsed and dead-lettered, examples per
 split, stages done (`components/preprocess/progress.py`).
 """
@@ -34,6 +35,7 @@ from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
 from components.preprocess.dataflow_job import watch_job
+from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
     MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
 )
@@ -57,6 +59,7 @@ from components.preprocess.stats import (
 )
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
+from components.preprocess.unseen import CountUnseenEvalValues, checked_features
 from components.progress import report_progress
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
@@ -134,6 +137,10 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
         print(f"{CONSOLE_WARNING}feature '{name}' is absent from {share:.1%} of examples (above "
               f"preprocess.max_missing_share {config.preprocess.max_missing_share:.0%}): check its column in the logs",
               flush=True)
+    for name, share in manifest.mostly_unseen_features.items():
+        print(f"{CONSOLE_WARNING}feature '{name}': {share:.1%} of eval examples carry a value never seen in the train "
+              f"split (above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
+              f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)", flush=True)
     return manifest
 
 
@@ -317,6 +324,8 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
     else:
         examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
     counters.append(join_counts)
+    # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
+    examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks)
 
     dead = tuple(dead_letters) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetterJson" >> beam.Map(_json_line) | "WriteDeadLetters" >> beam.io.WriteToText(
@@ -345,6 +354,8 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
         if counter is not None:
             _ = announce_counter(counter, Count("records_read", stream).key, f"{stream.title()}Read",
                                  _counted_line(f"{stream}: read ", "record"))
+    counters.append((collections["train"], collections["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(
+        config.features))
     _ = tuple(counters) | "Counters" >> WriteCounters(root)
 
     spec = raw_feature_spec(config.features, config.tasks)
@@ -438,6 +449,9 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
         for f in config.features if f.kind != "time"
     }
     limit = config.preprocess.max_missing_share
+    eval_examples = splits["eval"].examples
+    unseen_shares = {f.name: counters.unseen("eval", f.name) / eval_examples if eval_examples else 0.0
+                     for f in checked_features(config.features)}
     tft_output = tft.TFTransformOutput(root)
     dead_letter = counters.dead_letters()
     read_by_stream = counters.records_read()
@@ -466,6 +480,9 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
         mostly_missing_features={name: rate for name, rate in missing_rates.items() if rate > limit},
         input={stream: InputAccount(**{name: counts.get(name, 0) for name in InputAccount.model_fields})
                for stream, counts in counters.input_counts().items()},
+        unseen_eval_shares=unseen_shares,
+        mostly_unseen_features={name: share for name, share in unseen_shares.items()
+                                if share > config.preprocess.max_unseen_share},
     )
 
 

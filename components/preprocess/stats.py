@@ -21,7 +21,7 @@ from components.preprocess.parse import MISSING, ParseOutcomes
 COUNTERS_PREFIX = "stats/counters"
 
 CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing",
-                    "input"]
+                    "split_unseen", "input"]
 # `input` counts of a stream: the readers' per-file tallies and the parser's outcomes (see `InputAccount`)
 FILE_TALLY_FIELDS = ("bytes", "framing_bytes", "blank_lines", "blank_bytes", "records", "record_bytes")
 PARSE_OUTCOME_FIELDS = ("parsed", "parsed_bytes", "dead_letters", "dead_letter_bytes")
@@ -31,7 +31,8 @@ PARSE_OUTCOME_FIELDS = ("parsed", "parsed_bytes", "dead_letters", "dead_letter_b
 class Count:
     """What one counter counts. `kind` names the count; `scope` is the stream (`records_read`, `dead_letters`)
     or the split (`split_*`); `subject` the dead-letter reason, the join outcome (`duplicate_impressions`,
-    `late_events:<label>`, ...), the label key (`split_positives`), the feature (`split_missing`), or what of
+    `late_events:<label>`, ...), the label key (`split_positives`), the feature (`split_missing`, and
+    `split_unseen`: eval examples whose value of it never occurs in train, components.preprocess.unseen), or what of
     the input it counts (`input`: `files`, a `FileTally` or `ParseOutcomes` field)."""
 
     kind: CountKind
@@ -90,6 +91,9 @@ class PreprocessCounts:
 
     def missing(self, split: str, feature: str) -> int:
         return self.of("split_missing", split, feature)
+
+    def unseen(self, split: str, feature: str) -> int:
+        return self.of("split_unseen", split, feature)
 
 
 class CountExamples(beam.CombineFn):

@@ -6,6 +6,7 @@ Transformed-example contract (the trainer depends on it):
   categorical_list → int64 [max_length], 0 = padding, ids 1..vocabulary_size−1
   numeric          → float32 [] normalized; `quantile_buckets` → int64 [] bucket id (a categorical input)
   time             → int64 [] hour of day (24 rows) or day of week (7 rows), from the impression time
+  history          → its numeric columns (configs.features.HistoryFeature.numeric_inputs), each as numeric above
   label_<task>     → float32 [] 0/1
 The graph reads raw features only, so a model wrapping it (`TFTransformOutput.transform_features_layer`)
 serves raw log fields.
@@ -21,6 +22,7 @@ from components.preprocess.learned_hash import apply_learned_hashing
 from components.preprocess.manifest import FeatureInfo
 from components.preprocess.parse import TIMESTAMP_MS
 from components.preprocess.vocabulary import apply_vocabularies, vocabulary_sizes
+from configs.features import model_inputs
 
 HOURS, WEEKDAYS = 24, 7
 MS_PER_HOUR, MS_PER_DAY = 3_600_000, 86_400_000
@@ -29,7 +31,7 @@ EPOCH_WEEKDAY = 3  # 1970-01-01 was a Thursday (Monday = 0)
 
 def raw_feature_spec(features, tasks) -> dict:
     spec: dict = {TIMESTAMP_MS: tf.io.FixedLenFeature([], tf.int64)}
-    for feature in features:
+    for feature in model_inputs(features):
         if feature.kind == "categorical":
             spec[feature.name] = tf.io.FixedLenFeature([], tf.string)
         elif feature.kind == "categorical_list":
@@ -69,7 +71,7 @@ def _categorical_ids(inputs: dict, features, task_names: tuple[str, ...]) -> dic
 
 
 def build_preprocessing_fn(features, tasks):
-    features, task_names = tuple(features), tuple(t.name for t in tasks)
+    features, task_names = tuple(model_inputs(features)), tuple(t.name for t in tasks)
 
     def preprocessing_fn(inputs):
         ids = _categorical_ids(inputs, features, task_names)
@@ -107,7 +109,7 @@ def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: di
     spec = tft_output.transformed_feature_spec()
     vocabularies = vocabulary_sizes(tft_output)
     infos = []
-    for feature in features:
+    for feature in model_inputs(features):
         out = spec[feature.name]
         length = int(out.shape[0]) if out.shape else 1
         dtype = "int64" if out.dtype == tf.int64 else "float32"

@@ -94,6 +94,11 @@ class RunRow(BaseModel):
     input_stall_fraction: float | None
     logloss: dict[str, float]
     auc: dict[str, float]
+    calibration: dict[str, float] = Field(default_factory=dict, description="per task, mean prediction / eval rate")
+    calibration_skipped: dict[str, str] = Field(
+        default_factory=dict, description="per task, why the run's calibration step was not kept (RunSummary)"
+    )
+    deterministic: bool | None = Field(None, description="trained under op determinism (training.deterministic)")
     learning_rate: float
     dropped_steps: int = 0
     eval_curve: list[tuple[int, float]] = Field(default_factory=list, description="(epoch, eval log-loss)")
@@ -131,6 +136,10 @@ class BenchmarkSummary(BaseModel):
     dead_letter: dict[str, int]
     mostly_missing_features: dict[str, float] = Field(
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples"
+    )
+    mostly_unseen_features: dict[str, float] = Field(
+        default_factory=dict, description="features whose eval values are mostly never seen in train (share of eval "
+        "examples above preprocess.max_unseen_share)",
     )
     skipped_targets: list[SkippedTarget] = Field(
         default_factory=list, description="configured targets this DAG did not train, with the reason"
@@ -216,6 +225,7 @@ def summarize(config: ReportStepConfig, manifest: Manifest, runs: list[RunSummar
         best_exported_run=_best(best_exported, primary) if best_exported else None,
         dead_letter=dict(manifest.dead_letter),
         mostly_missing_features=dict(manifest.mostly_missing_features),
+        mostly_unseen_features=dict(manifest.mostly_unseen_features),
         skipped_targets=list(config.skipped_targets),
     )
 
@@ -329,6 +339,8 @@ def _run_row(run: RunSummary) -> RunRow:
         steps=run.steps, wall_time_seconds=run.wall_time_seconds, examples_per_second=run.examples_per_second,
         input_stall_fraction=run.input_stall_fraction,
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
+        calibration={t: m.calibration for t, m in run.metrics.items()},
+        calibration_skipped=dict(run.calibration_skipped), deterministic=run.deterministic,
         learning_rate=run.learning_rate, dropped_steps=run.dropped_steps, eval_curve=eval_curve(run),
         model_uri=run.model_uri,
     )

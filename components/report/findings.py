@@ -1,27 +1,15 @@
-"""The few sentences a person reads first: what won, by how much, and whether it is real."""
+"""The few sentences a person reads first: what won, by how much, and whether it is real.
+
+Facts (best run, fastest, cheapest, comparisons) come first; every piece of advice names the config key to change
+and is raised only where the evidence holds (epochs: `components.report.epochs`; calibration:
+`components.report.calibration`)."""
 
 from __future__ import annotations
 
 from components.report.benchmark import BenchmarkSummary, TargetSummary
 from components.report.calibration import calibration_findings
+from components.report.epochs import epochs_advice
 from components.report.retraining_target import retraining_target_finding
-
-
-def overfitting(name: str, curve: list[tuple[int, float]]) -> str | None:
-    """A sentence when the eval log-loss was lowest before the last epoch (over-fitting), or still falling
-    by more than 1% in the last epoch (under-fitting: more epochs would help)."""
-    if len(curve) < 2:
-        return None
-    best_epoch, best = min(curve, key=lambda point: point[1])
-    last_epoch, last = curve[-1]
-    if best_epoch != last_epoch and last > best * 1.001:
-        return (f"{name}: eval log-loss was lowest after epoch {best_epoch} ({best:.5f}) and {last:.5f} after "
-                f"epoch {last_epoch}: over-fitting, fewer epochs would do better.")
-    previous = curve[-2][1]
-    if last < previous * 0.99:
-        return (f"{name}: eval log-loss still fell {1 - last / previous:.1%} in the last epoch ({previous:.5f} → "
-                f"{last:.5f}): under-fitting, more epochs may help.")
-    return None
 
 
 def missing_features(shares: dict[str, float]) -> list[str]:
@@ -29,6 +17,26 @@ def missing_features(shares: dict[str, float]) -> list[str]:
     without most of it (a misspelt column is absent from every example)."""
     return [f"Feature '{name}' is absent from {share:.1%} of examples: check its column in the logs "
             "(logs.impression_fields maps names that differ)." for name, share in sorted(shares.items())]
+
+
+def unseen_features(shares: dict[str, float]) -> list[str]:
+    """A sentence per feature whose eval examples mostly carry a value never seen in train
+    (`preprocess.max_unseen_share`): the model learned nothing for those values."""
+    return [f"Feature '{name}': {share:.1%} of eval examples carry a value never seen in the train split, so the model "
+            "learned nothing for it there (e.g. a day_of_week over fewer train days than a week); drop it from "
+            "`features` or widen the train window (logs, split.eval_days)." for name, share in sorted(shares.items())]
+
+
+def not_reproducible(summary: BenchmarkSummary) -> str | None:
+    """A sentence when runs trained without op determinism (other than asynchronous parameter-server runs, which
+    cannot have it): the same seed may then give a different log-loss."""
+    kinds = {name: target.kind for name, target in summary.targets.items()}
+    loose = sorted({r.target for r in summary.runs if r.deterministic is False and kinds.get(r.target) != "cpu-ps"})
+    if not loose:
+        return None
+    return (f"{', '.join(loose)}: trained without op determinism (training.deterministic: false), so the same config "
+            "and seed can give a different log-loss and a difference between two configs may be run-to-run noise; "
+            "set training.deterministic: true to compare configs run by run.")
 
 
 INPUT_BOUND_STALL = 0.10
@@ -40,7 +48,8 @@ def input_bound(name: str, stall: float | None) -> str | None:
         return None
     return (f"{name} is input-bound: {stall:.0%} of its step time went to waiting for the next batch (above "
             f"{INPUT_BOUND_STALL:.0%}); a faster input pipeline (more parallel reads and parsing, caching, more "
-            "CPU for tf.data) would speed it up more than faster compute.")
+            "CPU for tf.data: a larger targets[].vertex.machine.machine_type) would speed it up more than faster "
+            "compute.")
 
 
 def synchronous_vs_asynchronous(summary: BenchmarkSummary, target: TargetSummary) -> str | None:
@@ -84,6 +93,9 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         quality += f", Bayes floor {summary.bayes_logloss:.5f} (closes {closed:.0%} of the gap)"
     lines.append(quality + ".")
     lines += missing_features(summary.mostly_missing_features)
+    lines += unseen_features(summary.mostly_unseen_features)
+    if sentence := not_reproducible(summary):
+        lines.append(sentence)
 
     targets = list(summary.targets.values())
     fastest = max(targets, key=lambda t: t.examples_per_second_mean)
@@ -104,12 +116,13 @@ def findings(summary: BenchmarkSummary) -> list[str]:
             lines.append(f"{target.name} vs {summary.baseline_target}: {comparison.verdict}.")
     lines += [sentence for target in targets if (sentence := synchronous_vs_asynchronous(summary, target))]
     for target in targets:
-        overfit = overfitting(target.name, target.eval_curve)
-        if overfit:
-            lines.append(overfit)
+        advice = epochs_advice(target.name, [r.eval_curve for r in summary.runs if r.target == target.name])
+        if advice:
+            lines.append(advice)
         if target.dropped_steps:
             lines.append(f"{target.name}: {target.dropped_steps:,} full batches per run were not trained "
-                         "(steps per execution could not split the epoch evenly).")
+                         "(steps per execution could not split the epoch evenly; training.steps_per_execution or "
+                         "training.checkpoints_per_epoch decides the split).")
     lines += calibration_findings(summary)
     if summary.best_exported_run is None:
         lines.append("No run exported a model: nothing can be promoted.")

@@ -13,6 +13,17 @@ With z = logit(p), the calibrated probability is
 
 Both are monotone, so AUC is unchanged. Which examples are held out is decided by a hash of the serialized
 transformed example (`components.train.input`), so every run and every epoch holds out the same slice.
+
+A step that cannot hurt (`checked_calibrator`):
+
+- **shrunk by its evidence**: the fitted map is pulled toward "no change" (slope 1, intercept 0) by
+  `w = positives / (positives + k)`, `k = training.calibration_shrinkage_positives`: slope' = 1 + w·(slope − 1),
+  intercept' = w·intercept. Fitted on 80 positives with k = 100 it moves the log-odds less than half the way;
+  on 10,000 positives almost all of it;
+- **kept only when it lowers log-loss on examples it was not fitted on, which the model did not train on
+  either**: either a separate check slice (`check`), or, without one, cross-fitting over the fit examples
+  (two halves by position: fit on one, score on the other, both ways). Otherwise the run serves the model as is
+  and records why (`RunSummary.calibration_skipped`).
 """
 
 from __future__ import annotations
@@ -22,8 +33,30 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.evaluate.metrics import logloss
+
 EPSILON = 1e-7
 NEWTON_STEPS = 50
+
+
+class CalibrationCheck(BaseModel):
+    """The step's log-loss on examples it was not fitted on (and the model did not train on)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    how: str = Field(description="'held-out slice' (a separate check slice) or 'cross-fitting' (two halves)")
+    examples: int
+    positives: int
+    logloss_without: float
+    logloss_with: float
+
+    @property
+    def improves(self) -> bool:
+        return self.logloss_with < self.logloss_without
+
+    def describe(self) -> str:
+        return (f"on {self.examples:,} examples it was not fitted on ({self.positives:,} positives, {self.how}) "
+                f"log-loss {self.logloss_without:.6f} without it, {self.logloss_with:.6f} with it")
 
 
 class Calibrator(BaseModel):
@@ -36,6 +69,13 @@ class Calibrator(BaseModel):
     intercept: float
     examples: int = Field(description="held-out train examples it was fitted on")
     positives: int
+    evidence_weight: float = Field(
+        1.0, description="w = positives / (positives + training.calibration_shrinkage_positives): the share of the "
+        "fitted move of slope and intercept away from no change that was kept (1: unshrunk)",
+    )
+    check: CalibrationCheck | None = Field(
+        None, description="log-loss without and with the step on examples neither it nor the model was fitted on",
+    )
 
     def apply(self, probabilities: np.ndarray) -> np.ndarray:
         z = _logit(np.asarray(probabilities, dtype=np.float64))
@@ -79,6 +119,68 @@ def fit_calibrator(method: str, labels: np.ndarray, probabilities: np.ndarray) -
         raise ValueError(f"{method} calibration did not converge on {y.size} held-out examples")
     return Calibrator(method=method, slope=float(slope), intercept=float(intercept), examples=int(y.size),
                       positives=positives)
+
+
+def shrunk(calibrator: Calibrator, shrinkage_positives: float) -> Calibrator:
+    """`calibrator` pulled toward no change by its evidence: weight positives / (positives + shrinkage_positives)."""
+    if shrinkage_positives <= 0:
+        return calibrator
+    weight = calibrator.positives / (calibrator.positives + shrinkage_positives)
+    return calibrator.model_copy(update={
+        "slope": 1.0 + weight * (calibrator.slope - 1.0),
+        "intercept": weight * calibrator.intercept,
+        "evidence_weight": weight,
+    })
+
+
+def fit_shrunk(method: str, labels: np.ndarray, probabilities: np.ndarray, shrinkage_positives: float) -> Calibrator:
+    return shrunk(fit_calibrator(method, labels, probabilities), shrinkage_positives)
+
+
+def checked_calibrator(
+    method: str,
+    fit: tuple[np.ndarray, np.ndarray],
+    check: tuple[np.ndarray, np.ndarray] | None,
+    shrinkage_positives: float,
+) -> tuple[Calibrator | None, str | None]:
+    """(the shrunk calibrator fitted on `fit`, None) when it lowers log-loss on examples it was not fitted on;
+    (None, why) otherwise. `fit` and `check` are (labels, probabilities of the model before the step); without
+    `check`, cross-fitting over `fit` decides."""
+    labels, probabilities = (np.asarray(a, dtype=np.float64).reshape(-1) for a in fit)
+    calibrator = fit_shrunk(method, labels, probabilities, shrinkage_positives)
+    result: CalibrationCheck | None
+    if check is not None:
+        check_labels, check_probabilities = (np.asarray(a, dtype=np.float64).reshape(-1) for a in check)
+        if check_labels.size == 0:
+            return None, f"no held-out examples to check the {method} step on (the check slice is empty)"
+        result = CalibrationCheck(
+            how="held-out slice", examples=int(check_labels.size), positives=int(check_labels.sum()),
+            logloss_without=logloss(check_labels, check_probabilities),
+            logloss_with=logloss(check_labels, calibrator.apply(check_probabilities)),
+        )
+    else:
+        result = _cross_fitted(method, labels, probabilities, shrinkage_positives)
+        if result is None:
+            return None, f"too few examples ({labels.size}) to check the {method} step by cross-fitting"
+    if not result.improves:
+        return None, f"the {method} step did not lower log-loss: {result.describe()}"
+    return calibrator.model_copy(update={"check": result}), None
+
+
+def _cross_fitted(method: str, labels: np.ndarray, probabilities: np.ndarray,
+                  shrinkage_positives: float) -> CalibrationCheck | None:
+    """Two halves by position (even, odd): each half scored by the step fitted on the other."""
+    halves = [np.arange(labels.size) % 2 == parity for parity in (0, 1)]
+    if min(int(half.sum()) for half in halves) < 2:
+        return None
+    with_step = np.empty_like(probabilities)
+    for scored, fitted in (halves, halves[::-1]):
+        other = fit_shrunk(method, labels[fitted], probabilities[fitted], shrinkage_positives)
+        with_step[scored] = other.apply(probabilities[scored])
+    return CalibrationCheck(
+        how="cross-fitting", examples=int(labels.size), positives=int(labels.sum()),
+        logloss_without=logloss(labels, probabilities), logloss_with=logloss(labels, with_step),
+    )
 
 
 def _logit(p: np.ndarray) -> np.ndarray:

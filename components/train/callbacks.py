@@ -223,13 +223,15 @@ class InputStallMeter(keras.callbacks.Callback):
 
         input_stall_fraction = Σ waits / (Σ waits + Σ step compute)   ∈ [0, 1]
 
-    The variables are plain (created outside any strategy scope) and are only read from the host. Not for
-    TPU (`tf.timestamp` has no TPU kernel) nor under op determinism (`training.deterministic`, which refuses
-    `tf.timestamp`): those runs record no stall figure.
+    The variables are plain (created outside any strategy scope) and are only read from the host. Under op
+    determinism (`training.deterministic`, the default), which refuses `tf.timestamp`, pass `host_clock=True`:
+    the stamps then come from the host clock through `tf.py_function` (`step_clock`), a few microseconds a step.
+    Not for TPU (no kernel for either): those runs record no stall figure.
     """
 
-    def __init__(self):
+    def __init__(self, host_clock: bool = False):
         super().__init__()
+        self.host_clock = host_clock
         self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="input_wait_seconds")
         self.computed = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="step_compute_seconds")
         self.last_end = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="last_step_end")
@@ -240,11 +242,11 @@ class InputStallMeter(keras.callbacks.Callback):
 
         def timed_train_step(data):
             with tf.control_dependencies(tf.nest.flatten(data)):
-                started = tf.timestamp()
+                started = step_clock(self.host_clock)
             self.waited.assign_add(tf.maximum(started - self.last_end, 0.0))
             logs = train_step(data)
             with tf.control_dependencies(tf.nest.flatten(logs) + [model.optimizer.iterations.value]):
-                ended = tf.timestamp()
+                ended = step_clock(self.host_clock)
             self.computed.assign_add(ended - started)
             self.last_end.assign(ended)
             return logs
@@ -252,7 +254,7 @@ class InputStallMeter(keras.callbacks.Callback):
         return timed_train_step
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.last_end.assign(tf.timestamp())
+        self.last_end.assign(time.time())
 
     def on_train_batch_end(self, batch, logs=None):
         self.executions += 1
@@ -262,6 +264,17 @@ class InputStallMeter(keras.callbacks.Callback):
 
     def input_stall_fraction(self) -> float | None:
         return stall_fraction(float(self.waited.numpy()), float(self.computed.numpy()))
+
+
+def step_clock(host_clock: bool) -> tf.Tensor:
+    """Seconds since the epoch as a float64 tensor, stamped when the op runs: `tf.timestamp`, or with
+    `host_clock` (under op determinism, which refuses `tf.timestamp`) the host clock through `tf.py_function`.
+    Both read the same wall clock as `time.time()`."""
+    if host_clock:
+        stamp = tf.py_function(time.time, [], tf.float64)
+        stamp.set_shape([])
+        return stamp
+    return tf.timestamp()
 
 
 def stall_fraction(waited_seconds: float, computed_seconds: float) -> float | None:

@@ -103,9 +103,10 @@ def steps_per_execution_for(chunk: int, configured: int, max_waste: float = 0.05
 
 
 def calibration_holdout(training: TrainingConfig) -> float:
-    """The share of train examples held out of training to fit the calibration step (0 without one, and when it
-    is fitted on the latest train days, which are trained on as well)."""
-    if training.calibration == "none" or training.calibration_data != "holdout":
+    """The share of train examples held out of training for the calibration step (0 without one): with
+    `holdout` it is fitted there, with `latest_train_days` the held-out part of those days is what decides whether
+    it is kept (the model never trained on it)."""
+    if training.calibration == "none":
         return 0.0
     return training.calibration_holdout_fraction
 
@@ -204,8 +205,8 @@ def fit_synchronous(
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
     steps_per_execution = plan.steps_per_execution if runtime.replicas == 1 or runtime.is_tpu else 1
-    # its variables stay outside the strategy scope; no TPU kernel for tf.timestamp, which op determinism refuses
-    stall = None if runtime.is_tpu or training.deterministic else InputStallMeter()
+    # its variables stay outside the strategy scope; no TPU kernel for its clock (callbacks.step_clock)
+    stall = None if runtime.is_tpu else InputStallMeter(host_clock=training.deterministic)
     with runtime.strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
         manager = checkpoint_manager(model, model_dir)

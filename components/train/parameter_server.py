@@ -77,7 +77,8 @@ def fit_parameter_server(
 
         # The worker stamps the time before and after taking its batch and after the step's updates: the
         # share of step time spent waiting for input (see `callbacks.InputStallMeter`) from the same clock.
-        # (Not under op determinism, which refuses tf.timestamp: the run then records no stall.)
+        # (Not under op determinism, which refuses tf.timestamp and whose workers cannot call back into this
+        # process's Python clock: the run then records no stall; asynchronous training is not reproducible anyway.)
         if training.deterministic:
             features, labels = next(iterator)
             loss, norm = strategy.run(replica_step, args=(features, labels))

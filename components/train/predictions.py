@@ -15,16 +15,16 @@ from configs.training import TrainingConfig
 
 def predict_split(
     model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int,
-    holdout_fraction: float = 0.0,
+    holdout_fraction: float = 0.0, holdout: str = "only",
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(labels, probabilities) per task over every example of `split` (with `holdout_fraction`: of its
-    held-out slice only), in file order."""
+    held-out slice only, or with `holdout="exclude"` of the rest), in file order."""
     data = make_dataset(
         examples_dir,
         manifest,
         split,
         InputOptions(batch_size=batch_size, training=False, drop_remainder=False, deterministic=True,
-                     holdout_fraction=holdout_fraction, holdout="only"),
+                     holdout_fraction=holdout_fraction, holdout=holdout),
     )
     predict = tf.function(lambda features: model(features, training=False))
     return labels_and_probabilities(data, predict, list(manifest.tasks))

@@ -138,6 +138,14 @@ class RunSummary(BaseModel):
     calibrators: dict[str, Calibrator] = Field(
         default_factory=dict, description="per task, the calibration the serving signatures apply (none: empty)"
     )
+    calibration_skipped: dict[str, str] = Field(
+        default_factory=dict, description="per task, why the configured calibration step was fitted but not kept "
+        "(it did not lower log-loss on held-out examples it was not fitted on); such a task serves the model as is",
+    )
+    deterministic: bool | None = Field(
+        None, description="whether the run trained under op determinism (training.deterministic): the same config "
+        "and seed then give the same log-loss on the same machine; None: written before this was recorded",
+    )
 
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / SUMMARY_FILE

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ import tensorflow as tf
 
 from components.evaluate.task_metrics import task_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
-from components.train.calibration import Calibrator, fit_calibrator
+from components.train.calibration import Calibrator, checked_calibrator
 from components.train.export import export_serving_model, servable_copy, tft_output_dir
 from components.train.loop import calibration_holdout, fit_synchronous
 from components.train.models import RankingModel
@@ -30,7 +31,7 @@ from components.train.summary import EmbeddingTableMemory, RunSummary, TaskMetri
 from components.train.warm_start import transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
 from configs.slices import TrainStepConfig
-from configs.training import TrainingConfig, resolve_target
+from configs.training import ResolvedTarget, TrainingConfig, resolve_target
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def train(
         with cluster:         # as its chief; no server outlives this call (components/train/local_cluster.py)
             return train(config, target_name, run_index, examples_dir, model_dir, model_uri, warm_start_from)
     started = time.perf_counter()
-    resolved = resolve_target(config.model, config.training, config.target(target_name))
+    resolved = reproducible_where_possible(resolve_target(config.model, config.training, config.target(target_name)))
     seed = config.seed + run_index
     seed_everything(seed, resolved.training.deterministic)
     runtime = runtime_for(resolved.target.kind, resolved.target.allow_cpu_fallback)
@@ -78,7 +79,7 @@ def train(
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
                                                   warm_start_from)
 
-    calibrators = fit_calibrators(model, manifest, examples_dir, resolved.training)
+    calibrators, calibration_skipped = fit_calibrators(model, manifest, examples_dir, resolved.training)
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training, calibrators)
     export_dir = Path(model_dir) / SAVED_MODEL_DIR
     # A TPU or parameter-server run exports the same model rebuilt on this host, its tables read back through the
@@ -126,10 +127,23 @@ def train(
         model_uri=exported_uri,
         warm_start=fit_result.warm_start,
         calibrators=calibrators,
+        calibration_skipped=calibration_skipped,
+        deterministic=resolved.training.deterministic,
     )
 
 
 # -- set-up ---------------------------------------------------------------------------------------
+def reproducible_where_possible(resolved: ResolvedTarget) -> ResolvedTarget:
+    """`training.deterministic` (on by default) as this target can have it: asynchronous parameter-server training
+    applies updates in whatever order workers finish, so op determinism cannot make it repeatable and would only
+    cost the run its input-stall figure; a cpu-ps target trains without it."""
+    if resolved.target.kind != "cpu-ps" or not resolved.training.deterministic:
+        return resolved
+    log.info("%s: parameter-server training is asynchronous, so training.deterministic does not apply to it",
+             resolved.target.name)
+    return dataclasses.replace(resolved, training=resolved.training.model_copy(update={"deterministic": False}))
+
+
 def seed_everything(seed: int, deterministic: bool) -> None:
     keras.utils.set_random_seed(seed)
     if deterministic:
@@ -161,20 +175,40 @@ def _gpus_have_bfloat16(runtime: Runtime) -> bool:
 
 def fit_calibrators(
     model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig
-) -> dict[str, Calibrator]:
-    """Per task, `training.calibration` fitted on the held-out train slice; empty when it is none."""
+) -> tuple[dict[str, Calibrator], dict[str, str]]:
+    """Per task, `training.calibration` fitted and shrunk by its evidence, kept only where it lowers log-loss on
+    examples neither it nor the model was fitted on (`components.train.calibration.checked_calibrator`):
+    (calibrators kept, why each other task's step was skipped). Both empty when calibration is none.
+
+    holdout: fitted on the hashed slice of train held out of training, checked by cross-fitting over it.
+    latest_train_days: fitted on the latest train days the model trained on, checked on their held-out part.
+    """
     if training.calibration == "none":
-        return {}
+        return {}, {}
     batch_size = max(training.global_batch_size, 1024)
+    fraction = calibration_holdout(training)
+    check: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None
     if training.calibration_data == "latest_train_days":
         if CALIBRATION_SPLIT not in manifest.splits:
             raise ValueError("training.calibration_data is latest_train_days, but these examples have no calibration "
                              "split: preprocess them with split.calibration_days ≥ 1")
-        labels, probabilities = predict_split(model, manifest, examples_dir, CALIBRATION_SPLIT, batch_size)
+        fit = predict_split(model, manifest, examples_dir, CALIBRATION_SPLIT, batch_size, fraction, holdout="exclude")
+        check = predict_split(model, manifest, examples_dir, CALIBRATION_SPLIT, batch_size, fraction, holdout="only")
     else:
-        labels, probabilities = predict_split(model, manifest, examples_dir, "train", batch_size,
-                                              holdout_fraction=calibration_holdout(training))
-    return {task: fit_calibrator(training.calibration, labels[task], probabilities[task]) for task in manifest.tasks}
+        fit = predict_split(model, manifest, examples_dir, "train", batch_size, holdout_fraction=fraction)
+    kept: dict[str, Calibrator] = {}
+    skipped: dict[str, str] = {}
+    for task in manifest.tasks:
+        calibrator, reason = checked_calibrator(
+            training.calibration, (fit[0][task], fit[1][task]),
+            None if check is None else (check[0][task], check[1][task]), training.calibration_shrinkage_positives,
+        )
+        if calibrator is None:
+            skipped[task] = f"{reason}: serving the model's own output (set training.calibration: none)"
+            log.warning("calibration step for %s skipped: %s", task, skipped[task])
+        else:
+            kept[task] = calibrator
+    return kept, skipped
 
 
 def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig,

@@ -182,3 +182,11 @@ def test_the_calibration_split_is_the_latest_train_days(tmp_path, config_for, lo
     ages = lambda split: sorted(float(r["user_age"]) for r in split)  # noqa: E731 (zscored: day 2's are a subset)
     assert set(ages(calibration)) <= set(ages(train)) and len(ages(calibration)) == 3
     assert sorted(float(r["label_engagement"]) for r in calibration) == [0.0, 0.0, 1.0]
+
+
+def test_eval_values_never_seen_in_train_are_measured_per_feature_and_flagged(tiny_run, capsys):
+    """The eval example (user u1, ad a3, 09:00 on a Friday) after three train examples (u1; a1, a1, a2; 10–12 h on a
+    Thursday): its ad, hour and weekday never occur in train, its user does."""
+    manifest, _ = tiny_run
+    assert manifest.unseen_eval_shares == {"user_id": 0.0, "ad_id": 1.0, "hour": 1.0, "weekday": 1.0}
+    assert set(manifest.mostly_unseen_features) == {"ad_id", "hour", "weekday"}  # above max_unseen_share 0.5

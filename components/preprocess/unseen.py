@@ -1,0 +1,85 @@
+"""Which eval values did the train split never see?
+
+A feature whose eval examples mostly carry values that never occur in train gives the model nothing it learned:
+every such example falls on an untrained (OOV or hashed-but-empty) embedding row. A `day_of_week` feature with
+three train days and a fourth eval day is the classic case: on the eval day it takes a value train never had.
+
+Per single-valued id feature (`categorical`, and the `time` features derived from the impression time), the
+count of eval examples whose value never occurs in train; `preprocess` divides it by the eval examples
+(`Manifest.unseen_eval_shares`), warns above `preprocess.max_unseen_share`, and the report raises a finding.
+A missing value (`__missing__`) is not counted here: `preprocess.max_missing_share` covers it. List features
+are left out (an example with several new ids would be counted once per id).
+
+    train ─► (feature, value) pairs ─► distinct ──┐
+                                                  ├─► CoGroupByKey ─► eval counts of pairs train lacks ─► counters
+    eval ──► (feature, value) pairs ─► count ─────┘
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import apache_beam as beam
+
+from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS
+from components.preprocess.stats import Count
+from configs.features import CategoricalFeature, Feature, TimeFeature
+
+
+def checked_features(features: list[Feature]) -> list[Feature]:
+    """The single-valued id features whose unseen share is measured."""
+    return [f for f in features if isinstance(f, TimeFeature) or type(f) is CategoricalFeature]
+
+
+def feature_values(example: dict[str, Any], features: list[Feature]) -> list[tuple[str, str]]:
+    """(feature name, value as a string) of each checked feature of one parsed example; time features from the
+    impression time in UTC as the transform derives them (hour 0–23, day of week Monday = 0)."""
+    pairs = []
+    for feature in checked_features(features):
+        if isinstance(feature, TimeFeature):
+            moment = dt.datetime.fromtimestamp(example[TIMESTAMP_MS] / 1000, tz=dt.timezone.utc)
+            value = moment.hour if feature.part == "hour_of_day" else moment.weekday()
+            pairs.append((feature.name, str(value)))
+        elif example.get(feature.name, MISSING_TOKEN) != MISSING_TOKEN:
+            pairs.append((feature.name, str(example[feature.name])))
+    return pairs
+
+
+def unseen_count(joined: tuple[tuple[str, str], dict[str, Any]]) -> list[tuple[str, int]]:
+    """A (counter key, eval examples) pair for a (feature, value) that eval has and train does not."""
+    (feature, _), grouped = joined
+    eval_examples = sum(grouped["eval"])
+    if eval_examples and not list(grouped["train"]):
+        return [(Count("split_unseen", "eval", feature).key, eval_examples)]
+    return []
+
+
+class CountUnseenEvalValues(beam.PTransform):
+    """(train, eval) parsed examples → `(Count("split_unseen", "eval", feature).key, n)` pairs for `WriteCounters`:
+    n eval examples of `feature` carry a value no train example has."""
+
+    def __init__(self, features: list[Feature]):
+        super().__init__()
+        self.features = checked_features(features)
+
+    def expand(self, splits: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
+        train, eval_examples = splits
+        features = self.features
+        seen = (
+            train
+            | "TrainValues" >> beam.FlatMap(feature_values, features)
+            | "DistinctTrainValues" >> beam.Distinct()
+            | "MarkSeen" >> beam.Map(lambda pair: (pair, True))
+        )
+        eval_counts = (
+            eval_examples
+            | "EvalValues" >> beam.FlatMap(feature_values, features)
+            | "OneEach" >> beam.Map(lambda pair: (pair, 1))
+            | "CountEvalValues" >> beam.CombinePerKey(sum)
+        )
+        return (
+            {"train": seen, "eval": eval_counts}
+            | "JoinOnValue" >> beam.CoGroupByKey()
+            | "UnseenInTrain" >> beam.FlatMap(unseen_count)
+        )

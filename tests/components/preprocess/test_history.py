@@ -1,0 +1,165 @@
+"""History features: counts, clicks and smoothed rates per id from earlier examples only — never an example's own
+label, nor one at the same or a later time, nor one whose attribution window was still open."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections import defaultdict
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from components.preprocess.history import AddHistoryFeatures, history_key, no_history, with_history
+from components.preprocess.manifest import Manifest
+from components.preprocess.parse import MISSING_TOKEN
+from components.preprocess.run import preprocess
+from configs import ConfigError, load_config
+from configs.features import NEVER_SEEN_SECONDS, HistoryFeature
+from configs.logs import TaskConfig
+
+HOUR = 3_600_000
+LABEL = "label_click"
+USER = HistoryFeature(name="user_history", ids=["user_id"], windows_hours=[1, 24], smoothing_prior=10.0,
+                      prior_rate=0.01)
+PAIR = HistoryFeature(name="user_ad_history", ids=["user_id", "ad_id"], windows_hours=[48])
+TASK = TaskConfig(name="click", event_type="click", attribution_window_seconds=3600)
+
+
+def example(i, hours, label, user="u1", ad="a1"):
+    return {"impression_id": f"imp-{i}", "timestamp_ms": int(hours * HOUR), "user_id": user, "ad_id": ad,
+            LABEL: float(label)}
+
+
+def by_id(rows):
+    return {row["impression_id"]: row for row in rows}
+
+
+def all_history(examples, feature=USER):
+    """The pure computation over every id, as the Beam transform groups it."""
+    groups = defaultdict(list)
+    out = []
+    for e in examples:
+        key = history_key(e, feature)
+        if key is None:
+            out.append({**e, **no_history(feature)})
+        else:
+            groups[key].append(e)
+    for rows in groups.values():
+        out += with_history(rows, feature, LABEL, TASK.attribution_window_seconds * 1000)
+    return by_id(out)
+
+
+def history_columns(row, feature=USER):
+    return {name: row[name] for name in feature.column_names()}
+
+
+def test_counts_clicks_and_rates_come_from_earlier_examples_whose_label_was_known():
+    rows = all_history([example(0, 0.0, 1), example(1, 0.5, 0), example(2, 2.0, 1), example(3, 2.0, 0),
+                        example(4, 25.0, 0)])
+    first = rows["imp-0"]
+    assert first["user_history_impressions_24h"] == 0 and first["user_history_rate_24h"] == pytest.approx(0.01)
+    assert first["user_history_seconds_since_previous"] == NEVER_SEEN_SECONDS
+    half = rows["imp-1"]  # 0 h is 30 min earlier, but its 1 h attribution window is still open at 0:30
+    assert half["user_history_impressions_1h"] == 1 and half["user_history_clicks_1h"] == 0
+    assert half["user_history_rate_1h"] == pytest.approx(0.01) and half["user_history_seconds_since_previous"] == 1800
+    two = rows["imp-2"]  # at 2:00: 0:00 and 0:30 are in the 24 h window and matured; the 1 h window is empty
+    assert two["user_history_impressions_1h"] == 0 and two["user_history_impressions_24h"] == 2
+    assert two["user_history_clicks_24h"] == 1
+    assert two["user_history_rate_24h"] == pytest.approx((1 + 10 * 0.01) / (2 + 10))
+    assert history_columns(rows["imp-3"]) == history_columns(two)  # the same instant: neither sees the other
+    late = rows["imp-4"]  # 25 h: the 24 h window starts at 1:00, so only the two at 2:00 fall in it
+    assert late["user_history_impressions_24h"] == 2 and late["user_history_clicks_24h"] == 1
+    assert late["user_history_seconds_since_previous"] == 23 * 3600
+
+
+def random_log(seed=0, days=3, per_day=300):
+    rng = random.Random(seed)
+    return [example(i, day * 24 + rng.random() * 24, rng.random() < 0.2, user=f"u{rng.randrange(20)}",
+                    ad=f"a{rng.randrange(5)}")
+            for day in range(days) for i in [day * per_day + k for k in range(per_day)]]
+
+
+@pytest.mark.parametrize("feature", [USER, PAIR], ids=["user", "user-ad pair"])
+def test_shuffling_labels_within_a_day_leaves_every_earlier_examples_history_unchanged(feature):
+    log = random_log()
+    before = all_history(log, feature)
+    shuffled = copy.deepcopy(log)
+    last_day = [e for e in shuffled if e["timestamp_ms"] >= 48 * HOUR]
+    labels = [e[LABEL] for e in last_day]
+    random.Random(1).shuffle(labels)
+    for e, label in zip(last_day, labels):
+        e[LABEL] = label
+    after = all_history(shuffled, feature)
+    earlier = [i for i, row in before.items() if row["timestamp_ms"] < 48 * HOUR]
+    assert len(earlier) == 600
+    assert all(history_columns(before[i], feature) == history_columns(after[i], feature) for i in earlier)
+    changed = [i for i in before if history_columns(before[i], feature) != history_columns(after[i], feature)]
+    assert changed  # later examples of the day do see the shuffled labels: the test can fail
+
+
+def test_flipping_an_examples_own_label_never_changes_its_own_features():
+    log = random_log(seed=2, days=2, per_day=150)
+    before = all_history(log)
+    for index in range(0, len(log), 7):
+        flipped = copy.deepcopy(log)
+        flipped[index][LABEL] = 1.0 - flipped[index][LABEL]
+        own = flipped[index]["impression_id"]
+        assert history_columns(all_history(flipped)[own]) == history_columns(before[own])
+
+
+def test_the_beam_transform_computes_the_same_columns_and_gives_a_missing_id_no_history():
+    log = random_log(seed=3, days=2, per_day=40) + [example(999, 30.0, 1, user=MISSING_TOKEN)]
+    expected = all_history(log)
+    pair_expected = all_history(list(expected.values()), PAIR)
+    with TestPipeline() as pipeline:
+        out = (pipeline | beam.Create(log) | AddHistoryFeatures([USER, PAIR], [TASK])
+               | beam.Map(lambda row: (row["impression_id"], sorted(row.items()))))
+        assert_that(out, equal_to([(i, sorted(row.items())) for i, row in pair_expected.items()]))
+    assert expected["imp-999"]["user_history_impressions_1h"] == 0.0
+    assert expected["imp-999"]["user_history_seconds_since_previous"] == NEVER_SEEN_SECONDS
+
+
+@pytest.mark.parametrize("override, field", [
+    ("features.9={name: h, kind: history, ids: [user_name]}", "features.9.ids"),
+    ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [200]}", "features.9.windows_hours"),
+    ("features.9={name: h, kind: history, ids: [user_id], smoothing_prior: 0}", "features.9.smoothing_prior"),
+    ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [-1]}", "features.9.windows_hours"),
+    ("features.9={name: h, kind: history, ids: [user_id], task: purchase}", "features.9.task"),
+])
+def test_a_bad_history_feature_fails_at_load_naming_the_field(override, field):
+    field_pattern = field.replace(".", r"\.").replace(r"features\.9\.", r"features\.9\.(history\.)?")
+    with pytest.raises(ConfigError, match=field_pattern):
+        load_config(overrides=[override])
+
+
+def test_a_window_is_checked_against_the_lookback_when_one_is_set():
+    with pytest.raises(ConfigError, match=r"features\.9\.windows_hours: a window of 72 h is longer than the logs "
+                                          r"read \(logs\.lookback_days 2 = 48 h\)"):
+        load_config(overrides=["logs.lookback_days=2",
+                               "features.9={name: h, kind: history, ids: [user_id], windows_hours: [72]}"])
+    config = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id, ad_id], windows_hours: [1, 72]}"])
+    assert config.features[9].column_names()[0] == "h_impressions_1h"
+
+
+def test_preprocess_writes_history_columns_as_numeric_inputs(tmp_path, config_for, log_writer):
+    rows = [{"impression_id": f"imp-{i}", "timestamp": f"2026-01-0{1 + i // 6}T{10 + i % 6:02d}:00:00.000Z",
+             "user_id": f"u{i % 2}", "ad_id": "a1"} for i in range(12)]
+    events = [{"event_id": f"ev-{i}", "impression_id": f"imp-{i}", "event_type": "swipe",
+               "timestamp": f"2026-01-0{1 + i // 6}T{10 + i % 6:02d}:10:00.000Z"} for i in range(0, 12, 3)]
+    config = config_for(
+        logs={"source": "files", "impressions": log_writer(tmp_path / "imp.jsonl", rows),
+              "engagements": log_writer(tmp_path / "ev.jsonl", events)},
+        tasks=[{"name": "engagement", "event_type": "swipe", "attribution_window_seconds": 3600}],
+        features=[{"name": "user_id", "kind": "categorical", "encoding": "hash", "hash_buckets": 10},
+                  {"name": "ad_id", "kind": "categorical"},
+                  {"name": "user_recent", "kind": "history", "ids": ["user_id"], "windows_hours": [24]}],
+    )
+    manifest = preprocess(config, None, str(tmp_path / "out"))
+    assert Manifest.read(tmp_path / "out") == manifest
+    numeric = {f.name for f in manifest.features if f.kind == "numeric"}
+    assert numeric == {"user_recent_impressions_24h", "user_recent_clicks_24h", "user_recent_rate_24h",
+                       "user_recent_seconds_since_previous"}
+    assert manifest.feature_spec["user_recent_rate_24h"].dtype == "float32"

@@ -1,0 +1,37 @@
+"""Which eval values the train split never saw: the per-example values compared, and the Beam count."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from components.preprocess.parse import MISSING_TOKEN
+from components.preprocess.stats import Count
+from components.preprocess.unseen import CountUnseenEvalValues, feature_values
+from configs.features import CategoricalFeature, CategoricalListFeature, NumericFeature, TimeFeature
+
+FEATURES = [CategoricalFeature(name="ad_id"), CategoricalListFeature(name="interests"),
+            NumericFeature(name="age"), TimeFeature(name="weekday", part="day_of_week"),
+            TimeFeature(name="hour", part="hour_of_day")]
+THURSDAY_10H = 1767261600000  # 2026-01-01T10:00:00Z
+FRIDAY_10H = THURSDAY_10H + 86_400_000
+
+
+def example(ad, timestamp_ms):
+    return {"ad_id": ad, "interests": ["x"], "age": 3.0, "timestamp_ms": timestamp_ms}
+
+
+def test_values_of_single_valued_id_and_time_features_only():
+    assert feature_values(example("a1", THURSDAY_10H), FEATURES) == [("ad_id", "a1"), ("weekday", "3"), ("hour", "10")]
+    assert feature_values(example(MISSING_TOKEN, FRIDAY_10H), FEATURES) == [("weekday", "4"), ("hour", "10")]
+
+
+def test_eval_examples_whose_value_train_never_had_are_counted_per_feature():
+    train = [example("a1", THURSDAY_10H), example("a2", THURSDAY_10H), example("a1", THURSDAY_10H)]
+    evaluation = [example("a1", FRIDAY_10H), example("a3", FRIDAY_10H), example("a3", FRIDAY_10H)]
+    with TestPipeline() as pipeline:
+        counts = (pipeline | "Train" >> beam.Create(train), pipeline | "Eval" >> beam.Create(evaluation)) | (
+            CountUnseenEvalValues(FEATURES))
+        assert_that(counts, equal_to([(Count("split_unseen", "eval", "ad_id").key, 2),
+                                      (Count("split_unseen", "eval", "weekday").key, 3)]))

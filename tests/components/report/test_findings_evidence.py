@@ -1,0 +1,96 @@
+"""Findings only where the evidence holds, each naming the config key to change: the epochs advice is tested
+over runs (paired), an eval value never seen in train is flagged, runs without op determinism are called out,
+and a calibration step that hurt or was skipped says what to set."""
+
+import pytest
+
+from components.evaluate.stats import paired_change
+from components.report.benchmark import summarize
+from components.report.epochs import epochs_advice
+from components.report.findings import findings
+from components.train.calibration import Calibrator
+from test_eval_curve_and_exports import with_curve
+from test_report import config, manifest, run
+
+
+def curves(*per_run):
+    return [[(epoch + 1, value) for epoch, value in enumerate(values)] for values in per_run]
+
+
+def test_paired_change_tests_the_per_run_differences():
+    change = paired_change([0.30, 0.31, 0.32], [0.29, 0.299, 0.311])
+    assert change.mean == pytest.approx(-0.01, abs=1e-4) and change.significant
+    assert not paired_change([0.30, 0.31, 0.32], [0.29, 0.32, 0.31]).significant  # one run rose
+    assert paired_change([0.3], [0.2]).p_value is None  # one run: nothing to test
+    assert paired_change([0.3, 0.4], [0.2, 0.3]).p_value is None  # no spread: cannot be tested
+
+
+def test_fewer_epochs_only_when_the_rise_after_the_best_epoch_is_significant():
+    rose = epochs_advice("cpu", curves([0.33, 0.32, 0.340], [0.35, 0.34, 0.361], [0.34, 0.33, 0.352]))
+    assert "over-fitting" in rose and "set training.epochs: 2" in rose
+    # the mean rose, but one run fell: not evidence
+    assert epochs_advice("cpu", curves([0.33, 0.32, 0.340], [0.35, 0.34, 0.330], [0.34, 0.33, 0.352])) is None
+
+
+def test_more_epochs_only_when_the_last_fall_is_significant():
+    fell = epochs_advice("cpu", curves([0.40, 0.350], [0.41, 0.361], [0.39, 0.342]))
+    assert "more epochs may help" in fell and "training.epochs: 3" in fell
+    # the click-log case: the mean fell 1.4% in the last epoch, but not in every run
+    assert epochs_advice("cpu", curves([0.0080, 0.0076], [0.0079, 0.0080], [0.0081, 0.0077])) is None
+    assert epochs_advice("cpu", curves([0.40, 0.35])) is None  # one run
+    assert epochs_advice("cpu", curves([0.40], [0.41])) is None  # one epoch
+
+
+def test_the_report_advises_on_epochs_from_the_runs_curves():
+    runs = [with_curve(run("cpu", i, 0.33, 1000.0), values)
+            for i, values in enumerate([[0.40, 0.350], [0.41, 0.361], [0.39, 0.342]])]
+    lines = findings(summarize(config(), manifest(), runs))
+    assert any("more epochs may help" in line for line in lines)
+    noisy = [with_curve(run("cpu", i, 0.33, 1000.0), values)
+             for i, values in enumerate([[0.40, 0.350], [0.41, 0.415], [0.39, 0.342]])]
+    assert not any("epochs" in line for line in findings(summarize(config(), manifest(), noisy)))
+
+
+def test_a_feature_mostly_unseen_in_train_is_a_finding_naming_what_to_change():
+    unseen = manifest().model_copy(update={"unseen_eval_shares": {"weekday": 1.0, "ad_id": 0.2},
+                                           "mostly_unseen_features": {"weekday": 1.0}})
+    lines = findings(summarize(config(), unseen, [run("cpu", 0, 0.33, 1000.0)]))
+    (line,) = [line for line in lines if "never seen in the train split" in line]
+    assert line.startswith("Feature 'weekday': 100.0% of eval examples") and "`features`" in line
+    assert not any("ad_id" in line for line in lines)
+
+
+def test_runs_without_op_determinism_are_called_out():
+    loose = [run("cpu", i, 0.33, 1000.0).model_copy(update={"deterministic": False}) for i in range(2)]
+    (line,) = [line for line in findings(summarize(config(), manifest(), loose)) if "determinism" in line]
+    assert line.startswith("cpu: trained without op determinism") and "training.deterministic: true" in line
+    exact = [run("cpu", i, 0.33, 1000.0).model_copy(update={"deterministic": True}) for i in range(2)]
+    assert not any("determinism" in line for line in findings(summarize(config(), manifest(), exact)))
+
+
+def calibrated(index, before, after, skipped=None):
+    summary = run("cpu", index, after, 1000.0)
+    if skipped:
+        summary.calibration_skipped = {"engagement": skipped}
+        return summary
+    summary.calibrators = {"engagement": Calibrator(method="intercept", slope=1.0, intercept=0.2, examples=900,
+                                                    positives=40)}
+    summary.metrics["engagement"] = summary.metrics["engagement"].model_copy(
+        update={"uncalibrated_logloss": before, "uncalibrated_calibration": 1.1})
+    return summary
+
+
+def test_a_calibration_step_that_hurt_says_what_to_set():
+    lines = findings(summarize(config(), manifest(), [calibrated(i, 0.330, 0.335) for i in range(2)]))
+    (line,) = [line for line in lines if "calibration step moved" in line]
+    assert "it hurt on the eval split; set training.calibration: none" in line
+    helped = findings(summarize(config(), manifest(), [calibrated(i, 0.335, 0.330) for i in range(2)]))
+    assert not any("hurt" in line for line in helped)
+
+
+def test_a_skipped_calibration_step_is_a_finding_with_its_reason():
+    reason = ("the intercept step did not lower log-loss: on 900 examples ... (set training.calibration: none)")
+    runs = [calibrated(0, 0.33, 0.33, skipped=reason), calibrated(1, 0.33, 0.33)]
+    (line,) = [line for line in findings(summarize(config(), manifest(), runs)) if "was skipped" in line]
+    assert line.startswith("cpu/engagement: the calibration step was skipped in 1 of 2 run(s)")
+    assert "training.calibration: none" in line
