@@ -24,7 +24,6 @@ from components.report.promotion import promotion_html, promotion_markdown
 from configs import load_config
 from configs.slices import PromoteStepConfig
 
-REPO = Path(__file__).parents[3]
 GOOD, BAD = (2.0, -2.0), (0.5, -1.0)
 MODEL = "adrank-local"
 
