@@ -50,7 +50,6 @@ from components.preprocess.parse import TIMESTAMP_MS  # noqa: E402
 from components.registry.promotion import judge  # noqa: E402
 from components.registry.scoring import PairedAccumulator, per_example_logloss  # noqa: E402
 from configs import load_config  # noqa: E402
-from configs.logs import EVENT_TYPE  # noqa: E402
 from configs.promotion import PromotionConfig  # noqa: E402
 from configs.slices import PreprocessStepConfig  # noqa: E402
 

@@ -104,8 +104,7 @@ def warn_if_unscorable(decision: PromotionDecision) -> None:
     """A champion that could not be scored is said loudly: a log WARNING and a console line `adrank run` shows."""
     if decision.champion_status != "unscorable":
         return
-    message = (f"the champion (model {decision.model}, version {decision.champion_version or '?'}) could not be "
-               f"scored: {decision.reason}")
+    message = f"model {decision.model}, champion version {decision.champion_version or '?'}: {decision.reason}"
     logger.warning(message)
     warn_console(message)
 

@@ -60,10 +60,8 @@ def unscorable_warning(decision: PromotionDecision) -> str | None:
     """The warning a damaged or incompatible champion deserves, None when it was scored (or absent)."""
     if decision.champion_status != "unscorable":
         return None
-    outcome = ("the challenger was promoted without a comparison" if decision.promoted
-               else "the default version was kept")
-    return (f"Warning: the champion could not be scored (version {decision.champion_version or '?'}); {outcome}. "
-            f"{decision.reason}. Repair or replace the default version in the registry.")
+    return (f"Warning: {decision.reason}. Repair or replace the default version "
+            f"({decision.champion_version or '?'}) in the registry.")
 
 
 def promotion_markdown(decision: PromotionDecision) -> str:

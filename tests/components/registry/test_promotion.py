@@ -128,7 +128,8 @@ def test_a_champion_that_cannot_read_todays_features(tmp_path, day, capsys):
     decision = _promote(tmp_path, config, examples_dir, BAD, "day2")
     assert decision.champion_status == "unscorable" and not decision.promoted  # default: keep
     assert "cannot read today's raw features" in decision.reason and "campaign_id" in decision.reason
-    assert f"{CONSOLE_WARNING}the champion (model adrank-local, version 1) could not be scored" in capsys.readouterr().out
+    assert f"{CONSOLE_WARNING}model adrank-local, champion version 1: champion could not be scored" in \
+        capsys.readouterr().out
 
 
 def test_a_one_class_eval_split_is_never_registered(tmp_path):

@@ -24,7 +24,6 @@ from components.report.promotion import promotion_html, promotion_markdown
 from configs import load_config
 from configs.slices import PromoteStepConfig
 
-REPO = Path(__file__).parents[3]
 GOOD, BAD = (2.0, -2.0), (0.5, -1.0)
 MODEL = "adrank-local"
 
@@ -80,12 +79,13 @@ def test_an_unscorable_champion_is_loud_and_the_default_is_kept(tmp_path, regist
     assert (model / "default.json").read_text() == default_before  # the registry's default is unchanged
     assert LocalModelRegistry(model.parent).versions(MODEL) == ["1", "2"]  # today's model kept as a version
     console = capsys.readouterr().out
-    assert f"{CONSOLE_WARNING}the champion (model {MODEL}, version {decision.champion_version}) could not be " \
-           "scored" in console
-    assert any(record.levelno == logging.WARNING and "could not be scored" in record.getMessage()
+    assert f"{CONSOLE_WARNING}model {MODEL}, champion version {decision.champion_version}: champion could not be " \
+           "scored (cannot load the model" in console
+    assert any(record.levelno == logging.WARNING and "champion could not be scored" in record.getMessage()
                for record in caplog.records)
     for section in (promotion_markdown(decision), promotion_html(decision)):
-        assert "Warning: the champion could not be scored" in section and "cannot load the model" in section
+        assert "Warning: champion could not be scored (cannot load the model" in section
+        assert f"Repair or replace the default version ({decision.champion_version}) in the registry" in section
 
 
 def test_promoting_past_an_unscorable_champion_is_an_explicit_choice(tmp_path, registry_with_champion):
