@@ -39,6 +39,7 @@ from typing import IO, Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from components.registry import gcs_mount
 from components.registry.promotion import Candidate, Verdict
 
 LOCK_FILE = ".lock"
@@ -179,8 +180,9 @@ class LocalModelRegistry:
         return removed
 
     def _stage(self, model: str, candidate: Candidate, staging: Path) -> Path:
-        """Fill the staging directory with the candidate's model copy and its evaluation, outside the lock."""
-        source = Path(candidate.model_uri)
+        """Fill the staging directory with the candidate's model copy and its evaluation, outside the lock. A
+        `gs://` model URI is read where the pipeline container sees it (components.registry.gcs_mount)."""
+        source = Path(gcs_mount.container_path(candidate.model_uri))
         if source.is_dir():
             shutil.copytree(source, staging / "model")
         elif source.is_file():

@@ -6,6 +6,7 @@ task. `benchmarks/retraining_spec.py` times the same flow (first run vs the cach
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from ops.cli import main
 from ops.spec_executor.runner import RunSpecOptions, run_spec
+from ops.spec_executor.storage import CloudStorageRoot
 
 REPO = Path(__file__).parents[2]
 VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
@@ -47,6 +49,12 @@ def _by_display_name(run) -> dict:
     return {task.display_name: task for task in run.tasks}
 
 
+def _promotion(root: Path, run) -> dict:
+    """The decision record the run's promotion step wrote (its `promotion` artifact)."""
+    uri = _by_display_name(run)["promote model"].outputs["promotion"][0]["uri"]
+    return json.loads(CloudStorageRoot(root).local_path(uri).read_text())
+
+
 @pytest.fixture(scope="module")
 def two_runs_of_one_day(tmp_path_factory):
     """The scheduled run of 2026-03-04 and a manual re-run of the same day two hours later (another job id, create
@@ -61,7 +69,7 @@ def two_runs_of_one_day(tmp_path_factory):
 
 @pytest.mark.long
 def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_runs_of_one_day):
-    _, _, first, second = two_runs_of_one_day
+    _, root, first, second = two_runs_of_one_day
     assert first.status == "succeeded", [(t.task, t.reason) for t in first.tasks if t.reason]
     assert second.status == "succeeded", [(t.task, t.reason) for t in second.tasks if t.reason]
     assert first.job_name != second.job_name and first.job_uuid != second.job_uuid
@@ -74,8 +82,11 @@ def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_run
     assert second_preprocess.state == "cached"
     assert second_preprocess.cached_from["job"] == first.job_name
     assert second_preprocess.outputs["examples"][0]["uri"] == first_preprocess.outputs["examples"][0]["uri"]
-    # the registry changes between the two runs, so the promotion is decided again, never taken from the cache
+    # the registry changes between the two runs, so the promotion is decided again, never taken from the cache,
+    # and the second run scores yesterday's promoted model (copied into the registry) against today's
     assert _by_display_name(second)["promote model"].state == "succeeded"
+    decision = _promotion(root, second)
+    assert decision["champion_status"] == "scored" and decision["champion_version"] == "1"
 
 
 @pytest.mark.long
