@@ -133,6 +133,8 @@ def test_the_sdk_row_has_keys_per_target_run_and_task_and_the_parameters(run_met
     row = rows.iloc[0].to_dict()
     config = load_config(VERTEX_CONFIG, ["runs_per_target=1"])
     parameters = {key.removeprefix("param."): value for key, value in row.items() if key.startswith("param.")}
+    # the window the run read: `adrank submit` passes the time it submitted as the run's `window_end` input
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", parameters.pop("window_end"))
     assert parameters == {**run_parameters(config), "window_days": 14.0, "global_batch_size": 8192.0,
                           "runs_per_target": 1.0}  # Struct numbers come back as floats
     assert parameters["config_hash"] == config_hash(config)
@@ -163,8 +165,9 @@ def test_submit_experiment_is_the_one_the_run_joins_itself(run_metadata_vertex):
     args = ["--config", str(VERTEX_CONFIG), "--set", "runs_per_target=1", "--experiment", "ranking-review"]
     assert main(["submit", *args, "--api-endpoint", endpoint]) == 0
     (job,) = fake.pipeline_jobs.values()
-    (join,) = [task for name, task in job["pipelineSpec"]["root"]["dag"]["tasks"].items()
-               if name.startswith("join-experiment")]
+    spec = job["pipelineSpec"]
+    dags = [spec["root"], *(c for c in spec["components"].values() if "dag" in c)]  # the exit handler's body too
+    (join,) = [task for dag in dags for name, task in dag["dag"]["tasks"].items() if name.startswith("join-experiment")]
     assert join["inputs"]["parameters"]["experiment"]["runtimeValue"]["constant"] == "ranking-review"
     # the labels and the recorded parameters name the same config: the one with this experiment
     recorded = job["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]["config_hash"]["defaultValue"]

@@ -125,7 +125,8 @@ def test_a_failed_build_records_nothing(tmp_path, monkeypatch, capsys):
 def _image_uris(spec: dict) -> set[str]:
     uris = {executor["container"]["image"] for executor in spec["deploymentSpec"]["executors"].values()
             if "container" in executor}
-    for task in spec["root"]["dag"]["tasks"].values():
+    dags = [spec["root"], *(c for c in spec["components"].values() if "dag" in c)]  # the exit handler's body too
+    for task in (task for dag in dags for task in dag["dag"]["tasks"].values()):
         pools = task["inputs"]["parameters"].get("worker_pool_specs", {}).get("runtimeValue", {}).get("constant")
         uris |= {pool["container_spec"]["image_uri"] for pool in pools or []}
         beam = task["inputs"]["parameters"].get("beam_args_json", {}).get("runtimeValue", {}).get("constant")
