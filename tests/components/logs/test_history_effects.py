@@ -10,7 +10,7 @@ from components.logs.synthetic import generate_logs, read_ground_truth
 from configs import load_config
 from configs.logs import SyntheticHistoryConfig
 from configs.slices import PreprocessStepConfig
-from test_synthetic import SMALL, impressions_by_day
+from synthetic_logs import SMALL, impressions_by_day
 
 
 def test_ad_fatigue_follows_earlier_exposures_of_the_same_pair_across_days():

@@ -1,34 +1,22 @@
 """The synthetic ad server: the per-day Bayes floor, day-to-day drift (base rate, effects, new ids), that drift
 off and the first day of a drifted log are what they always were, and the install-shaped low-rate preset."""
 
-import json
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from components.logs.synthetic import (
-    GROUND_TRUTH_FILE, IMPRESSIONS_DIR, bayes_logloss_over_days, generate_logs, read_ground_truth,
+    GROUND_TRUTH_FILE, bayes_logloss_over_days, generate_logs, read_ground_truth,
 )
 from configs import load_config
 from configs.errors import ConfigError
 from configs.slices import PreprocessStepConfig
+from synthetic_logs import SMALL, impressions_by_day
 
 REPO = Path(__file__).resolve().parents[3]
-SMALL = ["logs.synthetic.impressions_per_day=1500", "logs.synthetic.users=400", "logs.synthetic.ads=60",
-         "logs.synthetic.advertisers=8"]
 DRIFT = ["logs.synthetic.drift.base_rate_step=0.5", "logs.synthetic.drift.effect_drift=0.3",
          "logs.synthetic.drift.new_users_per_day=100", "logs.synthetic.drift.new_ads_per_day=10"]
-
-
-def impressions_by_day(logs_dir: Path) -> dict[str, list[dict]]:
-    days = defaultdict(list)
-    for path in sorted((logs_dir / IMPRESSIONS_DIR).glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            days[record["timestamp"][:10]].append(record)
-    return {day: sorted(records, key=lambda r: r["impression_id"]) for day, records in days.items()}
 
 
 def generated(tmp_path: Path, name: str, overrides: list[str], config_file=None) -> tuple[Path, dict]:
