@@ -19,14 +19,17 @@ from components.preprocess.parse import MISSING
 
 COUNTERS_PREFIX = "stats/counters"
 
-CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing"]
+CountKind = Literal[
+    "records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing", "block_examples",
+]
 
 
 @dataclass(frozen=True)
 class Count:
     """What one counter counts. `kind` names the count; `scope` is the stream (`records_read`, `dead_letters`)
     or the split (`split_*`); `subject` the dead-letter reason, the join outcome (`duplicate_impressions`,
-    `late_events:<label>`, ...), the label key (`split_positives`) or the feature (`split_missing`)."""
+    `late_events:<label>`, ...), the label key (`split_positives`), the feature (`split_missing`) or the block file
+    (`block_examples`: examples written to that file)."""
 
     kind: CountKind
     scope: str = ""
@@ -76,6 +79,11 @@ class PreprocessCounts:
 
     def missing(self, split: str, feature: str) -> int:
         return self.of("split_missing", split, feature)
+
+    def block_files(self, split: str) -> dict[str, int]:
+        """Block file (relative to the output root) → examples written to it, for `split`."""
+        return {c.subject: n for c, n in sorted(self.values.items(), key=lambda cn: cn[0].subject)
+                if c.kind == "block_examples" and c.scope == split}
 
 
 class CountExamples(beam.CombineFn):
