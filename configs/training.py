@@ -93,6 +93,15 @@ class TrainingConfig(StrictModel):
     )
     gradient_clip_norm: float | None = Field(None, gt=0, description="global-norm clipping per variable group")
     shuffle_buffer: int = Field(10000, ge=1)
+    cache: Literal["auto", "memory", "none"] = Field(
+        "auto", description="keep the train split's decoded blocks in memory after the first epoch. auto: when they "
+        "fit cache_memory_mb; memory: always; none: never (docs/input.md)",
+    )
+    cache_memory_mb: int = Field(2048, ge=0, description="memory budget of training.cache: auto (MiB)")
+    input_capacity_seconds: float = Field(
+        2.0, ge=0.0, le=60.0, description="at the start of a run, read the input pipeline alone this long to measure "
+        "what it delivers (RunSummary.input_examples_per_second); 0: not measured",
+    )
     steps_per_execution: int = Field(8, ge=1)
     checkpoints_per_epoch: int = Field(1, ge=1)
     deterministic: bool = Field(False, description="op determinism + ordered input: same seed, same result")

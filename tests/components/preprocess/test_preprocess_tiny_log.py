@@ -182,3 +182,25 @@ def test_the_calibration_split_is_the_latest_train_days(tmp_path, config_for, lo
     ages = lambda split: sorted(float(r["user_age"]) for r in split)  # noqa: E731 (zscored: day 2's are a subset)
     assert set(ages(calibration)) <= set(ages(train)) and len(ages(calibration)) == 3
     assert sorted(float(r["label_engagement"]) for r in calibration) == [0.0, 0.0, 1.0]
+
+
+def test_every_split_is_written_as_blocks_holding_the_same_examples(tiny_run):
+    """The training-ready blocks hold each split's examples once, counted per file in the manifest, and the trainer
+    reads from them exactly the examples of the per-example records."""
+    from components.train.input import InputOptions, block_dataset, example_dataset
+
+    manifest, out = tiny_run
+    assert manifest.block_layout is not None
+    for split in ("train", "eval"):
+        blocks = manifest.splits[split].blocks
+        assert blocks is not None and blocks.examples == manifest.splits[split].examples
+        assert all((out / name).stat().st_size == blocks.blocks_in(name) * manifest.block_layout.record_bytes
+                   for name in blocks.files)
+        options = InputOptions(batch_size=2, training=False, drop_remainder=False)
+
+        def values(data):
+            return sorted((int(f["hour"][i]), float(f["user_age"][i]), tuple(f["user_interests"][i].numpy().tolist()),
+                           float(labels["engagement"][i][0])) for f, labels in data for i in range(len(f["hour"])))
+
+        assert values(block_dataset(out, manifest, split, options)) == values(example_dataset(out, manifest, split,
+                                                                                              options))

@@ -149,3 +149,33 @@ def test_synchronous_and_asynchronous_targets_are_compared_in_words():
     worse = runs[:3] + [run("cpu-ps", i, ll, 3000.0) for i, ll in enumerate([0.35, 0.351, 0.352])]
     line = next(l for l in findings(summarize(ps_config, manifest(), worse)) if l.startswith("Synchronous"))
     assert "their log-loss differs significantly" in line and "cpu-ps is faster, 1.50×" in line
+
+
+def test_the_input_bound_finding_says_by_how_much_and_only_the_fixes_the_figures_support():
+    from components.report.findings import findings
+    from components.report.markdown import render_markdown
+
+    def with_input(target, stall, supply, demand, fmt="blocks", cache=0):
+        return [run(target, i, 0.33, 1000.0).model_copy(update={
+            "input_stall_fraction": stall, "input_examples_per_second": supply, "step_examples_per_second": demand,
+            "input_format": fmt, "input_cache_bytes": cache}) for i in range(2)]
+
+    # the pipeline alone is slower than the step: per-example records, nothing cached
+    summary = summarize(config(), manifest(), with_input("cpu", 0.5, 4_000.0, 10_000.0, fmt="tf.Example")
+                        + with_input("cpu-big", 0.05, 50_000.0, 10_000.0))
+    [line] = [line for line in findings(summary) if "input-bound" in line]
+    assert line.startswith("cpu is input-bound: 50% of its step time")
+    assert "delivers 4,000 examples/s alone" in line and "consumes 10,000" in line and "2.5x faster" in line
+    assert "training-ready blocks" in line and "training.cache: memory" in line
+    assert "| 4,000 | 10,000 |" in render_markdown(summary)  # input alone and step, per target
+    # the pipeline alone is faster than the step and the split is cached: only more cores can help
+    summary = summarize(config(), manifest(), with_input("cpu", 0.3, 30_000.0, 10_000.0, cache=2**20)
+                        + with_input("cpu-big", 0.05, 50_000.0, 10_000.0))
+    [line] = [line for line in findings(summary) if "input-bound" in line]
+    assert "3.0x what its step consumes" in line and "sharing this host's cores" in line
+    assert "training.cache" not in line and "blocks" not in line and line.endswith("more host cores than the step uses.")
+    # not measured: no advice
+    summary = summarize(config(), manifest(), with_input("cpu", 0.3, None, None)
+                        + with_input("cpu-big", 0.05, None, None))
+    [line] = [line for line in findings(summary) if "input-bound" in line]
+    assert "not measured" in line and "would fix" not in line
