@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.preprocess.markdown import manifest_markdown
 from components.train.input import (
     CorruptBlockFile, InputOptions, block_dataset, cache_plan, example_dataset, make_dataset, split_bytes,
 )
@@ -43,6 +44,7 @@ def test_blocks_hold_the_same_examples_and_count_the_partial_blocks(both_formats
     blocks = manifest.splits["train"].blocks
     assert blocks.examples == TRAIN and blocks.blocks == 2 * 32  # 500 a file: 31 full blocks of 16 and 1 of 4
     assert blocks.partial_blocks == {"train/blocks-00000-of-00002.blocks": 4, "train/blocks-00001-of-00002.blocks": 4}
+    assert "| train | 2 | 64 | 1000 | 4, 4 |" in manifest_markdown(manifest)  # manifest.md counts them too
     options = InputOptions(batch_size=100, training=False, drop_remainder=False)
     from_blocks = block_dataset(directory, manifest, "eval", options)
     assert make_dataset(directory, manifest, "eval", options).element_spec == from_blocks.element_spec
