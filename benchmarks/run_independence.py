@@ -1,11 +1,15 @@
 """Do repeated runs stay independent when the trainer reads blocks? On the same examples, written both as blocks and
 as per-example tf.Examples:
 
-  - Spearman rank correlation of the example order between two seeds, and between two epochs of one seed
-    (0: unrelated orders; today's per-example path, with a shuffle buffer over the whole split, is the reference);
+  - Spearman rank correlation of the example order between two seeds, and between two epochs of one seed, mean ±
+    std over `--pairs` pairs (0: unrelated orders; today's per-example path, with a shuffle buffer over the whole
+    split, is the reference). Blocks are shuffled as units, so their spread around 0 is that of a random order of
+    the split's blocks (about 1/√blocks), not of its examples;
   - the spread (std) of the eval log-loss of `--runs` training runs (seeds 0..runs-1) per path, and its ratio.
 
-    .venv/bin/python benchmarks/run_independence.py [--train 8192] [--runs 5] [--epochs 2]
+    .venv/bin/python benchmarks/run_independence.py [--train 8192] [--runs 5] [--epochs 2] [--pairs 6]
+
+(`--runs 0`: the order correlations only.)
 
 The runs train the default model at batch 256 on the trainer tests' synthetic examples (tests/components/train).
 """
@@ -55,6 +59,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=8192)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=6, help="seed pairs (and epoch pairs) the correlation is over")
     parser.add_argument("--block-examples", type=int, default=512)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="adrank-independence-"))
@@ -66,10 +71,18 @@ def main() -> None:
           "of example order (0 = unrelated)")
     for name, (read, directory) in paths.items():
         manifest = Manifest.read(directory)
-        one = order(read, str(directory), manifest, 1, args.train, 2)
-        other = order(read, str(directory), manifest, 2, args.train, 1)
-        print(f"{name:>10}: seed 1 vs seed 2 {spearman(one[0], other[0]):+.3f}   "
-              f"seed 1 epoch 1 vs epoch 2 {spearman(one[0], one[1]):+.3f}", flush=True)
+        seeds, epochs = [], []
+        for pair in range(args.pairs):  # seeds 2p+1 and 2p+2; epochs 1 and 2 of seed 2p+1
+            one = order(read, str(directory), manifest, 2 * pair + 1, args.train, 2)
+            other = order(read, str(directory), manifest, 2 * pair + 2, args.train, 1)
+            seeds.append(spearman(one[0], other[0]))
+            epochs.append(spearman(one[0], one[1]))
+        print(f"{name:>10}: seed vs seed {statistics.mean(seeds):+.3f} ± {statistics.stdev(seeds):.3f} "
+              f"(max |r| {max(map(abs, seeds)):.3f})   epoch 1 vs epoch 2 {statistics.mean(epochs):+.3f} ± "
+              f"{statistics.stdev(epochs):.3f} (max |r| {max(map(abs, epochs)):.3f})   over {args.pairs} pairs",
+              flush=True)
+    if args.runs < 2:
+        return
     config = small_config(epochs=args.epochs, global_batch_size=BATCH, input_capacity_seconds=0.0)
     spread = {}
     for name, (_, directory) in paths.items():

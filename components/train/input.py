@@ -5,10 +5,11 @@ fixed-length records of `block_examples` examples, one int64 and one float32 mat
 memory copies; the columns become features after batching (one `tf.split` per dtype). **Per-example tf.Examples**
 (manifests without blocks: older outputs, hand-written fixtures): parsed as below.
 
-Blocks, training: the run's seed shuffles the files, then the blocks through a buffer of `training.shuffle_buffer`
-examples' worth of blocks (the whole split when it is cached), and then permutes the examples of every window of
-`WINDOW_BLOCKS` consecutive blocks with a stateless seed (run seed, window number) before cutting batches; every
-epoch draws new orders. A block whose header or fingerprint does not match, or a file shorter or longer than the
+Blocks, training: the run's seed shuffles the files, then slices of blocks (`SLICE_EXAMPLES` examples each, so a
+block's examples scatter over the epoch) through a buffer of `training.shuffle_buffer` examples' worth of slices
+(the whole split when it is cached), and then permutes the examples of every window of `WINDOW_BLOCKS` blocks'
+worth of slices with a stateless seed (run seed, window number) before cutting batches; every epoch draws new
+orders. A block whose header or fingerprint does not match, or a file shorter or longer than the
 manifest says, is an error naming the file and the block.
 
 Per-example records: shards are read with a parallel interleave, records parsed in parallel after batching (one vectorized
@@ -37,7 +38,8 @@ from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
 
 LABEL_PREFIX = "label_"
-WINDOW_BLOCKS = 8  # blocks whose examples are permuted together before batching (training)
+SLICE_EXAMPLES = 64  # training shuffles slices of blocks of (about) this many examples
+WINDOW_BLOCKS = 8  # blocks' worth of examples permuted together before batching (training)
 log = logging.getLogger(__name__)
 
 
@@ -273,10 +275,13 @@ def block_dataset(
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if options.cache:
         decoded = decoded.cache()
-    if options.training:
-        total_blocks = sum(n for _, n in files)
-        buffer = total_blocks if options.cache else min(total_blocks, -(-options.shuffle_buffer // layout.block_examples))
-        decoded = decoded.shuffle(max(1, buffer), seed=options.seed, reshuffle_each_iteration=True)
+    if options.training:  # shuffled in slices of a block, so a block's examples end up all over the epoch
+        slices_per_block = max(1, layout.block_examples // SLICE_EXAMPLES)
+        total = sum(n for _, n in files) * slices_per_block
+        buffer = total if options.cache else min(total, -(-options.shuffle_buffer // layout.block_examples)
+                                                 * slices_per_block)
+        decoded = decoded.rebatch(-(-layout.block_examples // slices_per_block)).shuffle(
+            max(1, buffer), seed=options.seed, reshuffle_each_iteration=True)
     if options.holdout_fraction > 0:
         decoded = decoded.map(_holdout_filter(layout, options), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if options.training:  # windows within an epoch (its last one partial), so an epoch is the whole split once
