@@ -5,7 +5,7 @@ fixed-length records of `block_examples` examples, one int64 and one float32 mat
 memory copies; the columns become features after batching (one `tf.split` per dtype). **Per-example tf.Examples**
 (manifests without blocks: older outputs, hand-written fixtures): parsed as below.
 
-Blocks, training: the run's seed shuffles the files, then slices of blocks (`SLICE_EXAMPLES` examples each, so a
+Blocks, training: the run's seed shuffles the files (unless the split is cached), then slices of blocks (`SLICE_EXAMPLES` examples each, so a
 block's examples scatter over the epoch) through a buffer of `training.shuffle_buffer` examples' worth of slices
 (the whole split when it is cached), and then permutes the examples of every window of `WINDOW_BLOCKS` blocks'
 worth of slices with a stateless seed (run seed, window number) before cutting batches; every epoch draws new
@@ -260,45 +260,57 @@ def block_dataset(
     if options.training and not options.cache and (warning := shuffle_coverage_warning(
             manifest, split, options.shuffle_buffer)):
         log.warning(warning)
-    files_ds = tf.data.Dataset.from_tensor_slices([path for path, _ in files])
-    if options.training:
-        files_ds = files_ds.shuffle(len(files), seed=options.seed, reshuffle_each_iteration=True)
-    record_bytes = layout.record_bytes
+    paths = [path for path, _ in files]
+    record_bytes, seed = layout.record_bytes, options.seed
+    slices_per_block = max(1, layout.block_examples // SLICE_EXAMPLES)
+    total_slices = sum(n for _, n in files) * slices_per_block
+    buffer = total_slices if options.cache else min(
+        total_slices, -(-options.shuffle_buffer // layout.block_examples) * slices_per_block)
 
     def records_of(path):  # every file's size was checked against the manifest above
         records = tf.data.FixedLengthRecordDataset(path, record_bytes)
         return records.enumerate().map(lambda index, record: (path, index, record))
 
-    records = files_ds.interleave(records_of, cycle_length=min(options.cycle_length, len(files)),
-                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    decoded = records.map(lambda path, index, record: decode_block(layout, path, index, record),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if options.cache:
-        decoded = decoded.cache()
-    if options.training:  # shuffled in slices of a block, so a block's examples end up all over the epoch
-        slices_per_block = max(1, layout.block_examples // SLICE_EXAMPLES)
-        total = sum(n for _, n in files) * slices_per_block
-        buffer = total if options.cache else min(total, -(-options.shuffle_buffer // layout.block_examples)
-                                                 * slices_per_block)
-        decoded = decoded.rebatch(-(-layout.block_examples // slices_per_block)).shuffle(
-            max(1, buffer), seed=options.seed, reshuffle_each_iteration=True)
-    if options.holdout_fraction > 0:
-        decoded = decoded.map(_holdout_filter(layout, options), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if options.training:  # windows within an epoch (its last one partial), so an epoch is the whole split once
-        decoded = decoded.rebatch(WINDOW_BLOCKS * layout.block_examples)
-    if options.repeat:
-        decoded = decoded.repeat()
-    if options.training:
-        windows, seed = decoded, options.seed
+    def decoded_blocks(files_ds: tf.data.Dataset) -> tf.data.Dataset:
+        records = files_ds.interleave(records_of, cycle_length=min(options.cycle_length, len(paths)),
+                                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return records.map(lambda path, index, record: decode_block(layout, path, index, record),
+                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
-        def permuted(window, number):
+    # A cache holds the blocks in file order (the same whichever iterator completes it); every epoch reads it.
+    cached = decoded_blocks(tf.data.Dataset.from_tensor_slices(paths)).cache() if options.cache else None
+
+    def epoch(number: tf.Tensor) -> tf.data.Dataset:
+        """One pass over the split. Training: its order a function of (seed, epoch number) alone, never of how
+        many iterators or epochs came before (a shuffle's reshuffle seeds are shared by a dataset's iterators)."""
+        epoch_seed = tf.constant(seed, tf.int64) * 1_000_003 + number
+        if cached is not None:
+            blocks = cached
+        else:
+            files_ds = tf.data.Dataset.from_tensor_slices(paths)
+            if options.training:
+                files_ds = files_ds.shuffle(len(paths), seed=epoch_seed)
+            blocks = decoded_blocks(files_ds)
+        if options.training:  # shuffled in slices of a block, so a block's examples end up all over the epoch
+            blocks = blocks.rebatch(-(-layout.block_examples // slices_per_block)).shuffle(
+                max(1, buffer), seed=epoch_seed)
+        if options.holdout_fraction > 0:
+            blocks = blocks.map(_holdout_filter(layout, options), num_parallel_calls=tf.data.AUTOTUNE,
+                                deterministic=True)
+        if not options.training:
+            return blocks
+        windows = blocks.rebatch(WINDOW_BLOCKS * layout.block_examples).enumerate()  # the last one partial
+
+        def permuted(window_number, window):
             ints, floats = window
-            order = tf.argsort(tf.random.stateless_uniform([tf.shape(ints)[0]], seed=tf.stack(
-                [tf.constant(seed, tf.int64), number])))
+            order = tf.argsort(tf.random.stateless_uniform(
+                [tf.shape(ints)[0]], seed=tf.stack([epoch_seed, window_number])))
             return tf.gather(ints, order), tf.gather(floats, order)
 
-        decoded = tf.data.Dataset.zip((windows, tf.data.Dataset.counter())).map(
-            permuted, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return windows.map(permuted, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
+    decoded = epochs.flat_map(epoch)
     batches = decoded.rebatch(batch_size, drop_remainder=options.drop_remainder)
     batches = batches.map(_columns_to_features(layout, manifest), num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=True)

@@ -218,8 +218,12 @@ def fit_synchronous(
         )
     plan = StepPlan.for_run(manifest, training)
     cache = train_cache(manifest, training)
-    train_data = make_dataset(examples_dir, manifest, "train", train_input_options(training, seed, cache.cache))
-    input_rate = input_examples_per_second(train_data, training.global_batch_size, training.input_capacity_seconds)
+    options = train_input_options(training, seed, cache.cache)
+    train_data = make_dataset(examples_dir, manifest, "train", options)
+    # measured on a dataset of its own: a shuffle's reshuffle seeds (and a cache) belong to the dataset object,
+    # so reading the training one for a fixed time would change the order the run then trains on
+    input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
+                                           training.global_batch_size, training.input_capacity_seconds)
     sample_features, _ = next(iter(train_data.take(1)))
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
