@@ -40,7 +40,7 @@ def input_bound(target: TargetSummary) -> str | None:
     stall, name = target.input_stall_mean, target.name
     if stall is None or stall <= INPUT_BOUND_STALL:
         return None
-    line = (f"{name} is input-bound: {stall:.0%} of its step time went to waiting for the next batch (above "
+    line = (f"{name} is input-bound: {stall:.1%} of its step time went to waiting for the next batch (above "
             f"{INPUT_BOUND_STALL:.0%})")
     supply, demand = target.input_examples_per_second_mean, target.step_examples_per_second_mean
     if supply is None or demand is None:

@@ -123,7 +123,7 @@ def test_input_stall_is_shown_per_target_with_a_sentence_when_input_bound():
     summary = summarize(config(), manifest(), runs)
     assert summary.targets["cpu"].input_stall_mean == pytest.approx(0.25)
     lines = findings(summary)
-    assert any(line.startswith("cpu is input-bound: 25% of its step time") for line in lines)
+    assert any(line.startswith("cpu is input-bound: 25.0% of its step time") for line in lines)
     assert not any(line.startswith("cpu-big is input-bound") for line in lines)
     markdown = render_markdown(summary)
     assert markdown.count("| input stall |") == 2  # the per-target and the per-run table
@@ -164,7 +164,7 @@ def test_the_input_bound_finding_says_by_how_much_and_only_the_fixes_the_figures
     summary = summarize(config(), manifest(), with_input("cpu", 0.5, 4_000.0, 10_000.0, fmt="tf.Example")
                         + with_input("cpu-big", 0.05, 50_000.0, 10_000.0))
     [line] = [line for line in findings(summary) if "input-bound" in line]
-    assert line.startswith("cpu is input-bound: 50% of its step time")
+    assert line.startswith("cpu is input-bound: 50.0% of its step time")
     assert "delivers 4,000 examples/s alone" in line and "consumes 10,000" in line and "2.5x faster" in line
     assert "training-ready blocks" in line and "training.cache: memory" in line
     assert "| 4,000 | 10,000 |" in render_markdown(summary)  # input alone and step, per target
