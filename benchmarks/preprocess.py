@@ -10,13 +10,24 @@ Prints examples/s per variant and ratios. Not a test: it takes several minutes o
 instead times the full step on a wide log (`--rows` impressions over 3 days, each with `--features`
 categorical columns of up to 50 values) with every feature on a vocabulary, then every feature hashed,
 and prints both times and their ratio (the vocabularies' analysis cost).
+
+    .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000] [--widths 10 100 1000] [--rows 10000]
+
+prints what a DirectRunner run costs as logs grow: records/s and peak memory (the step's own process and its
+largest Beam worker) of the full step on synthetic logs of each size (default features), each next to the floor
+(read + parse + write, the share of the full time it takes), then of wide logs of `--rows` impressions with each
+number of hashed features. Every point runs in its own process, so peak memory is that point's alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -101,15 +112,90 @@ def wide_features(args, workdir: Path) -> None:
     print(f"vocabulary / hash time: {seconds['vocabulary'] / seconds['hash']:.2f}  (goal <= 2.00)")
 
 
+def peak_mib() -> tuple[float, float]:
+    """(this process, its largest finished child) peak resident memory in MiB (Linux reports KiB)."""
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+
+
+def grid_point(kind: str, size: int, workdir: Path) -> dict:
+    """One point of the grid in this process: `synthetic` (size impressions, default features, full step and
+    floor) or `wide` (size features on the wide log of `rows` impressions, hashed). Returns its figures."""
+    figures: dict = {}
+    if kind == "synthetic":
+        base = ["logs.synthetic.days=4", f"logs.synthetic.impressions_per_day={size // 4}",
+                "logs.synthetic.users=50000", "logs.synthetic.ads=5000", "logs.synthetic.shards_per_stream=4"]
+        logs_dir = workdir / "logs"
+        generated = generate_logs(PreprocessStepConfig.of(load_config(overrides=base)), logs_dir)
+        config = load_config(overrides=base)
+        started = time.perf_counter()
+        floor_pipeline(config, str(logs_dir), str(workdir / "floor"))
+        figures["floor_seconds"] = time.perf_counter() - started
+        records = generated.impressions + generated.engagements
+        config_slice, logs = PreprocessStepConfig.of(config), str(logs_dir)
+    else:
+        rows = int(os.environ["ADRANK_BENCH_ROWS"])
+        write_wide_logs(workdir / "wide-logs", rows, size)
+        overrides = ["logs.source=files", f"logs.impressions={workdir}/wide-logs/impressions.jsonl",
+                     f"logs.engagements={workdir}/wide-logs/engagements.jsonl"]
+        config = load_config(overrides=overrides)
+        features = [{"name": f"f{j}", "kind": "categorical", "encoding": "hash", "hash_buckets": 64}
+                    for j in range(size)]
+        config = config.model_validate(config.model_dump() | {"features": features})
+        records = rows + (rows + 9) // 10  # one engagement per 10 impressions
+        config_slice, logs = PreprocessStepConfig.of(config), None
+    started = time.perf_counter()
+    manifest = preprocess(config_slice, logs, str(workdir / "out"))
+    figures["seconds"] = time.perf_counter() - started
+    figures["records"] = records
+    figures["examples"] = sum(manifest.splits[s].examples for s in ("train", "eval"))
+    figures["main_mib"], figures["worker_mib"] = peak_mib()
+    return figures
+
+
+def grid(args) -> None:
+    """Each point in a child process (`--point`), its figures printed as they come."""
+    cores = len(os.sched_getaffinity(0))
+    print(f"DirectRunner (multi_processing, {cores} cores): full preprocess step; peak RSS of the step's process "
+          "and of its largest Beam worker", flush=True)
+    points = [("synthetic", n) for n in args.sizes] + [("wide", f) for f in args.widths]
+    for kind, size in points:
+        with tempfile.TemporaryDirectory() as tmp:
+            child = subprocess.run(
+                [sys.executable, __file__, "--point", kind, str(size), "--workdir", tmp], capture_output=True,
+                text=True, env=os.environ | {"ADRANK_BENCH_ROWS": str(args.rows)})
+        lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
+        if child.returncode or not lines:
+            print(f"{kind} {size}: failed (exit {child.returncode}): {child.stderr[-500:]}", flush=True)
+            continue
+        f = json.loads(lines[-1])
+        what = (f"{size:>9,} impressions, default features" if kind == "synthetic"
+                else f"{args.rows:>9,} impressions, {size:>5} features")
+        floor = (f"  floor {f['records'] / f['floor_seconds']:>8,.0f} records/s ({f['floor_seconds'] / f['seconds']:.0%}"
+                 " of the full time)") if "floor_seconds" in f else ""
+        print(f"{what}: {f['records'] / f['seconds']:>8,.0f} records/s  {f['seconds']:7.1f} s  "
+              f"peak {f['main_mib']:,.0f} MiB step, {f['worker_mib']:,.0f} MiB worker{floor}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grid", action="store_true", help="records/s and peak memory as logs and features grow")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--widths", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--point", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--impressions", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=4)
     parser.add_argument("--features", type=int, default=None, help="time vocabulary vs hashed features instead")
-    parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log (with --features)")
+    parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log (--features, --grid)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
+    if args.point:
+        print(json.dumps(grid_point(args.point[0], int(args.point[1]), workdir)), flush=True)
+        return
+    if args.grid:
+        grid(args)
+        return
     if args.features:
         wide_features(args, workdir)
         return

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from components.preprocess.manifest import Manifest  # noqa: E402
-from components.train.input import InputOptions, make_dataset  # noqa: E402
+from components.train.input import InputOptions, example_dataset, make_dataset  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.training import ResolvedTarget, resolve_target  # noqa: E402
 
@@ -26,14 +26,23 @@ class TrainingBench:
     batch: int
     steps: int
 
-    def real_dataset(self):
+    def real_dataset(self, cache: bool = False):
+        """The train split as a run reads it (blocks when the examples have them); `cache`: decoded blocks kept."""
+        return make_dataset(self.examples, self.manifest, "train", self._options(cache))
+
+    def example_dataset(self):
+        """The same split through the per-example tf.Example path."""
+        return example_dataset(self.examples, self.manifest, "train", self._options(False))
+
+    def _options(self, cache: bool) -> InputOptions:
         training = self.resolved.training
-        options = InputOptions(batch_size=self.batch, training=True, shuffle_buffer=training.shuffle_buffer, repeat=True)
-        return make_dataset(self.examples, self.manifest, "train", options)
+        return InputOptions(batch_size=self.batch, training=True, shuffle_buffer=training.shuffle_buffer, repeat=True,
+                            cache=cache)
 
 
 def training_bench(description: str) -> TrainingBench:
-    """Parse `--examples DIR --steps N`; without DIR, write 45k synthetic transformed examples to a temp dir."""
+    """Parse `--examples DIR --steps N`; without DIR, write 45k synthetic transformed examples (blocks and
+    tf.Examples) to a temp dir."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--examples", help="preprocess output directory (with manifest.json)")
     parser.add_argument("--steps", type=int, default=400)
@@ -44,7 +53,7 @@ def training_bench(description: str) -> TrainingBench:
         from fixture_data import write_transformed_examples
 
         examples = tempfile.mkdtemp()
-        write_transformed_examples(examples, train=45_000, eval=1024, shards=4)
+        write_transformed_examples(examples, train=45_000, eval=1024, shards=4, block_examples=512)
     config = load_config(None)
     resolved = resolve_target(config.model, config.training, config.target("cpu"))
     return TrainingBench(examples, Manifest.read(examples), resolved, resolved.training.global_batch_size, args.steps)

@@ -48,6 +48,9 @@ class PreprocessConfig(StrictModel):
         64, ge=1,
         description="the train split is written in a seeded hash order, grouped in output_shards x this many buckets",
     )
+    block_examples: int = Field(
+        512, ge=1, le=65_536, description="examples per block of the training-ready block files (docs/input.md)"
+    )
     max_invalid_fraction: float = Field(0.05, ge=0.0, le=1.0)
     min_positives_per_task: Annotated[int, at_most(MAX_EXAMPLES, EXAMPLES_REASON)] = Field(
         1, ge=0, description="preprocess fails when a split has fewer positive labels than this for a task "

@@ -104,6 +104,17 @@ class TrainingConfig(StrictModel):
     gradient_clip_norm: float | None = Field(None, gt=0, description="global-norm clipping per variable group")
     shuffle_buffer: Annotated[int, at_most(
         10**8, "examples held in memory by each input pipeline to draw the order from")] = Field(10000, ge=1)
+    cache: Literal["auto", "memory", "none"] = Field(
+        "auto", description="keep the train split's decoded blocks in memory after the first epoch. auto: when they "
+        "fit cache_memory_mb; memory: always; none: never (docs/input.md)",
+    )
+    cache_memory_mb: Annotated[int, at_most(
+        10**6, "MiB of host memory for the cached split; a terabyte is a typo")] = Field(
+        2048, ge=0, description="memory budget of training.cache: auto (MiB)")
+    input_capacity_seconds: float = Field(
+        2.0, ge=0.0, le=60.0, description="at the start of a run, read the input pipeline alone this long to measure "
+        "what it delivers (RunSummary.input_examples_per_second); 0: not measured",
+    )
     steps_per_execution: Annotated[int, at_most(
         10_000, "steps run in one call between progress and checkpoint checks")] = Field(8, ge=1)
     checkpoints_per_epoch: Annotated[int, at_most(

@@ -31,12 +31,78 @@ class FeatureInfo(BaseModel):
     missing_rate: float | None = Field(None, description="share of examples where the raw value was absent")
 
 
+class BlockColumn(BaseModel):
+    """One column of a block: a model input, a label or the holdout bucket, `width` values per example."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    dtype: Literal["int64", "float32"]
+    width: int = Field(1, ge=1)
+
+
+class BlockLayout(BaseModel):
+    """The byte layout of every block record (components/preprocess/block_format.py): a header, then the int64
+    columns as one [block_examples, Σ width] row-major matrix, then the float32 columns as another."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    block_examples: int = Field(ge=1, description="rows of every block; a file's last block may hold fewer")
+    columns: list[BlockColumn]
+
+    def of_dtype(self, dtype: str) -> list[BlockColumn]:
+        return [c for c in self.columns if c.dtype == dtype]
+
+    def width(self, dtype: str) -> int:
+        return sum(c.width for c in self.of_dtype(dtype))
+
+    @property
+    def row_bytes(self) -> int:
+        return 8 * self.width("int64") + 4 * self.width("float32")
+
+    @property
+    def record_bytes(self) -> int:
+        return BLOCK_HEADER_BYTES + self.block_examples * self.row_bytes
+
+
+BLOCK_HEADER_BYTES = 24  # int64 rows, int64 block index in its file, 8-byte farmhash64 fingerprint of the payload
+
+
+class SplitBlocks(BaseModel):
+    """Where a split's blocks are and how many examples each file holds: every block but a file's last is full."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files: dict[str, int] = Field(description="block file, relative to the manifest's directory → examples in it")
+    block_examples: int = Field(ge=1)
+
+    @property
+    def examples(self) -> int:
+        return sum(self.files.values())
+
+    def blocks_in(self, file: str) -> int:
+        return -(-self.files[file] // self.block_examples)
+
+    @property
+    def blocks(self) -> int:
+        return sum(self.blocks_in(f) for f in self.files)
+
+    @property
+    def partial_blocks(self) -> dict[str, int]:
+        """file → rows of its last block, for the files whose last block is not full."""
+        return {f: n % self.block_examples for f, n in self.files.items() if n % self.block_examples}
+
+
 class SplitInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     examples: int
     label_rates: dict[str, float]
-    file_pattern: str = Field(description="glob of gzip TFRecord shards, relative to the manifest's directory")
+    file_pattern: str = Field(description="glob of gzip TFRecord shards of per-example tf.Examples, relative to "
+                              "the manifest's directory")
+    blocks: SplitBlocks | None = Field(
+        None, description="the same examples in training-ready blocks (what the trainer reads when present)"
+    )
     bayes_logloss: dict[str, float] | None = Field(
         None, description="log-loss of the true probabilities per task (synthetic logs only)"
     )
@@ -121,6 +187,9 @@ class Manifest(BaseModel):
     )
     input: dict[str, InputAccount] = Field(
         default_factory=dict, description="per stream read from files: its bytes and records, accounted for",
+    )
+    block_layout: BlockLayout | None = Field(
+        None, description="the layout of the splits' block records; None: preprocess wrote per-example records only"
     )
     mostly_missing_features: dict[str, float] = Field(
         default_factory=dict, description="features absent from more than preprocess.max_missing_share of examples "

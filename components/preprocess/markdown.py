@@ -1,4 +1,4 @@
-"""The manifest as Markdown for the Vertex UI and local runs: splits, labels, features, input, dead letters."""
+"""The manifest as Markdown for the Vertex UI and local runs: splits, labels, blocks, features, input, dead letters."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ def manifest_markdown(manifest: Manifest) -> str:
     for split, info in manifest.splits.items():
         rates = " | ".join(f"{info.label_rates.get(t, 0.0):.4f}" for t in manifest.tasks)
         lines.append(f"| {split} | {info.examples} | {rates} |")
+    if manifest.block_layout is not None:
+        lines += ["", f"## Blocks ({manifest.block_layout.block_examples} examples each, "
+                  f"{manifest.block_layout.record_bytes:,} bytes a record)", "",
+                  "| split | files | blocks | examples | partial last blocks (rows) |", "|---|---:|---:|---:|---|"]
+        for split, info in manifest.splits.items():
+            if info.blocks is not None:
+                partial = ", ".join(str(rows) for rows in info.blocks.partial_blocks.values()) or "none"
+                lines.append(f"| {split} | {len(info.blocks.files)} | {info.blocks.blocks} | {info.blocks.examples} "
+                             f"| {partial} |")
     lines += ["", "## Features", "", "| feature | kind | dtype | length | vocabulary size | missing rate |",
               "|---|---|---|---:|---:|---:|"]
     for feature in manifest.features:

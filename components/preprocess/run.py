@@ -1,9 +1,13 @@
-"""`preprocess()`: logs → labelled examples → time split → tf.Transform → gzip TFRecords + manifest.
+"""`preprocess()`: logs → labelled examples → time split → tf.Transform → blocks + gzip TFRecords + manifest.
 
-    read ──► parse ──► plausible times ──► join / dedup ──► split by time ──► analyze (train) ──► transform ──► TFRecords
-              │dead letters  │dead letters         │counters                                  │transform_fn
+    read ──► parse ──► plausible times ──► join / dedup ──► split by time ──► analyze (train) ──► transform ──► blocks
+              │dead letters  │dead letters         │counters                                  │transform_fn    TFRecords
               ▼              ▼                     ▼                                          ▼
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
+
+Each split is written twice: as training-ready blocks (`components/preprocess/blocks.py`, what the trainer reads)
+and as per-example gzip tf.Example TFRecords (what TFX-style tools, the preprocess tests and older trainers read);
+the raw eval examples (as logged) are written for promotion.
 
 Before the job: a configured column absent from a CSV header or Parquet schema fails the step, naming it.
 During it: a truncated or corrupt compressed log file fails the step, naming the file and the offset.
@@ -39,9 +43,12 @@ from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
     MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
 )
+from components.preprocess.block_format import block_layout
+from components.preprocess.blocks import WriteExampleBlocks
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import (
-    CALIBRATION_SPLIT, TRANSFORM_FN_DIR, ImpressionWindow, InputAccount, Manifest, SplitInfo, TransformedFeatureSpec,
+    CALIBRATION_SPLIT, TRANSFORM_FN_DIR, ImpressionWindow, InputAccount, Manifest, SplitBlocks, SplitInfo,
+    TransformedFeatureSpec,
 )
 from components.preprocess.markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
@@ -356,7 +363,6 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
                                  _counted_line(f"{stream}: read ", "record"))
     counters.append((collections["train"], collections["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(
         config.features))
-    _ = tuple(counters) | "Counters" >> WriteCounters(root)
 
     spec = raw_feature_spec(config.features, config.tasks)
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
@@ -385,7 +391,12 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
                     )
                 )
             coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
-            encoded = transformed | f"Encode{split.title()}" >> beam.Map(coder.encode)
+            pairs = transformed | f"Encode{split.title()}" >> beam.Map(lambda values, encode=coder.encode: (
+                encode(values), values))
+            layout = block_layout(_transformed_spec(transformed_metadata.schema), config.preprocess.block_examples)
+            counters.append(pairs | f"Blocks{split.title()}" >> WriteExampleBlocks(
+                root, split, layout, config.seed, min_files=config.preprocess.output_shards))
+            encoded = pairs | f"Serialized{split.title()}" >> beam.Map(lambda pair: pair[0])
             if split == "train":  # the join emits examples grouped by label; never write them in that order
                 encoded = encoded | "ShuffleTrain" >> ShuffleExamples(
                     config.seed, config.preprocess.output_shards * config.preprocess.shuffle_buckets_per_shard
@@ -400,6 +411,13 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
             )
             _ = announce_done(written, f"Written{split.title()}", f"{split} examples written ({{files}})")
         _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(root)
+    _ = tuple(counters) | "Counters" >> WriteCounters(root)
+
+
+def _transformed_spec(schema) -> dict[str, TransformedFeatureSpec]:
+    """The transformed schema as the manifest's feature spec (name → dtype, shape), known when the job is built."""
+    return {name: TransformedFeatureSpec(dtype=spec.dtype.name, shape=[int(d) for d in spec.shape])
+            for name, spec in schema_utils.schema_as_feature_spec(schema).feature_spec.items()}
 
 
 class SplitByTime(beam.PartitionFn):
@@ -440,6 +458,7 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
             examples=n,
             label_rates={t: positives[t] / n if n else 0.0 for t in tasks},
             file_pattern=f"{split}/part-*.tfrecord.gz",
+            blocks=SplitBlocks(files=counters.block_files(split), block_examples=config.preprocess.block_examples),
             bayes_logloss=bayes,
             positives=positives,
         )
@@ -459,6 +478,10 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
     by_stream = {stream: counters.dead_letters_in(stream) / read if read else 0.0
                  for stream, read in read_by_stream.items()}
     read_total = sum(read_by_stream.values())
+    feature_spec = {
+        name: TransformedFeatureSpec(dtype=spec.dtype.name, shape=[int(d) for d in spec.shape])
+        for name, spec in tft_output.transformed_feature_spec().items()
+    }
     return Manifest(
         tasks=tasks,
         features=feature_infos(config.features, tft_output, missing_rates),
@@ -470,10 +493,8 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
         dead_letter_pattern=f"{DEAD_LETTER_DIR}/dead_letter-*.jsonl",
         invalid_fraction=invalid / read_total if read_total else 0.0,
         invalid_fraction_by_stream=by_stream,
-        feature_spec={
-            name: TransformedFeatureSpec(dtype=spec.dtype.name, shape=[int(d) for d in spec.shape])
-            for name, spec in tft_output.transformed_feature_spec().items()
-        },
+        feature_spec=feature_spec,
+        block_layout=block_layout(feature_spec, config.preprocess.block_examples),
         raw_eval_pattern=f"{RAW_EVAL_DIR}/part-*.tfrecord.gz",
         window=None if window.end_ms is None else ImpressionWindow(start=_str(window.start_ms),
                                                                      end=format_timestamp(window.end_ms)),

@@ -21,7 +21,7 @@ from components.preprocess.parse import MISSING, ParseOutcomes
 COUNTERS_PREFIX = "stats/counters"
 
 CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing",
-                    "split_unseen", "input"]
+                    "split_unseen", "input", "block_examples"]
 # `input` counts of a stream: the readers' per-file tallies and the parser's outcomes (see `InputAccount`)
 FILE_TALLY_FIELDS = ("bytes", "framing_bytes", "blank_lines", "blank_bytes", "records", "record_bytes")
 PARSE_OUTCOME_FIELDS = ("parsed", "parsed_bytes", "dead_letters", "dead_letter_bytes")
@@ -32,8 +32,9 @@ class Count:
     """What one counter counts. `kind` names the count; `scope` is the stream (`records_read`, `dead_letters`)
     or the split (`split_*`); `subject` the dead-letter reason, the join outcome (`duplicate_impressions`,
     `late_events:<label>`, ...), the label key (`split_positives`), the feature (`split_missing`, and
-    `split_unseen`: eval examples whose value of it never occurs in train, components.preprocess.unseen), or what of
-    the input it counts (`input`: `files`, a `FileTally` or `ParseOutcomes` field)."""
+    `split_unseen`: eval examples whose value of it never occurs in train, components.preprocess.unseen), what of
+    the input it counts (`input`: `files`, a `FileTally` or `ParseOutcomes` field), or the block file
+    (`block_examples`: examples written to that file)."""
 
     kind: CountKind
     scope: str = ""
@@ -94,6 +95,11 @@ class PreprocessCounts:
 
     def unseen(self, split: str, feature: str) -> int:
         return self.of("split_unseen", split, feature)
+
+    def block_files(self, split: str) -> dict[str, int]:
+        """Block file (relative to the output root) → examples written to it, for `split`."""
+        return {c.subject: n for c, n in sorted(self.values.items(), key=lambda cn: cn[0].subject)
+                if c.kind == "block_examples" and c.scope == split}
 
 
 class CountExamples(beam.CombineFn):

@@ -67,6 +67,14 @@ class TargetSummary(BaseModel):
     input_stall_mean: float | None = Field(
         None, description="share of step time spent waiting for input, mean over the runs that measured it"
     )
+    input_examples_per_second_mean: float | None = Field(
+        None, description="what the input pipeline delivered alone, mean over the runs that measured it"
+    )
+    step_examples_per_second_mean: float | None = Field(
+        None, description="what the step consumes when it never waits, mean over the runs that measured it"
+    )
+    input_format: str | None = Field(None, description="the records the runs read: blocks or tf.Example")
+    input_cache_mib: float = Field(0.0, description="memory of the cached train blocks (0: not cached)")
 
 
 class TaskFloor(BaseModel):
@@ -92,6 +100,8 @@ class RunRow(BaseModel):
     wall_time_seconds: float
     examples_per_second: float
     input_stall_fraction: float | None
+    input_examples_per_second: float | None = None
+    step_examples_per_second: float | None = None
     logloss: dict[str, float]
     auc: dict[str, float]
     calibration: dict[str, float] = Field(default_factory=dict, description="per task, mean prediction / eval rate")
@@ -284,7 +294,11 @@ def calibration_step_stats(runs: list[RunSummary], task: str) -> dict:
         ]
     return stats
 def mean_input_stall(runs: list[RunSummary]) -> float | None:
-    measured = [r.input_stall_fraction for r in runs if r.input_stall_fraction is not None]
+    return _mean_measured([r.input_stall_fraction for r in runs])
+
+
+def _mean_measured(values: list[float | None]) -> float | None:
+    measured = [v for v in values if v is not None]
     return sum(measured) / len(measured) if measured else None
 
 
@@ -329,6 +343,10 @@ def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary])
         tasks=tasks,
         embedding_memory_mib=embedding_memory_mib(runs[0]),
         input_stall_mean=mean_input_stall(runs),
+        input_examples_per_second_mean=_mean_measured([r.input_examples_per_second for r in runs]),
+        step_examples_per_second_mean=_mean_measured([r.step_examples_per_second for r in runs]),
+        input_format=runs[0].input_format,
+        input_cache_mib=max(r.input_cache_bytes for r in runs) / 2**20,
     )
 
 
@@ -337,7 +355,8 @@ def _run_row(run: RunSummary) -> RunRow:
         target=run.target, run_index=run.run_index, seed=run.seed, hardware=hardware_label(run),
         strategy=run.hardware.strategy.lstrip("_"), replicas=run.hardware.replicas, global_batch_size=run.global_batch_size,
         steps=run.steps, wall_time_seconds=run.wall_time_seconds, examples_per_second=run.examples_per_second,
-        input_stall_fraction=run.input_stall_fraction,
+        input_stall_fraction=run.input_stall_fraction, input_examples_per_second=run.input_examples_per_second,
+        step_examples_per_second=run.step_examples_per_second,
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
         calibration={t: m.calibration for t, m in run.metrics.items()},
         calibration_skipped=dict(run.calibration_skipped), deterministic=run.deterministic,

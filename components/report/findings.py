@@ -42,14 +42,35 @@ def not_reproducible(summary: BenchmarkSummary) -> str | None:
 INPUT_BOUND_STALL = 0.10
 
 
-def input_bound(name: str, stall: float | None) -> str | None:
-    """A sentence when the target's steps spent more than `INPUT_BOUND_STALL` of their time waiting for input."""
+def input_bound(target: TargetSummary) -> str | None:
+    """A sentence when the target's steps spent more than `INPUT_BOUND_STALL` of their time waiting for input: by
+    how much, what its input pipeline delivers alone against what its step consumes, and only the fixes that
+    those two figures support (components/train/input_capacity.py)."""
+    stall, name = target.input_stall_mean, target.name
     if stall is None or stall <= INPUT_BOUND_STALL:
         return None
-    return (f"{name} is input-bound: {stall:.0%} of its step time went to waiting for the next batch (above "
-            f"{INPUT_BOUND_STALL:.0%}); a faster input pipeline (more parallel reads and parsing, caching, more "
-            "CPU for tf.data: a larger targets[].vertex.machine.machine_type) would speed it up more than faster "
-            "compute.")
+    line = (f"{name} is input-bound: {stall:.1%} of its step time went to waiting for the next batch (above "
+            f"{INPUT_BOUND_STALL:.0%})")
+    supply, demand = target.input_examples_per_second_mean, target.step_examples_per_second_mean
+    if supply is None or demand is None:
+        return line + ("; its input capacity was not measured (training.input_capacity_seconds is 0), so the "
+                       "report cannot say whether the pipeline or the host's cores are short.")
+    cache = "caching the split (training.cache: memory, or a larger training.cache_memory_mb)"
+    if supply < demand:
+        fixes = []
+        if target.input_format != "blocks":
+            fixes.append("training-ready blocks (these examples are per-example tf.Examples: rerun preprocess)")
+        if target.input_cache_mib == 0:
+            fixes.append(cache)
+        fixes.append("more host cores for the input pipeline")
+        return (f"{line}. Its input pipeline delivers {supply:,.0f} examples/s alone on this host and its step "
+                f"consumes {demand:,.0f}: the step could run {demand / supply:.1f}x faster than its input. What "
+                f"would fix it: {'; '.join(fixes)}.")
+    fixes = ([cache + ", which leaves the cores to the step"] if target.input_cache_mib == 0 else []) + [
+        "more host cores than the step uses"]
+    return (f"{line}. Its input pipeline alone delivers {supply:,.0f} examples/s, {supply / demand:.1f}x what its "
+            f"step consumes ({demand:,.0f}): the pipeline is fast enough alone, the wait comes from sharing this "
+            f"host's cores with the step. What would fix it: {'; or '.join(fixes)}.")
 
 
 def synchronous_vs_asynchronous(summary: BenchmarkSummary, target: TargetSummary) -> str | None:
@@ -130,7 +151,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         e = summary.best_exported_run
         lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "
                      f"{e.run_index + 1} (log-loss {e.logloss:.5f}).")
-    lines += [sentence for target in targets if (sentence := input_bound(target.name, target.input_stall_mean))]
+    lines += [sentence for target in targets if (sentence := input_bound(target))]
     lines += skipped_target_lines(summary)
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""

@@ -15,7 +15,7 @@ class Table:
 
 def per_target_table(summary: BenchmarkSummary) -> Table:
     header = ["target", "kind", "ran on", "runs", "batch", "learning rate", "log-loss mean ± std", "95% CI", "AUC",
-              "examples/s", "rel. speed", "input stall", "cost/run", "$/M examples", "rel. cost",
+              "examples/s", "rel. speed", "input stall", "input ex/s alone", "step ex/s", "cost/run", "$/M examples", "rel. cost",
               "tables + slots MiB"]
     rows = []
     for t in summary.targets.values():
@@ -32,6 +32,8 @@ def per_target_table(summary: BenchmarkSummary) -> Table:
             f"{t.examples_per_second_mean:,.0f}" + (f" ± {t.examples_per_second_std:,.0f}" if t.examples_per_second_std else ""),
             _ratio(t.relative_throughput),
             _share(t.input_stall_mean),
+            _rate(t.input_examples_per_second_mean) + (" (cached)" if t.input_cache_mib else ""),
+            _rate(t.step_examples_per_second_mean),
             f"${t.cost_per_run_usd:.4f}",
             f"${t.cost_per_million_examples_usd:.4f}" if t.cost_per_million_examples_usd is not None else "—",
             _ratio(t.relative_cost),
@@ -76,13 +78,13 @@ def eval_curve_table(summary: BenchmarkSummary) -> Table | None:
 def per_run_table(summary: BenchmarkSummary) -> Table:
     tasks = list(summary.tasks)
     header = ["target", "run", "seed", "hardware seen", "strategy", "replicas", "batch", "lr", "steps",
-              "dropped steps", "wall s", "examples/s", "input stall"] + [f"log-loss {t}" for t in tasks] + [
+              "dropped steps", "wall s", "examples/s", "input stall", "input ex/s alone", "step ex/s"] + [f"log-loss {t}" for t in tasks] + [
               f"AUC {t}" for t in tasks] + ["model"]
     rows = [
         [r.target, str(r.run_index + 1), str(r.seed), r.hardware, r.strategy, str(r.replicas),
          f"{r.global_batch_size:,}", f"{r.learning_rate:.3g}", f"{r.steps:,}", f"{r.dropped_steps:,}",
          f"{r.wall_time_seconds:.1f}", f"{r.examples_per_second:,.0f}",
-         _share(r.input_stall_fraction)]
+         _share(r.input_stall_fraction), _rate(r.input_examples_per_second), _rate(r.step_examples_per_second)]
         + [f"{r.logloss[t]:.5f}" for t in tasks] + [f"{r.auc[t]:.4f}" for t in tasks]
         + ["exported" if r.model_uri else "not exported"]
         for r in summary.runs
@@ -95,6 +97,10 @@ def skipped_targets_table(summary: BenchmarkSummary) -> Table | None:
     if not summary.skipped_targets:
         return None
     return Table(["target", "kind", "why it was skipped"], [[s.name, s.kind, s.reason] for s in summary.skipped_targets])
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else "—"
 
 
 def _share(value: float | None) -> str:

@@ -235,6 +235,7 @@ class InputStallMeter(keras.callbacks.Callback):
         self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="input_wait_seconds")
         self.computed = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="step_compute_seconds")
         self.last_end = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="last_step_end")
+        self.steps = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="timed_steps")
         self.executions = 0
 
     def wrap(self, train_step: Callable, model: keras.Model) -> Callable:
@@ -248,6 +249,7 @@ class InputStallMeter(keras.callbacks.Callback):
             with tf.control_dependencies(tf.nest.flatten(logs) + [model.optimizer.iterations.value]):
                 ended = step_clock(self.host_clock)
             self.computed.assign_add(ended - started)
+            self.steps.assign_add(1.0)
             self.last_end.assign(ended)
             return logs
 
@@ -261,9 +263,15 @@ class InputStallMeter(keras.callbacks.Callback):
         if self.executions == 1:  # warm-up excluded
             self.waited.assign(0.0)
             self.computed.assign(0.0)
+            self.steps.assign(0.0)
 
     def input_stall_fraction(self) -> float | None:
         return stall_fraction(float(self.waited.numpy()), float(self.computed.numpy()))
+
+    def step_seconds(self) -> tuple[float, float]:
+        """(timed steps, seconds of step compute) after the warm-up: the step's own rate without waits. With
+        several replicas both count once per replica, so their ratio is still one step's compute time."""
+        return float(self.steps.numpy()), float(self.computed.numpy())
 
 
 def step_clock(host_clock: bool) -> tf.Tensor:

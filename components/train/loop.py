@@ -25,7 +25,8 @@ from components.train.callbacks import (
     TrainingProgress,
 )
 from components.train.export import tft_output_dir
-from components.train.input import InputOptions, make_dataset
+from components.train.input import CachePlan, InputOptions, cache_plan, make_dataset
+from components.train.input_capacity import input_examples_per_second, step_examples_per_second
 from components.train.models import RankingModel, build_model
 from components.train.optimization import make_optimizers, tpu_embedding_optimizer
 from components.train.predictions import EvalSplit
@@ -111,9 +112,9 @@ def calibration_holdout(training: TrainingConfig) -> float:
     return training.calibration_holdout_fraction
 
 
-def train_input_options(training: TrainingConfig, seed: int) -> InputOptions:
+def train_input_options(training: TrainingConfig, seed: int, cache: bool = False) -> InputOptions:
     """The train split as both loops read it: shuffled by the run's seed, full batches, repeated, the
-    calibration slice held out."""
+    calibration slice held out; `cache`: decoded blocks kept in memory after the first epoch (`train_cache`)."""
     return InputOptions(
         batch_size=training.global_batch_size,
         training=True,
@@ -123,7 +124,20 @@ def train_input_options(training: TrainingConfig, seed: int) -> InputOptions:
         drop_remainder=True,
         repeat=True,
         holdout_fraction=calibration_holdout(training),
+        cache=cache,
     )
+
+
+def train_cache(manifest: Manifest, training: TrainingConfig) -> CachePlan:
+    """What `training.cache` decides for this run's train split (logged: the run summary keeps the bytes)."""
+    plan = cache_plan(manifest, "train", training.cache, training.cache_memory_mb * 2**20)
+    log.info("input cache: %s", plan.reason)
+    return plan
+
+
+def input_format(manifest: Manifest) -> str:
+    return "blocks" if manifest.splits["train"].blocks is not None and manifest.block_layout is not None else \
+        "tf.Example"
 
 
 # -- what a fit hands back ---------------------------------------------------------------------------
@@ -131,13 +145,17 @@ def train_input_options(training: TrainingConfig, seed: int) -> InputOptions:
 class FitResult:
     """`curve`: one point per chunk (training loss; epoch and eval log-loss where the chunk ends an evaluated
     epoch); `input_stall_fraction`: the share of steady-state step time spent waiting for input (None: not
-    measured)."""
+    measured); input and step examples/s: see `components.train.input_capacity`."""
 
     curve: list[CurvePoint]
     examples_per_second: float
     tensorboard: TensorBoardScalars | None = None
     warm_start: WarmStartSummary | None = None
     input_stall_fraction: float | None = None
+    input_examples_per_second: float | None = None  # the train dataset alone, before training
+    step_examples_per_second: float | None = None  # the step's own rate, waits excluded
+    input_format: str | None = None
+    input_cache_bytes: int = 0
 
 
 # -- model, checkpoints, TensorBoard -----------------------------------------------------------------
@@ -200,7 +218,13 @@ def fit_synchronous(
             f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
         )
     plan = StepPlan.for_run(manifest, training)
-    train_data = make_dataset(examples_dir, manifest, "train", train_input_options(training, seed))
+    cache = train_cache(manifest, training)
+    options = train_input_options(training, seed, cache.cache)
+    train_data = make_dataset(examples_dir, manifest, "train", options)
+    # measured on a dataset of its own: a shuffle's reshuffle seeds (and a cache) belong to the dataset object,
+    # so reading the training one for a fixed time would change the order the run then trains on
+    input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
+                                           training.global_batch_size, training.input_capacity_seconds)
     sample_features, _ = next(iter(train_data.take(1)))
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
@@ -250,6 +274,10 @@ def fit_synchronous(
         )
     steps_per_second = clock.steady_steps_per_second()
     examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
+    step_rate = None
+    if stall is not None:
+        timed_steps, computed_seconds = stall.step_seconds()
+        step_rate = step_examples_per_second(timed_steps, training.global_batch_size, computed_seconds)
     return model, plan, FitResult(
         curve=[CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=eval_logloss)
                for step, loss, epoch, eval_logloss in curve.points],
@@ -257,4 +285,8 @@ def fit_synchronous(
         tensorboard=tensorboard,
         warm_start=warm_start,
         input_stall_fraction=stall.input_stall_fraction() if stall is not None else None,
+        input_examples_per_second=input_rate,
+        step_examples_per_second=step_rate,
+        input_format=input_format(manifest),
+        input_cache_bytes=cache.bytes,
     )

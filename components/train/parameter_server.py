@@ -19,7 +19,10 @@ from components.train.callbacks import NonFiniteLossError, TrainingProgress, sta
 from components.train.embedding_optimizers import gradient_norm
 from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
-from components.train.loop import FitResult, StepPlan, checkpoint_manager, compiled_model, train_input_options
+from components.train.input_capacity import input_examples_per_second, step_examples_per_second
+from components.train.loop import (
+    FitResult, StepPlan, checkpoint_manager, compiled_model, input_format, train_cache, train_input_options,
+)
 from components.train.models import RankingModel
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint
@@ -40,7 +43,11 @@ def fit_parameter_server(
     strategy = runtime.strategy
     plan = StepPlan.for_run(manifest, training)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    options = train_input_options(training, seed)
+    cache = train_cache(manifest, training)
+    options = train_input_options(training, seed, cache.cache)
+    # one input pipeline (each worker reads its own, alike) alone on this host, before the workers start
+    input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
+                                           training.global_batch_size, training.input_capacity_seconds)
 
     def dataset_fn(input_context):
         return make_dataset(examples_dir, manifest, "train", options, input_context)
@@ -134,5 +141,12 @@ def fit_parameter_server(
     if not steady_steps and steady_started is not None:  # a one-chunk run: its only chunk, start-up included
         waited, computed = first_chunk_times
         examples_per_second = plan.chunk_steps * training.global_batch_size / (steady_started - loop_started)
-    return model, plan, FitResult(curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
-                                  input_stall_fraction=stall_fraction(waited, computed))
+    timed_steps = steady_steps if steady_steps else plan.chunk_steps
+    return model, plan, FitResult(
+        curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
+        input_stall_fraction=stall_fraction(waited, computed),
+        input_examples_per_second=input_rate,
+        # per worker: each step's compute on the worker that ran it (one worker's rate when it never waits)
+        step_examples_per_second=step_examples_per_second(timed_steps, training.global_batch_size, computed),
+        input_format=input_format(manifest), input_cache_bytes=cache.bytes,
+    )

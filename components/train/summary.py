@@ -130,6 +130,16 @@ class RunSummary(BaseModel):
     wall_time_seconds: float
     examples_per_second: float
     input_stall_fraction: float | None = Field(None, description="share of step time spent waiting for input")
+    input_examples_per_second: float | None = Field(
+        None, description="what the run's input pipeline delivered alone on this host, read for "
+        "training.input_capacity_seconds before training (None: not measured)",
+    )
+    step_examples_per_second: float | None = Field(
+        None, description="what the training step consumes when it never waits: examples per second of step "
+        "compute, from the stall meter (None: not measured)",
+    )
+    input_format: str | None = Field(None, description="'blocks' or 'tf.Example': the records the trainer read")
+    input_cache_bytes: int = Field(0, description="memory the cached decoded train blocks take (0: not cached)")
     metrics: dict[str, TaskMetrics]
     curve: list[CurvePoint] = Field(default_factory=list)
     embedding_tables: list[EmbeddingTableMemory] = Field(default_factory=list, description="table memory")

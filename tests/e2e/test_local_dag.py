@@ -73,6 +73,10 @@ def test_summary_has_every_run_between_the_floors(three_target_run):
     assert {r["strategy"] for r in summary["runs"] if r["target"] == "cpu-ps"} == {"ParameterServerStrategy"}
     for run in summary["runs"]:  # every run measured its input stall: a share of step time
         assert 0.0 <= run["input_stall_fraction"] <= 1.0, run
+        # and what its input pipeline delivers alone next to what its step consumes
+        assert run["input_examples_per_second"] > 0 and run["step_examples_per_second"] > 0, run
+    for target in summary["targets"].values():  # read from the training-ready blocks preprocess wrote
+        assert target["input_format"] == "blocks" and target["input_examples_per_second_mean"] > 0
     for target in summary["targets"].values():
         assert 0.0 <= target["input_stall_mean"] <= 1.0
     assert {(r["target"], r["run_index"]) for r in summary["runs"]} == {

@@ -190,3 +190,25 @@ def test_eval_values_never_seen_in_train_are_measured_per_feature_and_flagged(ti
     manifest, _ = tiny_run
     assert manifest.unseen_eval_shares == {"user_id": 0.0, "ad_id": 1.0, "hour": 1.0, "weekday": 1.0}
     assert set(manifest.mostly_unseen_features) == {"ad_id", "hour", "weekday"}  # above max_unseen_share 0.5
+
+
+def test_every_split_is_written_as_blocks_holding_the_same_examples(tiny_run):
+    """The training-ready blocks hold each split's examples once, counted per file in the manifest, and the trainer
+    reads from them exactly the examples of the per-example records."""
+    from components.train.input import InputOptions, block_dataset, example_dataset
+
+    manifest, out = tiny_run
+    assert manifest.block_layout is not None
+    for split in ("train", "eval"):
+        blocks = manifest.splits[split].blocks
+        assert blocks is not None and blocks.examples == manifest.splits[split].examples
+        assert all((out / name).stat().st_size == blocks.blocks_in(name) * manifest.block_layout.record_bytes
+                   for name in blocks.files)
+        options = InputOptions(batch_size=2, training=False, drop_remainder=False)
+
+        def values(data):
+            return sorted((int(f["hour"][i]), float(f["user_age"][i]), tuple(f["user_interests"][i].numpy().tolist()),
+                           float(labels["engagement"][i][0])) for f, labels in data for i in range(len(f["hour"])))
+
+        assert values(block_dataset(out, manifest, split, options)) == values(example_dataset(out, manifest, split,
+                                                                                              options))

@@ -126,7 +126,7 @@ def test_input_stall_is_shown_per_target_with_a_sentence_when_input_bound():
     summary = summarize(config(), manifest(), runs)
     assert summary.targets["cpu"].input_stall_mean == pytest.approx(0.25)
     lines = findings(summary)
-    assert any(line.startswith("cpu is input-bound: 25% of its step time") for line in lines)
+    assert any(line.startswith("cpu is input-bound: 25.0% of its step time") for line in lines)
     assert not any(line.startswith("cpu-big is input-bound") for line in lines)
     markdown = render_markdown(summary)
     assert markdown.count("| input stall |") == 2  # the per-target and the per-run table
@@ -179,3 +179,33 @@ def test_findings_name_the_target_to_retrain_on_and_the_config_line():
     # a report on the one target the retraining pipeline trains names none
     one = ReportStepConfig.of(load_config(overrides=["targets=[{name: cpu, kind: cpu}]", "retraining.target=cpu"]))
     assert not [l for l in findings(summarize(one, manifest(), runs[:3])) if l.startswith("Retrain on")]
+
+
+def test_the_input_bound_finding_says_by_how_much_and_only_the_fixes_the_figures_support():
+    from components.report.findings import findings
+    from components.report.markdown import render_markdown
+
+    def with_input(target, stall, supply, demand, fmt="blocks", cache=0):
+        return [run(target, i, 0.33, 1000.0).model_copy(update={
+            "input_stall_fraction": stall, "input_examples_per_second": supply, "step_examples_per_second": demand,
+            "input_format": fmt, "input_cache_bytes": cache}) for i in range(2)]
+
+    # the pipeline alone is slower than the step: per-example records, nothing cached
+    summary = summarize(config(), manifest(), with_input("cpu", 0.5, 4_000.0, 10_000.0, fmt="tf.Example")
+                        + with_input("cpu-big", 0.05, 50_000.0, 10_000.0))
+    [line] = [line for line in findings(summary) if "input-bound" in line]
+    assert line.startswith("cpu is input-bound: 50.0% of its step time")
+    assert "delivers 4,000 examples/s alone" in line and "consumes 10,000" in line and "2.5x faster" in line
+    assert "training-ready blocks" in line and "training.cache: memory" in line
+    assert "| 4,000 | 10,000 |" in render_markdown(summary)  # input alone and step, per target
+    # the pipeline alone is faster than the step and the split is cached: only more cores can help
+    summary = summarize(config(), manifest(), with_input("cpu", 0.3, 30_000.0, 10_000.0, cache=2**20)
+                        + with_input("cpu-big", 0.05, 50_000.0, 10_000.0))
+    [line] = [line for line in findings(summary) if "input-bound" in line]
+    assert "3.0x what its step consumes" in line and "sharing this host's cores" in line
+    assert "training.cache" not in line and "blocks" not in line and line.endswith("more host cores than the step uses.")
+    # not measured: no advice
+    summary = summarize(config(), manifest(), with_input("cpu", 0.3, None, None)
+                        + with_input("cpu-big", 0.05, None, None))
+    [line] = [line for line in findings(summary) if "input-bound" in line]
+    assert "not measured" in line and "would fix" not in line

@@ -21,14 +21,15 @@ def process_wide_op_determinism_reset():
 
 @pytest.fixture(scope="session")
 def examples_dir(tmp_path_factory) -> Path:
-    """Two tasks' worth of tiny transformed examples (shared, read-only)."""
+    """Two tasks' worth of tiny transformed examples (shared, read-only), in blocks as preprocess writes them and
+    as per-example records."""
     directory = tmp_path_factory.mktemp("examples")
-    write_transformed_examples(directory, train=2048, eval=512, tasks=("engagement", "conversion"))
+    write_transformed_examples(directory, train=2048, eval=512, tasks=("engagement", "conversion"), block_examples=128)
     return directory
 
 
 @pytest.fixture(scope="session")
 def single_task_examples_dir(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("examples_single")
-    write_transformed_examples(directory, train=4096, eval=1024, tasks=("engagement",))
+    write_transformed_examples(directory, train=4096, eval=1024, tasks=("engagement",), block_examples=128)
     return directory

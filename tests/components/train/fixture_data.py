@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.preprocess.block_format import block_layout, encode_blocks, example_matrices, holdout_buckets
+from components.preprocess.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 
 FEATURES = [
     FeatureInfo(name="user_id", kind="categorical", dtype="int64", vocabulary_size=50),
@@ -50,10 +51,11 @@ def synthetic_rows(count: int, tasks: list[str], rng: np.random.Generator) -> li
 
 def write_transformed_examples(
     directory: str | Path, train: int = 2048, eval: int = 512, tasks: tuple[str, ...] = ("engagement",),
-    shards: int = 2, seed: int = 0, corrupt_numeric: bool = False, calibration: int = 0,
+    shards: int = 2, seed: int = 0, corrupt_numeric: bool = False, calibration: int = 0, block_examples: int = 0,
 ) -> Manifest:
     """`corrupt_numeric`: every numeric value is NaN (to test the non-finite-loss stop). `calibration`: also write
-    the last that many train rows as the calibration split, as preprocess does for its latest train days."""
+    the last that many train rows as the calibration split, as preprocess does for its latest train days.
+    `block_examples` > 0: also write every split as block files (one per shard, the same rows), as preprocess does."""
     directory = Path(directory)
     rng = np.random.default_rng(seed)
     splits = {}
@@ -70,11 +72,32 @@ def write_transformed_examples(
             with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
                 for row in rows[shard::shards]:
                     writer.write(_example(row))
+        blocks = None
+        if block_examples:
+            files = {}
+            for shard in range(shards):
+                name = f"{split}/blocks-{shard:05d}-of-{shards:05d}.blocks"
+                shard_rows = rows[shard::shards]
+                ints, floats = example_matrices(layout(tasks, block_examples), shard_rows,
+                                                holdout_buckets([_example(row) for row in shard_rows]))
+                (directory / name).write_bytes(b"".join(encode_blocks(layout(tasks, block_examples), ints, floats)))
+                files[name] = len(shard_rows)
+            blocks = SplitBlocks(files=files, block_examples=block_examples)
         splits[split] = SplitInfo(
             examples=count,
             label_rates={t: float(np.mean([r[f"label_{t}"] for r in rows])) for t in tasks},
             file_pattern=f"{split}/part-*.tfrecord.gz",
+            blocks=blocks,
         )
-    manifest = Manifest(tasks=list(tasks), features=FEATURES, splits=splits)
+    manifest = Manifest(tasks=list(tasks), features=FEATURES, splits=splits,
+                        block_layout=layout(tasks, block_examples) if block_examples else None)
     manifest.write(directory)
     return manifest
+
+
+def layout(tasks: tuple[str, ...], block_examples: int):
+    """The block layout of the fixture's transformed examples."""
+    spec = {f.name: TransformedFeatureSpec(dtype=f.dtype, shape=[f.length] if f.kind == "categorical_list" else [])
+            for f in FEATURES}
+    spec |= {f"label_{t}": TransformedFeatureSpec(dtype="float32", shape=[]) for t in tasks}
+    return block_layout(spec, block_examples)

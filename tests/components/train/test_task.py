@@ -31,6 +31,8 @@ def test_train_writes_a_saved_model_and_a_complete_summary(single_task_examples_
     assert summary.steps == 3 * (4096 // 256)
     assert summary.examples_per_second > 0 and summary.wall_time_seconds > 0
     assert 0.0 <= summary.input_stall_fraction <= 1.0  # measured on every step after the first execution
+    assert summary.input_format == "blocks" and summary.input_cache_bytes > 0  # the split fits the default budget
+    assert summary.input_examples_per_second > 0 and summary.step_examples_per_second > 0  # input vs step
     assert summary.curve[-1].step == summary.steps and summary.curve[-1].eval_logloss is not None
     assert summary.steps_per_epoch == 16 and summary.dropped_steps == 0
     evaluated = [(p.epoch, p.step) for p in summary.curve if p.eval_logloss is not None]

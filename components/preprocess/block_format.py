@@ -1,0 +1,93 @@
+"""What a block record is: a fixed-length run of bytes that holds `block_examples` transformed examples, one
+packed row-major matrix per dtype, so that reading a batch is a few memory copies instead of a proto parse per
+feature per example (docs/input.md has the measurements that chose it).
+
+    record = header ‖ int64 [block_examples, W_int] ‖ float32 [block_examples, W_float]     (little-endian)
+    header = int64 rows ‖ int64 block index in its file ‖ farmhash64 fingerprint of the payload (8 bytes)
+
+Columns are the transformed features and labels in name order (a list of length L is L adjacent columns), then
+`HOLDOUT_COLUMN`: the bucket of the example's serialized tf.Example under `tf.strings.to_hash_bucket_fast`, the
+same bucket the per-example path computes, so the calibration holdout holds the same examples in both formats.
+Every record of a file has the same length; a file's last block may hold fewer than `block_examples` rows (its
+`rows` says how many; the rest is zero padding). The fingerprint and the index make a corrupt, reordered or
+truncated block an error that names its file and block (`components.train.input`), never a short epoch.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockColumn, BlockLayout, TransformedFeatureSpec
+
+HOLDOUT_COLUMN = "__holdout_bucket__"
+HOLDOUT_BUCKETS = 10_000
+BLOCK_FILE_SUFFIX = ".blocks"
+
+
+def block_layout(transformed_spec: Mapping[str, TransformedFeatureSpec], block_examples: int) -> BlockLayout:
+    """The layout for examples of `transformed_spec` (name → dtype, shape): one column per value, name order."""
+    columns = []
+    for name in sorted(transformed_spec):
+        spec = transformed_spec[name]
+        if spec.dtype not in ("int64", "float32"):
+            raise ValueError(f"transformed feature '{name}' has dtype {spec.dtype}: blocks hold int64 and float32")
+        columns.append(BlockColumn(name=name, dtype=spec.dtype, width=int(np.prod(spec.shape, dtype=np.int64))))
+    columns.append(BlockColumn(name=HOLDOUT_COLUMN, dtype="int64", width=1))
+    return BlockLayout(block_examples=block_examples, columns=columns)
+
+
+def holdout_buckets(serialized_examples: Sequence[bytes]) -> np.ndarray:
+    """`tf.strings.to_hash_bucket_fast(record, HOLDOUT_BUCKETS)` of each serialized example (one op for all)."""
+    if not serialized_examples:
+        return np.zeros([0], np.int64)
+    return tf.strings.to_hash_bucket_fast(list(serialized_examples), HOLDOUT_BUCKETS).numpy().astype(np.int64)
+
+
+def example_matrices(layout: BlockLayout, examples: Sequence[Mapping[str, object]],
+                     buckets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 [n, W_int], float32 [n, W_float]) of `examples` (name → value) and their holdout buckets."""
+    n = len(examples)
+    matrices: dict[str, np.ndarray] = {"int64": np.zeros([n, layout.width("int64")], np.int64),
+                "float32": np.zeros([n, layout.width("float32")], np.float32)}
+    for dtype, matrix in matrices.items():
+        offset = 0
+        for column in layout.of_dtype(dtype):
+            if column.name == HOLDOUT_COLUMN:
+                values = np.asarray(buckets, np.int64).reshape(n, 1)
+            else:
+                values = np.asarray([example[column.name] for example in examples], dtype).reshape(n, -1)
+            if values.shape[1] != column.width:
+                raise ValueError(f"'{column.name}' has {values.shape[1]} values per example, the layout {column.width}")
+            matrix[:, offset:offset + column.width] = values
+            offset += column.width
+    return matrices["int64"], matrices["float32"]
+
+
+def payload_fingerprint(payload: bytes) -> bytes:
+    """farmhash64 of the payload as `tf.fingerprint` computes it (the reader recomputes it with the same op)."""
+    return tf.fingerprint(tf.constant([payload])).numpy()[0].tobytes()
+
+
+def encode_block(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, index: int) -> bytes:
+    """One record: `ints`/`floats` ([rows, W], rows ≤ block_examples) zero-padded to block_examples rows."""
+    rows = ints.shape[0]
+    if not 0 < rows <= layout.block_examples or floats.shape[0] != rows:
+        raise ValueError(f"a block holds 1 to {layout.block_examples} rows, got {rows} and {floats.shape[0]}")
+    padded_ints = np.zeros([layout.block_examples, layout.width("int64")], "<i8")
+    padded_floats = np.zeros([layout.block_examples, layout.width("float32")], "<f4")
+    padded_ints[:rows], padded_floats[:rows] = ints, floats
+    payload = padded_ints.tobytes() + padded_floats.tobytes()
+    record = struct.pack("<qq", rows, index) + payload_fingerprint(payload) + payload
+    assert len(record) == layout.record_bytes and BLOCK_HEADER_BYTES == 24
+    return record
+
+
+def encode_blocks(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> list[bytes]:
+    """All rows as consecutive blocks: full ones, then the remainder (if any) as a partial last block."""
+    size = layout.block_examples
+    return [encode_block(layout, ints[start:start + size], floats[start:start + size], index)
+            for index, start in enumerate(range(0, ints.shape[0], size))]
