@@ -24,7 +24,7 @@ from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig, SkippedTarget
 from configs.schema import AdrankConfig
-from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target
+from configs.training import ModelConfig, TargetConfig, TrainingConfig, effective_batch_size, find_target
 from configs.vertex import VertexConfig
 
 
@@ -72,7 +72,8 @@ class TrainStepConfig(_Slice):
         return self.targets[0]
 
     def batch_size(self, target: TargetConfig) -> int:
-        return target.global_batch_size or self.training.global_batch_size
+        """The global batch `target` trains with (`configs.training.effective_batch_size`)."""
+        return effective_batch_size(self.training, target)
 
 
 class ReportStepConfig(_Slice):
