@@ -22,12 +22,12 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
 from components.progress import progress_quiet
 from components.preprocess.manifest import Manifest
@@ -99,9 +99,7 @@ def save_plan(plan: ReplayPlan, series_dir: Path, config_source: str) -> None:
     (series_dir / PLAN_CONFIG_FILE).write_text(yaml.safe_dump(plan.config.model_dump(mode="json"), sort_keys=False))
     content = {"config_source": config_source, "config_hash": config_hash(plan.config),
                "window_ends": [format_utc_seconds(end) for end in plan.window_ends]}
-    partial = series_dir / f".{PLAN_FILE}.{os.getpid()}"
-    partial.write_text(json.dumps(content, indent=2))
-    os.replace(partial, series_dir / PLAN_FILE)
+    write_json_atomically(series_dir / PLAN_FILE, content)
 
 
 def saved_plan(runs_dir: Path, replay_id: str) -> tuple[ReplayPlan, Path, str]:
