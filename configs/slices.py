@@ -53,18 +53,20 @@ class PreprocessStepConfig(_Slice):
 
 class TrainStepConfig(_Slice):
     """One training target: its own settings (overrides unresolved, as `train()` resolves them), the shared
-    model and training sections, and the seed."""
+    model and training sections, the seed, and the features (the trainer checks the table rows the examples'
+    manifest gives each against the config's, `components.train.table_rows_check`)."""
 
     name: str
     seed: int
     model: ModelConfig
     training: TrainingConfig
     targets: list[TargetConfig] = Field(min_length=1, max_length=1)
+    features: list[Feature]
 
     @classmethod
     def of(cls, config: AdrankConfig, target: str) -> TrainStepConfig:
         return cls(name=config.name, seed=config.seed, model=config.model, training=config.training,
-                   targets=[config.target(target)])
+                   targets=[config.target(target)], features=config.features)
 
     def target(self, name: str) -> TargetConfig:
         if self.targets[0].name != name:

@@ -27,6 +27,7 @@ from components.train.optimization import scaled_embedding_learning_rate, scaled
 from components.train.parameter_server import fit_parameter_server
 from components.train.predictions import predict_split, prediction_batch_size
 from components.train.strategy import Runtime, local_cluster_for, parameter_server_role, runtime_for, serve_parameter_server_task
+from components.train.table_rows_check import check_table_rows
 from components.train.summary import EmbeddingTableMemory, RunSummary, TaskMetrics
 from components.train.warm_start import transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
@@ -71,6 +72,7 @@ def train(
         log.warning("falling back to CPU: %s", runtime.fallback_reason)
     set_precision_policy(resolved.training, runtime)
     manifest = Manifest.read(examples_dir)
+    check_table_rows(manifest, config.features)
 
     if runtime.is_parameter_server:
         model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed,
