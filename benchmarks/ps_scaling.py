@@ -42,7 +42,12 @@ def variant_overrides(variant: str) -> list[str]:
     return [variant_targets(variant), f"retraining.target={'cpu' if variant == 'sync' else 'cpu-ps'}"]
 
 
-def train_variant(variant: str, examples: str, model_dir: str, epochs: int) -> None:
+# The synthetic examples (tests/components/train/fixture_data.py) give user_id, the default config's first feature,
+# 50 table rows: the config they are trained with says the same, as the trainer checks.
+SYNTHETIC_EXAMPLES_CONFIG = ["features.0.hash_buckets=50"]
+
+
+def train_variant(variant: str, examples: str, model_dir: str, epochs: int, overrides: list[str]) -> None:
     """Child process: one training run of the variant; prints its RunSummary as one JSON line."""
     from components.train.task import train
     from configs import load_config
@@ -50,20 +55,20 @@ def train_variant(variant: str, examples: str, model_dir: str, epochs: int) -> N
 
     # 4 chunks an epoch: examples/s is timed over the chunks after the first (tracing and start-up excluded)
     config = load_config(None, [*variant_overrides(variant), f"training.epochs={epochs}",
-                                "training.checkpoints_per_epoch=4", "runs_per_target=1"])
+                                "training.checkpoints_per_epoch=4", "runs_per_target=1", *overrides])
     target = config.targets[0].name
     summary = train(TrainStepConfig.of(config, target), target, 0, examples, model_dir)
     print("SUMMARY " + summary.model_dump_json(), flush=True)
 
 
-def run_variant(variant: str, examples: str, epochs: int, timeout_s: int) -> dict:
+def run_variant(variant: str, examples: str, epochs: int, timeout_s: int, overrides: list[str]) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("TF_CONFIG", None)
     with tempfile.TemporaryDirectory() as model_dir:
         started = time.perf_counter()
         result = subprocess.run(
             [sys.executable, __file__, "--variant", variant, "--examples", examples, "--model-dir", model_dir,
-             "--epochs", str(epochs)], capture_output=True, text=True, env=env, timeout=timeout_s,
+             "--epochs", str(epochs), *(f"--set={override}" for override in overrides)], capture_output=True, text=True, env=env, timeout=timeout_s,
         )
         elapsed = time.perf_counter() - started
     if result.returncode != 0:
@@ -91,13 +96,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=900, help="seconds per variant")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
-        train_variant(args.variant, args.examples, args.model_dir, args.epochs)
+        train_variant(args.variant, args.examples, args.model_dir, args.epochs, args.set)
         return
 
-    examples = args.examples
+    examples, overrides = args.examples, []
     if examples is None:
+        overrides = SYNTHETIC_EXAMPLES_CONFIG
         sys.path.insert(0, str(ROOT / "tests/components/train"))
         from fixture_data import write_transformed_examples
 
@@ -107,7 +114,7 @@ def main() -> None:
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.1f}")
     results = {}
     for variant in ["sync"] + [f"ps:{w}" for w in workers]:
-        results[variant] = run_variant(variant, examples, args.epochs, args.timeout)
+        results[variant] = run_variant(variant, examples, args.epochs, args.timeout, overrides)
         run = results[variant]
         print(f"  {variant:>5}: {run['examples_per_second']:,.0f} examples/s, log-loss "
               f"{_logloss(run):.5f}, {run['process_seconds']:.0f} s", flush=True)

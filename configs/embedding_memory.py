@@ -2,7 +2,7 @@
 
     bytes = Σ_tables rows × dim × 4 B × (1 + optimizer slots per value)
 
-Rows per table: `hash_buckets` (hash, learned_hash); a vocabulary's `top_k + oov_buckets` (+1 padding row for lists); a
+Rows per table (`configs.features.table_rows`): `hash_buckets` (hash, learned_hash); a vocabulary's `top_k + oov_buckets` (+1 padding row for lists); a
 vocabulary without `top_k` is assumed to keep `training.untruncated_vocabulary_rows` tokens (its real
 size is known only after preprocessing); `buckets` for quantile-bucketed numbers; 24 hours or 7 weekdays.
 Slots: Adam keeps two values per weight, Adagrad one, row-wise Adagrad one per row, SGD none.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from configs.features import CategoricalFeature, CategoricalListFeature, Feature, HistoryFeature, NumericFeature
+from configs.features import CategoricalFeature, Feature, NumericFeature, table_rows
 from configs.training import ModelConfig, TrainingConfig, resolve_target
 
 if TYPE_CHECKING:  # configs.schema validates with this module's checks, so it is imported only for the type
@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # configs.schema validates with this module's checks, so it i
 BYTES_PER_VALUE = 4
 GIB = 1024**3
 OPTIMIZER_SLOTS = {"adam": 2.0, "lazy_adam": 2.0, "adagrad": 1.0, "sgd": 0.0}
-TIME_ROWS = {"hour_of_day": 24, "day_of_week": 7}
 # Tables and their optimizer slots may take this share of the machine's memory in a local run; the rest is for
 # TensorFlow, the input pipeline, Beam and the OS.
 LOCAL_MEMORY_SHARE = 0.5
@@ -65,24 +64,24 @@ class EmbeddingMemory:
         return max(self.tables, key=lambda table: table.rows, default=None)
 
 
-def table_rows(index: int, feature: Feature, untruncated_vocabulary_rows: int) -> TableEstimate | None:
+def estimated_table(index: int, feature: Feature, untruncated_vocabulary_rows: int) -> TableEstimate | None:
     """The embedding table one feature becomes (None for a normalized number, which has no table)."""
     prefix = f"features.{index}"
-    if isinstance(feature, CategoricalFeature):  # and CategoricalListFeature
-        padding = 1 if isinstance(feature, CategoricalListFeature) else 0
-        if feature.encoding in ("hash", "learned_hash"):
-            return TableEstimate(feature.name, feature.hash_buckets + padding, f"{prefix}.hash_buckets")
-        if feature.top_k is not None:
-            return TableEstimate(feature.name, feature.top_k + feature.oov_buckets + padding, f"{prefix}.top_k")
-        rows = untruncated_vocabulary_rows + feature.oov_buckets + padding
-        return TableEstimate(feature.name, rows, "training.untruncated_vocabulary_rows (no top_k)")
-    if isinstance(feature, HistoryFeature):  # numeric inputs only (configs.features.model_inputs)
-        return None
-    if isinstance(feature, NumericFeature):
-        if feature.normalization == "quantile_buckets":
-            return TableEstimate(feature.name, feature.buckets, f"{prefix}.buckets")
-        return None
-    return TableEstimate(feature.name, TIME_ROWS[feature.part], f"{prefix}.part")
+    if isinstance(feature, CategoricalFeature) and feature.encoding == "vocabulary":
+        if feature.top_k is not None:  # at most top_k entries survive
+            entries, size_field = feature.top_k, f"{prefix}.top_k"
+        else:
+            entries, size_field = untruncated_vocabulary_rows, "training.untruncated_vocabulary_rows (no top_k)"
+        rows = table_rows(feature, entries)
+    else:
+        rows = table_rows(feature)
+        if isinstance(feature, CategoricalFeature):  # hash, learned_hash
+            size_field = f"{prefix}.hash_buckets"
+        elif isinstance(feature, NumericFeature):  # quantile_buckets
+            size_field = f"{prefix}.buckets"
+        else:
+            size_field = f"{prefix}.part"
+    return None if rows is None else TableEstimate(feature.name, rows, size_field)
 
 
 def slots_per_value(training: TrainingConfig, embedding_dim: int) -> tuple[str, float]:
@@ -99,7 +98,7 @@ def estimate_embedding_memory(features: Sequence[Feature], model: ModelConfig,
     dim = 1 if model.kind == "linear" else model.embedding_dim
     tables = [
         table for index, feature in enumerate(features)
-        if (table := table_rows(index, feature, training.untruncated_vocabulary_rows)) is not None
+        if (table := estimated_table(index, feature, training.untruncated_vocabulary_rows)) is not None
     ]
     optimizer, slots = slots_per_value(training, dim)
     return EmbeddingMemory(tables, dim, slots, optimizer)

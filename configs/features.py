@@ -151,6 +151,40 @@ def model_inputs(features: Iterable[Any]) -> list[Any]:
     return inputs
 
 
+TIME_PART_ROWS = {"hour_of_day": 24, "day_of_week": 7}
+
+
+def table_rows(feature: Any, vocabulary_entries: int | None = None) -> int | None:
+    """The embedding-table rows a feature gets, None for one that has no table (a plain number, a history
+    feature's numeric inputs). The one rule: preprocess writes it to the manifest (`vocabulary_size`), the config's
+    memory estimate and the trainer's check against the manifest use it.
+
+    hash, learned_hash: `hash_buckets`. vocabulary: its `vocabulary_entries` (what the train split kept; needed
+    for this encoding only) + `oov_buckets`. A categorical list: one row more, the padding id 0. quantile_buckets:
+    `buckets`. A time part: 24 hours or 7 weekdays.
+    """
+    if isinstance(feature, CategoricalFeature):  # and CategoricalListFeature
+        padding = 1 if isinstance(feature, CategoricalListFeature) else 0
+        if feature.encoding in ("hash", "learned_hash"):
+            return feature.hash_buckets + padding
+        if vocabulary_entries is None:
+            raise ValueError(f"feature '{feature.name}': a vocabulary's table rows need its number of entries")
+        return vocabulary_entries + feature.oov_buckets + padding
+    if isinstance(feature, NumericFeature):
+        return feature.buckets if feature.normalization == "quantile_buckets" else None
+    if isinstance(feature, TimeFeature):
+        return TIME_PART_ROWS[feature.part]
+    return None
+
+
+def configured_table_rows(feature: Any) -> int | None:
+    """`table_rows` where the config alone decides it; None for a vocabulary (its entries come from the data)
+    and for a feature without a table."""
+    if isinstance(feature, CategoricalFeature) and feature.encoding == "vocabulary":
+        return None
+    return table_rows(feature)
+
+
 def history_features(features: Iterable[Any]) -> list[HistoryFeature]:
     return [f for f in features if isinstance(f, HistoryFeature)]
 

@@ -19,7 +19,9 @@ from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
 from configs.retry import RetryConfig
 from configs.shuffle_coverage import warn_on_partial_shuffle
-from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target, resolve_target
+from configs.training import (
+    ModelConfig, TargetConfig, TrainingConfig, effective_batch_size, find_target, resolve_target,
+)
 from configs.vertex import VertexConfig, check_target_machine
 from configs.vertex_names import experiment_run_problem, training_job_name_problem
 
@@ -174,4 +176,5 @@ class AdrankConfig(StrictModel):
         return self.target(self.retraining.target)
 
     def batch_size(self, target: TargetConfig) -> int:
-        return target.global_batch_size or self.training.global_batch_size
+        """The global batch `target` trains with (`configs.training.effective_batch_size`)."""
+        return effective_batch_size(self.training, target)

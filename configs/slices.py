@@ -24,7 +24,7 @@ from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig, SkippedTarget
 from configs.schema import AdrankConfig
-from configs.training import ModelConfig, TargetConfig, TrainingConfig, find_target
+from configs.training import ModelConfig, TargetConfig, TrainingConfig, effective_batch_size, find_target
 from configs.vertex import VertexConfig
 
 
@@ -53,18 +53,20 @@ class PreprocessStepConfig(_Slice):
 
 class TrainStepConfig(_Slice):
     """One training target: its own settings (overrides unresolved, as `train()` resolves them), the shared
-    model and training sections, and the seed."""
+    model and training sections, the seed, and the features (the trainer checks the table rows the examples'
+    manifest gives each against the config's, `components.train.table_rows_check`)."""
 
     name: str
     seed: int
     model: ModelConfig
     training: TrainingConfig
     targets: list[TargetConfig] = Field(min_length=1, max_length=1)
+    features: list[Feature]
 
     @classmethod
     def of(cls, config: AdrankConfig, target: str) -> TrainStepConfig:
         return cls(name=config.name, seed=config.seed, model=config.model, training=config.training,
-                   targets=[config.target(target)])
+                   targets=[config.target(target)], features=config.features)
 
     def target(self, name: str) -> TargetConfig:
         if self.targets[0].name != name:
@@ -72,7 +74,8 @@ class TrainStepConfig(_Slice):
         return self.targets[0]
 
     def batch_size(self, target: TargetConfig) -> int:
-        return target.global_batch_size or self.training.global_batch_size
+        """The global batch `target` trains with (`configs.training.effective_batch_size`)."""
+        return effective_batch_size(self.training, target)
 
 
 class ReportStepConfig(_Slice):

@@ -253,6 +253,12 @@ def find_target(targets: list[TargetConfig], name: str) -> TargetConfig:
     raise KeyError(f"no target named '{name}' (targets: {[t.name for t in targets]})")
 
 
+def effective_batch_size(training: TrainingConfig, target: TargetConfig) -> int:
+    """The global batch `target` trains with: its own `global_batch_size` when it sets one, else the training
+    section's (the one place this rule lives; `resolve_target` and the config slices use it)."""
+    return target.global_batch_size or training.global_batch_size
+
+
 def resolve_target(model: ModelConfig, training: TrainingConfig, target: TargetConfig) -> ResolvedTarget:
     """Apply `target`'s overrides to the pipeline-wide model and training sections (the one place)."""
 
@@ -267,6 +273,6 @@ def resolve_target(model: ModelConfig, training: TrainingConfig, target: TargetC
         target=target,
         model=ModelConfig.model_validate(merged(model, target.model)),
         training=TrainingConfig.model_validate(
-            merged(training, target.training, global_batch_size=target.global_batch_size)
+            merged(training, target.training, global_batch_size=effective_batch_size(training, target))
         ),
     )

@@ -30,6 +30,7 @@ from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, pro
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
+from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
@@ -107,32 +108,18 @@ def resumed_window_end(record: RunRecord, window_end: str) -> str:
     return recorded
 
 
-def new_run_id(config: AdrankConfig, now: dt.datetime | None = None) -> str:
-    now = now or dt.datetime.now(dt.timezone.utc)
-    return f"{now:%Y%m%d-%H%M%S}-{config.name}"
-
-
 def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> Path:
-    """A new, empty run directory. A given id must be free; the default id (UTC second + config name)
-    gets a `-2`, `-3`, ... suffix when runs start in the same second (mkdir decides, so it is race-free)."""
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    """A new, empty run directory (`ops.run_directories`): a given id must be free; the default id is the UTC
+    second and the config name."""
     if run_id is not None and not is_run_id(run_id):
         raise RunIdError(f"--run-id {run_id!r}: use letters, digits, '_', '-' and '.' (one directory under {runs_dir})")
-    if run_id is not None:
-        try:
-            (runs_dir / run_id).mkdir()
-        except FileExistsError:
-            raise RunIdError(f"run id '{run_id}' is already taken under {runs_dir}; choose another --run-id") from None
-        return runs_dir / run_id
-    base = new_run_id(config)
-    for attempt in range(1, 1000):
-        candidate = runs_dir / (base if attempt == 1 else f"{base}-{attempt}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return candidate
-    raise RunIdError(f"999 runs named '{base}*' under {runs_dir} this second; pass --run-id")
+    try:
+        return create_run_directory(runs_dir, run_id, config.name)
+    except RunDirectoryTaken:
+        raise RunIdError(f"run id '{run_id}' is already taken under {runs_dir}; choose another --run-id") from None
+    except TooManyRunsThisSecond as error:
+        raise RunIdError(f"{MAX_RUNS_PER_SECOND} runs named '{error.base}*' under {runs_dir} this second; "
+                         "pass --run-id") from None
 
 
 def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None, *,

@@ -22,12 +22,12 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
 from components.progress import progress_quiet
 from components.preprocess.manifest import Manifest
@@ -37,6 +37,7 @@ from components.report.day_series import DaySeries, ReplayDay, write_reports
 from configs import AdrankConfig, config_hash, load_config
 from configs.promotion import PromotionConfig
 from ops.local_dag import run_locally
+from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 
 PLAN_FILE = "replay-plan.json"
@@ -99,9 +100,7 @@ def save_plan(plan: ReplayPlan, series_dir: Path, config_source: str) -> None:
     (series_dir / PLAN_CONFIG_FILE).write_text(yaml.safe_dump(plan.config.model_dump(mode="json"), sort_keys=False))
     content = {"config_source": config_source, "config_hash": config_hash(plan.config),
                "window_ends": [format_utc_seconds(end) for end in plan.window_ends]}
-    partial = series_dir / f".{PLAN_FILE}.{os.getpid()}"
-    partial.write_text(json.dumps(content, indent=2))
-    os.replace(partial, series_dir / PLAN_FILE)
+    write_json_atomically(series_dir / PLAN_FILE, content)
 
 
 def saved_plan(runs_dir: Path, replay_id: str) -> tuple[ReplayPlan, Path, str]:
@@ -125,18 +124,14 @@ def saved_plan(runs_dir: Path, replay_id: str) -> tuple[ReplayPlan, Path, str]:
 
 
 def create_replay_dir(runs_dir: Path, replay_id: str | None, config_name: str) -> Path:
-    """`<runs dir>/<UTC second>-<config name>-replay` (or `replay_id`), new and empty."""
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1, 1000):
-        name = replay_id or f"{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}-{config_name}-replay"
-        candidate = runs_dir / (name if attempt == 1 else f"{name}-{attempt}")
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            if replay_id:
-                raise ReplayError(f"--replay-id {replay_id}: already taken under {runs_dir}") from None
-    raise ReplayError(f"999 replays named '{name}*' under {runs_dir} this second; pass --replay-id")
+    """`<runs dir>/<UTC second>-<config name>-replay` (or `replay_id`), new and empty (`ops.run_directories`)."""
+    try:
+        return create_run_directory(runs_dir, replay_id or None, f"{config_name}-replay")
+    except RunDirectoryTaken:
+        raise ReplayError(f"--replay-id {replay_id}: already taken under {runs_dir}") from None
+    except TooManyRunsThisSecond as error:
+        raise ReplayError(f"{MAX_RUNS_PER_SECOND} replays named '{error.base}*' under {runs_dir} this second; "
+                          "pass --replay-id") from None
 
 
 def replay(plan: ReplayPlan, series_dir: Path, runs_dir: Path, config_source: str, echo=print,

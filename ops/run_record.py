@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from components.atomic_write import write_text_atomically
 from components.report.benchmark import BenchmarkSummary
 
 RUN_FILE = "run.json"
@@ -56,9 +57,7 @@ class RunRecord(BaseModel):
     def write(self, run_dir: Path) -> Path:
         """Replace `run.json` atomically, so a reader never sees half a record."""
         path = run_dir / RUN_FILE
-        partial = path.with_name(f".{RUN_FILE}.{os.getpid()}")
-        partial.write_text(self.model_dump_json(indent=2))
-        os.replace(partial, path)
+        write_text_atomically(path, self.model_dump_json(indent=2))
         return path
 
     @classmethod

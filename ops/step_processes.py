@@ -15,7 +15,6 @@ how it starts them, for the length of one run:
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -26,9 +25,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from components.process_supervision import kill_process_group, parent_death_signal_preexec
 from ops.step_reuse import StepOutputs, StepReuse, seal_step
 
-PR_SET_PDEATHSIG = 1
 # A line the run's console shows besides pipeline.log (ops.local_dag forwards "adrank note:" / "adrank warning:").
 CONSOLE_NOTE = "adrank note: "
 STOP_GRACE_SECONDS = 5.0
@@ -62,44 +61,6 @@ class RunInterrupted(KeyboardInterrupt):
         self.signal_name = signal_name
 
 
-def _set_parent_death_signal(signum: int) -> None:
-    """prctl(PR_SET_PDEATHSIG, signum) in the calling process (Linux; elsewhere nothing)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _die_with_parent() -> None:
-    _set_parent_death_signal(signal.SIGKILL)
-
-
-def _warn_watcher_on_parent_death() -> None:
-    _set_parent_death_signal(signal.SIGTERM)
-
-
-def kill_group(group: int, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left of it after `grace_seconds`."""
-    import time
-
-    try:
-        os.killpg(group, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_seconds
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def run_step_subprocess(full_command: list[str], temp_root: Path, reuse: StepReuse | None = None) -> int:
     """What kfp.local's `run_local_subprocess` does (stream the step's output, return its exit status), with the
     step in its own process group and TMPDIR, dying with this process. A successful step's outputs are sealed;
@@ -124,12 +85,12 @@ def _run_in_group(full_command: list[str], temp_root: Path) -> int:
     environment = os.environ | {"TMPDIR": str(step_temp), "TEMP": str(step_temp), "TMP": str(step_temp)}
     process = subprocess.Popen(
         full_command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=environment,
-        process_group=0, preexec_fn=_die_with_parent,
+        process_group=0, preexec_fn=parent_death_signal_preexec(signal.SIGKILL),
     )
     watcher = subprocess.Popen(
         [sys.executable, "-S", "-c", _WATCHER, str(process.pid), str(temp_root), str(os.getpid())],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        preexec_fn=_warn_watcher_on_parent_death,
+        preexec_fn=parent_death_signal_preexec(signal.SIGTERM),
     )
     try:
         assert watcher.stdout is not None  # stdout=PIPE
@@ -140,7 +101,7 @@ def _run_in_group(full_command: list[str], temp_root: Path) -> int:
             print("\n")
         return process.wait()
     finally:
-        kill_group(process.pid, grace_seconds=0.0 if process.poll() is not None else STOP_GRACE_SECONDS)
+        kill_process_group(process.pid, grace_seconds=0.0 if process.poll() is not None else STOP_GRACE_SECONDS)
         process.wait()
         if process.stdout:
             process.stdout.close()

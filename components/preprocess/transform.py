@@ -22,7 +22,7 @@ from components.preprocess.learned_hash import apply_learned_hashing
 from components.preprocess.manifest import FeatureInfo
 from components.preprocess.parse import TIMESTAMP_MS
 from components.preprocess.vocabulary import apply_vocabularies, vocabulary_sizes
-from configs.features import model_inputs
+from configs.features import model_inputs, table_rows
 
 HOURS, WEEKDAYS = 24, 7
 MS_PER_HOUR, MS_PER_DAY = 3_600_000, 86_400_000
@@ -113,26 +113,15 @@ def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: di
         out = spec[feature.name]
         length = int(out.shape[0]) if out.shape else 1
         dtype = "int64" if out.dtype == tf.int64 else "float32"
-        kind, size, combiner = "categorical", None, None
-        if feature.kind in ("categorical", "categorical_list"):
-            size = _table_rows(feature, vocabularies)
-            if feature.kind == "categorical_list":
-                kind, size, combiner = "categorical_list", size + 1, feature.combiner
-        elif feature.kind == "numeric":
-            if feature.normalization == "quantile_buckets":
-                size = feature.buckets
-            else:
-                kind = "numeric"
-        else:
-            size = HOURS if feature.part == "hour_of_day" else WEEKDAYS
+        size = table_rows(feature, vocabularies.get(feature.name))
+        kind, combiner = "categorical", None
+        if feature.kind == "categorical_list":
+            kind, combiner = "categorical_list", feature.combiner
+        elif size is None:  # a plain number
+            kind = "numeric"
         infos.append(FeatureInfo(
             name=feature.name, kind=kind, dtype=dtype, length=length, vocabulary_size=size, combiner=combiner,
             missing_rate=missing_rates.get(feature.name),
         ))
     return infos
 
-
-def _table_rows(feature, vocabularies: dict[str, int]) -> int:
-    if feature.encoding in ("hash", "learned_hash"):
-        return feature.hash_buckets
-    return vocabularies[feature.name] + feature.oov_buckets

@@ -10,8 +10,8 @@
 Safe with several processes promoting at once: the model is copied into a staging directory first;
 then, holding an exclusive lock on `.lock`, the champion (the current default) is scored against the candidate,
 the next version number is taken by renaming the staging directory into place and `default.json` is replaced
-atomically (written to a temporary file, then
-`os.replace`), so a reader never sees a half-written JSON file and no two promotions share a version.
+atomically (`components.atomic_write`: a temporary file, then `os.replace`), so a reader never sees a
+half-written JSON file and no two promotions share a version.
 
 A promotion killed while staging leaves its staging directory behind; the next promotion of the model (a resumed
 run's included) removes every staging directory whose owner is gone: the owner holds an flock on the staging's
@@ -39,6 +39,7 @@ from typing import IO, Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from components.atomic_write import write_json_atomically
 from components.registry import gcs_mount
 from components.registry.promotion import Candidate, Verdict
 
@@ -64,19 +65,6 @@ class DefaultPointer(BaseModel):
     version: str
     logloss: float | None = None
 
-
-def write_json_atomically(path: Path, data: dict) -> None:
-    """Write `data` to a temporary file beside `path`, flush it to disk, then rename it over `path`."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(data, stream, indent=2)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 class LocalModelRegistry:

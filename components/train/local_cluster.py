@@ -12,13 +12,13 @@ No server outlives the step:
 - success, an exception, Ctrl-C: leaving the `with` block SIGKILLs the servers' process group (they share
   one, apart from the step's) and reaps every server;
 - `kill -9` of the step (no `finally` runs): each server asked the kernel to SIGKILL it when its parent dies
-  (`prctl(PR_SET_PDEATHSIG)` through ctypes), and exits at once if its parent already died before it asked.
+  (`components.process_supervision.die_with_parent`), and exits at once if its parent already died before it
+  asked.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import logging
 import os
@@ -29,9 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+from components.process_supervision import die_with_parent, signal_process_group
+
 log = logging.getLogger(__name__)
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 SERVER_START_TIMEOUT_S = 600.0  # a TensorFlow import per server; slow on a busy 2-core machine
 HOST = "127.0.0.1"
 
@@ -146,24 +147,12 @@ class LocalParameterServerCluster:
     def stop(self) -> None:
         """SIGKILL every server (their whole process group) and reap them."""
         if self.process_group is not None:
-            try:
-                os.killpg(self.process_group, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            signal_process_group(self.process_group, signal.SIGKILL)
         for process in self.processes:
             if process.poll() is None:
                 process.kill()
             process.wait()
         self.process_group = None
-
-
-def die_with_parent(parent: int) -> None:
-    """Ask the kernel to SIGKILL this process when its parent dies; exit now if it already has."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:  # the parent died between fork and prctl: nobody would kill us
-        os._exit(1)
 
 
 def serve(parent: int) -> None:

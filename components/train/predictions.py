@@ -12,6 +12,14 @@ from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel
 from configs.training import TrainingConfig
 
+PREDICTION_BATCH_FLOOR = 1024  # predicting needs no gradients, so a small training batch need not slow it down
+
+
+def prediction_batch_size(training: TrainingConfig) -> int:
+    """The batch the trainer predicts in (eval metrics, the per-epoch eval loss, calibration data): the training
+    batch, but never fewer than `PREDICTION_BATCH_FLOOR` examples."""
+    return max(training.global_batch_size, PREDICTION_BATCH_FLOOR)
+
 
 def predict_split(
     model: RankingModel, manifest: Manifest, examples_dir: str, split: str, batch_size: int,
@@ -53,7 +61,7 @@ class EvalSplit:
             examples_dir,
             manifest,
             "eval",
-            InputOptions(batch_size=max(training.global_batch_size, 1024), training=False, drop_remainder=False,
+            InputOptions(batch_size=prediction_batch_size(training), training=False, drop_remainder=False,
                          deterministic=True),
         )
         self.tasks = list(manifest.tasks)

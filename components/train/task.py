@@ -25,8 +25,9 @@ from components.train.loop import calibration_holdout, fit_synchronous
 from components.train.models import RankingModel
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
-from components.train.predictions import predict_split
+from components.train.predictions import predict_split, prediction_batch_size
 from components.train.strategy import Runtime, local_cluster_for, parameter_server_role, runtime_for, serve_parameter_server_task
+from components.train.table_rows_check import check_table_rows
 from components.train.summary import EmbeddingTableMemory, RunSummary, TaskMetrics
 from components.train.warm_start import transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
@@ -71,6 +72,7 @@ def train(
         log.warning("falling back to CPU: %s", runtime.fallback_reason)
     set_precision_policy(resolved.training, runtime)
     manifest = Manifest.read(examples_dir)
+    check_table_rows(manifest, config.features)
 
     if runtime.is_parameter_server:
         model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed,
@@ -189,7 +191,7 @@ def fit_calibrators(
     """
     if training.calibration == "none":
         return {}, {}
-    batch_size = max(training.global_batch_size, 1024)
+    batch_size = prediction_batch_size(training)
     fraction = calibration_holdout(training)
     check: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None
     if training.calibration_data == "latest_train_days":
@@ -218,7 +220,7 @@ def fit_calibrators(
 def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig,
              calibrators: dict[str, Calibrator] | None = None) -> dict[str, TaskMetrics]:
     """Eval-split metrics of what serving returns: the model's output, calibrated when a calibrator is given."""
-    labels, probabilities = predict_split(model, manifest, examples_dir, "eval", max(training.global_batch_size, 1024))
+    labels, probabilities = predict_split(model, manifest, examples_dir, "eval", prediction_batch_size(training))
     calibrators = calibrators or {}
     return {
         task: task_metrics(labels[task], calibrators[task].apply(probabilities[task]), probabilities[task])

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.atomic_write import write_json_atomically
 from ops.spec_executor.executor_input import TaskOutputs
 from ops.spec_executor.pipeline_spec import SpecTask
 
@@ -87,6 +87,4 @@ class ExecutionCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"job_name": job_name, "task": task,
                  "outputs": {"artifacts": outputs.artifacts, "parameters": outputs.parameters}}
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-        partial.write_text(json.dumps(entry, indent=1))
-        os.replace(partial, path)
+        write_json_atomically(path, entry, indent=1)

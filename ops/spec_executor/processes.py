@@ -9,23 +9,13 @@ exit, on failure and on SIGTERM/SIGINT (`ops.spec_executor.runner` installs the 
 
 from __future__ import annotations
 
-import ctypes
-import os
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass  # not Linux: the process group kill in ProcessTable.close still applies
-
+from components.process_supervision import parent_death_signal_preexec, signal_process_group
 
 @dataclass
 class Started:
@@ -56,7 +46,7 @@ class ProcessTable:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True,
-                                       preexec_fn=_die_with_parent)
+                                       preexec_fn=parent_death_signal_preexec(signal.SIGKILL))
         started = Started(label, process, log_path)
         self.running.append(started)
         return started
@@ -64,18 +54,13 @@ class ProcessTable:
     def kill(self, started: Started, grace_seconds: float = 5.0) -> None:
         """SIGTERM the process group, SIGKILL what is left after `grace_seconds`."""
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(started.process.pid, sig)
-            except ProcessLookupError:
+            if not signal_process_group(started.process.pid, sig):
                 break
             deadline = time.monotonic() + grace_seconds
             while started.process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             if sig == signal.SIGTERM and started.process.poll() is not None:
-                try:  # the leader is gone; its group may not be
-                    os.killpg(started.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                signal_process_group(started.process.pid, signal.SIGKILL)  # the leader is gone; its group may not be
                 break
         deadline = time.monotonic() + grace_seconds
         while started.process.poll() is None and time.monotonic() < deadline:  # reaped; never a blocking wait

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from components.atomic_write import write_json_atomically
+
 RUN_RECORD = "spec_run.json"
 TaskState = Literal["running", "succeeded", "cached", "failed", "skipped", "not_run", "checked", "interrupted"]
 DONE = ("succeeded", "cached")  # states whose outputs consumers get
@@ -79,9 +81,7 @@ class SpecRun:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(json.dumps({**asdict(self), "status": self.status}, indent=2))
-        os.replace(partial, path)
+        write_json_atomically(path, {**asdict(self), "status": self.status})
 
 
 def recorded_status(record: dict) -> str:
@@ -110,8 +110,6 @@ def mark_interrupted_runs(root: Path) -> list[Path]:
         for task in record.get("tasks", []):
             if task.get("state") == "running":
                 task["state"], task["reason"] = "interrupted", "the executor was killed while the task ran"
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(json.dumps(record, indent=2))
-        os.replace(partial, path)
+        write_json_atomically(path, record)
         rewritten.append(path)
     return rewritten

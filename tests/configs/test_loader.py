@@ -5,6 +5,8 @@ import yaml
 
 from configs import ConfigError, config_from_json, config_hash, config_to_json, load_config
 from configs.loader import embedded_config_path
+from configs.slices import TrainStepConfig
+from configs.training import effective_batch_size, resolve_target
 
 
 def write(tmp_path: Path, data: dict) -> Path:
@@ -58,6 +60,17 @@ def test_overrides_keep_types_and_address_list_items():
     assert config.model.deep_layers == [16, 8]
     assert config.batch_size(config.targets[0]) == 1024
     assert config.runs_per_target == 5
+
+
+def test_effective_batch_size_is_the_targets_own_else_the_training_sections():
+    config = load_config(overrides=["training.global_batch_size=256", "targets.1.global_batch_size=2048"])
+    plain, own = config.targets[0], config.targets[1]
+    assert effective_batch_size(config.training, plain) == 256
+    assert effective_batch_size(config.training, own) == 2048
+    # the config, its train slice and the resolved target all answer with the one rule
+    assert config.batch_size(own) == TrainStepConfig.of(config, own.name).batch_size(own) == 2048
+    assert resolve_target(config.model, config.training, own).training.global_batch_size == 2048
+    assert resolve_target(config.model, config.training, plain).training.global_batch_size == 256
 
 
 @pytest.mark.parametrize("override, message", [

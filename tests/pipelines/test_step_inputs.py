@@ -60,7 +60,7 @@ def test_slices_hold_only_their_sections():
     preprocess = json.loads(PreprocessStepConfig.of(config).to_json())
     assert set(preprocess) == {"name", "seed", "logs", "tasks", "split", "features", "preprocess"}
     train = TrainStepConfig.of(config, "gpu-a100x4")
-    assert set(json.loads(train.to_json())) == {"name", "seed", "model", "training", "targets"}
+    assert set(json.loads(train.to_json())) == {"name", "seed", "model", "training", "targets", "features"}
     assert train.target("gpu-a100x4") == config.target("gpu-a100x4")
     assert train.batch_size(train.targets[0]) == config.batch_size(config.target("gpu-a100x4"))
     with pytest.raises(KeyError, match="for target 'gpu-a100x4'"):

@@ -5,10 +5,14 @@ from __future__ import annotations
 from configs import AdrankConfig, load_config
 
 
-def small_config(**training) -> AdrankConfig:
+def small_config(user_id_rows: int = 50, **training) -> AdrankConfig:
     config = load_config(None)
     values = config.model_dump()
     values["training"].update({"global_batch_size": 256, "epochs": 2, "steps_per_execution": 4, **training})
+    # the fixture's examples give user_id 50 table rows (fixture_data.FEATURES; fixture_transform: 30); the trainer
+    # checks that the config agrees
+    assert values["features"][0]["name"] == "user_id" and values["features"][0]["encoding"] == "hash"
+    values["features"][0]["hash_buckets"] = user_id_rows
     return AdrankConfig.model_validate(values)
 
 

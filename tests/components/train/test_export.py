@@ -14,7 +14,7 @@ def test_serving_signature_on_raw_examples_matches_the_evaluation_path(tmp_path)
     examples_dir = tmp_path / "examples"
     raw_eval_rows = write_transformed_with_tft(examples_dir)
     manifest = Manifest.read(examples_dir)
-    config = small_config(epochs=1, global_batch_size=128)
+    config = small_config(user_id_rows=30, epochs=1, global_batch_size=128)
     train(config, "cpu", 0, str(examples_dir), str(tmp_path / "model"))
 
     loaded = tf.saved_model.load(str(tmp_path / "model" / "saved_model"))
