@@ -19,4 +19,7 @@ def small_config(user_id_rows: int = 50, **training) -> AdrankConfig:
 def with_targets(config: AdrankConfig, *targets: dict) -> AdrankConfig:
     values = config.model_dump()
     values["targets"] = list(targets)
+    names = [target["name"] for target in targets]
+    if values.get("retraining", {}).get("target") not in names:  # the production target must stay one of them
+        values["retraining"] = {**values.get("retraining", {}), "target": names[0]}
     return AdrankConfig.model_validate(values)
