@@ -32,6 +32,9 @@ retrain: install ## replay daily retraining for DAYS days (default 3) on configs
 typecheck: install ## mypy over configs, components, pipelines and ops (settings: pyproject.toml [tool.mypy])
 	$(BIN)/python -m mypy
 
+lint: install ## ruff over the whole tree (rules in pyproject.toml [tool.ruff]; `ruff check --fix` sorts imports)
+	$(BIN)/ruff check .
+
 test: install ## run the test suite (without the tests marked long)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -57,4 +60,4 @@ images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CON
 clean: ## remove build outputs and local runs (keeps .venv)
 	rm -rf build runs .pytest_cache
 
-.PHONY: help install run retrain typecheck test test-long compile bench lock locks-check images clean
+.PHONY: help install run retrain typecheck lint test test-long compile bench lock locks-check images clean

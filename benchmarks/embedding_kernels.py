@@ -30,8 +30,8 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from components.train.table_kernels import xla_gather as _xla_gather
     from components.train.embedding_optimizers import _masked_lazy_adam, dense_row_sums, sum_duplicate_rows
+    from components.train.table_kernels import xla_gather as _xla_gather
 
     rows = FEATURES * ROWS_PER_TABLE
     rng = np.random.default_rng(0)

@@ -100,8 +100,8 @@ def bench_manifest(shape: dict):
 
 def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str | None, repeats: int = 2) -> dict:
     """One (point, model) in this process: the best examples/s of `repeats` runs of `steps` steps after a warm-up."""
-    from components.train.strategy import runtime_for
     from components.train.loop import compiled_model
+    from components.train.strategy import runtime_for
     from configs import load_config
     from configs.training import resolve_target
 

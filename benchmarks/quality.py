@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 
 from components.evaluate import metrics  # noqa: E402
 from components.logs.click_log import ClickLogSpec, write_click_log  # noqa: E402
@@ -49,7 +50,6 @@ from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.task import train  # noqa: E402
-from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 from configs import AdrankConfig, load_config  # noqa: E402
 from configs.features import history_features  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
@@ -283,8 +283,8 @@ def main() -> None:
             results[label] = compare(label, plain_config, with_history[1], with_history[2], args.seeds,
                                      args.plain_epochs, plain_examples=examples)
     print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
-    print(f"\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
-          f"calibration adrank / plain |\n|---|---|---|---|---|---|")
+    print("\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
+          "calibration adrank / plain |\n|---|---|---|---|---|---|")
     for label, r in results.items():
         print(f"| {label} | **{r['ratio']:.3f}** ({' '.join(f'{x:.3f}' for x in r['ratios'])}) | {r['logloss']:.6f} | "
               f"{r['plain_logloss']:.6f} | {r['auc']:.4f} / {r['plain_auc']:.4f} | {r['calibration']:.3f} / "

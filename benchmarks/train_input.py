@@ -21,8 +21,8 @@ import tensorflow as tf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from training_setup import examples_per_second, training_bench  # noqa: E402  (puts the repo on sys.path)
 
-from components.train.strategy import runtime_for  # noqa: E402
 from components.train.loop import compiled_model  # noqa: E402
+from components.train.strategy import runtime_for  # noqa: E402
 
 
 def main() -> None:

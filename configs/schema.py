@@ -9,8 +9,8 @@ from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
-from configs.errors import ConfigError
 from configs.embedding_memory import check_embedding_memory
+from configs.errors import ConfigError
 from configs.features import Feature, FeaturesConfig, HistoryFeature
 from configs.logs import EVENT_TYPES, LogsConfig, SplitConfig, TaskConfig
 from configs.pipelines import BenchmarkConfig, RetrainingConfig
@@ -20,11 +20,15 @@ from configs.report import ReportConfig
 from configs.retry import RetryConfig
 from configs.shuffle_coverage import warn_on_partial_shuffle
 from configs.training import (
-    ModelConfig, TargetConfig, TrainingConfig, effective_batch_size, find_target, resolve_target,
+    ModelConfig,
+    TargetConfig,
+    TrainingConfig,
+    effective_batch_size,
+    find_target,
+    resolve_target,
 )
 from configs.vertex import VertexConfig, check_target_machine
 from configs.vertex_names import experiment_run_problem, training_job_name_problem
-
 
 # The name becomes the KFP pipeline name, the Vertex display name and a label value: at most 63 characters.
 PIPELINE_NAME = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")

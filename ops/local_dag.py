@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import yaml
 
 from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
+from components.registry.promotion import DECISION_FILE, PromotionDecision
+from components.report.promotion import promotion_markdown, with_promotion_section
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
@@ -34,10 +36,8 @@ from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyR
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
-from ops.step_reuse import StepReuse
 from ops.step_processes import step_processes
-from components.registry.promotion import DECISION_FILE, PromotionDecision
-from components.report.promotion import promotion_markdown, with_promotion_section
+from ops.step_reuse import StepReuse
 
 if TYPE_CHECKING:
     from pipelines.ranking import PipelineKind

@@ -29,11 +29,11 @@ import yaml
 
 from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
-from components.progress import progress_quiet
 from components.preprocess.manifest import Manifest
+from components.progress import progress_quiet
 from components.registry.promotion import DECISION_FILE, PromotionDecision
-from components.train.summary import RunSummary
 from components.report.day_series import DaySeries, ReplayDay, write_reports
+from components.train.summary import RunSummary
 from configs import AdrankConfig, config_hash, load_config
 from configs.promotion import PromotionConfig
 from ops.local_dag import run_locally

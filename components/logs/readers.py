@@ -22,7 +22,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from components.logs.records import parse_timestamp
 from components.logs.text_files import (
-    FileTally, TextLogFile, check_readable_compression, csv_file_records, jsonl_records,
+    FileTally,
+    TextLogFile,
+    check_readable_compression,
+    csv_file_records,
+    jsonl_records,
 )
 
 DATE_PLACEHOLDER = "{date}"

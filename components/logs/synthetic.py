@@ -16,7 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from components.logs.ground_truth import (
-    COUNTRIES, DEVICE_OS, MEAN_DELAY_SECONDS, PLACEMENTS, Population, label_probability,
+    COUNTRIES,
+    DEVICE_OS,
+    MEAN_DELAY_SECONDS,
+    PLACEMENTS,
+    Population,
+    label_probability,
 )
 from components.logs.history_effects import HistoryEffects
 from components.logs.records import day_start_ms, format_timestamp

@@ -15,7 +15,6 @@ from components.logs.records import format_utc_seconds
 from configs.schema import AdrankConfig
 from configs.slices import PreprocessStepConfig
 
-
 JOB_NAME_FLAG = "--job_name="
 
 

@@ -24,45 +24,71 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
+from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords, csv_header
 from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
+from components.preprocess.block_format import block_layout
+from components.preprocess.blocks import WriteExampleBlocks
 from components.preprocess.dataflow_job import watch_job
 from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
-    MissingInputColumns, check_input_columns, engagement_columns, impression_columns,
+    MissingInputColumns,
+    check_input_columns,
+    engagement_columns,
+    impression_columns,
 )
-from components.preprocess.block_format import block_layout
-from components.preprocess.blocks import WriteExampleBlocks
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import (
-    CALIBRATION_SPLIT, TRANSFORM_FN_DIR, ImpressionWindow, InputAccount, Manifest, SplitBlocks, SplitInfo,
+    CALIBRATION_SPLIT,
+    TRANSFORM_FN_DIR,
+    ImpressionWindow,
+    InputAccount,
+    Manifest,
+    SplitBlocks,
+    SplitInfo,
     TransformedFeatureSpec,
 )
 from components.preprocess.markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
-    TIMESTAMP_MS, EngagementParser, FeatureField, ImpressionParser, OutcomeLabel, RecordDecoder,
-    TimestampParser, parse_stream,
+    TIMESTAMP_MS,
+    EngagementParser,
+    FeatureField,
+    ImpressionParser,
+    OutcomeLabel,
+    RecordDecoder,
+    TimestampParser,
+    parse_stream,
 )
 from components.preprocess.progress import (
-    announce_counter, announce_dead_letters, announce_done, input_files_line, plural, wait_for_job,
+    announce_counter,
+    announce_dead_letters,
+    announce_done,
+    input_files_line,
+    plural,
+    wait_for_job,
 )
 from components.preprocess.shuffle import ShuffleExamples
 from components.preprocess.stats import (
-    Count, WriteCounters, count_dead_letter, count_input_files, count_parse_outcomes, count_records_read,
-    count_split, read_counters,
+    Count,
+    WriteCounters,
+    count_dead_letter,
+    count_input_files,
+    count_parse_outcomes,
+    count_records_read,
+    count_split,
+    read_counters,
 )
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec

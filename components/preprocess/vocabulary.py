@@ -32,7 +32,6 @@ import tensorflow_transform as tft
 from tensorflow_transform.analyzers import get_empy_vocabulary_dummy_value
 from tensorflow_transform.beam.experimental.analyzer_impls import PTransformAnalyzer
 
-
 VOCABULARIES_FILE = "vocabularies"
 KEY_SEPARATOR = b":"  # feature names are [a-z][a-z0-9_]*: the first ':' ends the name
 TRAILER = b":"  # the last line; a header line is the bare feature name, so no key equals a header

@@ -9,10 +9,22 @@ from components.progress import warn_console
 from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion import (
-    Candidate, PromotionDecision, Verdict, judge, read_candidate, relative, rule_in_words,
+    Candidate,
+    PromotionDecision,
+    Verdict,
+    judge,
+    read_candidate,
+    relative,
+    rule_in_words,
 )
 from components.registry.scoring import (
-    ChallengerUnscorable, EvalSplit, LabelCounts, ModelUnscorable, ServingModel, mean_logloss, paired_logloss,
+    ChallengerUnscorable,
+    EvalSplit,
+    LabelCounts,
+    ModelUnscorable,
+    ServingModel,
+    mean_logloss,
+    paired_logloss,
 )
 from configs.promotion import PromotionConfig
 from configs.slices import PromoteStepConfig

@@ -13,7 +13,12 @@ from components.report.findings import findings
 from components.report.plots import ReportFigure
 from components.report.sections import REPORT_SECTIONS
 from components.report.table import (
-    Table, eval_curve_table, per_run_table, per_target_table, skipped_targets_table, statistics_table,
+    Table,
+    eval_curve_table,
+    per_run_table,
+    per_target_table,
+    skipped_targets_table,
+    statistics_table,
 )
 
 STYLE = """

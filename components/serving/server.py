@@ -40,7 +40,6 @@ from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.request import BadRequest, check_body_size, content_length, serialized_examples
 
-
 # Connections over ADRANK_MAX_CONNECTIONS read for a health check, and how long each may take to send its request.
 TRIAGE_CONNECTIONS = 8
 TRIAGE_SECONDS = 1.0

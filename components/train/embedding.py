@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import keras
-import numpy as np
 import keras_rs
+import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, Manifest

@@ -21,7 +21,13 @@ import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
 from components.train.callbacks import (
-    EpochEvaluation, InputStallMeter, LossCurve, SaveCheckpoint, StepClock, StopOnNonFiniteLoss, TensorBoardScalars,
+    EpochEvaluation,
+    InputStallMeter,
+    LossCurve,
+    SaveCheckpoint,
+    StepClock,
+    StopOnNonFiniteLoss,
+    TensorBoardScalars,
     TrainingProgress,
 )
 from components.train.export import tft_output_dir

@@ -21,7 +21,13 @@ from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.input_capacity import input_examples_per_second, step_examples_per_second
 from components.train.loop import (
-    FitResult, StepPlan, checkpoint_manager, compiled_model, input_format, train_cache, train_input_options,
+    FitResult,
+    StepPlan,
+    checkpoint_manager,
+    compiled_model,
+    input_format,
+    train_cache,
+    train_input_options,
 )
 from components.train.models import RankingModel
 from components.train.strategy import Runtime

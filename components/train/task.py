@@ -26,9 +26,15 @@ from components.train.models import RankingModel
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
 from components.train.predictions import predict_split, prediction_batch_size
-from components.train.strategy import Runtime, local_cluster_for, parameter_server_role, runtime_for, serve_parameter_server_task
-from components.train.table_rows_check import check_table_rows
+from components.train.strategy import (
+    Runtime,
+    local_cluster_for,
+    parameter_server_role,
+    runtime_for,
+    serve_parameter_server_task,
+)
 from components.train.summary import EmbeddingTableMemory, RunSummary, TaskMetrics
+from components.train.table_rows_check import check_table_rows
 from components.train.warm_start import transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
 from configs.slices import TrainStepConfig

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+
 from components.preprocess.manifest import Manifest
 from components.train.summary import TableCarryOver, WarmStartSummary
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

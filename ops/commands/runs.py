@@ -79,7 +79,6 @@ def _compare(args: argparse.Namespace) -> int:
 def checked_run_id(run: str) -> str:
     """`run` if it can only name a directory inside the runs directory, else a CommandError."""
     from ops.errors import CommandError
-
     from ops.run_history import is_run_id
 
     if not is_run_id(run):
@@ -110,8 +109,8 @@ def _find(runs_dir: str, run: str) -> Path:
 
 
 def _vertex(args: argparse.Namespace, action: str) -> int:
-    from ops.errors import CommandError
     from ops.commands.options import config_from_args
+    from ops.errors import CommandError
     from ops.vertex import runs as vertex_runs
     from ops.vertex.session import VertexSetupError, session_for
 

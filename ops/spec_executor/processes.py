@@ -17,6 +17,7 @@ from pathlib import Path
 
 from components.process_supervision import parent_death_signal_preexec, signal_process_group
 
+
 @dataclass
 class Started:
     label: str

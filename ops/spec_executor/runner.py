@@ -39,8 +39,15 @@ from components.logs.records import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
 from ops.spec_executor.executor_input import (
-    DagScope, MissingInput, build_executor_input, collected_outputs, dag_outputs, input_artifacts, input_parameters,
-    loop_items, read_task_outputs,
+    DagScope,
+    MissingInput,
+    build_executor_input,
+    collected_outputs,
+    dag_outputs,
+    input_artifacts,
+    input_parameters,
+    loop_items,
+    read_task_outputs,
 )
 from ops.spec_executor.job_context import PipelineJobContext
 from ops.spec_executor.pipeline_spec import Dag, PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec

@@ -18,11 +18,11 @@ from typing import Any
 
 from components.evaluate.experiment_keys import SEPARATOR, training_figure
 from configs import AdrankConfig
+from ops.errors import VertexApiError
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
 from ops.vertex.retry import with_backoff
-from ops.vertex.session import VertexSession, console_url
 from ops.vertex.schedules import config_schedules
-from ops.errors import VertexApiError
+from ops.vertex.session import VertexSession, console_url
 
 STATE_PREFIX = "PIPELINE_STATE_"
 JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")

@@ -24,8 +24,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.logs.records import format_utc_seconds
 from configs import AdrankConfig
@@ -34,7 +34,7 @@ from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, require_service_account, vertex_section
 
 if TYPE_CHECKING:
-    from google.cloud import aiplatform
+    pass
 
 # Fields of the Schedule resource `create_or_update` sets. An update's mask names only those it sends with a value:
 # Vertex documents that "the non-empty fields cannot be unset" (UpdateScheduleRequest.schedule), so naming a field

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 from unittest import mock
-
 from urllib.parse import unquote
 
 import pytest
@@ -17,7 +16,6 @@ from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from components.lineage.model_version import record_model_version
 from ops.vertex.retry import Backoff
 from ops.vertex.session import VertexSession
-
 from tests.conftest import vertex_fake
 
 LOCATION = "projects/adrank-prod/locations/us-central1"

@@ -4,7 +4,10 @@ import pytest
 
 from configs import load_config
 from configs.embedding_memory import (
-    LOCAL_MEMORY_SHARE, check_local_embedding_memory, estimate_embedding_memory, local_memory_limit_gb,
+    LOCAL_MEMORY_SHARE,
+    check_local_embedding_memory,
+    estimate_embedding_memory,
+    local_memory_limit_gb,
     machine_memory_gib,
 )
 from configs.training import resolve_target

@@ -2,7 +2,12 @@ import pytest
 
 from configs.embedding_memory import estimated_table
 from configs.features import (
-    CategoricalFeature, CategoricalListFeature, HistoryFeature, NumericFeature, TimeFeature, configured_table_rows,
+    CategoricalFeature,
+    CategoricalListFeature,
+    HistoryFeature,
+    NumericFeature,
+    TimeFeature,
+    configured_table_rows,
     table_rows,
 )
 

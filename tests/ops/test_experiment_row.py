@@ -18,8 +18,8 @@ from configs import config_hash, load_config
 from ops.cli import main
 from ops.vertex.retry import Backoff
 from pipelines.run_parameters import run_parameters
-
-from tests.components.report.test_report import FakeArtifact, config as report_config, manifest, run
+from tests.components.report.test_report import FakeArtifact, manifest, run
+from tests.components.report.test_report import config as report_config
 from tests.conftest import vertex_fake
 from tests.ops.conftest import VERTEX_CONFIG
 

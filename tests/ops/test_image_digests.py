@@ -15,7 +15,6 @@ from components.images.digests import BuildResultError, ImageDigests, digests_fr
 from configs import load_config
 from ops.cli import main
 from ops.compile import compile_pipeline
-
 from tests.ops.conftest import REPO, VERTEX_CONFIG
 
 REGISTRY = "us-central1-docker.pkg.dev/adrank-prod/adrank"

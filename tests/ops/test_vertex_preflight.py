@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from configs import load_config
+from configs.vertex import MachineSpec
 from ops.cli import main
 from ops.vertex.preflight import accelerator_names, config_problems, machine_problems
-from configs.vertex import MachineSpec
-
 from tests.ops.conftest import VERTEX_CONFIG
 
 # targets of configs/vertex.yaml: 0 tpu-v3-8, 1 tpu-v5e-4, 2 gpu-a100x4, 3 cpu-ps, 4 cpu

@@ -162,8 +162,8 @@ def test_clearing_a_set_limit_fails_naming_the_field_before_any_update(fake_vert
 def test_the_double_refuses_what_vertex_refuses(fake_vertex, vertex_args):
     """The update the old code sent (a start time named in the mask, sent empty) is refused, as by Vertex."""
     from google.api_core import exceptions
-    from google.cloud.aiplatform_v1.services.schedule_service import ScheduleServiceClient
     from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform_v1.services.schedule_service import ScheduleServiceClient
     from google.protobuf import field_mask_pb2
 
     fake, endpoint = fake_vertex

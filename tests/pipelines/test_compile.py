@@ -3,15 +3,14 @@
 import json
 
 import pytest
-
 import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from configs import load_config
+from configs.slices import ReportStepConfig
 from ops.cli import main
 from pipelines.fan_in import summary_input_name
-from configs.slices import ReportStepConfig
 from pipelines.ranking import create_pipeline, targets_for, train_display_name
 
 

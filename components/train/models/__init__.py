@@ -6,7 +6,11 @@ import math
 
 from components.preprocess.manifest import Manifest
 from components.train.embedding import (
-    EmbeddingTables, FeatureEmbedding, TPUFeatureEmbedding, feature_configs, numeric_features,
+    EmbeddingTables,
+    FeatureEmbedding,
+    TPUFeatureEmbedding,
+    feature_configs,
+    numeric_features,
 )
 from components.train.models.base import RankingModel
 from components.train.models.cross import CrossLayer

@@ -5,7 +5,6 @@ import pytest
 
 from components.evaluate import metrics
 
-
 LABELS = np.array([1, 0, 1, 0])
 PROBS = np.array([0.9, 0.2, 0.4, 0.6])
 

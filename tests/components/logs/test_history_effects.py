@@ -4,13 +4,13 @@ moves from day to day, the impressions (what was shown) stay as they were, and t
 from pathlib import Path
 
 import numpy as np
+from synthetic_logs import SMALL, impressions_by_day
 
 from components.logs.history_effects import HistoryEffects
 from components.logs.synthetic import generate_logs, read_ground_truth
 from configs import load_config
 from configs.logs import SyntheticHistoryConfig
 from configs.slices import PreprocessStepConfig
-from synthetic_logs import SMALL, impressions_by_day
 
 
 def test_ad_fatigue_follows_earlier_exposures_of_the_same_pair_across_days():

@@ -5,14 +5,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic_logs import SMALL, impressions_by_day
 
 from components.logs.synthetic import (
-    GROUND_TRUTH_FILE, bayes_logloss_over_days, generate_logs, read_ground_truth,
+    GROUND_TRUTH_FILE,
+    bayes_logloss_over_days,
+    generate_logs,
+    read_ground_truth,
 )
 from configs import load_config
 from configs.errors import ConfigError
 from configs.slices import PreprocessStepConfig
-from synthetic_logs import SMALL, impressions_by_day
 
 REPO = Path(__file__).resolve().parents[3]
 DRIFT = ["logs.synthetic.drift.base_rate_step=0.5", "logs.synthetic.drift.effect_drift=0.3",

@@ -16,10 +16,20 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from components.logs.readers import FILES, RECORDS, ReadLogRecords
 from components.logs.text_files import (
-    BOM, FileTally, LogFileUnreadable, TextLogFile, csv_file_records, jsonl_records,
+    BOM,
+    FileTally,
+    LogFileUnreadable,
+    TextLogFile,
+    csv_file_records,
+    jsonl_records,
 )
 from components.preprocess.parse import (
-    FeatureField, ImpressionParser, OutcomeLabel, ParseOutcomes, RecordDecoder, TimestampParser,
+    FeatureField,
+    ImpressionParser,
+    OutcomeLabel,
+    ParseOutcomes,
+    RecordDecoder,
+    TimestampParser,
     parse_stream,
 )
 

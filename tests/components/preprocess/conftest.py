@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-
 from configs.loader import config_from_dict
 from configs.slices import PreprocessStepConfig
 

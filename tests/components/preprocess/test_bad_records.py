@@ -9,7 +9,6 @@ import json
 import pytest
 
 from components.logs.text_files import BOM
-
 from components.preprocess.run import NotEnoughExamples, TooManyInvalidRecords, preprocess
 
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")

@@ -13,7 +13,10 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components.preprocess.learned_hash import (
-    LearnedHashSpec, apply_learned_hashing, feature_mapping, learn_mapping,
+    LearnedHashSpec,
+    apply_learned_hashing,
+    feature_mapping,
+    learn_mapping,
 )
 
 

@@ -7,7 +7,10 @@ import re
 
 import pytest
 from apache_beam.options.pipeline_options import (
-    DirectOptions, GoogleCloudOptions, StandardOptions, WorkerOptions,
+    DirectOptions,
+    GoogleCloudOptions,
+    StandardOptions,
+    WorkerOptions,
 )
 
 from components.logs.readers import LogWindow, expand_pattern

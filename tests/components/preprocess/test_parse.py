@@ -11,7 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.preprocess.parse import (
-    EngagementParser, FeatureField, ImpressionParser, InvalidRecord, OutcomeLabel, RecordDecoder, TimestampParser,
+    EngagementParser,
+    FeatureField,
+    ImpressionParser,
+    InvalidRecord,
+    OutcomeLabel,
+    RecordDecoder,
+    TimestampParser,
     parse_stream,
 )
 

@@ -48,8 +48,8 @@ def test_preprocess_prints_its_stages_with_counts(tiny_logs, capsys, monkeypatch
     preprocess(config, None, str(root / "out"))
     lines = [line.removeprefix(PROGRESS_PREFIX) for line in capsys.readouterr().out.splitlines()
              if line.startswith(PROGRESS_PREFIX)]
-    assert lines[0].startswith(f"impressions: 1 file, ") and lines[0].endswith(f"({root / 'i.jsonl'})")
-    assert lines[1].startswith(f"engagements: 1 file, ")
+    assert lines[0].startswith("impressions: 1 file, ") and lines[0].endswith(f"({root / 'i.jsonl'})")
+    assert lines[1].startswith("engagements: 1 file, ")
     for expected in ("impressions: read 7 records", "engagements: read 1 record", "dead letters: impressions 1",
                      "train split: 3 examples", "eval split: 3 examples",
                      "train split analysed: vocabularies and statistics ready",

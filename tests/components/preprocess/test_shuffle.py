@@ -5,7 +5,6 @@ from apache_beam.testing.test_pipeline import TestPipeline
 
 from components.preprocess.shuffle import ShuffleExamples
 
-
 _EMITTED: list[bytes] = []  # in-memory Beam runs in this process; pickled functions find this module global
 
 

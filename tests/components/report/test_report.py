@@ -141,7 +141,7 @@ def test_synchronous_and_asynchronous_targets_are_compared_in_words():
     ]))
     runs = [run("cpu", i, ll, 2000.0, wall=60.0) for i, ll in enumerate([0.320, 0.321, 0.322])]
     runs += [run("cpu-ps", i, ll, 1000.0, wall=90.0) for i, ll in enumerate([0.320, 0.322, 0.321])]
-    line = next(l for l in findings(summarize(ps_config, manifest(), runs)) if l.startswith("Synchronous"))
+    line = next(found for found in findings(summarize(ps_config, manifest(), runs)) if found.startswith("Synchronous"))
     assert line.startswith("Synchronous cpu vs asynchronous cpu-ps (parameter servers): log-loss 0.32100 vs 0.32100")
     assert "does not differ significantly" in line
     assert "cpu is faster, 2.00× the examples/s of cpu-ps (2,000 vs 1,000)" in line
@@ -150,7 +150,7 @@ def test_synchronous_and_asynchronous_targets_are_compared_in_words():
     assert f"per million examples ${per_million:.4f} vs ${2 * per_million:.4f}" in line
 
     worse = runs[:3] + [run("cpu-ps", i, ll, 3000.0) for i, ll in enumerate([0.35, 0.351, 0.352])]
-    line = next(l for l in findings(summarize(ps_config, manifest(), worse)) if l.startswith("Synchronous"))
+    line = next(found for found in findings(summarize(ps_config, manifest(), worse)) if found.startswith("Synchronous"))
     assert "their log-loss differs significantly" in line and "cpu-ps is faster, 1.50×" in line
 
 
@@ -167,18 +167,18 @@ def test_findings_name_the_target_to_retrain_on_and_the_config_line():
     # the cheapest per example, but significantly worse: never the pick
     runs += [run("cpu-cheap", i, ll, 4000.0) for i, ll in enumerate([0.350, 0.352, 0.351])]
     lines = findings(summarize(three, manifest(), runs))
-    (line,) = [l for l in lines if l.startswith("Retrain on")]
+    (line,) = [line for line in lines if line.startswith("Retrain on")]
     assert line.startswith("Retrain on cpu-big: the cheapest ($0.0500 per million examples) of the targets whose "
                            "log-loss is not significantly worse than the best (cpu, 0.32100): cpu, cpu-big.")
     assert "`retraining: {target: cpu-big}`" in line and "--set retraining.target=cpu-big" in line
 
     # one run per target: nothing can be tested, so only the best qualifies
     single = [run("cpu", 0, 0.321, 1000.0), run("cpu-big", 0, 0.322, 4000.0), run("cpu-cheap", 0, 0.35, 4000.0)]
-    (line,) = [l for l in findings(summarize(three, manifest(), single)) if l.startswith("Retrain on")]
+    (line,) = [line for line in findings(summarize(three, manifest(), single)) if line.startswith("Retrain on")]
     assert line.startswith("Retrain on cpu: with fewer than two runs per target")
     # a report on the one target the retraining pipeline trains names none
     one = ReportStepConfig.of(load_config(overrides=["targets=[{name: cpu, kind: cpu}]", "retraining.target=cpu"]))
-    assert not [l for l in findings(summarize(one, manifest(), runs[:3])) if l.startswith("Retrain on")]
+    assert not [line for line in findings(summarize(one, manifest(), runs[:3])) if line.startswith("Retrain on")]
 
 
 def test_the_input_bound_finding_says_by_how_much_and_only_the_fixes_the_figures_support():

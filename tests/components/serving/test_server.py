@@ -13,9 +13,9 @@ import time
 
 import pytest
 
+from components.serving import server as serving_server
 from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
-from components.serving import server as serving_server
 from components.serving.server import make_server
 
 LIMITS = ServingLimits(max_body_bytes=4096, max_instances=3, read_timeout_seconds=0.5, max_connections=2)

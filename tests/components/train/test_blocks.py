@@ -9,12 +9,18 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from fixture_data import write_transformed_examples
 
 from components.preprocess.markdown import manifest_markdown
 from components.train.input import (
-    CorruptBlockFile, InputOptions, block_dataset, cache_plan, example_dataset, make_dataset, split_bytes,
+    CorruptBlockFile,
+    InputOptions,
+    block_dataset,
+    cache_plan,
+    example_dataset,
+    make_dataset,
+    split_bytes,
 )
-from fixture_data import write_transformed_examples
 
 TRAIN, BLOCK = 1000, 16
 

@@ -1,16 +1,15 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from configs import AdrankConfig
-
-from components.evaluate import metrics
-from components.train.calibration import checked_calibrator, fit_calibrator, shrunk
-from components.train.input import InputOptions, make_dataset
-from components.preprocess.manifest import Manifest
-from components.train.task import train
 from config_fixture import small_config
 from fixture_data import write_transformed_examples
+
+from components.evaluate import metrics
+from components.preprocess.manifest import Manifest
+from components.train.calibration import checked_calibrator, fit_calibrator, shrunk
+from components.train.input import InputOptions, make_dataset
+from components.train.task import train
+from configs import AdrankConfig
 
 
 def distorted_log(examples=200_000, slope=2.0, shift=1.0, seed=0):

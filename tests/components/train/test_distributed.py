@@ -81,7 +81,7 @@ def servers_of(step_pid: int) -> list[int]:
     for proc in Path("/proc").iterdir():
         try:
             command = (proc / "cmdline").read_bytes().split(b"\0")
-            state = next(l for l in (proc / "status").read_text().splitlines() if l.startswith("State:"))
+            state = next(line for line in (proc / "status").read_text().splitlines() if line.startswith("State:"))
         except (OSError, StopIteration):
             continue
         if b"components.train.local_cluster" in command and str(step_pid).encode() in command and "Z" not in state:

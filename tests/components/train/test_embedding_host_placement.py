@@ -5,7 +5,6 @@ The host table must hold one copy on /CPU:0 and train to the same values as an u
 """
 
 import pytest
-
 from test_distributed import run_python
 
 HOST_PLACEMENT = """

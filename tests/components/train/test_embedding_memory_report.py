@@ -28,8 +28,9 @@ def test_the_report_shows_each_targets_table_and_slot_memory():
 
 
 def test_a_training_run_records_its_table_and_slot_bytes(examples_dir, tmp_path):
-    from components.train.task import train
     from config_fixture import small_config
+
+    from components.train.task import train
 
     summary = train(small_config(epochs=1, embedding_optimizer="rowwise_adagrad"), "cpu", 0, str(examples_dir),
                     str(tmp_path / "model"))

@@ -8,12 +8,15 @@ import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.embedding import (
-    FeatureEmbedding, TPUFeatureEmbedding, deserialize_embedding, feature_configs, serialize_embedding,
+    FeatureEmbedding,
+    TPUFeatureEmbedding,
+    deserialize_embedding,
+    feature_configs,
+    serialize_embedding,
 )
-from components.train.models import build_model
+from components.train.loop import compiled_model
 from components.train.strategy import placement_rule, runtime_for
 from components.train.table_placement import TablePlacement, partitioned_table, table_partitioner, table_shards
-from components.train.loop import compiled_model
 from configs import load_config
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, resolve_target
 

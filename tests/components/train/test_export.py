@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from config_fixture import small_config
+from fixture_transform import raw_example, write_transformed_with_tft
 
 from components.preprocess.manifest import Manifest
 from components.train.input import InputOptions, make_dataset
 from components.train.task import train
-from config_fixture import small_config
-from fixture_transform import raw_example, write_transformed_with_tft
 
 
 @pytest.mark.slow

@@ -2,13 +2,13 @@
 
 import pytest
 import tensorflow as tf
+from config_fixture import small_config
+from fixture_data import write_transformed_examples
 
 from components.train import callbacks
 from components.train.callbacks import NonFiniteLossError
 from components.train.loop import checkpoint_dir
 from components.train.task import train
-from config_fixture import small_config
-from fixture_data import write_transformed_examples
 
 
 def test_two_runs_with_one_seed_give_identical_logloss_by_default(examples_dir, tmp_path):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixture_data import write_transformed_examples
 
 from components.train.input import InputOptions, make_dataset, shuffle_coverage_warning
 from configs import load_config
 from configs.shuffle_coverage import ShuffleCoverageWarning, expected_train_examples
-from fixture_data import write_transformed_examples
 
 REPO = Path(__file__).resolve().parents[3]
 TRAIN = 2048

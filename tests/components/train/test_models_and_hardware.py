@@ -2,14 +2,14 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from config_fixture import small_config, with_targets
 
 from components.preprocess.manifest import Manifest
 from components.train.embedding import TPUFeatureEmbedding, check_static_shapes, feature_configs
-from components.train.models import DCN, PLE, build_model
+from components.train.models import build_model
 from components.train.optimization import batch_scale
 from components.train.strategy import HardwareUnavailableError, runtime_for
 from components.train.task import train
-from config_fixture import small_config, with_targets
 from configs.training import ModelConfig, TrainingConfig
 
 

@@ -7,7 +7,10 @@ import tensorflow as tf
 from keras_rs.src.layers.embedding.tensorflow.config_conversion import to_tf_tpu_optimizer
 
 from components.train.embedding_optimizers import (
-    SparseEmbeddingOptimizer, gradient_norm, sum_duplicate_rows, tpu_table_optimizer,
+    SparseEmbeddingOptimizer,
+    gradient_norm,
+    sum_duplicate_rows,
+    tpu_table_optimizer,
 )
 
 ROWS, DIM = 10, 4

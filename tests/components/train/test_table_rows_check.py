@@ -1,9 +1,9 @@
 import pytest
+from config_fixture import small_config
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.table_rows_check import TableRowsMismatch, check_table_rows
 from components.train.task import train
-from config_fixture import small_config
 from configs import AdrankConfig
 from configs.features import CategoricalFeature, NumericFeature, TimeFeature
 from configs.slices import TrainStepConfig

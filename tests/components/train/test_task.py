@@ -2,11 +2,11 @@ import math
 
 import numpy as np
 import tensorflow as tf
+from config_fixture import small_config
 
 from components.preprocess.manifest import Manifest
 from components.train.summary import RunSummary
 from components.train.task import train
-from config_fixture import small_config
 
 
 def tensorboard_scalars(log_dir) -> dict[str, list[int]]:

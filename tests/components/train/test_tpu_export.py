@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from fixture_transform import raw_example, write_transformed_with_tft
 
 from components.preprocess.manifest import Manifest
 from components.train.export import export_serving_model, servable_copy
@@ -17,7 +18,6 @@ from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model
 from components.train.optimization import tpu_embedding_optimizer
 from configs.training import ModelConfig, TrainingConfig
-from fixture_transform import raw_example, write_transformed_with_tft
 
 BATCH = 64  # TPU lookups have static shapes: the per-replica batch is fixed in the embedding configs
 
