@@ -77,7 +77,7 @@ def executed(tiny_spec, tmp_path_factory):
     return run, CloudStorageRoot(root), had_gcs
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the whole compiled DAG: benchmarks/retraining_spec.py runs the same engine over it
 @pytest.mark.e2e
 def test_every_compiled_task_runs_to_the_report_and_promotion(executed):
     run, _, _ = executed
@@ -96,7 +96,7 @@ def test_every_compiled_task_runs_to_the_report_and_promotion(executed):
     assert run.job_name == "adrank-daily-20260304030000"
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the whole compiled DAG: benchmarks/retraining_spec.py runs the same engine over it
 @pytest.mark.e2e
 def test_outputs_are_gs_uris_under_the_pipeline_root_read_back_from_the_root(executed):
     run, storage, had_gcs = executed
@@ -120,7 +120,7 @@ def test_outputs_are_gs_uris_under_the_pipeline_root_read_back_from_the_root(exe
     assert run.task("preprocess-step").outputs["parameters"]["gcp_resources"] == "{}"
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the whole compiled DAG: benchmarks/retraining_spec.py runs the same engine over it
 @pytest.mark.e2e
 def test_the_cpu_ps_custom_job_trains_as_a_chief_worker_ps_cluster(executed):
     run, storage, _ = executed
@@ -147,7 +147,7 @@ def test_the_cpu_ps_custom_job_trains_as_a_chief_worker_ps_cluster(executed):
     assert any(path.is_file() for path in run_dir.rglob("*")), "the chief checkpoints to AIP_CHECKPOINT_DIR"
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the whole compiled DAG: benchmarks/retraining_spec.py runs the same engine over it
 @pytest.mark.e2e
 def test_dataflow_runs_as_direct_runner_and_promotion_into_the_local_registry(executed):
     run, storage, _ = executed
