@@ -171,6 +171,18 @@ def tensorboard_scalars() -> TensorBoardScalars | None:
     return TensorBoardScalars(log_dir) if log_dir else None
 
 
+def warm_start_model(model: RankingModel, examples_dir: str, manifest: Manifest,
+                     warm_start_from: str) -> WarmStartSummary | None:
+    """Start `model` from the champion's saved state (embedding rows by vocabulary token, dense weights where shapes
+    match); None, with a warning, when the champion cannot be used and the run trains cold."""
+    try:
+        vocabularies = transform_vocabularies(tft_output_dir(examples_dir, manifest))
+        return apply_state(model, manifest, vocabularies, warm_start_from)
+    except WarmStartUnavailable as error:
+        log.warning("training cold: %s", error)
+        return None
+
+
 def checkpoint_dir(model_dir: str) -> str:
     """Locally checkpoints live in the model dir. On Vertex they go under the preemption-safe
     `AIP_CHECKPOINT_DIR`, nested by this run's model dir (its own output artifact, the same when the job
@@ -245,11 +257,7 @@ def fit_synchronous(
             log.info("resumed from %s", manager.latest_checkpoint)
         warm_start = None
         if warm_start_from and not manager.latest_checkpoint:
-            try:
-                vocabularies = transform_vocabularies(tft_output_dir(examples_dir, manifest))
-                warm_start = apply_state(model, manifest, vocabularies, warm_start_from)
-            except WarmStartUnavailable as error:
-                log.warning("training cold: %s", error)
+            warm_start = warm_start_model(model, examples_dir, manifest, warm_start_from)
     done_steps = int(model.optimizer.iterations.numpy())
     if done_steps % plan.chunk_steps:
         raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")

@@ -17,7 +17,6 @@ import tensorflow as tf
 from components.preprocess.manifest import Manifest
 from components.train.callbacks import NonFiniteLossError, TrainingProgress, stall_fraction
 from components.train.embedding_optimizers import gradient_norm
-from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.input_capacity import input_examples_per_second, step_examples_per_second
 from components.train.loop import (
@@ -28,11 +27,11 @@ from components.train.loop import (
     input_format,
     train_cache,
     train_input_options,
+    warm_start_model,
 )
 from components.train.models import RankingModel
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint
-from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
 from configs.training import ResolvedTarget
 
 log = logging.getLogger(__name__)
@@ -70,11 +69,7 @@ def fit_parameter_server(
             manager.checkpoint.restore(manager.latest_checkpoint)
         warm_start = None
         if warm_start_from and not manager.latest_checkpoint:
-            try:
-                vocabularies = transform_vocabularies(tft_output_dir(examples_dir, manifest))
-                warm_start = apply_state(model, manifest, vocabularies, warm_start_from)
-            except WarmStartUnavailable as error:
-                log.warning("training cold: %s", error)
+            warm_start = warm_start_model(model, examples_dir, manifest, warm_start_from)
     losses = {task: keras.losses.BinaryCrossentropy() for task in manifest.tasks}
     tables, dense = model.variable_groups()
 

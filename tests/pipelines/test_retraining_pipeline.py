@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from compiled_spec import spec_tasks
 
 from configs import load_config
 from ops.cli import main
@@ -36,17 +37,6 @@ def compiled(tmp_path_factory) -> tuple[dict, dict, str, str]:
     return outputs["retraining"][0], outputs["benchmark"][0], outputs["retraining"][1], outputs["benchmark"][1]
 
 
-def _tasks(spec: dict) -> dict[str, dict]:
-    """Every task of every DAG: the root's and those nested in it (the exit handler's body)."""
-    tasks, dags = {}, [spec["root"]["dag"]]
-    while dags:
-        for name, task in dags.pop()["tasks"].items():
-            tasks[name] = task
-            nested = spec["components"][task["componentRef"]["name"]].get("dag")
-            if nested:
-                dags.append(nested)
-    return tasks
-
 
 def _effective_inputs(spec: dict, task: dict) -> str:
     """The task's inputs and its component's input defaults (a CustomJob's worker pools, output directory, ...)."""
@@ -57,24 +47,24 @@ def _effective_inputs(spec: dict, task: dict) -> str:
 
 def test_exactly_one_training_task_of_the_retraining_target(compiled):
     retraining, benchmark, _, _ = compiled
-    trains = {name: task for name, task in _tasks(retraining).items() if name.startswith("train")}
+    trains = {name: task for name, task in spec_tasks(retraining).items() if name.startswith("train")}
     assert list(trains) == ["train-step"]
     target = trains["train-step"]["inputs"]["parameters"]["target"]["runtimeValue"]["constant"]
     assert target == load_config(VERTEX_CONFIG).retraining.target == "tpu-v5e-4"
-    assert {"preprocess-files-step", "report", "promote-step"} <= set(_tasks(retraining))
-    assert sum(name.startswith("train") for name in _tasks(benchmark)) == 25
-    assert "promote-step" not in _tasks(benchmark)  # benchmark.promote is false
+    assert {"preprocess-files-step", "report", "promote-step"} <= set(spec_tasks(retraining))
+    assert sum(name.startswith("train") for name in spec_tasks(benchmark)) == 25
+    assert "promote-step" not in spec_tasks(benchmark)  # benchmark.promote is false
 
 
 def test_no_run_unique_placeholder_in_any_cached_task(compiled):
     for spec in compiled[:2]:
-        cached = {name: task for name, task in _tasks(spec).items()
+        cached = {name: task for name, task in spec_tasks(spec).items()
                   if task.get("cachingOptions", {}).get("enableCache")}
         assert {"preprocess-files-step", "report"} <= set(cached) and any(n.startswith("train") for n in cached)
         for name, task in cached.items():
             inputs = _effective_inputs(spec, task)
             assert not [p for p in RUN_UNIQUE if p in inputs], name
-    preprocess = _tasks(compiled[0])["preprocess-files-step"]["inputs"]["parameters"]
+    preprocess = spec_tasks(compiled[0])["preprocess-files-step"]["inputs"]["parameters"]
     assert preprocess["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
 
 
@@ -83,7 +73,7 @@ def test_every_task_retries_as_the_config_says(compiled):
     expected = {"maxRetryCount": retry.max_retries, "backoffDuration": f"{retry.backoff_seconds}s",
                 "backoffFactor": retry.backoff_factor, "backoffMaxDuration": f"{retry.max_backoff_seconds}s"}
     for spec in compiled[:2]:
-        tasks = _tasks(spec)
+        tasks = spec_tasks(spec)
         plain = {name: task for name, task in tasks.items()
                  if "dag" not in spec["components"][task["componentRef"]["name"]]}  # not the exit handler's group
         assert len(plain) >= 5

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from compiled_spec import spec_tasks
 
 from components.preprocess.options import compiled_beam_args
 from configs import load_config
@@ -32,20 +33,9 @@ def retraining(tmp_path_factory) -> dict:
     return yaml.safe_load(output.read_text())
 
 
-def _tasks(spec: dict) -> dict[str, dict]:
-    """Every task: the root DAG's and those of the DAGs nested in it (the e-mail exit handler's body)."""
-    tasks, dags = {}, [spec["root"]["dag"]]
-    while dags:
-        for name, task in dags.pop()["tasks"].items():
-            tasks[name] = task
-            nested = spec["components"][task["componentRef"]["name"]].get("dag")
-            if nested:
-                dags.append(nested)
-    return tasks
-
 
 def _train_tasks(spec: dict) -> dict[str, dict]:
-    return {name: task for name, task in _tasks(spec).items() if name.startswith("train")}
+    return {name: task for name, task in spec_tasks(spec).items() if name.startswith("train")}
 
 
 def _custom_job(task: dict) -> dict:
@@ -131,7 +121,7 @@ def test_custom_job_settings_come_from_config(compiled):
 
 def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     spec, text = compiled
-    task = _tasks(spec)["preprocess-files-step"]
+    task = spec_tasks(spec)["preprocess-files-step"]
     parameters = task["inputs"]["parameters"]
     # the window ends at the run's scheduled time, or at the pipeline's window_end parameter (`adrank submit`)
     assert parameters["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
@@ -165,15 +155,15 @@ def test_each_target_has_one_output_directory_without_ids(compiled):
 
 def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
     spec, _ = compiled
-    assert "promote-step" not in _tasks(spec) and "report" in _tasks(spec)
+    assert "promote-step" not in spec_tasks(spec) and "report" in spec_tasks(spec)
     output = tmp_path / "promoting.yaml"
     assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--set", "runs_per_target=1",
                  "--set", "benchmark.promote=true"]) == 0
-    assert "promote-step" in _tasks(yaml.safe_load(output.read_text()))
+    assert "promote-step" in spec_tasks(yaml.safe_load(output.read_text()))
 
 
 def test_promotion_follows_the_report(retraining):
-    tasks = _tasks(retraining)
+    tasks = spec_tasks(retraining)
     promote = tasks["promote-step"]
     assert promote["dependentTasks"] == ["preprocess-files-step", "report"]  # scores both models on the eval examples
     assert promote["inputs"]["artifacts"]["summary_json"]["taskOutputArtifact"]["producerTask"] == "report"
@@ -182,7 +172,7 @@ def test_promotion_follows_the_report(retraining):
 
 def test_promotion_outputs_its_figures_for_the_experiment_and_never_caches(retraining):
     spec = retraining
-    promote = _tasks(spec)["promote-step"]
+    promote = spec_tasks(spec)["promote-step"]
     assert promote["cachingOptions"] == {}  # enableCache absent: a decision is never reused from another day
     outputs = spec["components"][promote["componentRef"]["name"]]["outputDefinitions"]["artifacts"]
     assert outputs["promotion_metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"
@@ -195,7 +185,7 @@ def test_warm_start_from_the_champion_is_a_task_before_training(tmp_path):
     assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
                  "--set", "training.warm_start=champion"]) == 0
     spec = yaml.safe_load(output.read_text())
-    tasks = _tasks(spec)
+    tasks = spec_tasks(spec)
     assert tasks["champion-step"]["cachingOptions"] == {}
     for name, task in _train_tasks(spec).items():
         source = task["inputs"]["parameters"]["warm_start_from"]["taskOutputParameter"]
