@@ -328,7 +328,7 @@ def _step_environment(quiet: bool) -> Iterator[None]:
 
 
 _TASK_STARTED = re.compile(r"Executing task '([\w-]+)'")
-# A step line carrying this prefix is meant for the person running adrank (components.preprocess.run.CONSOLE_WARNING,
+# A step line carrying this prefix is meant for the person running adrank (components.progress.CONSOLE_WARNING,
 # ops.step_processes.CONSOLE_NOTE).
 _CONSOLE_WARNING = re.compile(r"adrank (?:warning|note): (.+)$")
 _STEP_PROGRESS = re.compile(re.escape(PROGRESS_PREFIX) + r"(.+)$")

@@ -93,7 +93,7 @@ from components.preprocess.stats import (
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
-from components.progress import report_progress
+from components.progress import report_progress, warn_console
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig
@@ -120,10 +120,6 @@ class NotEnoughExamples(RuntimeError):
 
 class OneClassLabels(NotEnoughExamples):
     """A task's labels in a split are (nearly) all one class: fewer positives or negatives than configured."""
-
-
-# Lines a step prints with this prefix reach the console of `adrank run`, not only pipeline.log.
-CONSOLE_WARNING = "adrank warning: "
 
 
 def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: str, output_uri: str | None = None,
@@ -167,13 +163,12 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     check_split_sizes(manifest, config.split.min_train_examples, config.split.min_eval_examples)
     check_label_classes(manifest, config)
     for name, share in manifest.mostly_missing_features.items():
-        print(f"{CONSOLE_WARNING}feature '{name}' is absent from {share:.1%} of examples (above "
-              f"preprocess.max_missing_share {config.preprocess.max_missing_share:.0%}): check its column in the logs",
-              flush=True)
+        warn_console(f"feature '{name}' is absent from {share:.1%} of examples (above preprocess.max_missing_share "
+                     f"{config.preprocess.max_missing_share:.0%}): check its column in the logs")
     for name, share in manifest.mostly_unseen_features.items():
-        print(f"{CONSOLE_WARNING}feature '{name}': {share:.1%} of eval examples carry a value never seen in the train "
-              f"split (above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
-              f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)", flush=True)
+        warn_console(f"feature '{name}': {share:.1%} of eval examples carry a value never seen in the train split "
+                     f"(above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
+                     f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)")
     return manifest
 
 

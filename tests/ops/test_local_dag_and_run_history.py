@@ -101,7 +101,7 @@ def test_a_failure_outside_any_task_still_names_a_step():
 def test_a_step_warning_reaches_the_console_and_the_log():
     import io
 
-    from components.preprocess.run import CONSOLE_WARNING
+    from components.progress import CONSOLE_WARNING
     from ops.local_dag import _ProgressStream, _RunConsole
 
     log, terminal = io.StringIO(), io.StringIO()
@@ -169,8 +169,7 @@ def test_a_silent_step_is_reported_as_still_running_with_its_time_so_far():
 
 
 def test_quiet_keeps_warnings_and_failures_and_drops_progress():
-    from components.preprocess.run import CONSOLE_WARNING
-    from components.progress import PROGRESS_PREFIX
+    from components.progress import CONSOLE_WARNING, PROGRESS_PREFIX
 
     clock = _FakeClock()
     stream, console, terminal = _console(quiet=True, clock=clock)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from components.preprocess.input_columns import MissingInputColumns
-from components.preprocess.run import CONSOLE_WARNING, OneClassLabels, preprocess
+from components.preprocess.run import OneClassLabels, preprocess
+from components.progress import CONSOLE_WARNING
 from components.report.findings import missing_features
 
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
