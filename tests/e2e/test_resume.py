@@ -119,6 +119,15 @@ def test_a_step_whose_outputs_changed_runs_again_and_a_finished_run_is_not_resum
     assert "resumed: reused generate logs\n" in stdout  # preprocess ran again, and so did training and the report
 
 
+def kill_in_step(run: subprocess.Popen, run_dir: Path, step: str) -> None:
+    """kill -9 `adrank run` once `step` is running, and wait until none of its step processes is left."""
+    wait_for_step(run, run_dir, step)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    while step_processes_of(run_dir):
+        time.sleep(0.5)
+
+
 def test_a_run_started_in_one_directory_resumes_from_another_with_relative_runs_dirs(tmp_path):
     """The default (relative) runs dir: killed in preprocess, resumed from another directory (`../a/runs`) and
     killed again in training, then resumed where it started (`runs`): every attempt finds the earlier results."""
@@ -128,18 +137,10 @@ def test_a_run_started_in_one_directory_resumes_from_another_with_relative_runs_
     run_dir = here / "runs" / "moving"
     run = subprocess.Popen([sys.executable, "-m", "ops.cli", "run", "--run-id", "moving", *sets(DETERMINISTIC)],
                            cwd=here, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_step(run, run_dir, "preprocess")
-    run.send_signal(signal.SIGKILL)
-    run.wait()
-    while step_processes_of(run_dir):
-        time.sleep(0.5)
+    kill_in_step(run, run_dir, "preprocess")
     again = subprocess.Popen([sys.executable, "-m", "ops.cli", "run", "--resume", "moving", "--runs-dir", "../a/runs"],
                              cwd=elsewhere, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_step(again, run_dir, "train")
-    again.send_signal(signal.SIGKILL)
-    again.wait()
-    while step_processes_of(run_dir):
-        time.sleep(0.5)
+    kill_in_step(again, run_dir, "train")
     stdout = adrank("run", "--resume", "moving", cwd=here).stdout
     assert "resumed: reused generate logs, preprocess" in stdout
     record = json.loads((run_dir / "run.json").read_text())
