@@ -31,7 +31,7 @@ IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num
 
 ONE_RUN = """
 import json, sys, tempfile
-from components.train.task import train
+from components.train.training_run import train
 from configs import load_config
 from configs.slices import TrainStepConfig
 config = load_config(sys.argv[1], overrides=json.loads(sys.argv[2]))

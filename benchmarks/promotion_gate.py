@@ -15,7 +15,7 @@ What it does, and what is real:
   challenger's log-loss is exactly 1.01 × the champion's ("1% worse"); for "1% better" the roles swap: the real
   model is the challenger against a blurred champion whose log-loss is the model's / 0.99;
 - the decision is the project's: streamed paired statistics (`components.registry.scoring.PairedAccumulator`,
-  batches of `promotion.scoring_batch_size`) and the rule (`components.registry.promotion.judge`) under the
+  batches of `promotion.scoring_batch_size`) and the rule (`components.registry.promotion_rule.judge`) under the
   preset's promotion config (relative 0.001 by default) and under `promotion.logloss_tolerance: 0.001`.
 
 Prints per day and case: eval examples and positives, the champion's log-loss, the paired difference relative to
@@ -47,7 +47,7 @@ from components.logs.records import parse_timestamp  # noqa: E402
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, generate_logs  # noqa: E402
 from components.preprocess.join import EventTask, attribute  # noqa: E402
 from components.preprocess.parse import TIMESTAMP_MS  # noqa: E402
-from components.registry.promotion import judge  # noqa: E402
+from components.registry.promotion_rule import judge  # noqa: E402
 from components.registry.scoring import PairedAccumulator, per_example_logloss  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.promotion import PromotionConfig  # noqa: E402

@@ -49,7 +49,7 @@ SYNTHETIC_EXAMPLES_CONFIG = ["features.0.hash_buckets=50"]
 
 def train_variant(variant: str, examples: str, model_dir: str, epochs: int, overrides: list[str]) -> None:
     """Child process: one training run of the variant; prints its RunSummary as one JSON line."""
-    from components.train.task import train
+    from components.train.training_run import train
     from configs import load_config
     from configs.slices import TrainStepConfig
 

@@ -49,7 +49,7 @@ from components.logs.synthetic import generate_logs  # noqa: E402
 from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
-from components.train.task import train  # noqa: E402
+from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
 from configs.features import history_features  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402

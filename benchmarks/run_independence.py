@@ -33,7 +33,7 @@ from fixture_data import write_transformed_examples  # noqa: E402
 
 from components.preprocess.manifest import Manifest  # noqa: E402
 from components.train.input import InputOptions, block_dataset, example_dataset  # noqa: E402
-from components.train.task import train  # noqa: E402
+from components.train.training_run import train  # noqa: E402
 
 BATCH = 256
 

@@ -142,7 +142,7 @@ class TrainingConfig(StrictModel):
     calibration: Literal["none", "intercept", "platt"] = Field(
         "none",
         description="post-hoc calibration fitted on a held-out slice of the train split and applied in the exported "
-        "model's serving signatures (components.train.calibration). intercept: shift the log-odds; platt: scale "
+        "model's serving signatures (components.train.posthoc_calibration). intercept: shift the log-odds; platt: scale "
         "and shift them",
     )
     calibration_holdout_fraction: float = Field(

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import yaml
 
 from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
-from components.registry.promotion import DECISION_FILE, PromotionDecision
-from components.report.promotion import promotion_markdown, with_promotion_section
+from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
+from components.report.promotion_section import promotion_markdown, with_promotion_section
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError

@@ -31,7 +31,7 @@ from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
 from components.preprocess.manifest import Manifest
 from components.progress import progress_quiet
-from components.registry.promotion import DECISION_FILE, PromotionDecision
+from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.day_series import DaySeries, ReplayDay, write_reports
 from components.train.summary import RunSummary
 from configs import AdrankConfig, config_hash, load_config

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.registry.promotion import DECISION_FILE, PromotionDecision
-from components.report.benchmark import BenchmarkSummary
+from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
+from components.report.summary import BenchmarkSummary
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

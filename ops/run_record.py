@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.atomic_write import write_text_atomically
-from components.report.benchmark import BenchmarkSummary
+from components.report.summary import BenchmarkSummary
 
 RUN_FILE = "run.json"
 

@@ -101,7 +101,7 @@ def train_step(
 ):
     """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
     from components.evaluate.experiment_keys import training_figures, training_key
-    from components.train.task import train
+    from components.train.training_run import train
     from configs.slices import TrainStepConfig
 
     run = train(TrainStepConfig.model_validate_json(train_config_json), target, run_index, examples.path,
@@ -123,7 +123,7 @@ def join_experiment_step(experiment: str, pipeline_job_name: str):
 # --- the registry around training: the champion before it, promotion after the report -----------------------
 # `champion_step` finds the current default model in the registry. `promote_step` scores the challenger (the
 # report's best exported run) and the champion on this run's eval examples, registers the challenger and applies
-# the promotion rule (`components.registry.promotion`), locally into `promotion.local_registry`, on Vertex into
+# the promotion rule (`components.registry.promotion_rule`), locally into `promotion.local_registry`, on Vertex into
 # the Model Registry. Its decision record is an artifact, its figures a Metrics artifact (a Vertex Experiment
 # charts them across days) and its report section HTML and Markdown artifacts.
 
@@ -131,9 +131,9 @@ def join_experiment_step(experiment: str, pipeline_job_name: str):
 def promote_step(promote_config_json: str, backend: str, summary_json: Input[Artifact], examples: Input[Dataset],
                  promotion: Output[Artifact], promotion_metrics: Output[Metrics], promotion_html: Output[HTML],
                  promotion_markdown: Output[Markdown]):
-    from components.registry.task import promote_best_run
-    from components.report.promotion import promotion_html as render_html
-    from components.report.promotion import promotion_markdown as render_markdown
+    from components.registry.promote_challenger import promote_best_run
+    from components.report.promotion_section import promotion_html as render_html
+    from components.report.promotion_section import promotion_markdown as render_markdown
     from configs.slices import PromoteStepConfig
 
     decision = promote_best_run(PromoteStepConfig.model_validate_json(promote_config_json), backend, summary_json.path,
@@ -172,7 +172,7 @@ def champion_step(promote_config_json: str, backend: str) -> str:
 # targets and runs → same source), reviewable in the compiled spec, where KFP embeds it verbatim, and the same for
 # kfp.local and Vertex. It is compiled in memory and registered with `linecache` under a pseudo file name (KFP
 # reads a lightweight component's source with `inspect.getsource`); nothing is written to disk. The body only
-# calls `components.report.task.write_report`.
+# calls `components.report.write_report.write_report`.
 
 _HEADER = (
     "from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Output\n\n\n"
@@ -197,7 +197,7 @@ def report_component_source(runs: list[tuple[str, int]], targets: list[str]) -> 
     return (
         _HEADER
         + "def report(\n" + "".join(f"    {p},\n" for p in parameters) + "):\n"
-        + "    from components.report.task import write_report\n"
+        + "    from components.report.write_report import write_report\n"
         + "    from configs.slices import ReportStepConfig\n\n"
         + "    write_report(\n"
         + "        ReportStepConfig.model_validate_json(report_config_json),\n"

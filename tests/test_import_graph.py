@@ -34,7 +34,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("components.train.warm_start", "components.preprocess.vocabulary"): "tensorflow_transform, only when used",
     # google-cloud-aiplatform only for the Vertex registry
     ("components.registry.champion", "components.registry.vertex"): "Vertex client, only on the vertex backend",
-    ("components.registry.task", "components.registry.vertex"): "Vertex client, only on the vertex backend",
+    ("components.registry.promote_challenger", "components.registry.vertex"): "Vertex client, only on the vertex backend",
     ("ops.local_dag", "pipelines.ranking"): "KFP and the DAG, only when a run starts",
 }
 
@@ -161,7 +161,7 @@ def allowed_lazy(found: Import) -> bool:
 def test_the_scan_sees_every_package_and_resolves_submodule_imports():
     modules = adrank_modules()
     assert {name.split(".")[0] for name in modules} == set(PACKAGES)
-    task_imports = {found.imported for found in all_imports() if found.importer == "components.train.task"}
+    task_imports = {found.imported for found in all_imports() if found.importer == "components.train.training_run"}
     assert "components.train.loop" in task_imports  # `from components.train.loop import ...`
     assert "components.train.models" in task_imports  # a package's __init__ exports names
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == [["a", "b", "c"], ["e"]]

@@ -22,9 +22,9 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from components.preprocess.block_format import BLOCK_FILE_SUFFIX, encode_blocks, example_matrices, holdout_buckets
+from components.preprocess.counters import Count
 from components.preprocess.manifest import BlockLayout
 from components.preprocess.shuffle import example_key
-from components.preprocess.stats import Count
 
 
 def block_file(split: str, index: int, files: int) -> str:

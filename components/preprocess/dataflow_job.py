@@ -100,7 +100,7 @@ def dataflow_job_of(result: Any, options) -> tuple[str, str, str] | None:
 def watch_job(result: Any, options, gcp_resources_path: str | None, wait) -> None:
     """Write `gcp_resources` for the job `result` runs, then `wait(result)` with SIGTERM cancelling a Dataflow job.
 
-    `wait`: waits for the job's end (`components.preprocess.progress.wait_for_job`)."""
+    `wait`: waits for the job's end (`components.preprocess.step_messages.wait_for_job`)."""
     job = dataflow_job_of(result, options)
     if job is None:
         write_gcp_resources(gcp_resources_path, gcp_resources_json())

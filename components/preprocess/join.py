@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import apache_beam as beam
 
 from components.logs.readers import LogWindow
+from components.preprocess.counters import Count
 from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS
-from components.preprocess.stats import Count
 from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"

@@ -19,7 +19,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from components.logs.records import parse_timestamp
-from components.preprocess.progress import ParseTally
+from components.preprocess.step_messages import ParseTally
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 
 VALID = "valid"

@@ -17,7 +17,7 @@ fewer than `preprocess.min_positives_per_task` / `min_negatives_per_task` labels
 step; a feature absent from more than `preprocess.max_missing_share` of examples, or whose eval values are mostly
 never seen in train (`preprocess.max_unseen_share`, components/preprocess/unseen.py), is printed as a warning.
 While it runs, the step prints what it is doing: input files, records read, parsed and dead-lettered, examples per
-split, stages done (`components/preprocess/progress.py`).
+split, stages done (`components/preprocess/step_messages.py`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,16 @@ from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
 from components.preprocess.block_format import block_layout
 from components.preprocess.blocks import WriteExampleBlocks
+from components.preprocess.counters import (
+    Count,
+    WriteCounters,
+    count_dead_letter,
+    count_input_files,
+    count_parse_outcomes,
+    count_records_read,
+    count_split,
+    read_counters,
+)
 from components.preprocess.dataflow_job import watch_job
 from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
@@ -59,7 +69,7 @@ from components.preprocess.manifest import (
     SplitInfo,
     TransformedFeatureSpec,
 )
-from components.preprocess.markdown import manifest_markdown
+from components.preprocess.manifest_markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
     TIMESTAMP_MS,
@@ -71,24 +81,14 @@ from components.preprocess.parse import (
     TimestampParser,
     parse_stream,
 )
-from components.preprocess.progress import (
+from components.preprocess.shuffle import ShuffleExamples
+from components.preprocess.step_messages import (
     announce_counter,
     announce_dead_letters,
     announce_done,
     input_files_line,
     plural,
     wait_for_job,
-)
-from components.preprocess.shuffle import ShuffleExamples
-from components.preprocess.stats import (
-    Count,
-    WriteCounters,
-    count_dead_letter,
-    count_input_files,
-    count_parse_outcomes,
-    count_records_read,
-    count_split,
-    read_counters,
 )
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec

@@ -22,8 +22,8 @@ from typing import Any
 
 import apache_beam as beam
 
+from components.preprocess.counters import Count
 from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS
-from components.preprocess.stats import Count
 from configs.features import CategoricalFeature, Feature, TimeFeature
 
 

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.atomic_write import write_json_atomically
 from components.registry import gcs_mount
-from components.registry.promotion import Candidate, Verdict
+from components.registry.promotion_rule import Candidate, Verdict
 
 LOCK_FILE = ".lock"
 DEFAULT_FILE = "default.json"

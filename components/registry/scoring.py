@@ -12,7 +12,7 @@ noise (click rate, traffic mix) that both models see alike: the interval is abou
 Memory stays bounded whatever the size of the day: the split is read `promotion.scoring_batch_size` examples at a
 time, both models score each batch, and only running figures are kept (`PairedAccumulator`: the count, each
 model's log-loss sum, and the mean and sum of squared deviations of d, merged batch by batch). The result equals
-`components.evaluate.stats.paired_difference` on the whole split in memory, to rounding.
+`components.evaluate.run_statistics.paired_difference` on the whole split in memory, to rounding.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 from scipy import stats as scipy_stats
 
-from components.evaluate.stats import PairedComparison
+from components.evaluate.run_statistics import PairedComparison
 from components.preprocess.join import label_key
 from components.preprocess.manifest import Manifest
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from components.registry import gcs_mount
-from components.registry.promotion import Candidate, Verdict
+from components.registry.promotion_rule import Candidate, Verdict
 from configs.slices import PromoteStepConfig
 
 if TYPE_CHECKING:  # imported where used: the local backend never loads the Vertex SDK

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.registry.promotion import PromotionDecision
-from components.report.markdown import markdown_table
+from components.registry.promotion_rule import PromotionDecision
+from components.report.summary_markdown import markdown_table
 from components.report.table import Table
 
 SERIES_FILE = "replay.json"

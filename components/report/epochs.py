@@ -12,7 +12,7 @@ Over the runs that evaluated the same epochs, with the mean curve lowest at epoc
 
 from __future__ import annotations
 
-from components.evaluate.stats import SIGNIFICANCE, paired_change
+from components.evaluate.run_statistics import SIGNIFICANCE, paired_change
 
 
 def epochs_advice(target: str, curves: list[list[tuple[int, float]]]) -> str | None:

@@ -2,14 +2,14 @@
 
 Facts (best run, fastest, cheapest, comparisons) come first; every piece of advice names the config key to change
 and is raised only where the evidence holds (epochs: `components.report.epochs`; calibration:
-`components.report.calibration`)."""
+`components.report.calibration_finding`)."""
 
 from __future__ import annotations
 
-from components.report.benchmark import BenchmarkSummary, TargetSummary
-from components.report.calibration import calibration_findings
+from components.report.calibration_finding import calibration_findings
 from components.report.epochs import epochs_advice
 from components.report.retraining_target import retraining_target_finding
+from components.report.summary import BenchmarkSummary, TargetSummary
 
 
 def missing_features(shares: dict[str, float]) -> list[str]:

@@ -7,11 +7,11 @@ import html
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
-from components.report.benchmark import BenchmarkSummary
-from components.report.calibration import reliability_table
+from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
 from components.report.sections import REPORT_SECTIONS
+from components.report.summary import BenchmarkSummary
 from components.report.table import (
     Table,
     eval_curve_table,

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
-from components.report.benchmark import BenchmarkSummary  # noqa: E402
+from components.report.summary import BenchmarkSummary  # noqa: E402
 from components.train.summary import RunSummary  # noqa: E402
 
 COLORS = [plt.get_cmap("tab10")(i) for i in range(10)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.report.benchmark import BenchmarkSummary
+from components.report.summary import BenchmarkSummary
 
 
 @dataclass(frozen=True)

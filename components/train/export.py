@@ -4,7 +4,7 @@ Signatures:
 - `serving_default`: `examples` (serialized raw tf.Examples, as logged) → {task: probability [batch]}
 - `serving_transformed`: already-transformed feature tensors → {task: probability [batch]}
 
-Both apply the run's calibration step (`components.train.calibration`) when `training.calibration` fitted one,
+Both apply the run's calibration step (`components.train.posthoc_calibration`) when `training.calibration` fitted one,
 so what serving returns is what the run's eval metrics measured.
 A TPU- or parameter-server-trained model is exported through `servable_copy`: the same model rebuilt on this
 host, with the tables read back through the embedding interface (from the TPU embedding layer, or from the ps
@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.train.calibration import Calibrator
 from components.train.input import feature_spec
+from components.train.posthoc_calibration import Calibrator
 
 
 def raw_serving_spec(raw_spec: dict, tasks: list[str]) -> dict:

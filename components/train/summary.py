@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.train.calibration import Calibrator
+from components.train.posthoc_calibration import Calibrator
 
 SUMMARY_FILE = "run_summary.json"
 

@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from ops.compile import compile_pipeline
     from ops.errors import CommandError
+    from ops.pipeline_compiler import compile_pipeline
     from pipelines.run_cost import estimate_run_cost
 
     config = config_from_args(args)

@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
             schedules.resolve_start_time(config, now, existing[0] if len(existing) == 1 else None,
                                          args.start_now_if_past)
             with tempfile.TemporaryDirectory(prefix="adrank-schedule-") as directory:
-                from ops.compile import compile_pipeline
+                from ops.pipeline_compiler import compile_pipeline
 
                 template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml", "retraining")
                 done, schedule_name, start, kept = schedules.create_or_update(

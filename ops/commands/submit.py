@@ -47,8 +47,8 @@ def parse_parameters(items: list[str]) -> dict[str, object]:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from ops.compile import compile_pipeline
     from ops.errors import CommandError
+    from ops.pipeline_compiler import compile_pipeline
     from ops.vertex.jobs import submit_pipeline
     from ops.vertex.preflight import check_config
     from ops.vertex.session import VertexSetupError, require_service_account, session_for

@@ -13,7 +13,7 @@ import pytest
 from kfp.dsl import Metrics
 
 from components.evaluate.experiment_keys import training_figures
-from components.report.task import write_report
+from components.report.write_report import write_report
 from configs import config_hash, load_config
 from ops.cli import main
 from ops.vertex.retry import Backoff

@@ -14,7 +14,7 @@ import yaml
 from components.images.digests import BuildResultError, ImageDigests, digests_from_build, repository
 from configs import load_config
 from ops.cli import main
-from ops.compile import compile_pipeline
+from ops.pipeline_compiler import compile_pipeline
 from tests.ops.conftest import REPO, VERTEX_CONFIG
 
 REGISTRY = "us-central1-docker.pkg.dev/adrank-prod/adrank"

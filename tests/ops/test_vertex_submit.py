@@ -7,7 +7,7 @@ import re
 
 from configs import config_hash, load_config
 from ops.cli import main
-from ops.compile import compile_pipeline
+from ops.pipeline_compiler import compile_pipeline
 from ops.vertex.jobs import job_id, job_labels, submit_pipeline
 from ops.vertex.session import session_for
 

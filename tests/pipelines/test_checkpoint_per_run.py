@@ -11,7 +11,7 @@ from config_fixture import small_config  # noqa: E402
 from fixture_data import write_transformed_examples  # noqa: E402
 
 from components.train.loop import checkpoint_dir  # noqa: E402
-from components.train.task import train  # noqa: E402
+from components.train.training_run import train  # noqa: E402
 
 pytestmark = pytest.mark.slow  # three short training runs
 

@@ -8,8 +8,8 @@ import json
 import apache_beam as beam
 import pytest
 
+from components.preprocess.counters import Count, PreprocessCounts, WriteCounters, count_dead_letter, read_counters
 from components.preprocess.manifest import ImpressionWindow, Manifest, TransformedFeatureSpec
-from components.preprocess.stats import Count, PreprocessCounts, WriteCounters, count_dead_letter, read_counters
 
 
 def test_counters_are_summed_per_count_and_read_back_typed(tmp_path):
@@ -68,7 +68,7 @@ def test_an_account_that_does_not_balance_fails_preprocess_naming_what_is_missin
     split = SplitInfo(examples=1, label_rates={}, file_pattern="x")
     manifest = Manifest(tasks=[], features=[], splits={"train": split}, input={"impressions": InputAccount(**balanced)})
     check_input_accounted(manifest)
-    from components.preprocess.markdown import manifest_markdown
+    from components.preprocess.manifest_markdown import manifest_markdown
 
     assert "| impressions | 1 | 100 | 10 | 1 (2) | 4 | 3 (80) | 1 (8) |" in manifest_markdown(manifest)
     lost = InputAccount(**balanced | {"parsed": 2, "parsed_bytes": 60})  # a record of 20 bytes vanished

@@ -7,8 +7,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from components.logs.readers import LogWindow
+from components.preprocess.counters import Count
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements
-from components.preprocess.stats import Count
 
 HOUR = 3_600_000
 TASKS = (EventTask("label_swipe", "swipe", HOUR), EventTask("label_install", "install", 2 * HOUR))

@@ -6,8 +6,8 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from components.preprocess.counters import Count
 from components.preprocess.parse import MISSING_TOKEN
-from components.preprocess.stats import Count
 from components.preprocess.unseen import CountUnseenEvalValues, feature_values
 from configs.features import CategoricalFeature, CategoricalListFeature, NumericFeature, TimeFeature
 

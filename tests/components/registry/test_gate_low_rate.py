@@ -17,9 +17,9 @@ import pytest
 from fixture_models import save_model, summary_naming, write_eval_examples
 from scipy.optimize import brentq
 
-from components.registry.promotion import judge
+from components.registry.promote_challenger import promote_best_run
+from components.registry.promotion_rule import judge
 from components.registry.scoring import PairedAccumulator, per_example_logloss
-from components.registry.task import promote_best_run
 from configs import load_config
 from configs.slices import PromoteStepConfig
 

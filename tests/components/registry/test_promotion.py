@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from fixture_models import TASK, day_of_examples, save_model, summary_naming, write_eval_examples
 
-from components.evaluate.stats import PairedComparison, paired_difference
+from components.evaluate.run_statistics import PairedComparison, paired_difference
 from components.progress import CONSOLE_WARNING
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import PromotionDecision, judge
+from components.registry.promote_challenger import promote_best_run
+from components.registry.promotion_rule import PromotionDecision, judge
 from components.registry.scoring import per_example_logloss
-from components.registry.task import promote_best_run
 from configs import load_config
 from configs.slices import PromoteStepConfig
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import Candidate, Verdict, read_candidate
-from components.registry.task import promote_best_run
+from components.registry.promote_challenger import promote_best_run
+from components.registry.promotion_rule import Candidate, Verdict, read_candidate
 from configs import load_config
 from configs.slices import PromoteStepConfig
 
@@ -86,7 +86,7 @@ def test_read_candidate_names_the_file_when_it_is_not_a_benchmark_summary(tmp_pa
 PROMOTER = """
 import sys
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import Candidate, Verdict
+from components.registry.promotion_rule import Candidate, Verdict
 
 root, model_dir, worker = sys.argv[1], sys.argv[2], int(sys.argv[3])
 registry = LocalModelRegistry(root)

@@ -18,9 +18,9 @@ from fixture_models import day_of_examples, save_model, summary_naming, write_ev
 from components.progress import CONSOLE_WARNING
 from components.registry.champion import champion_model_dir
 from components.registry.local import LocalModelRegistry, RegistryFileInvalid
-from components.registry.promotion import Candidate, Verdict
-from components.registry.task import promote_best_run
-from components.report.promotion import promotion_html, promotion_markdown
+from components.registry.promote_challenger import promote_best_run
+from components.registry.promotion_rule import Candidate, Verdict
+from components.report.promotion_section import promotion_html, promotion_markdown
 from configs import load_config
 from configs.slices import PromoteStepConfig
 
@@ -71,7 +71,7 @@ def test_an_unscorable_champion_is_loud_and_the_default_is_kept(tmp_path, regist
     DAMAGE[damage](model)
     default_before = (model / "default.json").read_text()
     capsys.readouterr()
-    with caplog.at_level(logging.WARNING, logger="components.registry.task"):
+    with caplog.at_level(logging.WARNING, logger="components.registry.promote_challenger"):
         decision = _promote(tmp_path, _config(tmp_path), examples, BAD, "day2")
 
     assert decision.champion_status == "unscorable" and not decision.promoted

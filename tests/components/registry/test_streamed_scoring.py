@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from fixture_models import TASK, day_of_examples, save_model, summary_naming, write_eval_examples
 
-from components.evaluate.stats import paired_difference
+from components.evaluate.run_statistics import paired_difference
 from components.registry import scoring
+from components.registry.promote_challenger import promote_best_run
 from components.registry.scoring import EvalSplit, PairedAccumulator, ServingModel, paired_logloss, per_example_logloss
-from components.registry.task import promote_best_run
 from configs import load_config
 from configs.slices import PromoteStepConfig
 

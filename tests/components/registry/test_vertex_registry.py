@@ -17,8 +17,8 @@ from google.cloud.aiplatform import initializer
 
 from components.registry import gcs_mount
 from components.registry.champion import champion_model_dir
+from components.registry.promote_challenger import promote_best_run
 from components.registry.scoring import per_example_logloss
-from components.registry.task import promote_best_run
 from configs import config_hash, load_config
 from configs.slices import PromoteStepConfig
 from ops.vertex.session import VertexSession

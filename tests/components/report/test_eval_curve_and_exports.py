@@ -6,10 +6,10 @@ import json
 import pytest
 from test_report import config, manifest, run
 
-from components.registry.promotion import NoExportedModel, read_candidate
-from components.report.benchmark import summarize
+from components.registry.promotion_rule import NoExportedModel, read_candidate
 from components.report.html import render_html
-from components.report.markdown import render_markdown
+from components.report.summary import summarize
+from components.report.summary_markdown import render_markdown
 from components.train.summary import CurvePoint
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from test_report import FakeArtifact, config, manifest, run
 
 from components.report import html as html_report
-from components.report import markdown as markdown_report
+from components.report import summary_markdown as markdown_report
 from components.report.sections import REPORT_SECTIONS
-from components.report.task import write_report
+from components.report.write_report import write_report
 
 COST_CHART = "cost per run and per million examples"
 

@@ -6,11 +6,11 @@ import pytest
 from test_eval_curve_and_exports import with_curve
 from test_report import config, manifest, run
 
-from components.evaluate.stats import paired_change
-from components.report.benchmark import summarize
+from components.evaluate.run_statistics import paired_change
 from components.report.epochs import epochs_advice
 from components.report.findings import findings
-from components.train.calibration import Calibrator
+from components.report.summary import summarize
+from components.train.posthoc_calibration import Calibrator
 
 
 def curves(*per_run):

@@ -3,9 +3,9 @@ champion, warn about an unscorable champion, and still read decision records wri
 
 from __future__ import annotations
 
-from components.registry.promotion import PromotionDecision
+from components.registry.promotion_rule import PromotionDecision
 from components.report.day_series import DaySeries, ReplayDay, render_markdown, series_figure
-from components.report.promotion import promotion_markdown
+from components.report.promotion_section import promotion_markdown
 
 LEGACY_RECORD = {  # a promotion.json written before relative tolerances existed
     "model": "adrank-local", "version": "2", "registered": True, "promoted": False, "reason": "upper bound > 0.001",

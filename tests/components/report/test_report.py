@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
-from components.report.benchmark import summarize
-from components.report.task import write_report
+from components.report.summary import summarize
+from components.report.write_report import write_report
 from components.train.summary import CurvePoint, HardwareSeen, RunSummary, TaskMetrics
 from configs import load_config
 from configs.slices import ReportStepConfig
@@ -102,7 +102,7 @@ def test_write_report_writes_every_output(tmp_path):
 
 
 def test_skipped_targets_are_listed_with_their_reason(tmp_path):
-    from components.report.task import build_report
+    from components.report.write_report import build_report
     from configs.report import SkippedTarget
 
     runs = [run("cpu", i, 0.33 + i * 0.01, 1000.0) for i in range(2)]
@@ -118,7 +118,7 @@ def test_skipped_targets_are_listed_with_their_reason(tmp_path):
 
 def test_input_stall_is_shown_per_target_with_a_sentence_when_input_bound():
     from components.report.findings import findings
-    from components.report.markdown import render_markdown
+    from components.report.summary_markdown import render_markdown
 
     runs = [run("cpu", i, 0.33, 1000.0).model_copy(update={"input_stall_fraction": stall})
             for i, stall in enumerate([0.20, 0.30])]
@@ -183,7 +183,7 @@ def test_findings_name_the_target_to_retrain_on_and_the_config_line():
 
 def test_the_input_bound_finding_says_by_how_much_and_only_the_fixes_the_figures_support():
     from components.report.findings import findings
-    from components.report.markdown import render_markdown
+    from components.report.summary_markdown import render_markdown
 
     def with_input(target, stall, supply, demand, fmt="blocks", cache=0):
         return [run(target, i, 0.33, 1000.0).model_copy(update={

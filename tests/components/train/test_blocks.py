@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from fixture_data import write_transformed_examples
 
-from components.preprocess.markdown import manifest_markdown
+from components.preprocess.manifest_markdown import manifest_markdown
 from components.train.input import (
     CorruptBlockFile,
     InputOptions,

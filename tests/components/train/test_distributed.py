@@ -36,7 +36,7 @@ import sys, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from config_fixture import small_config
-from components.train.task import train
+from components.train.training_run import train
 summary = train(small_config(epochs=1), "cpu", 0, sys.argv[1], sys.argv[2])
 print("SUMMARY " + summary.model_dump_json())
 """
@@ -59,7 +59,7 @@ from components.preprocess.manifest import Manifest
 from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model
-from components.train.task import train
+from components.train.training_run import train
 from components.train.warm_start import transform_vocabularies, write_state
 print("STEP", os.getpid(), flush=True)
 config = with_targets(small_config(epochs=1, ps_table_shard_bytes=1024),

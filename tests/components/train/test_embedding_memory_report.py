@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-from components.report.benchmark import summarize
+from components.report.summary import summarize
 from components.report.table import per_target_table
 from components.train.summary import EmbeddingTableMemory
 
@@ -30,7 +30,7 @@ def test_the_report_shows_each_targets_table_and_slot_memory():
 def test_a_training_run_records_its_table_and_slot_bytes(examples_dir, tmp_path):
     from config_fixture import small_config
 
-    from components.train.task import train
+    from components.train.training_run import train
 
     summary = train(small_config(epochs=1, embedding_optimizer="rowwise_adagrad"), "cpu", 0, str(examples_dir),
                     str(tmp_path / "model"))

@@ -6,7 +6,7 @@ from fixture_transform import raw_example, write_transformed_with_tft
 
 from components.preprocess.manifest import Manifest
 from components.train.input import InputOptions, make_dataset
-from components.train.task import train
+from components.train.training_run import train
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ from fixture_data import write_transformed_examples
 from components.train import callbacks
 from components.train.callbacks import NonFiniteLossError
 from components.train.loop import checkpoint_dir
-from components.train.task import train
+from components.train.training_run import train
 
 
 def test_two_runs_with_one_seed_give_identical_logloss_by_default(examples_dir, tmp_path):

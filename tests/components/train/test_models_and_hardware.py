@@ -9,7 +9,7 @@ from components.train.embedding import TPUFeatureEmbedding, check_static_shapes,
 from components.train.models import build_model
 from components.train.optimization import batch_scale
 from components.train.strategy import HardwareUnavailableError, runtime_for
-from components.train.task import train
+from components.train.training_run import train
 from configs.training import ModelConfig, TrainingConfig
 
 

@@ -3,7 +3,7 @@ from config_fixture import small_config
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.table_rows_check import TableRowsMismatch, check_table_rows
-from components.train.task import train
+from components.train.training_run import train
 from configs import AdrankConfig
 from configs.features import CategoricalFeature, NumericFeature, TimeFeature
 from configs.slices import TrainStepConfig

@@ -1,5 +1,5 @@
 """The promotion step's plain function: score the challenger and the champion on today's eval examples, register
-the challenger, and apply the promotion rule (`components.registry.promotion`)."""
+the challenger, and apply the promotion rule (`components.registry.promotion_rule`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 from components.progress import warn_console
 from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion import (
+from components.registry.promotion_rule import (
     Candidate,
     PromotionDecision,
     Verdict,

@@ -7,10 +7,10 @@ from typing import Any
 
 from components.evaluate.experiment_keys import target_key
 from components.preprocess.manifest import Manifest
-from components.report.benchmark import BenchmarkSummary, summarize
 from components.report.html import render_html
-from components.report.markdown import render_markdown
 from components.report.plots import ReportFigure, report_figures
+from components.report.summary import BenchmarkSummary, summarize
+from components.report.summary_markdown import render_markdown
 from components.train.summary import RunSummary
 from configs.slices import ReportStepConfig
 

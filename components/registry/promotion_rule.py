@@ -30,8 +30,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.evaluate.stats import PairedComparison
-from components.report.benchmark import BenchmarkSummary
+from components.evaluate.run_statistics import PairedComparison
+from components.report.summary import BenchmarkSummary
 from configs.promotion import PromotionConfig, ToleranceForm
 
 DECISION_FILE = "promotion.json"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import html
 
-from components.registry.promotion import PromotionDecision
-from components.report.markdown import markdown_table
+from components.registry.promotion_rule import PromotionDecision
+from components.report.summary_markdown import markdown_table
 from components.report.table import Table
 
 HTML_MARKER = "<!-- adrank:promotion -->"

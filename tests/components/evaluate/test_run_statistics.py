@@ -3,7 +3,7 @@ import math
 import pytest
 from scipy import stats as scipy_stats
 
-from components.evaluate.stats import describe, welch_test
+from components.evaluate.run_statistics import describe, welch_test
 
 
 def test_describe_matches_closed_form():

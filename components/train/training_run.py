@@ -19,12 +19,12 @@ import tensorflow as tf
 
 from components.evaluate.task_metrics import task_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
-from components.train.calibration import Calibrator, checked_calibrator
 from components.train.export import export_serving_model, servable_copy, tft_output_dir
 from components.train.loop import calibration_holdout, fit_synchronous
 from components.train.models import RankingModel
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
+from components.train.posthoc_calibration import Calibrator, checked_calibrator
 from components.train.predictions import predict_split, prediction_batch_size
 from components.train.strategy import (
     Runtime,
@@ -189,7 +189,7 @@ def fit_calibrators(
     model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig
 ) -> tuple[dict[str, Calibrator], dict[str, str]]:
     """Per task, `training.calibration` fitted and shrunk by its evidence, kept only where it lowers log-loss on
-    examples neither it nor the model was fitted on (`components.train.calibration.checked_calibrator`):
+    examples neither it nor the model was fitted on (`components.train.posthoc_calibration.checked_calibrator`):
     (calibrators kept, why each other task's step was skipped). Both empty when calibration is none.
 
     holdout: fitted on the hashed slice of train held out of training, checked by cross-fitting over it.

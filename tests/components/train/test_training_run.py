@@ -6,7 +6,7 @@ from config_fixture import small_config
 
 from components.preprocess.manifest import Manifest
 from components.train.summary import RunSummary
-from components.train.task import train
+from components.train.training_run import train
 
 
 def tensorboard_scalars(log_dir) -> dict[str, list[int]]:

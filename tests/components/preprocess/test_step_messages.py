@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.preprocess.progress import ParseTally, plural
 from components.preprocess.run import preprocess
+from components.preprocess.step_messages import ParseTally, plural
 from components.progress import PROGRESS_PREFIX, QUIET_ENV
 
 IMPRESSIONS = [

@@ -6,9 +6,9 @@ from fixture_data import write_transformed_examples
 
 from components.evaluate import metrics
 from components.preprocess.manifest import Manifest
-from components.train.calibration import checked_calibrator, fit_calibrator, shrunk
 from components.train.input import InputOptions, make_dataset
-from components.train.task import train
+from components.train.posthoc_calibration import checked_calibrator, fit_calibrator, shrunk
+from components.train.training_run import train
 from configs import AdrankConfig
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from components.report.benchmark import BenchmarkSummary
-from components.report.calibration import reliability_table
+from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
 from components.report.sections import REPORT_SECTIONS
+from components.report.summary import BenchmarkSummary
 from components.report.table import (
     Table,
     eval_curve_table,

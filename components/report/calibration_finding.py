@@ -13,7 +13,7 @@ to set instead.
 
 from __future__ import annotations
 
-from components.report.benchmark import BenchmarkSummary
+from components.report.summary import BenchmarkSummary
 from components.report.table import Table
 
 CALIBRATION_TOLERANCE = 0.10

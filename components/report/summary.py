@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from components.evaluate.stats import Comparison, SampleStats, describe, welch_test
+from components.evaluate.run_statistics import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
 from components.train.summary import RunSummary
