@@ -1,0 +1,49 @@
+"""A record written by a step comes back whole in the process that renders it (components.log_records)."""
+
+import io
+import logging
+
+from components.log_records import (
+    FIELDS_KEY,
+    configure_step_logging,
+    fields,
+    level_from_environment,
+    record_fields,
+    record_from_line,
+)
+
+
+def test_a_step_record_round_trips_with_its_level_logger_and_fields(monkeypatch):
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "INFO")
+    stream = io.StringIO()
+    configure_step_logging(stream)
+    configure_step_logging(stream)  # idempotent: still one line per record
+    try:
+        logging.getLogger("components.train.loop").warning("epoch %d done", 3, extra=fields(progress=True, rows=7))
+        logging.getLogger("components.train.loop").debug("below the level")
+    finally:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if getattr(handler, "_adrank_step", False):
+                root.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1
+    record = record_from_line(lines[0])
+    assert record is not None
+    assert (record.levelno, record.name, record.getMessage()) == (logging.WARNING, "components.train.loop", "epoch 3 done")
+    assert record_fields(record) == {"progress": True, "rows": 7}
+    assert getattr(record, FIELDS_KEY) == {"progress": True, "rows": 7}
+
+
+def test_other_lines_are_not_records():
+    for line in ("I1125 01:02:03 some TF line", "{not json}", '{"message": "no severity"}', "", "[1, 2]"):
+        assert record_from_line(line) is None
+
+
+def test_level_from_environment(monkeypatch):
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "warning")
+    assert level_from_environment() == logging.WARNING
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "10")
+    assert level_from_environment() == logging.DEBUG
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "LOUD")
+    assert level_from_environment(logging.ERROR) == logging.ERROR
