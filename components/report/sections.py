@@ -1,5 +1,5 @@
 """The sections of the run report, in order, with their headings and explanations: the HTML (`html.py`) and the
-Markdown (`markdown.py`) report both render this one list, each with its own markup for a section's body."""
+Markdown (`summary_markdown.py`) report both render this one list, each with its own markup for a section's body."""
 
 from __future__ import annotations
 
