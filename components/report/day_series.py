@@ -11,17 +11,16 @@ import html
 import io
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from components.contract import Contract
 from components.registry.promotion_rule import PromotionDecision
 from components.tables import Table, html_table, markdown_table
 
 SERIES_FILE = "replay.json"
 
 
-class ReplayDay(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReplayDay(Contract):
     day: int = Field(ge=1)
     window_end: str
     window_start: str | None
@@ -36,9 +35,7 @@ class ReplayDay(BaseModel):
     decision: PromotionDecision
 
 
-class DaySeries(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DaySeries(Contract):
     replay_id: str
     config_name: str
     config_hash: str
