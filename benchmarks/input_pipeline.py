@@ -78,7 +78,7 @@ def write_examples(directory: Path, features: int, examples: int, block_examples
         files[name] = len(rows[part])
     manifest = Manifest(
         tasks=[TASK],
-        features=[FeatureInfo(name=n, kind="categorical", dtype="int64", vocabulary_size=1000) for n in names],
+        features=[FeatureInfo(name=n, kind="categorical", dtype="int64", table_rows=1000) for n in names],
         splits={"train": SplitInfo(examples=examples, label_rates={TASK: float(labels.mean())},
                                    file_pattern="train/part-*.tfrecord.gz",
                                    blocks=SplitBlocks(files=files, block_examples=block_examples))},

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field
 
 from components.contract import Contract
 
@@ -26,7 +26,10 @@ class FeatureInfo(Contract):
     kind: Literal["categorical", "categorical_list", "numeric"]
     dtype: Literal["int64", "float32"]
     length: int = Field(1, ge=1)
-    vocabulary_size: int | None = Field(None, description="embedding table rows, including OOV and padding ids")
+    # Written as `table_rows`; manifests written before the rename name it `vocabulary_size` and still load.
+    table_rows: int | None = Field(
+        None, validation_alias=AliasChoices("table_rows", "vocabulary_size"),
+        description="embedding table rows (vocabulary entries + OOV buckets, hash buckets, ...; padding id included)")
     combiner: Literal["mean", "sum"] | None = None
     missing_rate: float | None = Field(None, description="share of examples where the raw value was absent")
 

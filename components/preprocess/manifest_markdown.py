@@ -24,9 +24,9 @@ def manifest_markdown(manifest: Manifest) -> str:
             align=["left", "right", "right", "right", "left"])))
     lines += ["", "## Features", ""]
     lines.append(markdown_table(Table(
-        ["feature", "kind", "dtype", "length", "vocabulary size", "missing rate"],
+        ["feature", "kind", "dtype", "length", "table rows", "missing rate"],
         [[feature.name, feature.kind, feature.dtype, str(feature.length),
-          "" if feature.vocabulary_size is None else str(feature.vocabulary_size),
+          "" if feature.table_rows is None else str(feature.table_rows),
           "" if feature.missing_rate is None else f"{feature.missing_rate:.4f}"]
          for feature in manifest.features],
         align=["left", "left", "left", "right", "right", "right"])))
