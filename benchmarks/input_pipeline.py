@@ -25,20 +25,20 @@ import tensorflow as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.preprocess.block_format import (  # noqa: E402
+from components.preprocess.block_format import (
     block_layout,
     encode_blocks,
     example_matrices,
     holdout_buckets,
 )
-from components.preprocess.manifest import (  # noqa: E402
+from components.preprocess.manifest import (
     FeatureInfo,
     Manifest,
     SplitBlocks,
     SplitInfo,
     TransformedFeatureSpec,
 )
-from components.train.input import InputOptions, block_dataset, example_dataset  # noqa: E402
+from components.train.input import InputOptions, block_dataset, example_dataset
 
 TASK = "engagement"
 LABEL = f"label_{TASK}"
