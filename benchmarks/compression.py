@@ -117,7 +117,7 @@ def main() -> None:
     started = time.perf_counter()
     config, manifest, seconds = prepared(encoded(base, preset, features, "vocabulary", {}), str(logs_dir),
                                          work / "vocabulary")
-    sizes = {f.name: f.vocabulary_size for f in manifest.features}
+    sizes = {f.name: f.table_rows for f in manifest.features}
     distinct = {name: sizes[name] - 1 for name in features}  # minus the one OOV row
     print(f"preprocessed the full vocabulary in {seconds:.0f} s; distinct train ids: "
           + ", ".join(f"{name} {count:,}" for name, count in distinct.items()), flush=True)
@@ -146,7 +146,7 @@ def main() -> None:
             print(f"measured earlier: {encoding} at {fraction:.0%}", flush=True)
             continue
         runs = trained(variant_config, directory, args.seeds)
-        rows = {f.name: f.vocabulary_size for f in variant_manifest.features if f.name in features}
+        rows = {f.name: f.table_rows for f in variant_manifest.features if f.name in features}
         results.append({"encoding": encoding, "fraction": fraction, "rows": rows, "runs": runs})
         print(f"trained {encoding} at {fraction:.0%}: {describe([r['logloss'] for r in runs])}", flush=True)
         measured = [r for r in measured if (r["encoding"], r["fraction"]) != (encoding, fraction)] + [results[-1]]

@@ -58,7 +58,7 @@ def synthetic_data(manifest, seed: int = 0, batches: int = 8):
             if feature.kind == "numeric":
                 features[feature.name] = rng.normal(size=BATCH).astype("float32")
             else:
-                features[feature.name] = rng.integers(0, feature.vocabulary_size, size=BATCH)
+                features[feature.name] = rng.integers(0, feature.table_rows, size=BATCH)
         labels = {task: (rng.random(BATCH) < 0.2).astype("float32") for task in manifest.tasks}
         elements.append(tf.data.Dataset.from_tensors((features, labels)))
     data = elements[0]
@@ -90,7 +90,7 @@ def bench_manifest(shape: dict):
     from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
 
     features = [
-        FeatureInfo(name=f"id_{i}", kind="categorical", dtype="int64", vocabulary_size=rows)
+        FeatureInfo(name=f"id_{i}", kind="categorical", dtype="int64", table_rows=rows)
         for i, rows in enumerate(shape["tables"])
     ]
     features.append(FeatureInfo(name="bid", kind="numeric", dtype="float32"))

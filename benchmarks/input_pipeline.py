@@ -25,20 +25,20 @@ import tensorflow as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.preprocess.block_format import (  # noqa: E402
+from components.preprocess.block_format import (
     block_layout,
     encode_blocks,
     example_matrices,
     holdout_buckets,
 )
-from components.preprocess.manifest import (  # noqa: E402
+from components.preprocess.manifest import (
     FeatureInfo,
     Manifest,
     SplitBlocks,
     SplitInfo,
     TransformedFeatureSpec,
 )
-from components.train.input import InputOptions, block_dataset, example_dataset  # noqa: E402
+from components.train.input import InputOptions, block_dataset, example_dataset
 
 TASK = "engagement"
 LABEL = f"label_{TASK}"
@@ -78,7 +78,7 @@ def write_examples(directory: Path, features: int, examples: int, block_examples
         files[name] = len(rows[part])
     manifest = Manifest(
         tasks=[TASK],
-        features=[FeatureInfo(name=n, kind="categorical", dtype="int64", vocabulary_size=1000) for n in names],
+        features=[FeatureInfo(name=n, kind="categorical", dtype="int64", table_rows=1000) for n in names],
         splits={"train": SplitInfo(examples=examples, label_rates={TASK: float(labels.mean())},
                                    file_pattern="train/part-*.tfrecord.gz",
                                    blocks=SplitBlocks(files=files, block_examples=block_examples))},

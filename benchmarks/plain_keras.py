@@ -26,7 +26,7 @@ def plain_keras_dcn(
             continue
         shape = (feature.length,) if feature.kind == "categorical_list" else ()
         inputs[feature.name] = keras.Input(shape, name=feature.name, dtype="int64")
-        vectors = keras.layers.Embedding(feature.vocabulary_size, embedding_dim)(inputs[feature.name])
+        vectors = keras.layers.Embedding(feature.table_rows, embedding_dim)(inputs[feature.name])
         if feature.kind == "categorical_list":
             vectors = keras.layers.GlobalAveragePooling1D()(vectors)
         parts.append(vectors)

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plain_keras import plain_keras_dcn  # noqa: E402
-from training_setup import examples_per_second, training_bench  # noqa: E402  (puts the repo on sys.path)
+from plain_keras import plain_keras_dcn
+from training_setup import examples_per_second, training_bench  # puts the repo on sys.path
 
-from components.train.loop import compiled_model  # noqa: E402
-from components.train.strategy import runtime_for  # noqa: E402
+from components.train.loop import compiled_model
+from components.train.strategy import runtime_for
 
 
 def main() -> None:

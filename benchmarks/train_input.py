@@ -19,10 +19,10 @@ from pathlib import Path
 import tensorflow as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from training_setup import examples_per_second, training_bench  # noqa: E402  (puts the repo on sys.path)
+from training_setup import examples_per_second, training_bench  # puts the repo on sys.path
 
-from components.train.loop import compiled_model  # noqa: E402
-from components.train.strategy import runtime_for  # noqa: E402
+from components.train.loop import compiled_model
+from components.train.strategy import runtime_for
 
 
 def main() -> None:

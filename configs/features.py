@@ -156,7 +156,7 @@ TIME_PART_ROWS = {"hour_of_day": 24, "day_of_week": 7}
 
 def table_rows(feature: Any, vocabulary_entries: int | None = None) -> int | None:
     """The embedding-table rows a feature gets, None for one that has no table (a plain number, a history
-    feature's numeric inputs). The one rule: preprocess writes it to the manifest (`vocabulary_size`), the config's
+    feature's numeric inputs). The one rule: preprocess writes it to the manifest (`table_rows`), the config's
     memory estimate and the trainer's check against the manifest use it.
 
     hash, learned_hash: `hash_buckets`. vocabulary: its `vocabulary_entries` (what the train split kept; needed

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.summary import BenchmarkSummary
+from components.tables import Table, text_table
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -90,7 +91,7 @@ def format_runs_table(runs_dir: Path) -> str:
     runs = list_runs(runs_dir)
     if not runs:
         return f"no runs under {runs_dir}"
-    rows = [["run", "started (UTC)", "config", "status", "best log-loss", "best target"]]
+    rows = []
     problems = []
     for run in runs:
         r = run.record
@@ -104,7 +105,7 @@ def format_runs_table(runs_dir: Path) -> str:
             ])
         if run.problem is not None:
             problems.append(f"{run.id}: {run.problem}")
-    table = format_columns(rows)
+    table = text_table(Table(["run", "started (UTC)", "config", "status", "best log-loss", "best target"], rows))
     return table + ("\n\nrun records this adrank cannot read:\n" + "\n".join(f"  {p}" for p in problems)
                     if problems else "")
 
@@ -138,7 +139,7 @@ def format_run(run_dir: Path) -> str:
     summary = _summary(run_dir)
     if summary:
         lines.append("")
-        rows = [["target", "ran on", "runs", "log-loss mean", "std", "AUC", "examples/s", "$/M examples"]]
+        rows = []
         for t in summary.targets.values():
             rows.append([
                 t.name, ", ".join(t.hardware_seen), str(t.runs), f"{t.logloss_mean:.5f}",
@@ -146,7 +147,8 @@ def format_run(run_dir: Path) -> str:
                 f"{t.examples_per_second_mean:,.0f}",
                 f"{t.cost_per_million_examples_usd:.4f}" if t.cost_per_million_examples_usd is not None else "—",
             ])
-        lines.append(format_columns(rows))
+        lines.append(text_table(Table(
+            ["target", "ran on", "runs", "log-loss mean", "std", "AUC", "examples/s", "$/M examples"], rows)))
         floor = f", Bayes floor {summary.bayes_logloss:.5f}" if summary.bayes_logloss is not None else ""
         lines.append(f"\nconstant-CTR log-loss {summary.constant_ctr_logloss:.5f}{floor}")
         lines.append(f"report: {(run_dir / 'report.html').resolve()}")
@@ -180,7 +182,7 @@ def promotion_lines(run_dir: Path) -> list[str]:
 def format_comparison(run_a: Path, run_b: Path) -> str:
     """Per-target deltas (B − A) of mean log-loss and throughput for targets present in both runs."""
     a, b = _finished_summary(run_a), _finished_summary(run_b)
-    rows = [["target", "log-loss A", "log-loss B", "Δ log-loss", "Δ %", "examples/s A", "examples/s B", "speed B/A"]]
+    rows = []
     common = [name for name in a.targets if name in b.targets]
     for name in common:
         ta, tb = a.targets[name], b.targets[name]
@@ -192,16 +194,12 @@ def format_comparison(run_a: Path, run_b: Path) -> str:
             f"{tb.examples_per_second_mean / ta.examples_per_second_mean:.2f}×",
         ])
     lines = [f"A: {run_a.name}", f"B: {run_b.name}", ""]
-    lines.append(format_columns(rows) if common else "no target in common")
+    header = ["target", "log-loss A", "log-loss B", "Δ log-loss", "Δ %", "examples/s A", "examples/s B", "speed B/A"]
+    lines.append(text_table(Table(header, rows)) if common else "no target in common")
     only = sorted(set(a.targets) ^ set(b.targets))
     if only:
         lines.append(f"\nin one run only: {', '.join(only)}")
     return "\n".join(lines)
-
-
-def format_columns(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
 def _summary(run_dir: Path) -> BenchmarkSummary | None:

@@ -13,9 +13,10 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from components.atomic_write import write_text_atomically
+from components.contract import Contract
 from components.report.summary import BenchmarkSummary
 
 RUN_FILE = "run.json"
@@ -29,9 +30,7 @@ class RunRecordError(ValueError):
         self.unknown_fields = unknown_fields  # only unknown fields are wrong: a newer adrank wrote it
 
 
-class RunRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RunRecord(Contract):
     id: str
     config_name: str
     config_source: str

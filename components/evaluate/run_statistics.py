@@ -15,15 +15,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from scipy import stats as scipy_stats
+
+from components.contract import Contract
 
 SIGNIFICANCE = 0.05
 
 
-class SampleStats(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SampleStats(Contract):
     n: int
     mean: float
     std: float | None
@@ -34,10 +33,8 @@ class SampleStats(BaseModel):
     cv: float | None
 
 
-class Comparison(BaseModel):
+class Comparison(Contract):
     """`difference` is mean(a) − mean(b); for log-loss, negative means `a` is better."""
-
-    model_config = ConfigDict(extra="forbid")
 
     difference: float
     relative_difference: float

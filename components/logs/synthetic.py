@@ -55,113 +55,37 @@ DRIFT_STREAM = 1  # drift draws from its own random stream, so drift off leaves 
 HISTORY_STREAM = 2  # so do the history effects (components/logs/history_effects.py)
 
 
+PLACEMENT_WEIGHTS = np.array([0.35, 0.3, 0.15, 0.15, 0.05])  # share of impressions per entry of PLACEMENTS
+SPLITS = ("train", "eval")
+
+
 def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> GeneratedLogs:
+    """Simulate `logs.synthetic.days` days of the ad server, write both streams (with their malformed lines) as
+    JSON-lines shards under `output_dir` and the ground truth beside them."""
     spec = config.logs.synthetic
-    drift = spec.drift
+    _check_tasks_label_events(config)
     rng = np.random.default_rng(config.seed)
     drift_rng = np.random.default_rng([config.seed, DRIFT_STREAM])
     history = HistoryEffects(spec.history, np.random.default_rng([config.seed, HISTORY_STREAM]))
-    population = Population.draw(rng, spec.users, spec.ads, spec.advertisers, spec.interests,
-                                 spec.max_interests_per_user, spec.id_effect_scale)
-    user_ranks = np.arange(1, spec.users + 1, dtype=float)
-    ad_ranks = np.arange(1, spec.ads + 1, dtype=float)
-    placement_weights = np.array([0.35, 0.3, 0.15, 0.15, 0.05])
-
+    world = _World.first(rng, config)
+    boundary = eval_start_ms(spec.start_date + dt.timedelta(days=spec.days), config.split.eval_days)
+    labels = _SplitLabels.empty(config)
     impression_lines: list[str] = []
     events: list[tuple[int, str, str]] = []  # (timestamp_ms, impression_id, event_type)
-    # split → task → one array per day (labels drawn, and their true probabilities)
-    split_labels: dict[str, dict[str, list[np.ndarray]]] = {
-        split: {t.name: [] for t in config.tasks} for split in ("train", "eval")}
-    split_probabilities: dict[str, dict[str, list[np.ndarray]]] = {
-        split: {t.name: [] for t in config.tasks} for split in ("train", "eval")}
     day_truths: list[dict] = []
-    boundary = eval_start_ms(spec.start_date + dt.timedelta(days=spec.days), config.split.eval_days)
-    base_logit_shift = 0.0
-
     for day_index in range(spec.days):
-        day = spec.start_date + dt.timedelta(days=day_index)
-        if day_index > 0 and drift.enabled:
-            base_logit_shift += drift_rng.normal(0.0, drift.base_rate_step) if drift.base_rate_step else 0.0
-            population = population.drifted(drift_rng, drift.effect_drift)
-            population = population.with_newcomers(
-                drift_rng, drift.new_users_per_day, drift.new_ads_per_day, spec.max_interests_per_user
-            )
-            # A newcomer takes the popularity of a random rank of the first population.
-            user_ranks = np.concatenate([user_ranks, drift_rng.integers(1, spec.users + 1, drift.new_users_per_day)])
-            ad_ranks = np.concatenate([ad_ranks, drift_rng.integers(1, spec.ads + 1, drift.new_ads_per_day)])
-        n = spec.impressions_per_day
-        timestamps = np.sort(day_start_ms(day) + rng.integers(0, DAY_MS, size=n))
-        user = rng.choice(population.users, size=n, p=_zipf_weights(user_ranks, spec.user_zipf_exponent))
-        ad = rng.choice(population.ads, size=n, p=_zipf_weights(ad_ranks, spec.ad_zipf_exponent))
-        placement = rng.choice(len(PLACEMENTS), size=n, p=placement_weights)
-        base_logit: float | np.ndarray = spec.swipe_base_logit + base_logit_shift
-        if spec.history.enabled:  # per impression: what the user and the ad did before (history_effects.py)
-            base_logit = base_logit + history.logit_shift(user, ad)
-        marginal = population.event_probabilities(user, ad, placement, base_logit)
-        happened = _draw_event_chain(rng, marginal)
-        delays_ms = {
-            event: np.rint(rng.exponential(MEAN_DELAY_SECONDS[event] * 1000.0, size=n)).astype(np.int64)
-            for event in MEAN_DELAY_SECONDS
-        }
-        first_id = day_index * n
-        for row in range(n):
-            impression_id = f"imp-{first_id + row:09d}"
-            u, a = int(user[row]), int(ad[row])
-            impression_lines.append(json.dumps({
-                "impression_id": impression_id,
-                "timestamp": format_timestamp(int(timestamps[row])),
-                "user_id": f"u{u}",
-                "ad_id": f"ad{a}",
-                "advertiser_id": f"adv{int(population.ad_advertiser[a])}",
-                "ad_category": f"cat{int(population.ad_category[a])}",
-                "placement": PLACEMENTS[int(placement[row])],
-                "device_os": DEVICE_OS[int(population.user_os[u])],
-                "country": COUNTRIES[int(population.user_country[u])],
-                "user_age": int(population.user_age[u]),
-                "ad_bid": float(population.ad_bid[a]),
-                "user_interests": [f"cat{int(i)}" for i in population.user_interests[u]],
-            }))
-            for event, occurred in happened.items():
-                if occurred[row]:
-                    events.append((int(timestamps[row] + delays_ms[event][row]), impression_id, event))
-        in_eval = timestamps >= boundary
-        day_tasks = {}
-        for task in config.tasks:
-            event_type = task.event_type
-            if event_type is None:
-                raise ValueError(f"task '{task.name}': the synthetic ad server labels tasks by an event type, and "
-                                 "this one has none (a label column is for logs you bring)")
-            window_ms = task.attribution_window_seconds * 1000
-            labels = happened[event_type] & (delays_ms[event_type] <= window_ms)
-            probability = label_probability(marginal[event_type], event_type, task.attribution_window_seconds)
-            for split, mask in (("train", ~in_eval), ("eval", in_eval)):
-                split_labels[split][task.name].append(labels[mask])
-                split_probabilities[split][task.name].append(probability[mask])
-            day_tasks[task.name] = _bayes(labels, probability) | {"positives": int(labels.sum())}
-        day_truths.append({
-            "date": day.isoformat(),
-            "examples": n,
-            "base_logit_shift": float(base_logit_shift),
-            "users": population.users,
-            "ads": population.ads,
-            "distinct_users_seen": int(np.unique(user).size),
-            "users_seen_once": int(np.sum(np.unique(user, return_counts=True)[1] == 1)),
-            "distinct_ads_seen": int(np.unique(ad).size),
-            "ads_seen_once": int(np.sum(np.unique(ad, return_counts=True)[1] == 1)),
-            "tasks": day_tasks,
-        })
+        if day_index > 0 and spec.drift.enabled:
+            world.drift_one_day(drift_rng, config)
+        day = _simulate_day(rng, world, history, config, day_index)
+        _append_impressions(day, world.population, impression_lines, events)
+        day_tasks = labels.add_day(day, config, boundary)
+        day_truths.append(_day_truth(day, world, day_tasks))
 
-    events.sort()
-    engagement_lines = [
-        json.dumps({"event_id": f"ev-{index:09d}", "impression_id": impression_id,
-                    "event_type": event, "timestamp": format_timestamp(timestamp)})
-        for index, (timestamp, impression_id, event) in enumerate(events)
-    ]
+    engagement_lines = _engagement_lines(events)
     malformed = {
         "impressions": _inject_malformed(rng, impression_lines, spec.malformed_fraction, "impression"),
         "engagements": _inject_malformed(rng, engagement_lines, spec.malformed_fraction, "engagement"),
     }
-
     out = Path(output_dir)
     _write_shards(out / IMPRESSIONS_DIR, "impressions", impression_lines, spec.shards_per_stream)
     _write_shards(out / ENGAGEMENTS_DIR, "engagements", engagement_lines, spec.shards_per_stream)
@@ -172,22 +96,185 @@ def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> Gener
         "engagement_events": len(events),
         "eval_start": format_timestamp(boundary),
         "malformed_lines": malformed,
-        "drift": drift.model_dump(),
+        "drift": spec.drift.model_dump(),
         "days": day_truths,
-        "splits": {
-            split: {
-                "examples": int(sum(len(x) for x in split_labels[split][config.tasks[0].name])),
-                "tasks": {
-                    task: _bayes(np.concatenate(split_labels[split][task]), np.concatenate(split_probabilities[split][task]))
-                    for task in split_labels[split]
-                },
-            }
-            for split in ("train", "eval")
-        },
+        "splits": labels.truth(config),
     }
     (out / GROUND_TRUTH_FILE).write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n")
     injected = sum(sum(kinds.values()) for kinds in malformed.values())
     return GeneratedLogs(out, impressions, len(events), injected)
+
+
+def _check_tasks_label_events(config: PreprocessStepConfig) -> None:
+    """The simulated server labels a task by an event type; a task defined by a label column cannot be made."""
+    for task in config.tasks:
+        if task.event_type is None:
+            raise ValueError(f"task '{task.name}': the synthetic ad server labels tasks by an event type, and "
+                             "this one has none (a label column is for logs you bring)")
+
+
+@dataclass
+class _World:
+    """What moves from day to day under drift: the users and ads, their popularity ranks (1 = most popular) and
+    the shift of the base swipe logit."""
+
+    population: Population
+    user_ranks: np.ndarray
+    ad_ranks: np.ndarray
+    base_logit_shift: float = 0.0
+
+    @classmethod
+    def first(cls, rng: np.random.Generator, config: PreprocessStepConfig) -> _World:
+        spec = config.logs.synthetic
+        population = Population.draw(rng, spec.users, spec.ads, spec.advertisers, spec.interests,
+                                     spec.max_interests_per_user, spec.id_effect_scale)
+        return cls(population, np.arange(1, spec.users + 1, dtype=float), np.arange(1, spec.ads + 1, dtype=float))
+
+    def drift_one_day(self, drift_rng: np.random.Generator, config: PreprocessStepConfig) -> None:
+        """Move the base rate and the id effects, and add the day's newcomers."""
+        spec = config.logs.synthetic
+        drift = spec.drift
+        self.base_logit_shift += drift_rng.normal(0.0, drift.base_rate_step) if drift.base_rate_step else 0.0
+        self.population = self.population.drifted(drift_rng, drift.effect_drift)
+        self.population = self.population.with_newcomers(
+            drift_rng, drift.new_users_per_day, drift.new_ads_per_day, spec.max_interests_per_user
+        )
+        # A newcomer takes the popularity of a random rank of the first population.
+        self.user_ranks = np.concatenate([self.user_ranks,
+                                          drift_rng.integers(1, spec.users + 1, drift.new_users_per_day)])
+        self.ad_ranks = np.concatenate([self.ad_ranks, drift_rng.integers(1, spec.ads + 1, drift.new_ads_per_day)])
+
+
+@dataclass(frozen=True)
+class _Day:
+    """One simulated day: per impression its time, user, ad and placement, the true probability of each event,
+    whether the event happened and how long after the impression."""
+
+    index: int
+    date: dt.date
+    timestamps: np.ndarray
+    user: np.ndarray
+    ad: np.ndarray
+    placement: np.ndarray
+    marginal: dict[str, np.ndarray]
+    happened: dict[str, np.ndarray]
+    delays_ms: dict[str, np.ndarray]
+
+
+def _simulate_day(rng: np.random.Generator, world: _World, history: HistoryEffects, config: PreprocessStepConfig,
+                  day_index: int) -> _Day:
+    spec = config.logs.synthetic
+    date = spec.start_date + dt.timedelta(days=day_index)
+    n = spec.impressions_per_day
+    timestamps = np.sort(day_start_ms(date) + rng.integers(0, DAY_MS, size=n))
+    user = rng.choice(world.population.users, size=n, p=_zipf_weights(world.user_ranks, spec.user_zipf_exponent))
+    ad = rng.choice(world.population.ads, size=n, p=_zipf_weights(world.ad_ranks, spec.ad_zipf_exponent))
+    placement = rng.choice(len(PLACEMENTS), size=n, p=PLACEMENT_WEIGHTS)
+    base_logit: float | np.ndarray = spec.swipe_base_logit + world.base_logit_shift
+    if spec.history.enabled:  # per impression: what the user and the ad did before (history_effects.py)
+        base_logit = base_logit + history.logit_shift(user, ad)
+    marginal = world.population.event_probabilities(user, ad, placement, base_logit)
+    happened = _draw_event_chain(rng, marginal)
+    delays_ms = {
+        event: np.rint(rng.exponential(MEAN_DELAY_SECONDS[event] * 1000.0, size=n)).astype(np.int64)
+        for event in MEAN_DELAY_SECONDS
+    }
+    return _Day(day_index, date, timestamps, user, ad, placement, marginal, happened, delays_ms)
+
+
+def _append_impressions(day: _Day, population: Population, impression_lines: list[str],
+                        events: list[tuple[int, str, str]]) -> None:
+    """The day's impressions as log lines, and its events as (timestamp_ms, impression_id, event_type)."""
+    first_id = day.index * day.timestamps.size
+    for row in range(day.timestamps.size):
+        impression_id = f"imp-{first_id + row:09d}"
+        u, a = int(day.user[row]), int(day.ad[row])
+        impression_lines.append(json.dumps({
+            "impression_id": impression_id,
+            "timestamp": format_timestamp(int(day.timestamps[row])),
+            "user_id": f"u{u}",
+            "ad_id": f"ad{a}",
+            "advertiser_id": f"adv{int(population.ad_advertiser[a])}",
+            "ad_category": f"cat{int(population.ad_category[a])}",
+            "placement": PLACEMENTS[int(day.placement[row])],
+            "device_os": DEVICE_OS[int(population.user_os[u])],
+            "country": COUNTRIES[int(population.user_country[u])],
+            "user_age": int(population.user_age[u]),
+            "ad_bid": float(population.ad_bid[a]),
+            "user_interests": [f"cat{int(i)}" for i in population.user_interests[u]],
+        }))
+        for event, occurred in day.happened.items():
+            if occurred[row]:
+                events.append((int(day.timestamps[row] + day.delays_ms[event][row]), impression_id, event))
+
+
+@dataclass(frozen=True)
+class _SplitLabels:
+    """Per split and task, one array per day: the labels drawn and their true probabilities."""
+
+    labels: dict[str, dict[str, list[np.ndarray]]]
+    probabilities: dict[str, dict[str, list[np.ndarray]]]
+
+    @classmethod
+    def empty(cls, config: PreprocessStepConfig) -> _SplitLabels:
+        return cls({split: {t.name: [] for t in config.tasks} for split in SPLITS},
+                   {split: {t.name: [] for t in config.tasks} for split in SPLITS})
+
+    def add_day(self, day: _Day, config: PreprocessStepConfig, boundary: int) -> dict[str, dict]:
+        """Label the day's impressions per task (the event, within its attribution window); the day's Bayes
+        floor and positives per task."""
+        in_eval = day.timestamps >= boundary
+        day_tasks = {}
+        for task in config.tasks:
+            event_type = task.event_type
+            assert event_type is not None  # _check_tasks_label_events
+            window_ms = task.attribution_window_seconds * 1000
+            labels = day.happened[event_type] & (day.delays_ms[event_type] <= window_ms)
+            probability = label_probability(day.marginal[event_type], event_type, task.attribution_window_seconds)
+            for split, mask in (("train", ~in_eval), ("eval", in_eval)):
+                self.labels[split][task.name].append(labels[mask])
+                self.probabilities[split][task.name].append(probability[mask])
+            day_tasks[task.name] = _bayes(labels, probability) | {"positives": int(labels.sum())}
+        return day_tasks
+
+    def truth(self, config: PreprocessStepConfig) -> dict[str, dict]:
+        """Per split: its examples and, per task, the Bayes floor over all its days."""
+        return {
+            split: {
+                "examples": int(sum(len(x) for x in self.labels[split][config.tasks[0].name])),
+                "tasks": {
+                    task: _bayes(np.concatenate(self.labels[split][task]),
+                                 np.concatenate(self.probabilities[split][task]))
+                    for task in self.labels[split]
+                },
+            }
+            for split in SPLITS
+        }
+
+
+def _day_truth(day: _Day, world: _World, day_tasks: dict[str, dict]) -> dict:
+    """The day's record in ground_truth.json: its population, how many distinct ids it saw, its floors."""
+    return {
+        "date": day.date.isoformat(),
+        "examples": int(day.timestamps.size),
+        "base_logit_shift": float(world.base_logit_shift),
+        "users": world.population.users,
+        "ads": world.population.ads,
+        "distinct_users_seen": int(np.unique(day.user).size),
+        "users_seen_once": int(np.sum(np.unique(day.user, return_counts=True)[1] == 1)),
+        "distinct_ads_seen": int(np.unique(day.ad).size),
+        "ads_seen_once": int(np.sum(np.unique(day.ad, return_counts=True)[1] == 1)),
+        "tasks": day_tasks,
+    }
+
+
+def _engagement_lines(events: list[tuple[int, str, str]]) -> list[str]:
+    """The engagement stream in time order, each event numbered."""
+    return [
+        json.dumps({"event_id": f"ev-{index:09d}", "impression_id": impression_id,
+                    "event_type": event, "timestamp": format_timestamp(timestamp)})
+        for index, (timestamp, impression_id, event) in enumerate(sorted(events))
+    ]
 
 
 def read_ground_truth(logs_dir: str | Path) -> dict | None:

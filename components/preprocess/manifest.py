@@ -10,42 +10,45 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field
+
+from components.contract import Contract
 
 MANIFEST_FILE = "manifest.json"
 TRANSFORM_FN_DIR = "transform_fn"
 CALIBRATION_SPLIT = "calibration"  # the last split.calibration_days of train, written again for the calibration step
 
 
-class FeatureInfo(BaseModel):
+class FeatureInfo(Contract):
     """One transformed model input. `length` 1 is a scalar; >1 is a fixed-length padded list (pad id 0)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     kind: Literal["categorical", "categorical_list", "numeric"]
     dtype: Literal["int64", "float32"]
     length: int = Field(1, ge=1)
-    vocabulary_size: int | None = Field(None, description="embedding table rows, including OOV and padding ids")
+    # Written as `table_rows`; manifests written before the rename name it `vocabulary_size` and still load.
+    table_rows: int | None = Field(
+        None, validation_alias=AliasChoices("table_rows", "vocabulary_size"),
+        description="embedding table rows (vocabulary entries + OOV buckets, hash buckets, ...; padding id included)")
     combiner: Literal["mean", "sum"] | None = None
     missing_rate: float | None = Field(None, description="share of examples where the raw value was absent")
 
 
-class BlockColumn(BaseModel):
+class BlockColumn(Contract):
     """One column of a block: a model input, a label or the holdout bucket, `width` values per example."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     name: str
     dtype: Literal["int64", "float32"]
     width: int = Field(1, ge=1)
 
 
-class BlockLayout(BaseModel):
+class BlockLayout(Contract):
     """The byte layout of every block record (components/preprocess/block_format.py): a header, then the int64
     columns as one [block_examples, Σ width] row-major matrix, then the float32 columns as another."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     block_examples: int = Field(ge=1, description="rows of every block; a file's last block may hold fewer")
     columns: list[BlockColumn]
@@ -68,10 +71,8 @@ class BlockLayout(BaseModel):
 BLOCK_HEADER_BYTES = 24  # int64 rows, int64 block index in its file, 8-byte farmhash64 fingerprint of the payload
 
 
-class SplitBlocks(BaseModel):
+class SplitBlocks(Contract):
     """Where a split's blocks are and how many examples each file holds: every block but a file's last is full."""
-
-    model_config = ConfigDict(extra="forbid")
 
     files: dict[str, int] = Field(description="block file, relative to the manifest's directory → examples in it")
     block_examples: int = Field(ge=1)
@@ -93,9 +94,7 @@ class SplitBlocks(BaseModel):
         return {f: n % self.block_examples for f, n in self.files.items() if n % self.block_examples}
 
 
-class SplitInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SplitInfo(Contract):
     examples: int
     label_rates: dict[str, float]
     file_pattern: str = Field(description="glob of gzip TFRecord shards of per-example tf.Examples, relative to "
@@ -109,32 +108,30 @@ class SplitInfo(BaseModel):
     positives: dict[str, int] = Field(default_factory=dict, description="positive labels per task")
 
 
-class TransformedFeatureSpec(BaseModel):
+class TransformedFeatureSpec(Contract):
     """One entry of the transformed feature spec: the tf.Example dtype and shape the trainer parses."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     dtype: str = Field(description="TensorFlow dtype name, e.g. int64, float32")
     shape: list[int] = Field(description="fixed shape per example; [] is a scalar")
 
 
-class ImpressionWindow(BaseModel):
+class ImpressionWindow(Contract):
     """The impression time window a scheduled (or replayed) run read: start inclusive, end exclusive (RFC 3339,
     UTC); `start` None when the run read every day before `end` (no `logs.lookback_days`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     start: str | None
     end: str
 
 
-class InputAccount(BaseModel):
+class InputAccount(Contract):
     """Where one stream's input went, byte for byte: every byte read is framing (line breaks, a BOM, a CSV header),
     a blank line, or a record; every record read parsed or became a dead letter. Parquet rows have no byte size:
     a Parquet file's bytes are all framing, and its rows are checked against its footer. A stream read from
     BigQuery has no account."""
-
-    model_config = ConfigDict(extra="forbid")
 
     files: int = Field(description="files read")
     bytes: int = Field(description="bytes read: text after decompression; Parquet: the files' sizes")
@@ -163,9 +160,7 @@ class InputAccount(BaseModel):
         return found
 
 
-class Manifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Manifest(Contract):
     tasks: list[str]
     features: list[FeatureInfo]
     splits: dict[str, SplitInfo]

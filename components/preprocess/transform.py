@@ -1,9 +1,9 @@
 """The tf.Transform side: raw feature spec and `preprocessing_fn` built from the feature config.
 
 Transformed-example contract (the trainer depends on it):
-  categorical      → int64 [] ids in [0, vocabulary_size)          (vocabulary ids, then OOV buckets; or hash;
+  categorical      → int64 [] ids in [0, table_rows)               (vocabulary ids, then OOV buckets; or hash;
                                                                      or learned_hash rows, learned_hash.py)
-  categorical_list → int64 [max_length], 0 = padding, ids 1..vocabulary_size−1
+  categorical_list → int64 [max_length], 0 = padding, ids 1..table_rows−1
   numeric          → float32 [] normalized; `quantile_buckets` → int64 [] bucket id (a categorical input)
   time             → int64 [] hour of day (24 rows) or day of week (7 rows), from the impression time
   history          → its numeric columns (configs.features.HistoryFeature.numeric_inputs), each as numeric above
@@ -120,7 +120,7 @@ def feature_infos(features, tft_output: tft.TFTransformOutput, missing_rates: di
         elif size is None:  # a plain number
             kind = "numeric"
         infos.append(FeatureInfo(
-            name=feature.name, kind=kind, dtype=dtype, length=length, vocabulary_size=size, combiner=combiner,
+            name=feature.name, kind=kind, dtype=dtype, length=length, table_rows=size, combiner=combiner,
             missing_rate=missing_rates.get(feature.name),
         ))
     return infos

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from components.contract import Contract
 from components.evaluate.run_statistics import PairedComparison
 from components.report.summary import BenchmarkSummary
 from configs.promotion import PromotionConfig, ToleranceForm
@@ -63,10 +64,8 @@ class Verdict:
     tolerance: float | None = None  # nats, as applied (relative × champion log-loss, or the absolute setting)
 
 
-class PromotionDecision(BaseModel):
+class PromotionDecision(Contract):
     """The decision record: the promotion step's output, what `runs show`, the reports and the Experiment show."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model: str
     version: str | None = Field(description="the registered version; None when nothing was registered")

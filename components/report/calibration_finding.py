@@ -14,7 +14,7 @@ to set instead.
 from __future__ import annotations
 
 from components.report.summary import BenchmarkSummary
-from components.report.table import Table
+from components.tables import Table
 
 CALIBRATION_TOLERANCE = 0.10
 

@@ -11,18 +11,16 @@ import html
 import io
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from components.contract import Contract
 from components.registry.promotion_rule import PromotionDecision
-from components.report.summary_markdown import markdown_table
-from components.report.table import Table
+from components.tables import Table, html_table, markdown_table
 
 SERIES_FILE = "replay.json"
 
 
-class ReplayDay(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReplayDay(Contract):
     day: int = Field(ge=1)
     window_end: str
     window_start: str | None
@@ -37,9 +35,7 @@ class ReplayDay(BaseModel):
     decision: PromotionDecision
 
 
-class DaySeries(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DaySeries(Contract):
     replay_id: str
     config_name: str
     config_hash: str
@@ -144,8 +140,6 @@ def render_markdown(series: DaySeries, figure_name: str | None = None) -> str:
 
 def render_html(series: DaySeries, figure: bytes | None) -> str:
     table = series_table(series)
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows)
     image = (f"<img alt='challenger and champion per day' src='data:image/png;base64,"
              f"{base64.b64encode(figure).decode()}'/>" if figure else "")
     reasons = "".join(f"<li>day {d.day}: {html.escape(d.decision.reason)}</li>" for d in series.days)
@@ -153,7 +147,7 @@ def render_html(series: DaySeries, figure: bytes | None) -> str:
             "body{font-family:sans-serif;margin:24px auto;max-width:1200px}table{border-collapse:collapse;font-size:13px}"
             "td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}</style></head><body>"
             f"<h1>Daily retraining replay — {html.escape(series.config_name)}</h1><p>{html.escape(_intro(series))}</p>"
-            f"<table><tr>{head}</tr>{rows}</table>{image}<h2>Decisions</h2><ul>{reasons}</ul></body></html>\n")
+            f"{html_table(table)}{image}<h2>Decisions</h2><ul>{reasons}</ul></body></html>\n")
 
 
 def write_reports(series: DaySeries, directory: Path) -> dict[str, Path]:

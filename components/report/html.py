@@ -13,13 +13,13 @@ from components.report.plots import ReportFigure
 from components.report.sections import REPORT_SECTIONS
 from components.report.summary import BenchmarkSummary
 from components.report.table import (
-    Table,
     eval_curve_table,
     per_run_table,
     per_target_table,
     skipped_targets_table,
     statistics_table,
 )
+from components.tables import Table, html_table
 
 STYLE = """
 body { font-family: -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif; margin: 24px auto;
@@ -110,15 +110,7 @@ SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], s
 
 
 def _table(table: Table, text_columns: AbstractSet[int] = frozenset()) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
-    rows = "".join(
-        "<tr>" + "".join(
-            f"<td class='text'>{_e(cell)}</td>" if i in text_columns else f"<td>{_e(cell)}</td>"
-            for i, cell in enumerate(row)
-        ) + "</tr>"
-        for row in table.rows
-    )
-    return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+    return f"<div class='scroll'>{html_table(table, text_columns)}</div>"
 
 
 def _e(text: str) -> str:

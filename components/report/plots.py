@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter
 
-from components.report.summary import BenchmarkSummary  # noqa: E402
-from components.train.summary import RunSummary  # noqa: E402
+from components.report.summary import BenchmarkSummary
+from components.train.summary import RunSummary
 
 COLORS = [plt.get_cmap("tab10")(i) for i in range(10)]
 

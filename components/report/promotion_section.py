@@ -10,8 +10,7 @@ from __future__ import annotations
 import html
 
 from components.registry.promotion_rule import PromotionDecision
-from components.report.summary_markdown import markdown_table
-from components.report.table import Table
+from components.tables import Table, html_table, markdown_table
 
 HTML_MARKER = "<!-- adrank:promotion -->"
 
@@ -75,15 +74,13 @@ def promotion_markdown(decision: PromotionDecision) -> str:
 
 def promotion_html(decision: PromotionDecision) -> str:
     table = promotion_table(decision)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows)
     verdict = "Promoted" if decision.promoted else "Not promoted"
     warning = unscorable_warning(decision)
     banner = (f"<p style='background:#fff3cd;border:1px solid #e0b000;padding:6px'><b>{html.escape(warning)}</b></p>"
               if warning else "")
     return (f"{HTML_MARKER}<h2>Promotion</h2>{banner}<p><b>{verdict}</b>: {html.escape(decision.reason)}</p>"
             f"<p class='meta'>Rule: {html.escape(decision.rule)} (task <code>{html.escape(decision.primary_task)}"
-            f"</code>).</p><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
-            + f"</tr>{rows}</table>")
+            f"</code>).</p>{html_table(table)}")
 
 
 def with_promotion_section(report_html: str, decision: PromotionDecision) -> str:

@@ -9,8 +9,9 @@ import datetime as dt
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from components.contract import Contract
 from components.evaluate.run_statistics import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
@@ -20,9 +21,7 @@ from configs.report import SkippedTarget
 from configs.slices import ReportStepConfig
 
 
-class TaskStats(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TaskStats(Contract):
     logloss: SampleStats
     auc: SampleStats
     normalized_entropy: SampleStats
@@ -36,9 +35,7 @@ class TaskStats(BaseModel):
     )
 
 
-class TargetSummary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TargetSummary(Contract):
     name: str
     kind: str
     global_batch_size: int
@@ -77,18 +74,14 @@ class TargetSummary(BaseModel):
     input_cache_mib: float = Field(0.0, description="memory of the cached train blocks (0: not cached)")
 
 
-class TaskFloor(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TaskFloor(Contract):
     bayes_logloss: float | None
     constant_ctr_logloss: float
     train_positive_rate: float
     eval_positive_rate: float
 
 
-class RunRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RunRow(Contract):
     target: str
     run_index: int
     seed: int
@@ -115,18 +108,14 @@ class RunRow(BaseModel):
     model_uri: str | None
 
 
-class BestRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BestRun(Contract):
     target: str
     run_index: int
     logloss: float
     model_uri: str | None
 
 
-class BenchmarkSummary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BenchmarkSummary(Contract):
     pipeline: str
     config_hash: str
     generated: dt.datetime

@@ -10,13 +10,13 @@ from components.report.plots import ReportFigure
 from components.report.sections import REPORT_SECTIONS
 from components.report.summary import BenchmarkSummary
 from components.report.table import (
-    Table,
     eval_curve_table,
     per_run_table,
     per_target_table,
     skipped_targets_table,
     statistics_table,
 )
+from components.tables import Table, markdown_table
 
 
 def render_markdown(summary: BenchmarkSummary, figures: Sequence[ReportFigure] = ()) -> str:
@@ -73,8 +73,3 @@ SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], s
     "dead_letters": _dead_letters,
 }
 
-
-def markdown_table(table: Table) -> str:
-    lines = ["| " + " | ".join(table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
-    return "\n".join(lines)

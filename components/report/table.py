@@ -1,16 +1,9 @@
-"""The report's tables as plain rows of text, rendered to HTML and to Markdown alike."""
+"""The report's tables as plain rows of text (`components.tables` renders them to HTML and to Markdown alike)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from components.report.summary import BenchmarkSummary
-
-
-@dataclass(frozen=True)
-class Table:
-    header: list[str]
-    rows: list[list[str]]
+from components.tables import Table
 
 
 def per_target_table(summary: BenchmarkSummary) -> Table:

@@ -183,132 +183,147 @@ def _reject_busy(request: socket.socket) -> None:
         pass
 
 
+class PredictionHandler(BaseHTTPRequestHandler):
+    """One connection of the prediction server: the health route (GET) and the predict route (POST), every answer
+    JSON, every read under the limits' deadlines. `make_server` binds a subclass to its predictor, routes and
+    limits."""
+
+    predictor: Predictor
+    predict_route: str
+    health_route: str
+    health: dict[str, str]
+    limits: ServingLimits
+    default_request_version = "HTTP/1.0"  # an error before the version is known still gets a status line
+    _answered = False
+
+    def setup(self) -> None:
+        super().setup()
+        self._head = _HeaderDeadline(self.rfile, self.connection, self.limits.read_timeout_seconds)
+        self.rfile = self._head  # type: ignore[assignment]  # reads as the buffered reader does
+
+    def handle_one_request(self) -> None:
+        """One request; its line and headers within the read timeout in total, else 408 and the connection
+        closed."""
+        self._head.start()
+        self._answered = False
+        super().handle_one_request()  # a TimeoutError reading the head closes the connection
+        if self._head.expired and not self._answered:
+            self.close_connection = True
+            try:
+                self._answer(HTTPStatus.REQUEST_TIMEOUT, {
+                    "error": f"the request line and headers did not arrive within "
+                             f"{self.limits.read_timeout_seconds:g} s (ADRANK_READ_TIMEOUT_SECONDS)"}, close=True)
+            except OSError:
+                pass
+
+    def parse_request(self) -> bool:
+        """`METHOD /path HTTP/x.y`, or a 400 naming what came instead (http.server itself would read a blank
+        line as no request and two words as HTTP/0.9)."""
+        line = str(getattr(self, "raw_requestline", b""), "iso-8859-1").rstrip("\r\n")
+        if len(line.split()) != 3:
+            self.command, self.path, self.requestline = "", "", line
+            self.request_version = self.default_request_version
+            self.close_connection = True
+            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed request line {line[:80]!r}: expected "
+                                                    "'METHOD /path HTTP/1.1'")
+            return False
+        return super().parse_request()
+
+    def _answer(self, status: HTTPStatus, payload: dict, close: bool = False,
+                headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload).encode()
+        self._answered = True
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":  # a HEAD answer has headers only
+            self.wfile.write(body)
+
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own errors (bad request line, oversized header, unknown method) as JSON, connection
+        closed."""
+        self._answer(HTTPStatus(code), {"error": message or HTTPStatus(code).phrase}, close=True)
+
+    def _route(self) -> None:
+        """The health route takes GET, the predict route POST; another path is a 404, another method a 405.
+        Errors close the connection: a body the handler did not read cannot be followed by another request."""
+        self.connection.settimeout(self.limits.read_timeout_seconds)  # the head's deadline is over: each read again
+        methods = sorted(method for method, route in (("GET", self.health_route), ("POST", self.predict_route))
+                         if route == self.path)
+        if not methods:
+            self._answer(HTTPStatus.NOT_FOUND, {"error": f"no route {self.path[:200]}; predict: POST "
+                                                         f"{self.predict_route}, health: GET {self.health_route}"},
+                         close=True)
+        elif self.command not in methods:
+            self._answer(HTTPStatus.METHOD_NOT_ALLOWED,
+                         {"error": f"{self.command} {self.path} is not served; use {' or '.join(methods)}"},
+                         close=True, headers={"Allow": ", ".join(methods)})
+        elif self.command == "GET":
+            self._answer(HTTPStatus.OK, self.health)
+        else:
+            self._predict()
+
+    # http.server calls do_<METHOD>; a method named nowhere here is its own 501
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _route  # noqa: N815
+
+    def _predict(self) -> None:
+        try:
+            length = content_length(self.headers)
+            check_body_size(length, self.limits.max_body_bytes)
+            body = self._read_body(length)
+            predictions = self.predictor.predict(serialized_examples(body, self.limits.max_instances))
+        except BadRequest as error:
+            # the body was not (fully) read: the connection cannot carry another request
+            self._answer(error.status, {"error": str(error)}, close=True)
+            return
+        except _SlowClient:
+            self._answer(HTTPStatus.REQUEST_TIMEOUT, {
+                "error": f"the request body did not arrive within {self.limits.read_timeout_seconds:g} s "
+                         "(ADRANK_READ_TIMEOUT_SECONDS)"}, close=True)
+            return
+        self._answer(HTTPStatus.OK, {"predictions": predictions})
+
+    def _read_body(self, length: int) -> bytes:
+        """`length` bytes within the read timeout in total (not per read), so a trickle cannot hold a thread."""
+        deadline = time.monotonic() + self.limits.read_timeout_seconds
+        chunks, remaining = [], length
+        while remaining > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _SlowClient()
+            self.connection.settimeout(left)
+            try:
+                chunk = self.rfile.read1(min(remaining, 1 << 16))
+            except (TimeoutError, socket.timeout):
+                raise _SlowClient() from None
+            if not chunk:
+                raise BadRequest(f"the body ended after {length - remaining} of {length} bytes (Content-Length)")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def log_message(self, format, *args):  # one line per request on stderr, as Vertex logs it
+        """Also for a request whose line could not be parsed (no command or path yet)."""
+        command, path = getattr(self, "command", None) or "-", getattr(self, "path", "")[:200] or "-"
+        print(f"{command} {path} {args[1] if len(args) > 1 else ''}", flush=True)
+
+
 def make_server(predictor: Predictor, port: int, predict_route: str, health_route: str,
                 host: str = "0.0.0.0", limits: ServingLimits = ServingLimits()) -> BoundedHTTPServer:
-
-    class Handler(BaseHTTPRequestHandler):
-        timeout = limits.read_timeout_seconds  # each read; the request line and headers together: `_HeaderDeadline`
-        default_request_version = "HTTP/1.0"  # an error before the version is known still gets a status line
-        _answered = False
-
-        def setup(self) -> None:
-            super().setup()
-            self._head = _HeaderDeadline(self.rfile, self.connection, limits.read_timeout_seconds)
-            self.rfile = self._head  # type: ignore[assignment]  # reads as the buffered reader does
-
-        def handle_one_request(self) -> None:
-            """One request; its line and headers within the read timeout in total, else 408 and the connection
-            closed."""
-            self._head.start()
-            self._answered = False
-            super().handle_one_request()  # a TimeoutError reading the head closes the connection
-            if self._head.expired and not self._answered:
-                self.close_connection = True
-                try:
-                    self._answer(HTTPStatus.REQUEST_TIMEOUT, {
-                        "error": f"the request line and headers did not arrive within "
-                                 f"{limits.read_timeout_seconds:g} s (ADRANK_READ_TIMEOUT_SECONDS)"}, close=True)
-                except OSError:
-                    pass
-
-        def parse_request(self) -> bool:
-            """`METHOD /path HTTP/x.y`, or a 400 naming what came instead (http.server itself would read a blank
-            line as no request and two words as HTTP/0.9)."""
-            line = str(getattr(self, "raw_requestline", b""), "iso-8859-1").rstrip("\r\n")
-            if len(line.split()) != 3:
-                self.command, self.path, self.requestline = "", "", line
-                self.request_version = self.default_request_version
-                self.close_connection = True
-                self.send_error(HTTPStatus.BAD_REQUEST, f"malformed request line {line[:80]!r}: expected "
-                                                        "'METHOD /path HTTP/1.1'")
-                return False
-            return super().parse_request()
-
-        def _answer(self, status: HTTPStatus, payload: dict, close: bool = False,
-                    headers: dict[str, str] | None = None) -> None:
-            body = json.dumps(payload).encode()
-            self._answered = True
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            if self.command != "HEAD":  # a HEAD answer has headers only
-                self.wfile.write(body)
-
-        def send_error(self, code, message=None, explain=None):
-            """http.server's own errors (bad request line, oversized header, unknown method) as JSON, connection
-            closed."""
-            self._answer(HTTPStatus(code), {"error": message or HTTPStatus(code).phrase}, close=True)
-
-        def _route(self) -> None:
-            """The health route takes GET, the predict route POST; another path is a 404, another method a 405.
-            Errors close the connection: a body the handler did not read cannot be followed by another request."""
-            self.connection.settimeout(limits.read_timeout_seconds)  # the head's deadline is over: each read again
-            methods = sorted(method for method, route in (("GET", health_route), ("POST", predict_route))
-                             if route == self.path)
-            if not methods:
-                self._answer(HTTPStatus.NOT_FOUND, {"error": f"no route {self.path[:200]}; predict: POST "
-                                                             f"{predict_route}, health: GET {health_route}"}, close=True)
-            elif self.command not in methods:
-                self._answer(HTTPStatus.METHOD_NOT_ALLOWED,
-                             {"error": f"{self.command} {self.path} is not served; use {' or '.join(methods)}"},
-                             close=True, headers={"Allow": ", ".join(methods)})
-            elif self.command == "GET":
-                self._answer(HTTPStatus.OK, health)
-            else:
-                self._predict()
-
-        # http.server calls do_<METHOD>; a method named nowhere here is its own 501
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _route  # noqa: N815
-
-        def _predict(self) -> None:
-            try:
-                length = content_length(self.headers)
-                check_body_size(length, limits.max_body_bytes)
-                body = self._read_body(length)
-                predictions = predictor.predict(serialized_examples(body, limits.max_instances))
-            except BadRequest as error:
-                # the body was not (fully) read: the connection cannot carry another request
-                self._answer(error.status, {"error": str(error)}, close=True)
-                return
-            except _SlowClient:
-                self._answer(HTTPStatus.REQUEST_TIMEOUT, {
-                    "error": f"the request body did not arrive within {limits.read_timeout_seconds:g} s "
-                             "(ADRANK_READ_TIMEOUT_SECONDS)"}, close=True)
-                return
-            self._answer(HTTPStatus.OK, {"predictions": predictions})
-
-        def _read_body(self, length: int) -> bytes:
-            """`length` bytes within the read timeout in total (not per read), so a trickle cannot hold a thread."""
-            deadline = time.monotonic() + limits.read_timeout_seconds
-            chunks, remaining = [], length
-            while remaining > 0:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise _SlowClient()
-                self.connection.settimeout(left)
-                try:
-                    chunk = self.rfile.read1(min(remaining, 1 << 16))
-                except (TimeoutError, socket.timeout):
-                    raise _SlowClient() from None
-                if not chunk:
-                    raise BadRequest(f"the body ended after {length - remaining} of {length} bytes (Content-Length)")
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks)
-
-        def log_message(self, format, *args):  # one line per request on stderr, as Vertex logs it
-            """Also for a request whose line could not be parsed (no command or path yet)."""
-            command, path = getattr(self, "command", None) or "-", getattr(self, "path", "")[:200] or "-"
-            print(f"{command} {path} {args[1] if len(args) > 1 else ''}", flush=True)
-
+    """The server on `host:port`, answering with `predictor`, bounded by `limits` (not yet serving)."""
     health = {"status": "ready", "model": predictor.model_dir}
-    return BoundedHTTPServer((host, port), Handler, limits, health_route=health_route, health=health)
+    handler = type("Handler", (PredictionHandler,), {
+        "predictor": predictor, "predict_route": predict_route, "health_route": health_route, "health": health,
+        "limits": limits,
+        "timeout": limits.read_timeout_seconds,  # each read; the request line and headers together: `_HeaderDeadline`
+    })
+    return BoundedHTTPServer((host, port), handler, limits, health_route=health_route, health=health)
 
 
 def main() -> int:

@@ -62,10 +62,10 @@ def feature_configs(
     table_of = shared_table_names(shared_tables or {}, [f.name for f in features])
     vocabulary: dict[str, int] = {}
     for feature in features:
-        if not feature.vocabulary_size:
-            raise ValueError(f"categorical feature '{feature.name}' has no vocabulary_size in the manifest")
+        if not feature.table_rows:
+            raise ValueError(f"categorical feature '{feature.name}' has no table_rows in the manifest")
         name = table_of[feature.name]
-        vocabulary[name] = max(vocabulary.get(name, 0), feature.vocabulary_size)
+        vocabulary[name] = max(vocabulary.get(name, 0), feature.table_rows)
     tables: dict[str, keras_rs.layers.TableConfig] = {}
     configs: dict[str, keras_rs.layers.FeatureConfig] = {}
     for feature in features:

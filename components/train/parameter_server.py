@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 
 import keras
 import tensorflow as tf
@@ -31,7 +32,7 @@ from components.train.loop import (
 )
 from components.train.models import RankingModel
 from components.train.strategy import Runtime
-from components.train.summary import CurvePoint
+from components.train.summary import CurvePoint, WarmStartSummary
 from configs.training import ResolvedTarget
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,46 @@ def fit_parameter_server(
     # one input pipeline (each worker reads its own, alike) alone on this host, before the workers start
     input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
                                            training.global_batch_size, training.input_capacity_seconds)
+    per_worker_iterator = _per_worker_iterator(coordinator, strategy, examples_dir, manifest, options)
+    model, manager, warm_start = _model_on_parameter_servers(resolved, runtime, manifest, examples_dir, model_dir,
+                                                             warm_start_from)
+    worker_step = _worker_step(model, strategy, manifest, training.deterministic)
+
+    done = int(model.optimizer.iterations.numpy())
+    done -= done % plan.chunk_steps
+    curve: list[CurvePoint] = []
+    log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
+             len(runtime.device_names))
+    timing = _LoopTiming(loop_started=time.perf_counter())
+    progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
+    progress.begin(done)
+    for _chunk in range(done // plan.chunk_steps, plan.chunks):
+        results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
+        coordinator.join()
+        done += plan.chunk_steps
+        fetched = [r.fetch() for r in results]
+        _set_step_count(model, done)
+        mean_loss = _finite_mean_loss(fetched, done)
+        curve.append(CurvePoint(step=done, loss=mean_loss, epoch=None, eval_logloss=None))  # the last: train() adds both
+        manager.save(checkpoint_number=done)
+        log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
+        progress.steps_done(done)
+        progress.chunk_done(done, loss=mean_loss)
+        timing.chunk_done(fetched, plan.chunk_steps)
+    examples_per_second, waited, computed, timed_steps = timing.figures(plan.chunk_steps, training.global_batch_size)
+    return model, plan, FitResult(
+        curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
+        input_stall_fraction=stall_fraction(waited, computed),
+        input_examples_per_second=input_rate,
+        # per worker: each step's compute on the worker that ran it (one worker's rate when it never waits)
+        step_examples_per_second=step_examples_per_second(timed_steps, training.global_batch_size, computed),
+        input_format=input_format(manifest), input_cache_bytes=cache.bytes,
+    )
+
+
+def _per_worker_iterator(coordinator, strategy: tf.distribute.Strategy, examples_dir: str, manifest: Manifest,
+                         options: InputOptions):
+    """An iterator over every worker's own train input pipeline (each worker reads and shuffles its own)."""
 
     def dataset_fn(input_context):
         return make_dataset(examples_dir, manifest, "train", options, input_context)
@@ -60,9 +101,17 @@ def fit_parameter_server(
     def per_worker_dataset_fn():
         return strategy.distribute_datasets_from_function(dataset_fn)
 
-    per_worker_iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
+    return iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
+
+
+def _model_on_parameter_servers(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str,
+    warm_start_from: str | None,
+) -> tuple[RankingModel, tf.train.CheckpointManager, WarmStartSummary | None]:
+    """The compiled model with its variables on the parameter servers, restored from the latest checkpoint, or
+    warm-started from `warm_start_from` when there is none; its checkpoint manager."""
     sample_features, _ = next(iter(make_dataset(examples_dir, manifest, "eval", InputOptions(8, training=False))))
-    with strategy.scope():
+    with runtime.strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution=1)
         manager = checkpoint_manager(model, model_dir)
         if manager.latest_checkpoint:
@@ -70,6 +119,12 @@ def fit_parameter_server(
         warm_start = None
         if warm_start_from and not manager.latest_checkpoint:
             warm_start = warm_start_model(model, examples_dir, manifest, warm_start_from)
+    return model, manager, warm_start
+
+
+def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest: Manifest, deterministic: bool):
+    """The `tf.function` a worker runs per step: one batch, the summed task losses, the split table/dense update;
+    it returns (loss, gradient norm, seconds waiting for the batch, seconds computing the step)."""
     losses = {task: keras.losses.BinaryCrossentropy() for task in manifest.tasks}
     tables, dense = model.variable_groups()
 
@@ -87,7 +142,7 @@ def fit_parameter_server(
         # share of step time spent waiting for input (see `callbacks.InputStallMeter`) from the same clock.
         # (Not under op determinism, which refuses tf.timestamp and whose workers cannot call back into this
         # process's Python clock: the run then records no stall; asynchronous training is not reproducible anyway.)
-        if training.deterministic:
+        if deterministic:
             features, labels = next(iterator)
             loss, norm = strategy.run(replica_step, args=(features, labels))
             return loss, norm, tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64)
@@ -101,53 +156,55 @@ def fit_parameter_server(
             finished = tf.timestamp()
         return loss, norm, arrived - asked, finished - arrived
 
-    done = int(model.optimizer.iterations.numpy())
-    done -= done % plan.chunk_steps
-    curve: list[CurvePoint] = []
-    steady_started, steady_steps = None, 0
-    waited = computed = 0.0  # seconds, over the steady chunks
-    log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
-             len(runtime.device_names))
-    loop_started = time.perf_counter()
-    progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
-    progress.begin(done)
-    for _chunk in range(done // plan.chunk_steps, plan.chunks):
-        results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
-        coordinator.join()
-        done += plan.chunk_steps
-        fetched = [r.fetch() for r in results]
-        # Keras 3 counts steps with `iterations.assign_add(1)`, which on a Keras variable is a read then an
-        # assign: workers updating the ps at once lose increments (seen: 6 of 8). The chief knows how many
-        # steps completed, so it writes the count before the checkpoint (resume and schedules rely on it).
-        for optimizer in (model.optimizer, model.embedding_optimizer):
-            if optimizer is not None:
-                optimizer.iterations.assign(done)
-        mean_loss = float(sum(float(loss) for loss, *_ in fetched) / len(fetched))
-        if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm, *_ in fetched):
-            raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
-        curve.append(CurvePoint(step=done, loss=mean_loss, epoch=None, eval_logloss=None))  # the last: train() adds both
-        manager.save(checkpoint_number=done)
-        log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
-        progress.steps_done(done)
-        progress.chunk_done(done, loss=mean_loss)
-        if steady_started is None:
-            steady_started = time.perf_counter()  # after the first chunk: tracing and start-up excluded
-            first_chunk_times = (sum(float(f[2]) for f in fetched), sum(float(f[3]) for f in fetched))
+    return worker_step
+
+
+def _set_step_count(model: RankingModel, done: int) -> None:
+    """Write the completed steps into the optimizers' counters before the checkpoint (resume and schedules rely
+    on it). Keras 3 counts steps with `iterations.assign_add(1)`, which on a Keras variable is a read then an
+    assign: workers updating the ps at once lose increments (seen: 6 of 8); the chief knows how many completed."""
+    for optimizer in (model.optimizer, model.embedding_optimizer):
+        if optimizer is not None:
+            optimizer.iterations.assign(done)
+
+
+def _finite_mean_loss(fetched: list, done: int) -> float:
+    """The chunk's mean loss over its steps; `NonFiniteLossError` when a step's loss or gradient norm is not
+    finite."""
+    mean_loss = float(sum(float(loss) for loss, *_ in fetched) / len(fetched))
+    if not all(math.isfinite(float(loss)) and math.isfinite(float(norm)) for loss, norm, *_ in fetched):
+        raise NonFiniteLossError(f"training loss is nan at step {done} (non-finite loss or gradients)")
+    return mean_loss
+
+
+@dataclass
+class _LoopTiming:
+    """The loop's throughput and its input stall, over the steady chunks: the first chunk (tracing and start-up)
+    is left out, unless it is the run's only one."""
+
+    loop_started: float
+    steady_started: float | None = None
+    steady_steps: int = 0
+    waited: float = 0.0  # seconds the workers waited for batches, over the steady chunks
+    computed: float = 0.0  # seconds they computed steps
+    first_chunk: tuple[float, float] = (0.0, 0.0)  # (waited, computed) of the first chunk
+
+    def chunk_done(self, fetched: list, chunk_steps: int) -> None:
+        if self.steady_started is None:
+            self.steady_started = time.perf_counter()  # after the first chunk: tracing and start-up excluded
+            self.first_chunk = (sum(float(f[2]) for f in fetched), sum(float(f[3]) for f in fetched))
         else:
-            steady_steps += plan.chunk_steps
-            waited += sum(float(wait) for _, _, wait, _ in fetched)
-            computed += sum(float(step) for _, _, _, step in fetched)
-    elapsed = time.perf_counter() - steady_started if steady_started else 0.0
-    examples_per_second = steady_steps * training.global_batch_size / elapsed if elapsed > 0 and steady_steps else 0.0
-    if not steady_steps and steady_started is not None:  # a one-chunk run: its only chunk, start-up included
-        waited, computed = first_chunk_times
-        examples_per_second = plan.chunk_steps * training.global_batch_size / (steady_started - loop_started)
-    timed_steps = steady_steps if steady_steps else plan.chunk_steps
-    return model, plan, FitResult(
-        curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
-        input_stall_fraction=stall_fraction(waited, computed),
-        input_examples_per_second=input_rate,
-        # per worker: each step's compute on the worker that ran it (one worker's rate when it never waits)
-        step_examples_per_second=step_examples_per_second(timed_steps, training.global_batch_size, computed),
-        input_format=input_format(manifest), input_cache_bytes=cache.bytes,
-    )
+            self.steady_steps += chunk_steps
+            self.waited += sum(float(wait) for _, _, wait, _ in fetched)
+            self.computed += sum(float(step) for _, _, _, step in fetched)
+
+    def figures(self, chunk_steps: int, global_batch_size: int) -> tuple[float, float, float, int]:
+        """(examples per second, seconds waited, seconds computed, the steps those seconds cover)."""
+        elapsed = time.perf_counter() - self.steady_started if self.steady_started else 0.0
+        examples_per_second = (self.steady_steps * global_batch_size / elapsed
+                               if elapsed > 0 and self.steady_steps else 0.0)
+        waited, computed = self.waited, self.computed
+        if not self.steady_steps and self.steady_started is not None:  # a one-chunk run: start-up included
+            waited, computed = self.first_chunk
+            examples_per_second = chunk_steps * global_batch_size / (self.steady_started - self.loop_started)
+        return examples_per_second, waited, computed, self.steady_steps if self.steady_steps else chunk_steps

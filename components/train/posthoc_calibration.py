@@ -31,18 +31,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from components.contract import Contract
 from components.evaluate.metrics import logloss
 
 EPSILON = 1e-7
 NEWTON_STEPS = 50
 
 
-class CalibrationCheck(BaseModel):
+class CalibrationCheck(Contract):
     """The step's log-loss on examples it was not fitted on (and the model did not train on)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     how: str = Field(description="'held-out slice' (a separate check slice) or 'cross-fitting' (two halves)")
     examples: int
@@ -59,10 +58,8 @@ class CalibrationCheck(BaseModel):
                 f"log-loss {self.logloss_without:.6f} without it, {self.logloss_with:.6f} with it")
 
 
-class Calibrator(BaseModel):
+class Calibrator(Contract):
     """p' = sigmoid(slope · logit(p) + intercept), fitted on `examples` held-out train examples."""
-
-    model_config = ConfigDict(extra="forbid")
 
     method: str = Field(description="platt or intercept (training.calibration)")
     slope: float

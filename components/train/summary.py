@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from components.contract import Contract
 from components.train.posthoc_calibration import Calibrator
 
 SUMMARY_FILE = "run_summary.json"
 
 
-class TableCarryOver(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TableCarryOver(Contract):
     table: str
     rows: int
     copied: int
     new: int
 
 
-class WarmStartSummary(BaseModel):
+class WarmStartSummary(Contract):
     """What a warm-started run took from the champion (RunSummary.warm_start)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     source: str
     tables: list[TableCarryOver]
@@ -45,10 +42,8 @@ class WarmStartSummary(BaseModel):
                 f"({tables}); dense weights copied {self.dense_copied}{skipped}")
 
 
-class HardwareSeen(BaseModel):
+class HardwareSeen(Contract):
     """What the runtime reported, never what the target asked for."""
-
-    model_config = ConfigDict(extra="forbid")
 
     device_kind: str = Field(description="'CPU', 'GPU' or 'TPU', from tf.config / the TPU resolver")
     device_count: int
@@ -59,9 +54,7 @@ class HardwareSeen(BaseModel):
     host: str = ""
 
 
-class TaskMetrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TaskMetrics(Contract):
     logloss: float
     auc: float
     normalized_entropy: float
@@ -83,19 +76,15 @@ class TaskMetrics(BaseModel):
     uncalibrated_calibration: float | None = Field(None, description="mean prediction / rate before calibration")
 
 
-class CurvePoint(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CurvePoint(Contract):
     step: int
     loss: float = Field(description="mean training loss of the chunk ending at `step`")
     epoch: int | None = Field(None, description="the epoch (1-based) this chunk completes, if it ends one")
     eval_logloss: float | None = Field(None, description="eval log-loss after the epoch (mean over tasks)")
 
 
-class EmbeddingTableMemory(BaseModel):
+class EmbeddingTableMemory(Contract):
     """One stacked embedding table (the tables of one dim) and its optimizer's slots."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     tables: list[str] = Field(default_factory=list, description="the feature tables stacked in it")
@@ -107,9 +96,7 @@ class EmbeddingTableMemory(BaseModel):
     devices: list[str] = Field(default_factory=list)
 
 
-class RunSummary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RunSummary(Contract):
     target: str
     target_kind: str
     run_index: int

@@ -1,6 +1,6 @@
 """Does the examples' manifest give each feature the table rows the config says it has?
 
-Preprocess writes every feature's table rows into the manifest (`vocabulary_size`) and the trainer builds its
+Preprocess writes every feature's table rows into the manifest (`table_rows`) and the trainer builds its
 embedding tables from them. Where the config alone decides that figure (`configs.features.configured_table_rows`:
 hash buckets, quantile buckets, time parts), a different figure means the examples were made with another
 config, so training stops before it builds anything, naming the feature. A vocabulary's rows come from the
@@ -21,7 +21,7 @@ class TableRowsMismatch(ValueError):
 
 def check_table_rows(manifest: Manifest, features: Sequence[Feature]) -> None:
     """`TableRowsMismatch` naming every feature whose manifest figure differs from the config's."""
-    written = {info.name: info.vocabulary_size for info in manifest.features}
+    written = {info.name: info.table_rows for info in manifest.features}
     problems = []
     for feature in model_inputs(features):
         expected = configured_table_rows(feature)

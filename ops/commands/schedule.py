@@ -10,6 +10,7 @@ import datetime as dt
 import tempfile
 from pathlib import Path
 
+from components.tables import Table, text_table
 from ops.commands.options import add_config_arguments, add_endpoint_argument, config_from_args
 
 ACTIONS = {
@@ -172,7 +173,6 @@ def _experiment_sync(config, session, experiment: str | None) -> str:
 def _table(rows) -> str:
     if not rows:
         return "no schedules"
-    header = ("DISPLAY NAME", "STATE", "CRON", "NEXT RUN", "LAST RUN")
-    cells = [header] + [(r.display_name, r.state, r.cron, r.next_run_time, r.last_run) for r in rows]
-    widths = [max(len(str(row[i])) for row in cells) for i in range(len(header))]
-    return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells)
+    return text_table(Table(["DISPLAY NAME", "STATE", "CRON", "NEXT RUN", "LAST RUN"],
+                            [[str(v) for v in (r.display_name, r.state, r.cron, r.next_run_time, r.last_run)]
+                             for r in rows]))

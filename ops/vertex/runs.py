@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.evaluate.experiment_keys import SEPARATOR, training_figure
+from components.tables import Table, text_table
 from configs import AdrankConfig
 from ops.errors import VertexApiError
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
@@ -167,7 +168,7 @@ def format_runs_table(runs: list[VertexRun]) -> str:
     header = ["JOB ID", "STATE", "CREATED", "SCHEDULE", "TASKS"] + [f"best {m}" for m in metric_names]
     if any(promotions):
         header += ["CHALLENGER", "CHAMPION", "DIFF [95% CI]", "PROMOTED"]
-    rows = [header]
+    rows = []
     for run, promotion, run_figures in zip(runs, promotions, figures):
         counts: dict[str, int] = {}
         for state in run.tasks.values():
@@ -181,7 +182,7 @@ def format_runs_table(runs: list[VertexRun]) -> str:
         if any(promotions):
             cells += _promotion_cells(promotion)
         rows.append(cells)
-    return _align(rows)
+    return text_table(Table(header, rows))
 
 
 def _promotion_line(figures: dict[str, float]) -> str:
@@ -223,12 +224,11 @@ def format_run(run: VertexRun, session: VertexSession) -> str:
     if promotion:
         lines.append("promotion: " + _promotion_line(promotion))
     lines += ["", "tasks:"]
-    lines += _align([["TASK", "STATE"]] + [[t, s] for t, s in run.tasks.items()], indent="  ").splitlines()
+    lines += text_table(Table(["TASK", "STATE"], [[t, s] for t, s in run.tasks.items()]), indent="  ").splitlines()
     if run.metrics:
         names = sorted({m for values in run.metrics.values() for m in values})
-        rows = [["TASK"] + names] + [[task] + [_number(values.get(m)) for m in names]
-                                      for task, values in run.metrics.items()]
-        lines += ["", "metrics:"] + _align(rows, indent="  ").splitlines()
+        rows = [[task] + [_number(values.get(m)) for m in names] for task, values in run.metrics.items()]
+        lines += ["", "metrics:"] + text_table(Table(["TASK"] + names, rows), indent="  ").splitlines()
     return "\n".join(lines)
 
 
@@ -237,7 +237,3 @@ def _number(value) -> str:
         return ""
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
-
-def _align(rows: list[list[str]], indent: str = "") -> str:
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)

@@ -74,7 +74,7 @@ def test_learned_hash_and_calibration_through_adrank_run(quiet_learned_run):
     run_dir = tmp_path / "runs" / "clicks"
     manifest_path = next(run_dir.glob("artifacts/**/manifest.json"))
     manifest = Manifest.read(manifest_path.parent)
-    sizes = {f.name: f.vocabulary_size for f in manifest.features}
+    sizes = {f.name: f.table_rows for f in manifest.features}
     assert sizes["ip"] == 300 and sizes["channel"] == 40
     mapping = next(run_dir.glob("artifacts/**/transform_fn/**/assets/learned_hash")).read_bytes().splitlines()
     assert any(line.startswith(b"ip\t") for line in mapping)  # the row of ids never seen

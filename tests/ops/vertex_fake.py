@@ -531,16 +531,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self._serve("GET")
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self._serve("POST")
 
-    def do_PATCH(self):  # noqa: N802
+    def do_PATCH(self):
         self._serve("PATCH")
 
-    def do_DELETE(self):  # noqa: N802
+    def do_DELETE(self):
         self._serve("DELETE")
 
     def log_message(self, *args):  # keep test output quiet

@@ -7,11 +7,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "components" / "train"))
 
-from config_fixture import small_config  # noqa: E402
-from fixture_data import write_transformed_examples  # noqa: E402
+from config_fixture import small_config
+from fixture_data import write_transformed_examples
 
-from components.train.loop import checkpoint_dir  # noqa: E402
-from components.train.training_run import train  # noqa: E402
+from components.train.loop import checkpoint_dir
+from components.train.training_run import train
 
 pytestmark = pytest.mark.slow  # three short training runs
 

@@ -28,9 +28,9 @@ def test_click_log_preprocesses_from_config_only(tmp_path):
     assert manifest.splits["train"].positives == {"download": 3}
     assert manifest.splits["eval"].positives == {"download": 1}
     features = {f.name: f for f in manifest.features}
-    assert features["ip"].vocabulary_size == 50000
-    assert features["device"].vocabulary_size == 2 + 2  # devices 1 and 2 on train, 2 OOV buckets
-    assert features["click_hour"].vocabulary_size == 24
+    assert features["ip"].table_rows == 50000
+    assert features["device"].table_rows == 2 + 2  # devices 1 and 2 on train, 2 OOV buckets
+    assert features["click_hour"].table_rows == 24
 
     spec = tft.TFTransformOutput(str(tmp_path)).transformed_feature_spec()
     files = tf.io.gfile.glob(str(tmp_path / manifest.splits["eval"].file_pattern))

@@ -117,15 +117,15 @@ def test_transformed_values_and_feature_contract(tiny_run):
     # ad_id vocabulary on train: a1 (twice) then a2; unseen a3 lands in the single OOV bucket.
     assert [int(r["ad_id"]) for r in train] == [0, 0, 1]
     assert int(evaluation[0]["ad_id"]) == 2
-    assert features["ad_id"].vocabulary_size == 3 and features["ad_id"].kind == "categorical"
-    assert features["user_id"].vocabulary_size == 10
+    assert features["ad_id"].table_rows == 3 and features["ad_id"].kind == "categorical"
+    assert features["user_id"].table_rows == 10
     assert all(0 <= int(r["user_id"]) < 10 for r in train + evaluation)
     # lists: fixed length 2, id 0 pads, vocabulary ids shifted by one; y (twice) is the most frequent token.
     lists = [r["user_interests"].tolist() for r in train]
     assert lists[1] == [1, 0] and lists[2] == [0, 0]
     assert len(lists[0]) == 2 and all(i >= 1 for i in lists[0])
     assert features["user_interests"].length == 2
-    assert features["user_interests"].vocabulary_size == 5  # x, y, z + 1 OOV + padding
+    assert features["user_interests"].table_rows == 5  # x, y, z + 1 OOV + padding
     assert evaluation[0]["user_interests"].tolist()[0] == 1
     assert evaluation[0]["user_interests"].tolist()[1] == 4  # q is OOV: 3 + 1
     assert features["user_interests"].missing_rate == pytest.approx(0.25)
@@ -134,7 +134,7 @@ def test_transformed_values_and_feature_contract(tiny_run):
     np.testing.assert_allclose([float(r["user_age"]) for r in train], [-10 / std, 0.0, 10 / std], atol=1e-5)
     np.testing.assert_allclose(float(evaluation[0]["user_age"]), 20 / std, atol=1e-5)
     assert int(evaluation[0]["weekday"]) == 4  # 2026-01-02 is a Friday
-    assert features["hour"].vocabulary_size == 24 and features["weekday"].vocabulary_size == 7
+    assert features["hour"].table_rows == 24 and features["weekday"].table_rows == 7
     assert manifest.feature_spec["user_interests"] == TransformedFeatureSpec(dtype="int64", shape=[2])
     assert manifest.feature_spec["ad_id"] == TransformedFeatureSpec(dtype="int64", shape=[])
     assert manifest.feature_spec["label_engagement"] == TransformedFeatureSpec(dtype="float32", shape=[])

@@ -48,9 +48,9 @@ def test_thousand_categorical_features_in_a_lookback_window(tmp_path, config_for
     assert manifest.splits["train"].positives == {"engagement": 1}
     assert manifest.window == ImpressionWindow(start="2026-03-08T00:00:00.000Z", end="2026-03-10T00:00:00.000Z")
     assert len(manifest.features) == WIDTH
-    sizes = {f.name: f.vocabulary_size for f in manifest.features}
+    sizes = {f.name: f.table_rows for f in manifest.features}
     assert sizes["f0"] == 7 and sizes["f1"] == 3 + 1  # three train values + one OOV bucket
-    assert sum(f.vocabulary_size == 3 + 1 for f in manifest.features) == WIDTH - WIDTH // 100
+    assert sum(f.table_rows == 3 + 1 for f in manifest.features) == WIDTH - WIDTH // 100
     out = tft.TFTransformOutput(str(tmp_path / "out"))
     # train day 2026-03-08 (d = 1): f1 takes v2, v0, v1 once each; ties go to the larger token first
     assert feature_vocabulary(out, "f1") == [b"v2", b"v1", b"v0"]
@@ -58,4 +58,4 @@ def test_thousand_categorical_features_in_a_lookback_window(tmp_path, config_for
     files = tf.io.gfile.glob(str(tmp_path / "out" / manifest.splits["eval"].file_pattern))
     for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
         row = tf.io.parse_single_example(record, spec)
-        assert all(0 <= int(row[f.name]) < f.vocabulary_size for f in manifest.features)
+        assert all(0 <= int(row[f.name]) < f.table_rows for f in manifest.features)

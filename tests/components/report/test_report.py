@@ -14,7 +14,7 @@ from configs.slices import ReportStepConfig
 def manifest() -> Manifest:
     return Manifest(
         tasks=["engagement"],
-        features=[FeatureInfo(name="ad_id", kind="categorical", dtype="int64", vocabulary_size=10)],
+        features=[FeatureInfo(name="ad_id", kind="categorical", dtype="int64", table_rows=10)],
         splits={
             "train": SplitInfo(examples=900, label_rates={"engagement": 0.1}, file_pattern="train-*"),
             "eval": SplitInfo(examples=300, label_rates={"engagement": 0.12}, file_pattern="eval-*",

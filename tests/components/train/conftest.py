@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fixture_data import write_transformed_examples  # noqa: E402
+from fixture_data import write_transformed_examples
 
 
 @pytest.fixture(autouse=True)

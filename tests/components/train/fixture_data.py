@@ -11,9 +11,9 @@ from components.preprocess.block_format import block_layout, encode_blocks, exam
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 
 FEATURES = [
-    FeatureInfo(name="user_id", kind="categorical", dtype="int64", vocabulary_size=50),
-    FeatureInfo(name="ad_id", kind="categorical", dtype="int64", vocabulary_size=20),
-    FeatureInfo(name="user_interests", kind="categorical_list", dtype="int64", length=4, vocabulary_size=12, combiner="mean"),
+    FeatureInfo(name="user_id", kind="categorical", dtype="int64", table_rows=50),
+    FeatureInfo(name="ad_id", kind="categorical", dtype="int64", table_rows=20),
+    FeatureInfo(name="user_interests", kind="categorical_list", dtype="int64", length=4, table_rows=12, combiner="mean"),
     FeatureInfo(name="ad_bid", kind="numeric", dtype="float32"),
 ]
 

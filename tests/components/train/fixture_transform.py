@@ -99,11 +99,11 @@ def write_transformed_with_tft(directory: str | Path, train: int = 1024, eval: i
         _ = transform_fn | tft_beam.WriteTransformFn(str(directory))
     output = tft.TFTransformOutput(str(directory))
     features = [
-        FeatureInfo(name="user_id", kind="categorical", dtype="int64", vocabulary_size=30),
-        FeatureInfo(name="ad_id", kind="categorical", dtype="int64", vocabulary_size=output.vocabulary_size_by_name("ads") + 1),
+        FeatureInfo(name="user_id", kind="categorical", dtype="int64", table_rows=30),
+        FeatureInfo(name="ad_id", kind="categorical", dtype="int64", table_rows=output.vocabulary_size_by_name("ads") + 1),
         FeatureInfo(
             name="user_interests", kind="categorical_list", dtype="int64", length=MAX_INTERESTS,
-            vocabulary_size=output.vocabulary_size_by_name("interests") + 2, combiner="mean",
+            table_rows=output.vocabulary_size_by_name("interests") + 2, combiner="mean",
         ),
         FeatureInfo(name="ad_bid", kind="numeric", dtype="float32"),
     ]

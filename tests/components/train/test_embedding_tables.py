@@ -30,9 +30,9 @@ def manifest_of(*features: FeatureInfo, tasks=("engagement",)) -> Manifest:
 
 def categorical(name: str, rows: int, length: int = 1) -> FeatureInfo:
     if length > 1:
-        return FeatureInfo(name=name, kind="categorical_list", dtype="int64", length=length, vocabulary_size=rows,
+        return FeatureInfo(name=name, kind="categorical_list", dtype="int64", length=length, table_rows=rows,
                            combiner="mean")
-    return FeatureInfo(name=name, kind="categorical", dtype="int64", vocabulary_size=rows)
+    return FeatureInfo(name=name, kind="categorical", dtype="int64", table_rows=rows)
 
 
 SMALL = manifest_of(categorical("user_id", 5), categorical("ad_id", 7), categorical("interests", 4, length=3),
@@ -142,7 +142,7 @@ def test_vertex_yaml_table_sizes_build_and_train_a_few_steps_on_cpu():
     resolved = resolve_target(config.model, config.training, TargetConfig(name="cpu", global_batch_size=32))
     rng = np.random.default_rng(0)
     batch = {f.name: (rng.normal(size=32).astype("float32") if f.kind == "numeric" else
-                      rng.integers(1, f.vocabulary_size, size=(32, f.length) if f.length > 1 else 32))
+                      rng.integers(1, f.table_rows, size=(32, f.length) if f.length > 1 else 32))
              for f in features}
     labels = {t: rng.integers(0, 2, 32).astype("float32") for t in manifest.tasks}
     model = compiled_model(resolved, runtime_for("cpu"), manifest, batch, steps_per_execution=1)

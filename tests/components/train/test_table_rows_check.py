@@ -10,10 +10,10 @@ from configs.slices import TrainStepConfig
 
 SPLIT = SplitInfo(examples=64, label_rates={"click": 0.3}, file_pattern="unused")
 MANIFEST = Manifest(tasks=["click"], splits={"train": SPLIT, "eval": SPLIT}, features=[
-    FeatureInfo(name="user_id", kind="categorical", dtype="int64", vocabulary_size=4000),
-    FeatureInfo(name="ad_id", kind="categorical", dtype="int64", vocabulary_size=37),
-    FeatureInfo(name="bid", kind="categorical", dtype="int64", vocabulary_size=10),
-    FeatureInfo(name="hour", kind="categorical", dtype="int64", vocabulary_size=24),
+    FeatureInfo(name="user_id", kind="categorical", dtype="int64", table_rows=4000),
+    FeatureInfo(name="ad_id", kind="categorical", dtype="int64", table_rows=37),
+    FeatureInfo(name="bid", kind="categorical", dtype="int64", table_rows=10),
+    FeatureInfo(name="hour", kind="categorical", dtype="int64", table_rows=24),
 ])
 CONFIG = [CategoricalFeature(name="user_id", encoding="hash", hash_buckets=4000),
           CategoricalFeature(name="ad_id"),  # a vocabulary: its rows come from the data

@@ -14,9 +14,9 @@ from configs.training import ModelConfig
 
 def _manifest(ads: int, deep_input: int = 0) -> Manifest:
     features = [
-        FeatureInfo(name="ad_id", kind="categorical", dtype="int64", vocabulary_size=ads + 1),  # + 1 OOV bucket
-        FeatureInfo(name="user_id", kind="categorical", dtype="int64", vocabulary_size=16),   # hashed
-        FeatureInfo(name="user_interests", kind="categorical_list", dtype="int64", length=3, vocabulary_size=4 + 1,
+        FeatureInfo(name="ad_id", kind="categorical", dtype="int64", table_rows=ads + 1),  # + 1 OOV bucket
+        FeatureInfo(name="user_id", kind="categorical", dtype="int64", table_rows=16),   # hashed
+        FeatureInfo(name="user_interests", kind="categorical_list", dtype="int64", length=3, table_rows=4 + 1,
                     combiner="mean"),
         FeatureInfo(name="ad_bid", kind="numeric", dtype="float32"),
     ] + [FeatureInfo(name=f"extra_{i}", kind="numeric", dtype="float32") for i in range(deep_input)]
