@@ -11,12 +11,17 @@ instead times the full step on a wide log (`--rows` impressions over 3 days, eac
 categorical columns of up to 50 values) with every feature on a vocabulary, then every feature hashed,
 and prints both times and their ratio (the vocabularies' analysis cost).
 
-    .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000] [--widths 10 100 1000] [--rows 10000]
+    .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000] [--widths 10 100 1000]
+        [--rows 10000] [--point-timeout 900]
 
-prints what a DirectRunner run costs as logs grow: records/s and peak memory (the step's own process and its
-largest Beam worker) of the full step on synthetic logs of each size (default features), each next to the floor
-(read + parse + write, the share of the full time it takes), then of wide logs of `--rows` impressions with each
-number of hashed features. Every point runs in its own process, so peak memory is that point's alone.
+prints what a DirectRunner run (the default config's running mode and workers) costs as logs grow: for synthetic
+logs of each size (default features), then for wide logs of `--rows` impressions with each number of hashed
+features, records/s of the full step, the Beam job's wall time, the peak RSS summed over the step's whole process
+tree (DirectRunner's multi_processing workers are child processes) and the workers' time per preprocess stage
+(read, parse, join/label, analyze, transform, write tf.Examples, write blocks, counters/checks), sampled by Beam's
+SDK harness (`benchmarks/stage_timing.py`). Every point runs in its own process session with a timeout, printing
+as it finishes, so a slow point loses no other. A size that the slope measured on the smaller sizes predicts to
+run past the timeout is not run; its time and memory are printed from that slope, marked EXTRAPOLATED.
 """
 
 from __future__ import annotations
@@ -197,7 +202,10 @@ def grid_point(kind: str, size: int, rows: int, workdir: Path) -> dict:
     figures["job_seconds"] = StageTimingDirectRunner.job_seconds[-1]
     by_stage: dict[str, float] = {}
     others: dict[str, float] = {}
-    for transform, msecs in transform_msecs(StageTimingDirectRunner.results[-1]).items():
+    msecs_by_transform = transform_msecs(StageTimingDirectRunner.results[-1])
+    figures["top_transforms"] = {name: msecs / 1000 for name, msecs in
+                                 sorted(msecs_by_transform.items(), key=lambda kv: -kv[1])[:8]}
+    for transform, msecs in msecs_by_transform.items():
         stage = stage_of(transform)
         by_stage[stage] = by_stage.get(stage, 0) + msecs / 1000
         if stage == "other":
@@ -248,6 +256,8 @@ def print_point(what: str, f: dict) -> None:
                        for stage in [s for s, _ in STAGES] + ["between stages", "other"] if stage in stages)
     print(f"    worker time by stage ({sampled:.1f} s sampled in transforms; the rest of the job's wall time is the "
           f"runner scheduling fused stages and moving data to and from its workers): {shares}; largest: {top}",
+          flush=True)
+    print("    largest transforms: " + ", ".join(f"{name} {s:.1f} s" for name, s in f["top_transforms"].items()),
           flush=True)
     if f["other_transforms"]:
         print("    other: " + ", ".join(f"{name} {s:.1f} s" for name, s in
