@@ -12,7 +12,7 @@ categorical columns of up to 50 values) with every feature on a vocabulary, then
 and prints both times and their ratio (the vocabularies' analysis cost).
 
     .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000] [--widths 10 100 1000]
-        [--rows 10000] [--point-timeout 900]
+        [--rows 10000] [--point-timeout 900] [--max-rss-mib 10240]
 
 prints what a DirectRunner run (the default config's running mode and workers) costs as logs grow: for synthetic
 logs of each size (default features), then for wide logs of `--rows` impressions with each number of hashed
@@ -20,8 +20,9 @@ features, records/s of the full step, the Beam job's wall time, the peak RSS sum
 tree (DirectRunner's multi_processing workers are child processes) and the workers' time per preprocess stage
 (read, parse, join/label, analyze, transform, write tf.Examples, write blocks, counters/checks), sampled by Beam's
 SDK harness (`benchmarks/stage_timing.py`). Every point runs in its own process session with a timeout, printing
-as it finishes, so a slow point loses no other. A size that the slope measured on the smaller sizes predicts to
-run past the timeout is not run; its time and memory are printed from that slope, marked EXTRAPOLATED.
+as it finishes, so a slow point loses no other; a point whose processes hold more than `--max-rss-mib` is stopped
+(the machine is shared). A size that the slope measured on the smaller sizes predicts to run past the timeout
+is not run; its time and memory are printed from that slope, marked EXTRAPOLATED.
 """
 
 from __future__ import annotations
@@ -219,9 +220,10 @@ def grid_point(kind: str, size: int, rows: int, workdir: Path) -> dict:
     return figures
 
 
-def run_point(kind: str, size: int, rows: int, timeout: float) -> dict | str:
+def run_point(kind: str, size: int, rows: int, timeout: float, max_rss_mib: float) -> dict | str:
     """Run one grid point in a child process (its own session, so a timeout kills its Beam workers too), sampling
-    the RSS of its whole process tree twice a second. Returns its figures plus `peak_tree_mib`, or why it failed."""
+    the RSS of its whole process tree twice a second; a tree above `max_rss_mib` is stopped before it pushes a
+    shared machine into swap or the OOM killer. Returns its figures plus `peak_tree_mib`, or why it failed."""
     with tempfile.TemporaryDirectory(prefix="adrank-grid-") as tmp:
         log = Path(tmp) / "point.log"
         with open(log, "w") as out:
@@ -236,6 +238,11 @@ def run_point(kind: str, size: int, rows: int, timeout: float) -> dict | str:
                     return f"timed out after {timeout:.0f} s (peak RSS so far {peak / 2**20:,.0f} MiB)"
                 rss, count = tree_rss(child.pid)
                 peak, processes = max(peak, rss), max(processes, count)
+                if rss > max_rss_mib * 2**20:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+                    return (f"stopped after {time.monotonic() - started:.0f} s: its processes held {rss / 2**20:,.0f} "
+                            f"MiB, above --max-rss-mib {max_rss_mib:,.0f}")
                 time.sleep(0.5)
         text = log.read_text()
     lines = [line for line in text.splitlines() if line.startswith("{")]
@@ -313,7 +320,7 @@ def grid(args) -> None:
             print(f"{what}: not run: the measured slope predicts {predicted / 60:,.0f} min, above --point-timeout "
                   f"{args.point_timeout:.0f} s (extrapolated below)", flush=True)
             continue
-        figures = run_point(kind, size, args.rows, args.point_timeout)
+        figures = run_point(kind, size, args.rows, args.point_timeout, args.max_rss_mib)
         if isinstance(figures, str):
             print(f"{what}: {figures}", flush=True)
             continue
@@ -327,9 +334,10 @@ def grid(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", action="store_true", help="records/s and peak memory as logs and features grow")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--max-rss-mib", type=float, default=10_240, help="stop a grid point whose processes hold more")
     parser.add_argument("--point-timeout", type=float, default=900, help="seconds a grid point may take")
-    parser.add_argument("--widths", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--widths", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--point", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--impressions", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=4)
