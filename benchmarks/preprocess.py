@@ -11,12 +11,18 @@ instead times the full step on a wide log (`--rows` impressions over 3 days, eac
 categorical columns of up to 50 values) with every feature on a vocabulary, then every feature hashed,
 and prints both times and their ratio (the vocabularies' analysis cost).
 
-    .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000] [--widths 10 100 1000] [--rows 10000]
+    .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000] [--widths 10 100 1000]
+        [--rows 10000] [--point-timeout 900] [--max-rss-mib 10240]
 
-prints what a DirectRunner run costs as logs grow: records/s and peak memory (the step's own process and its
-largest Beam worker) of the full step on synthetic logs of each size (default features), each next to the floor
-(read + parse + write, the share of the full time it takes), then of wide logs of `--rows` impressions with each
-number of hashed features. Every point runs in its own process, so peak memory is that point's alone.
+prints what a DirectRunner run (the default config's running mode and workers) costs as logs grow: for synthetic
+logs of each size (default features), then for wide logs of `--rows` impressions with each number of hashed
+features, records/s of the full step, the Beam job's wall time, the peak RSS summed over the step's whole process
+tree (DirectRunner's multi_processing workers are child processes) and the workers' time per preprocess stage
+(read, parse, join/label, analyze, transform, write tf.Examples, write blocks, counters/checks), sampled by Beam's
+SDK harness (`benchmarks/stage_timing.py`). Every point runs in its own process session with a timeout, printing
+as it finishes, so a slow point loses no other; a point whose processes hold more than `--max-rss-mib` is stopped
+(the machine is shared). A size that the slope measured on the smaller sizes predicts to run past the timeout
+is not run; its time and memory are printed from that slope, marked EXTRAPOLATED.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,9 +43,10 @@ from pathlib import Path
 import apache_beam as beam
 import tensorflow as tf
 
+from benchmarks.stage_timing import STAGE_TIMING_RUNNER, StageTimingDirectRunner, transform_msecs
 from components.logs.readers import RECORDS, ReadLogRecords
 from components.logs.synthetic import IMPRESSIONS_DIR, generate_logs
-from components.preprocess.options import beam_pipeline_options
+from components.preprocess.options import beam_pipeline_args, beam_pipeline_options
 from components.preprocess.parse import MISSING, parse_stream
 from components.preprocess.run import impression_parser, preprocess
 from configs import load_config
@@ -112,29 +121,71 @@ def wide_features(args, workdir: Path) -> None:
     print(f"vocabulary / hash time: {seconds['vocabulary'] / seconds['hash']:.2f}  (goal <= 2.00)")
 
 
-def peak_mib() -> tuple[float, float]:
-    """(this process, its largest finished child) peak resident memory in MiB (Linux reports KiB)."""
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+def tree_rss(root: int) -> tuple[int, int]:
+    """(resident bytes summed over `root` and all its descendants, number of processes) from /proc: DirectRunner's
+    multi_processing mode starts its SDK workers as child processes, so the step's own RSS is not its cost."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # exited while we looked
+            continue
+        parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        parents.setdefault(parent, []).append(int(entry))
+    total, count, todo = 0, 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_BYTES
+            count += 1
+        except OSError:
+            pass
+        todo += parents.get(pid, [])
+    return total, count
 
 
-def grid_point(kind: str, size: int, workdir: Path) -> dict:
-    """One point of the grid in this process: `synthetic` (size impressions, default features, full step and
-    floor) or `wide` (size features on the wide log of `rows` impressions, hashed). Returns its figures."""
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+
+# Preprocess stages, in flow order, and the top-level Beam labels of run.py's graph that belong to each (a
+# transform matching none is "other" and printed by name, so a renamed transform shows up instead of vanishing).
+STAGES = (
+    ("read", r"Read(Impressions|Engagements|BigQuery)"),
+    ("parse", r"Parse\w+|PlausibleTimes\w+|MedianImpressionTime"),
+    ("join/label", r"Join|Deduplicate|HistoryFeatures|Time|Latest|EvalStart|SplitByTime|LatestTrainDays|\w+Instances"),
+    ("analyze", r"Analyze"),
+    ("transform", r"Transform(Train|Eval|Calibration)"),
+    ("write tf.Examples", r"Encode\w+|Serialized\w+|ShuffleTrain|Write(Train|Eval|Calibration|RawEval)"),
+    ("write blocks", r"Blocks\w+"),
+    ("counters/checks", r"Count\w+|Name\w+|Flatten\w+Counts|Counters|UnseenEvalValues|\w*DeadLetter\w*|Select\w+|"
+                        r"Announce\w+|Done\w+|WriteTransformFn"),
+)
+
+
+def stage_of(transform: str) -> str:
+    """The preprocess stage a transform's full name (`Analyze/ApplySavedModel[Phase0]/...`) belongs to; the
+    runner's own reads and writes of data between fused stages (`ref_PCollection_...`) are "between stages"."""
+    top = transform.split("/", 1)[0]
+    if top.startswith("ref_PCollection"):
+        return "between stages"
+    return next((stage for stage, pattern in STAGES if re.fullmatch(pattern, top)), "other")
+
+
+def grid_point(kind: str, size: int, rows: int, workdir: Path) -> dict:
+    """One point of the grid in this process: `synthetic` (`size` impressions, default features) or `wide`
+    (`rows` impressions with `size` hashed categorical features). Returns its figures: the step's wall time, the
+    Beam job's, and the job's sampled worker time per stage."""
     figures: dict = {}
     if kind == "synthetic":
         base = ["logs.synthetic.days=4", f"logs.synthetic.impressions_per_day={size // 4}",
                 "logs.synthetic.users=50000", "logs.synthetic.ads=5000", "logs.synthetic.shards_per_stream=4"]
         logs_dir = workdir / "logs"
-        generated = generate_logs(PreprocessStepConfig.of(load_config(overrides=base)), logs_dir)
-        config = load_config(overrides=base)
         started = time.perf_counter()
-        floor_pipeline(config, str(logs_dir), str(workdir / "floor"))
-        figures["floor_seconds"] = time.perf_counter() - started
-        records = generated.impressions + generated.engagements
-        config_slice, logs = PreprocessStepConfig.of(config), str(logs_dir)
+        generate_logs(PreprocessStepConfig.of(load_config(overrides=base)), logs_dir)
+        figures["generate_seconds"] = time.perf_counter() - started
+        config_slice, logs = PreprocessStepConfig.of(load_config(overrides=base)), str(logs_dir)
     else:
-        rows = int(os.environ["ADRANK_BENCH_ROWS"])
         write_wide_logs(workdir / "wide-logs", rows, size)
         overrides = ["logs.source=files", f"logs.impressions={workdir}/wide-logs/impressions.jsonl",
                      f"logs.engagements={workdir}/wide-logs/engagements.jsonl"]
@@ -142,61 +193,169 @@ def grid_point(kind: str, size: int, workdir: Path) -> dict:
         features = [{"name": f"f{j}", "kind": "categorical", "encoding": "hash", "hash_buckets": 64}
                     for j in range(size)]
         config = config.model_validate(config.model_dump() | {"features": features})
-        records = rows + (rows + 9) // 10  # one engagement per 10 impressions
         config_slice, logs = PreprocessStepConfig.of(config), None
+    # the step's own Beam argv, with a DirectRunner that keeps the job's result (its monitoring infos)
+    beam_args = [f"--runner={STAGE_TIMING_RUNNER}" if arg.startswith("--runner=") else arg
+                 for arg in beam_pipeline_args(config_slice)]
     started = time.perf_counter()
-    manifest = preprocess(config_slice, logs, str(workdir / "out"))
+    manifest = preprocess(config_slice, logs, str(workdir / "out"), beam_args=beam_args)
     figures["seconds"] = time.perf_counter() - started
-    figures["records"] = records
+    figures["job_seconds"] = StageTimingDirectRunner.job_seconds[-1]
+    by_stage: dict[str, float] = {}
+    others: dict[str, float] = {}
+    msecs_by_transform = transform_msecs(StageTimingDirectRunner.results[-1])
+    figures["top_transforms"] = {name: msecs / 1000 for name, msecs in
+                                 sorted(msecs_by_transform.items(), key=lambda kv: -kv[1])[:8]}
+    for transform, msecs in msecs_by_transform.items():
+        stage = stage_of(transform)
+        by_stage[stage] = by_stage.get(stage, 0) + msecs / 1000
+        if stage == "other":
+            top = transform.split("/", 1)[0]
+            others[top] = others.get(top, 0) + msecs / 1000
+    figures["stage_seconds"], figures["other_transforms"] = by_stage, others
+    figures["records"] = sum(manifest.counts.get(f"{stream}_read", 0) for stream in ("impressions", "engagements"))
     figures["examples"] = sum(manifest.splits[s].examples for s in ("train", "eval"))
-    figures["main_mib"], figures["worker_mib"] = peak_mib()
+    figures["step_maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures["worker_maxrss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return figures
 
 
-def grid(args) -> None:
-    """Each point in a child process (`--point`), its figures printed as they come."""
-    cores = len(os.sched_getaffinity(0))
-    print(f"DirectRunner (multi_processing, {cores} cores): full preprocess step; peak RSS of the step's process "
-          "and of its largest Beam worker", flush=True)
-    points = [("synthetic", n) for n in args.sizes] + [("wide", f) for f in args.widths]
-    for kind, size in points:
-        with tempfile.TemporaryDirectory() as tmp:
-            child = subprocess.run(
-                [sys.executable, __file__, "--point", kind, str(size), "--workdir", tmp], capture_output=True,
-                text=True, env=os.environ | {"ADRANK_BENCH_ROWS": str(args.rows)})
-        lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
-        if child.returncode or not lines:
-            print(f"{kind} {size}: failed (exit {child.returncode}): {child.stderr[-500:]}", flush=True)
+def run_point(kind: str, size: int, rows: int, timeout: float, max_rss_mib: float) -> dict | str:
+    """Run one grid point in a child process (its own session, so a timeout kills its Beam workers too), sampling
+    the RSS of its whole process tree twice a second; a tree above `max_rss_mib` is stopped before it pushes a
+    shared machine into swap or the OOM killer. Returns its figures plus `peak_tree_mib`, or why it failed."""
+    with tempfile.TemporaryDirectory(prefix="adrank-grid-") as tmp:
+        log = Path(tmp) / "point.log"
+        with open(log, "w") as out:
+            child = subprocess.Popen(
+                [sys.executable, __file__, "--point", kind, str(size), "--rows", str(rows), "--workdir", tmp],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            started, peak, processes = time.monotonic(), 0, 0
+            while child.poll() is None:
+                if time.monotonic() - started > timeout:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+                    return f"timed out after {timeout:.0f} s (peak RSS so far {peak / 2**20:,.0f} MiB)"
+                rss, count = tree_rss(child.pid)
+                peak, processes = max(peak, rss), max(processes, count)
+                if rss > max_rss_mib * 2**20:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+                    return (f"stopped after {time.monotonic() - started:.0f} s: its processes held {rss / 2**20:,.0f} "
+                            f"MiB, above --max-rss-mib {max_rss_mib:,.0f}")
+                time.sleep(0.5)
+        text = log.read_text()
+    lines = [line for line in text.splitlines() if line.startswith("{")]
+    if child.returncode or not lines:
+        return f"failed (exit {child.returncode}): {text[-800:]}"
+    return json.loads(lines[-1]) | {"peak_tree_mib": peak / 2**20, "processes": processes}
+
+
+def print_point(what: str, f: dict) -> None:
+    stages = f["stage_seconds"]
+    sampled = sum(stages.values()) or 1.0
+    top = max(stages, key=stages.get)
+    print(f"{what}: {f['records'] / f['seconds']:>8,.0f} records/s ({f['records']:,} records, {f['examples']:,} "
+          f"examples)  step {f['seconds']:6.1f} s (Beam job {f['job_seconds']:6.1f} s)  peak RSS {f['peak_tree_mib']:,.0f}"
+          f" MiB over {f['processes']} processes (largest: step {f['step_maxrss_mib']:,.0f}, worker "
+          f"{f['worker_maxrss_mib']:,.0f})", flush=True)
+    shares = "  ".join(f"{stage} {stages.get(stage, 0):.1f} s ({stages.get(stage, 0) / sampled:.0%})"
+                       for stage in [s for s, _ in STAGES] + ["between stages", "other"] if stage in stages)
+    print(f"    worker time by stage ({sampled:.1f} s sampled in transforms; the rest of the job's wall time is the "
+          f"runner scheduling fused stages and moving data to and from its workers): {shares}; largest: {top}",
+          flush=True)
+    print("    largest transforms: " + ", ".join(f"{name} {s:.1f} s" for name, s in f["top_transforms"].items()),
+          flush=True)
+    if f["other_transforms"]:
+        print("    other: " + ", ".join(f"{name} {s:.1f} s" for name, s in
+                                        sorted(f["other_transforms"].items(), key=lambda kv: -kv[1])[:5]), flush=True)
+
+
+def predicted_seconds(measured: dict[int, dict], impressions: int) -> float | None:
+    """The step's seconds at `impressions` on the line through the two largest measured points, None before two."""
+    if len(measured) < 2:
+        return None
+    (_, f1), (n2, f2) = sorted(measured.items())[-2:]
+    per_record = (f2["seconds"] - f1["seconds"]) / (f2["records"] - f1["records"])
+    return f2["seconds"] + per_record * (impressions * f2["records"] / n2 - f2["records"])
+
+
+def extrapolate(measured: dict[int, dict], sizes: list[int]) -> None:
+    """Seconds and peak RSS at sizes not measured, from the line through the two largest measured points (a fixed
+    cost plus a cost per record): marked EXTRAPOLATED, never printed as a measurement."""
+    if len(measured) < 2:
+        return
+    (n1, f1), (n2, f2) = sorted(measured.items())[-2:]
+    per_record = (f2["seconds"] - f1["seconds"]) / (f2["records"] - f1["records"])
+    fixed = f2["seconds"] - per_record * f2["records"]
+    mib_per_record = (f2["peak_tree_mib"] - f1["peak_tree_mib"]) / (f2["records"] - f1["records"])
+    records_per_impression = f2["records"] / n2
+    print(f"slope between {n1:,} and {n2:,} impressions: {per_record * 1e6:,.0f} s per million records "
+          f"(marginal {1 / per_record:,.0f} records/s), fixed cost {fixed:,.0f} s; memory "
+          f"{mib_per_record * 1e6:,.0f} MiB per million records", flush=True)
+    for n in sizes:
+        if n in measured:
             continue
-        f = json.loads(lines[-1])
+        records = n * records_per_impression
+        seconds = fixed + per_record * records
+        mib = f2["peak_tree_mib"] + mib_per_record * (records - f2["records"])
+        print(f"{n:>9,} impressions, default features: EXTRAPOLATED (not measured) {records / seconds:>8,.0f} "
+              f"records/s, step {seconds / 60:,.0f} min, peak RSS {mib:,.0f} MiB", flush=True)
+
+
+def grid(args) -> None:
+    """Each point in a child process (`--point`) with a timeout, its figures printed as they come."""
+    cores = len(os.sched_getaffinity(0))
+    print(f"DirectRunner (the default config's running mode and workers), {cores} cores, load average "
+          f"{os.getloadavg()[0]:.1f} at the start: full preprocess step per point; peak RSS summed over the step's "
+          f"process tree (its Beam workers included); worker time by stage sampled by the SDK harness (all workers "
+          f"added up, so it can exceed the job's wall time)", flush=True)
+    measured: dict[int, dict] = {}
+    points = [("synthetic", n) for n in sorted(args.sizes)] + [("wide", f) for f in args.widths]
+    for kind, size in points:
         what = (f"{size:>9,} impressions, default features" if kind == "synthetic"
                 else f"{args.rows:>9,} impressions, {size:>5} features")
-        floor = (f"  floor {f['records'] / f['floor_seconds']:>8,.0f} records/s ({f['floor_seconds'] / f['seconds']:.0%}"
-                 " of the full time)") if "floor_seconds" in f else ""
-        print(f"{what}: {f['records'] / f['seconds']:>8,.0f} records/s  {f['seconds']:7.1f} s  "
-              f"peak {f['main_mib']:,.0f} MiB step, {f['worker_mib']:,.0f} MiB worker{floor}", flush=True)
+        predicted = predicted_seconds(measured, size) if kind == "synthetic" else None
+        if predicted is not None and predicted > args.point_timeout:
+            print(f"{what}: not run: the measured slope predicts {predicted / 60:,.0f} min, above --point-timeout "
+                  f"{args.point_timeout:.0f} s (extrapolated below)", flush=True)
+            continue
+        figures = run_point(kind, size, args.rows, args.point_timeout, args.max_rss_mib)
+        if isinstance(figures, str):
+            print(f"{what}: {figures}", flush=True)
+            continue
+        print_point(what, figures)
+        if kind == "synthetic":
+            measured[size] = figures
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
+    extrapolate(measured, args.sizes)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", action="store_true", help="records/s and peak memory as logs and features grow")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--widths", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--max-rss-mib", type=float, default=10_240, help="stop a grid point whose processes hold more")
+    parser.add_argument("--point-timeout", type=float, default=900, help="seconds a grid point may take")
+    parser.add_argument("--widths", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--point", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--impressions", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=4)
     parser.add_argument("--features", type=int, default=None, help="time vocabulary vs hashed features instead")
-    parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log (--features, --grid)")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="impressions of the wide log (default 3000 with --features, 10000 with --grid)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
     if args.point:
-        print(json.dumps(grid_point(args.point[0], int(args.point[1]), workdir)), flush=True)
+        print(json.dumps(grid_point(args.point[0], int(args.point[1]), args.rows, workdir)), flush=True)
         return
     if args.grid:
+        args.rows = args.rows or 10_000
         grid(args)
         return
     if args.features:
+        args.rows = args.rows or 3000
         wide_features(args, workdir)
         return
     per_day = args.impressions // args.days
