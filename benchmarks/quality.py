@@ -51,7 +51,7 @@ from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
-from configs.features import history_features  # noqa: E402
+from configs.features import history_features, model_inputs  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
@@ -118,7 +118,24 @@ def train_adrank(config: AdrankConfig, examples: str, run_index: int) -> tuple[d
     task = next(iter(summary.metrics))
     result = summary.metrics[task]
     curve = [p.eval_logloss for p in summary.curve if getattr(p, "epoch", None) is not None]
-    return {"logloss": result.logloss, "auc": result.auc, "calibration": result.calibration}, curve, summary.learning_rate
+    measured = {"logloss": result.logloss, "auc": result.auc, "calibration": result.calibration,
+                "calibration_step": calibration_step(summary, task)}
+    return measured, curve, summary.learning_rate
+
+
+def calibration_step(summary, task: str) -> str | None:
+    """What the run's calibration step did, on the held-out examples that decided it and on the eval split;
+    None when training.calibration is none."""
+    metrics = summary.metrics[task]
+    if metrics.uncalibrated_logloss is None:
+        return None
+    eval_part = f"eval log-loss {metrics.uncalibrated_logloss:.6f} -> {metrics.logloss:.6f}"
+    if task in summary.calibration_skipped:
+        return f"skipped ({summary.calibration_skipped[task].split(':')[0]}); {eval_part}"
+    check = summary.calibrators[task].check if task in summary.calibrators else None
+    held_out = (f"held-out log-loss {check.logloss_without:.6f} -> {check.logloss_with:.6f} "
+                f"({check.positives} positives)" if check is not None else "no held-out check")
+    return f"kept: {held_out}; {eval_part}"
 
 
 def features_kept(config: AdrankConfig, history: bool) -> AdrankConfig:
@@ -172,8 +189,10 @@ def prepared(
 
 
 def examples_shape(config: AdrankConfig) -> str:
-    """The config sections that decide the preprocessed examples, as canonical JSON."""
+    """The config sections that decide the preprocessed examples, and the model inputs the features become
+    (a history feature's inputs and their normalizations), as canonical JSON."""
     sections = config.model_dump(mode="json", include={"seed", "logs", "tasks", "split", "features", "preprocess"})
+    sections["model_inputs"] = [feature.model_dump(mode="json") for feature in model_inputs(config.features)]
     return json.dumps(sections, sort_keys=True)
 
 
@@ -227,6 +246,9 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
               f"{a['auc']:7.4f}/{p['auc']:.4f} {a['calibration']:8.3f}/{p['calibration']:.3f}")
     ratio = np.mean([r["logloss"] for r in adrank]) / np.mean([r["logloss"] for r in plain])
     best_ratio = np.mean([r["logloss"] for r in adrank]) / min(plain_by_epoch)
+    for run_index, result in enumerate(adrank):
+        if result["calibration_step"]:
+            print(f"calibration step, seed {config.seed + run_index}: {result['calibration_step']}")
     print(f"ratio adrank/plain log-loss: {ratio:.3f} (vs plain's best epoch: {best_ratio:.3f})")
     print(target_verdict(adrank, plain, ratio))
     return {
@@ -261,6 +283,9 @@ def main() -> None:
     parser.add_argument("--datasets", default="synthetic,low_rate,click_log")
     parser.add_argument("--clicks-per-day", type=int, default=ClickLogSpec.clicks_per_day)
     parser.add_argument("--plain-epochs", type=int, help="default: adrank's epochs on that data set")
+    parser.add_argument("--history-variants", default="without,with",
+                        help="for a data set with kind: history features, which adrank variants to train: "
+                        "without,with (default), without or with")
     parser.add_argument("--work", help="keep generated logs and preprocessed examples here (reused when present)")
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE",
                         help="config override for both models on every data set, e.g. training.epochs=3")
@@ -276,9 +301,11 @@ def main() -> None:
         plain_config, config, examples = prepared(name, work, args.overrides, args.adrank_overrides,
                                                   args.clicks_per_day)
         with_history = prepared(name, work, args.overrides, args.adrank_overrides, args.clicks_per_day, history=True)
-        label = f"{name}, without history features" if has_history_features(with_history[1]) else name
-        results[label] = compare(label, plain_config, config, examples, args.seeds, args.plain_epochs)
-        if has_history_features(with_history[1]):
+        variants = args.history_variants.split(",") if has_history_features(with_history[1]) else ["without"]
+        if "without" in variants:
+            label = f"{name}, without history features" if has_history_features(with_history[1]) else name
+            results[label] = compare(label, plain_config, config, examples, args.seeds, args.plain_epochs)
+        if "with" in variants:
             label = f"{name}, with history features"
             results[label] = compare(label, plain_config, with_history[1], with_history[2], args.seeds,
                                      args.plain_epochs, plain_examples=examples)
