@@ -132,11 +132,11 @@ def calibration_step(summary, task: str) -> str | None:
     """What the run's calibration step did, on the held-out examples that decided it and on the eval split;
     None when training.calibration is none."""
     metrics = summary.metrics[task]
+    if task in summary.calibration_skipped:  # the reason names the held-out log-loss without and with the step
+        return f"skipped: {summary.calibration_skipped[task].split(': serving')[0]}"
     if metrics.uncalibrated_logloss is None:
         return None
     eval_part = f"eval log-loss {metrics.uncalibrated_logloss:.6f} -> {metrics.logloss:.6f}"
-    if task in summary.calibration_skipped:
-        return f"skipped ({summary.calibration_skipped[task].split(':')[0]}); {eval_part}"
     check = summary.calibrators[task].check if task in summary.calibrators else None
     held_out = (f"held-out log-loss {check.logloss_without:.6f} -> {check.logloss_with:.6f} "
                 f"({check.positives} positives)" if check is not None else "no held-out check")
