@@ -14,12 +14,16 @@ every epoch, and its results are kept next to the examples so experiments on adr
 
     .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,low_rate,click_log,history_low_rate]
         [--clicks-per-day N] [--work DIR] [--set dotted.key=value ...] [--adrank-set dotted.key=value ...]
+        [--history-variants without,with]
 
 `--set` changes both models (data size, shared hyperparameters); `--adrank-set` only adrank (an experiment).
 Prints per seed and on average log-loss, AUC and calibration (mean prediction / positive rate) side by side,
 the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether issue 18's bar is met: ratio
-<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; and last a Markdown table, one
-row per data set (and per with/without history features): ratio, AUC and calibration of both models.
+<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; whether issue 31's goal is:
+ratio <= 1.01 (<= 0.95 with history features), calibration within 10% of 1 or no further off than the plain
+model's; what each run's calibration step did (kept or skipped, log-loss without and with it on the held-out
+examples that decided it and on the eval split); and last a Markdown table, one row per data set (and per
+with/without history features): ratio, AUC and calibration of both models, and issue 31's goal.
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
-from configs.features import history_features  # noqa: E402
+from configs.features import history_features, model_inputs  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
-TARGET_LOGLOSS_RATIO = 0.98
+TARGET_LOGLOSS_RATIO = 0.98  # issue 18's bar
+GOAL_RATIO, HISTORY_GOAL_RATIO = 1.01, 0.95  # issue 31's goals (issue31_goal)
 
 
 def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
@@ -118,7 +123,24 @@ def train_adrank(config: AdrankConfig, examples: str, run_index: int) -> tuple[d
     task = next(iter(summary.metrics))
     result = summary.metrics[task]
     curve = [p.eval_logloss for p in summary.curve if getattr(p, "epoch", None) is not None]
-    return {"logloss": result.logloss, "auc": result.auc, "calibration": result.calibration}, curve, summary.learning_rate
+    measured = {"logloss": result.logloss, "auc": result.auc, "calibration": result.calibration,
+                "calibration_step": calibration_step(summary, task)}
+    return measured, curve, summary.learning_rate
+
+
+def calibration_step(summary, task: str) -> str | None:
+    """What the run's calibration step did, on the held-out examples that decided it and on the eval split;
+    None when training.calibration is none."""
+    metrics = summary.metrics[task]
+    if task in summary.calibration_skipped:  # the reason names the held-out log-loss without and with the step
+        return f"skipped: {summary.calibration_skipped[task].split(': serving')[0]}"
+    if metrics.uncalibrated_logloss is None:
+        return None
+    eval_part = f"eval log-loss {metrics.uncalibrated_logloss:.6f} -> {metrics.logloss:.6f}"
+    check = summary.calibrators[task].check if task in summary.calibrators else None
+    held_out = (f"held-out log-loss {check.logloss_without:.6f} -> {check.logloss_with:.6f} "
+                f"({check.positives} positives)" if check is not None else "no held-out check")
+    return f"kept: {held_out}; {eval_part}"
 
 
 def features_kept(config: AdrankConfig, history: bool) -> AdrankConfig:
@@ -172,8 +194,10 @@ def prepared(
 
 
 def examples_shape(config: AdrankConfig) -> str:
-    """The config sections that decide the preprocessed examples, as canonical JSON."""
+    """The config sections that decide the preprocessed examples, and the model inputs the features become
+    (a history feature's inputs and their normalizations), as canonical JSON."""
     sections = config.model_dump(mode="json", include={"seed", "logs", "tasks", "split", "features", "preprocess"})
+    sections["model_inputs"] = [feature.model_dump(mode="json") for feature in model_inputs(config.features)]
     return json.dumps(sections, sort_keys=True)
 
 
@@ -227,15 +251,35 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
               f"{a['auc']:7.4f}/{p['auc']:.4f} {a['calibration']:8.3f}/{p['calibration']:.3f}")
     ratio = np.mean([r["logloss"] for r in adrank]) / np.mean([r["logloss"] for r in plain])
     best_ratio = np.mean([r["logloss"] for r in adrank]) / min(plain_by_epoch)
+    for run_index, result in enumerate(adrank):
+        if result["calibration_step"]:
+            print(f"calibration step, seed {config.seed + run_index}: {result['calibration_step']}")
     print(f"ratio adrank/plain log-loss: {ratio:.3f} (vs plain's best epoch: {best_ratio:.3f})")
     print(target_verdict(adrank, plain, ratio))
+    goal = issue31_goal(adrank, plain, ratio, history="with history features" in name)
+    print(goal)
     return {
-        "ratio": float(ratio), "ratios": [a["logloss"] / p["logloss"] for a, p in zip(adrank, plain)],
+        "goal": goal.split(":")[0], "ratio": float(ratio), "ratios": [a["logloss"] / p["logloss"] for a, p in zip(adrank, plain)],
         "logloss": float(np.mean([r["logloss"] for r in adrank])), "plain_logloss": float(np.mean([r["logloss"] for r in plain])),
         "auc": float(np.mean([r["auc"] for r in adrank])), "plain_auc": float(np.mean([r["auc"] for r in plain])),
         "calibration": float(np.mean([r["calibration"] for r in adrank])),
         "plain_calibration": float(np.mean([r["calibration"] for r in plain])),
     }
+
+
+def issue31_goal(adrank: list[dict], plain: list[dict], ratio: float, history: bool) -> str:
+    """Issue 31's goals for one data set: log-loss ratio <= 1.01 (<= 0.95 for adrank with history features on
+    history-shaped logs), and calibration within 10% of 1 or no further off than the plain model's."""
+    bound = HISTORY_GOAL_RATIO if history else GOAL_RATIO
+    off_a = abs(np.mean([r["calibration"] for r in adrank]) - 1)
+    off_p = abs(np.mean([r["calibration"] for r in plain]) - 1)
+    checks = {
+        f"log-loss ratio {ratio:.3f} <= {bound}": ratio <= bound,
+        f"calibration off by {off_a:.1%} <= 10% or <= plain's {off_p:.1%}": off_a <= 0.10 or off_a <= off_p,
+    }
+    return "issue 31 goal " + ("met" if all(checks.values()) else "missed") + ": " + "; ".join(
+        f"{check} {'yes' if ok else 'NO'}" for check, ok in checks.items()
+    )
 
 
 def target_verdict(adrank: list[dict], plain: list[dict], ratio: float) -> str:
@@ -261,6 +305,9 @@ def main() -> None:
     parser.add_argument("--datasets", default="synthetic,low_rate,click_log")
     parser.add_argument("--clicks-per-day", type=int, default=ClickLogSpec.clicks_per_day)
     parser.add_argument("--plain-epochs", type=int, help="default: adrank's epochs on that data set")
+    parser.add_argument("--history-variants", default="without,with",
+                        help="for a data set with kind: history features, which adrank variants to train: "
+                        "without,with (default), without or with")
     parser.add_argument("--work", help="keep generated logs and preprocessed examples here (reused when present)")
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE",
                         help="config override for both models on every data set, e.g. training.epochs=3")
@@ -276,19 +323,21 @@ def main() -> None:
         plain_config, config, examples = prepared(name, work, args.overrides, args.adrank_overrides,
                                                   args.clicks_per_day)
         with_history = prepared(name, work, args.overrides, args.adrank_overrides, args.clicks_per_day, history=True)
-        label = f"{name}, without history features" if has_history_features(with_history[1]) else name
-        results[label] = compare(label, plain_config, config, examples, args.seeds, args.plain_epochs)
-        if has_history_features(with_history[1]):
+        variants = args.history_variants.split(",") if has_history_features(with_history[1]) else ["without"]
+        if "without" in variants:
+            label = f"{name}, without history features" if has_history_features(with_history[1]) else name
+            results[label] = compare(label, plain_config, config, examples, args.seeds, args.plain_epochs)
+        if "with" in variants:
             label = f"{name}, with history features"
             results[label] = compare(label, plain_config, with_history[1], with_history[2], args.seeds,
                                      args.plain_epochs, plain_examples=examples)
     print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
     print("\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
-          "calibration adrank / plain |\n|---|---|---|---|---|---|")
+          "calibration adrank / plain | issue 31 goal |\n|---|---|---|---|---|---|---|")
     for label, r in results.items():
         print(f"| {label} | **{r['ratio']:.3f}** ({' '.join(f'{x:.3f}' for x in r['ratios'])}) | {r['logloss']:.6f} | "
               f"{r['plain_logloss']:.6f} | {r['auc']:.4f} / {r['plain_auc']:.4f} | {r['calibration']:.3f} / "
-              f"{r['plain_calibration']:.3f} |")
+              f"{r['plain_calibration']:.3f} | {r['goal'].removeprefix('issue 31 goal ')} |")
 
 
 if __name__ == "__main__":

@@ -70,14 +70,18 @@ class CategoricalListFeature(CategoricalFeature):
 class NumericFeature(StrictModel):
     """A number, normalized with statistics of the train split.
 
-    zscore: (x − mean) / std. log1p: log(1 + max(x, 0)). log1p_zscore: both. quantile_buckets: the id of
+    zscore: (x − mean) / std. log1p: log(1 + max(x, 0)). log1p_zscore: both. log_ratio: log(max(x, tiny) /
+    reference), 0 at the reference, bounded by the data rather than by a train-split std (a z-score of a value
+    that is nearly constant on train, such as a click rate smoothed toward its prior, divides by a tiny std
+    and turns the rare ids with history into inputs of 20-60 standard deviations). quantile_buckets: the id of
     the train-split quantile bucket (an int64 categorical input with `buckets` rows)."""
 
     kind: Literal["numeric"] = "numeric"
     name: str = Field(pattern=FEATURE_NAME)
-    normalization: Literal["zscore", "log1p", "log1p_zscore", "quantile_buckets"] = "zscore"
+    normalization: Literal["zscore", "log1p", "log1p_zscore", "log_ratio", "quantile_buckets"] = "zscore"
     buckets: Annotated[int, at_most(1_000_000, "quantile boundaries computed over the train split")] = Field(
         10, ge=2, description="quantile_buckets only")
+    reference: float = Field(1.0, gt=0, description="log_ratio only: the value that maps to 0")
     default: float = 0.0
 
 
@@ -123,13 +127,22 @@ class HistoryFeature(StrictModel):
         return windows
 
     def numeric_inputs(self) -> list[NumericFeature]:
-        """The numeric model inputs this feature becomes, in order: per window impressions, clicks (log1p then
-        z-score) and rate (z-score), then the seconds since the previous impression (log1p then z-score)."""
+        """The numeric model inputs this feature becomes, in order: per window impressions and clicks (log1p) and
+        the rate as its log-ratio to `prior_rate` (0 for an id without history), then the seconds since the
+        previous impression (log1p then z-score).
+
+        Not z-scored, counts and rates: most ids have none on train (the first train day has no history at all), so
+        a z-score divides by a tiny std and the few ids with clicks become inputs of 10-70 standard deviations,
+        which the crosses square (benchmarks/quality.py, docs/quality.md). log1p counts stay within 0-7 and the
+        rate's log-ratio within about ±3 for any smoothing prior ≥ 1."""
         inputs = []
         for window in self.windows_hours:
-            inputs += [NumericFeature(name=f"{self.name}_{what}_{window:g}h", normalization=normalization)
-                       for what, normalization in (("impressions", "log1p_zscore"), ("clicks", "log1p_zscore"),
-                                                   ("rate", "zscore"))]
+            inputs += [
+                NumericFeature(name=f"{self.name}_impressions_{window:g}h", normalization="log1p"),
+                NumericFeature(name=f"{self.name}_clicks_{window:g}h", normalization="log1p"),
+                NumericFeature(name=f"{self.name}_rate_{window:g}h", normalization="log_ratio",
+                               reference=self.prior_rate),
+            ]
         return inputs + [NumericFeature(name=f"{self.name}_seconds_since_previous", normalization="log1p_zscore")]
 
     def column_names(self) -> list[str]:

@@ -27,6 +27,7 @@ from configs.features import model_inputs, table_rows
 HOURS, WEEKDAYS = 24, 7
 MS_PER_HOUR, MS_PER_DAY = 3_600_000, 86_400_000
 EPOCH_WEEKDAY = 3  # 1970-01-01 was a Thursday (Monday = 0)
+LOG_RATIO_FLOOR = 1e-12  # log_ratio of a value ≤ 0 (not a valid rate): log(1e-12 / reference), finite
 
 
 def raw_feature_spec(features, tasks) -> dict:
@@ -85,6 +86,8 @@ def build_preprocessing_fn(features, tasks):
                     outputs[feature.name] = tft.bucketize(value, feature.buckets)
                 elif feature.normalization == "zscore":
                     outputs[feature.name] = tft.scale_to_z_score(value)
+                elif feature.normalization == "log_ratio":
+                    outputs[feature.name] = tf.math.log(tf.maximum(value, LOG_RATIO_FLOOR) / feature.reference)
                 else:
                     logged = tf.math.log1p(tf.maximum(value, 0.0))
                     outputs[feature.name] = (

@@ -26,8 +26,9 @@ REPORT_SECTIONS: tuple[ReportSection, ...] = (
                   "Standard deviation over repeated identical runs (different seeds); 95% CI of the mean from "
                   "Student's t; the baseline comparison is Welch's t-test."),
     ReportSection("eval_curve", "Eval log-loss per epoch",
-                  "Mean over each target's runs, measured after every epoch: rising values mean over-fitting, values "
-                  "still falling at the end mean more epochs would help."),
+                  "Mean over each target's runs, measured after every epoch. A rise or a fall between two epochs "
+                  "is advice only when it is significant run by run (paired over runs, 5%): the findings then say "
+                  "fewer or more epochs (training.epochs); otherwise the difference is within run-to-run noise."),
     ReportSection("reliability", "Calibration: reliability per bin",
                   "Eval examples in bins of equal count by predicted probability, mean over each target's runs (the "
                   "reliability figure plots them); a calibrated model predicts each bin's observed rate."),

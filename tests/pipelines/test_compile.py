@@ -118,3 +118,16 @@ def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
     assert len(trains) == len(config.targets) * config.runs_per_target == len(config.targets) * 5
     report = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "report")
     assert len([a for a in report.inputs.artifacts if a.startswith("summary_")]) == len(trains)
+
+
+def test_a_config_with_history_features_compiles_for_vertex_and_dataflow_computes_them(tmp_path):
+    # kind: history features are computed in preprocess (Beam), so on Vertex they run on Dataflow with the rest
+    history = "{name: user_history, kind: history, ids: [user_id], windows_hours: [24, 72], smoothing_prior: 200}"
+    spec, _ = compile_to_dict(tmp_path, "--config", "configs/vertex.yaml", "--backend", "vertex",
+                              "--set", "vertex.notify_emails=[]", "--set", f"features.9={history}")
+    pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
+    preprocess = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "preprocess")
+    args = json.loads(preprocess.inputs.parameters["beam_args_json"].runtime_value.constant.string_value)
+    assert "--runner=DataflowRunner" in args
+    constants = json.dumps(json_format.MessageToDict(preprocess.inputs))
+    assert "user_history" in constants and "windows_hours" in constants
