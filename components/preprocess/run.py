@@ -5,6 +5,10 @@
               ▼              ▼                     ▼                                          ▼
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
+The graph is `PreprocessLogs`, one composite transform whose `expand` chains the stages above, each a named
+composite transform of `components/preprocess/stages.py`; every stage's dead letters go to one Beam `ErrorHandler`
+whose consumer writes them (`WriteDeadLetters`).
+
 Each split is written twice: as training-ready blocks (`components/preprocess/blocks.py`, what the trainer reads)
 and as per-example gzip tf.Example TFRecords (what TFX-style tools, the preprocess tests and older trainers read);
 the raw eval examples (as logged) are written for promotion.
@@ -80,6 +84,7 @@ from components.preprocess.stages import (
     SplitByTime,
     WriteDeadLetters,
     WriteExamples,
+    WriteRawEval,
 )
 from components.preprocess.step_messages import wait_for_job
 from components.preprocess.time_range import MedianTime
@@ -339,8 +344,10 @@ class PreprocessLogs(beam.PTransform):
         splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days)
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
-        block_files = transformed | WriteExamples(self.root, config.seed, settings.output_shards,
-                                                  settings.shuffle_buckets_per_shard, settings.block_examples)
+        block_files = transformed.transformed | WriteExamples(
+            self.root, transformed.transformed_schema, config.seed, settings.output_shards,
+            settings.shuffle_buckets_per_shard, settings.block_examples)
+        _ = transformed.raw["eval"] | WriteRawEval(self.root, transformed.raw_schema, settings.output_shards)
         _ = transformed.transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(self.root)
         counters = (
             impressions.counters,

@@ -5,8 +5,8 @@
     SplitByTime                         examples → {train, eval[, calibration]}                    │
     CountSplits                         {split: examples} → counters                               ▼
     AnalyzeAndTransform                 {split: examples} → transform_fn + transformed splits   WriteDeadLetters
-    WriteExamples                       transformed splits → blocks + TFRecords + raw eval      → dead_letter/*.jsonl
-                                                                                                 + counters
+    WriteExamples                       transformed splits → blocks + TFRecords                 → dead_letter/*.jsonl
+    WriteRawEval                        the eval split as logged → TFRecords                      + counters
 
 `components.preprocess.run.PreprocessLogs` chains them in the order of the data flow.
 
@@ -220,14 +220,16 @@ class CountSplits(beam.PTransform):
 
 
 class TransformedSplits(NamedTuple):
-    """What `AnalyzeAndTransform` gives: `transform_fn` as tf.Transform returns it (for `WriteTransformFn`);
-    `raw` each split's examples as dicts of the raw feature spec, with `raw_metadata` their schema; `transformed`
-    each split's transformed dicts with their (tf.Transform) metadata."""
+    """What `AnalyzeAndTransform` gives: `transform_fn` as tf.Transform returns it (for `WriteTransformFn`); `raw`
+    each split's examples as dicts of the raw feature spec, `raw_schema` their schema; `transformed` each split's
+    transformed dicts, `transformed_schema` theirs (one transform function: one schema for every split). The
+    schemas are known when the job is built."""
 
     transform_fn: Any
-    raw_metadata: dataset_metadata.DatasetMetadata
     raw: dict[str, beam.PCollection]
-    transformed: dict[str, tuple[beam.PCollection, Any]]
+    raw_schema: Any
+    transformed: dict[str, beam.PCollection]
+    transformed_schema: Any
 
 
 class AnalyzeAndTransform(beam.PTransform):
@@ -254,48 +256,61 @@ class AnalyzeAndTransform(beam.PTransform):
                 split: ((instances, metadata), transform_fn) | f"Transform{split.title()}" >> tft_beam.TransformDataset()
                 for split, instances in raw.items()
             }
-        return TransformedSplits(transform_fn, metadata, raw, transformed)
+        return TransformedSplits(transform_fn, raw, metadata.schema,
+                                 {split: examples for split, (examples, _) in transformed.items()},
+                                 transformed["train"][1].schema)
 
 
 class WriteExamples(beam.PTransform):
-    """`TransformedSplits` → under `root`, per split: training-ready block files (`blocks.WriteExampleBlocks`) and
-    gzip tf.Example TFRecords (`<split>/part-*`, the train split in a seeded hash order, never the join's label
-    order); the eval split as logged (`raw_eval/part-*`), for scoring any model through its raw signature; a
-    progress line as each split's files are written. Outputs the block files' `block_examples` counters."""
+    """`{split: transformed dicts}` of schema `schema` → under `root`, per split: training-ready block files
+    (`blocks.WriteExampleBlocks`) and gzip tf.Example TFRecords (`<split>/part-*`; the train split in a seeded hash
+    order, never the join's label order), with a progress line as each split's files are written. Outputs the block
+    files' `block_examples` counters."""
 
-    def __init__(self, root: str, seed: int, output_shards: int, shuffle_buckets_per_shard: int,
+    def __init__(self, root: str, schema: Any, seed: int, output_shards: int, shuffle_buckets_per_shard: int,
                  block_examples: int):
         super().__init__()
-        self.root, self.seed, self.output_shards = root, seed, output_shards
+        self.root, self.schema, self.seed, self.output_shards = root, schema, seed, output_shards
         self.shuffle_buckets_per_shard, self.block_examples = shuffle_buckets_per_shard, block_examples
 
-    def expand(self, splits: TransformedSplits) -> beam.PCollection:
-        _ = (
-            splits.raw["eval"]
-            | "EncodeRawEval" >> beam.Map(tft.coders.ExampleProtoCoder(splits.raw_metadata.schema).encode)
-            | "WriteRawEval" >> self._tfrecords(RAW_EVAL_DIR)
-        )
+    def expand(self, splits: dict[str, beam.PCollection]) -> beam.PCollection:
+        coder = tft.coders.ExampleProtoCoder(self.schema)
+        layout = block_layout(_transformed_spec(self.schema), self.block_examples)
         block_counters = []
-        for split, (transformed, transformed_metadata) in splits.transformed.items():
-            coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
+        for split, transformed in splits.items():
             pairs = transformed | f"Encode{split.title()}" >> beam.Map(lambda values, encode=coder.encode: (
                 encode(values), values))
-            layout = block_layout(_transformed_spec(transformed_metadata.schema), self.block_examples)
             block_counters.append(pairs | f"Blocks{split.title()}" >> WriteExampleBlocks(
                 self.root, split, layout, self.seed, min_files=self.output_shards))
             encoded = pairs | f"Serialized{split.title()}" >> beam.Map(lambda pair: pair[0])
             if split == "train":  # the join emits examples grouped by label; never write them in that order
                 encoded = encoded | "ShuffleTrain" >> ShuffleExamples(
                     self.seed, self.output_shards * self.shuffle_buckets_per_shard)
-            written = encoded | f"Write{split.title()}" >> self._tfrecords(split)
+            written = encoded | f"Write{split.title()}" >> gzip_tfrecords(self.root, split, self.output_shards)
             _ = announce_done(written, f"Written{split.title()}", f"{split} examples written ({{files}})")
         return tuple(block_counters) | "AllBlockFiles" >> beam.Flatten()
 
-    def _tfrecords(self, directory: str) -> beam.io.WriteToTFRecord:
-        return beam.io.WriteToTFRecord(
-            f"{self.root}/{directory}/part", file_name_suffix=".tfrecord.gz", num_shards=self.output_shards,
-            compression_type=beam.io.filesystem.CompressionTypes.GZIP,
+
+class WriteRawEval(beam.PTransform):
+    """The eval split's raw feature dicts (schema `schema`) → `raw_eval/part-*` under `root`, gzip tf.Example
+    TFRecords as logged, for scoring any model (today's or the champion) through its raw signature."""
+
+    def __init__(self, root: str, schema: Any, output_shards: int):
+        super().__init__()
+        self.root, self.schema, self.output_shards = root, schema, output_shards
+
+    def expand(self, raw_eval: beam.PCollection) -> beam.PCollection:
+        return (
+            raw_eval
+            | "Encode" >> beam.Map(tft.coders.ExampleProtoCoder(self.schema).encode)
+            | "Write" >> gzip_tfrecords(self.root, RAW_EVAL_DIR, self.output_shards)
         )
+
+
+def gzip_tfrecords(root: str, directory: str, shards: int) -> beam.io.WriteToTFRecord:
+    """The writer of a directory of examples: `root/<directory>/part-*-of-<shards>.tfrecord.gz`."""
+    return beam.io.WriteToTFRecord(f"{root}/{directory}/part", file_name_suffix=".tfrecord.gz", num_shards=shards,
+                                   compression_type=beam.io.filesystem.CompressionTypes.GZIP)
 
 
 def _transformed_spec(schema: Any) -> dict[str, TransformedFeatureSpec]:
