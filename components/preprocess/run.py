@@ -335,8 +335,8 @@ class PreprocessLogs(beam.PTransform):
                     engagement_records = engagement_records | "PlausibleEngagementTimes" >> DropImplausibleTimes(
                         "engagements", median, skew_days, late_seconds * 1000).with_error_handler(dead_letters)
         if engagement_records is not None:
-            examples, labelling = (impression_records, engagement_records) | "Join" >> JoinEngagements(
-                event_tasks(config), window)
+            examples, labelling = (impression_records, engagement_records) | (
+                "AttributeEngagements" >> JoinEngagements(event_tasks(config), window))
         else:
             examples, labelling = impression_records | "Deduplicate" >> DeduplicateOutcomes(window)
         # kind: history features, from each example's earlier examples only (components/preprocess/history.py)

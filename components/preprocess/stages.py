@@ -1,12 +1,12 @@
 """The stages of the preprocess job as composite Beam transforms, named for what they do to the data.
 
-    ReadImpressions / ReadEngagements   log files → parsed records + counters       dead letters ─┐
-    DropImplausibleTimes                records → records near the median impression time    ──────┤ ErrorHandler
-    SplitByTime                         examples → {train, eval[, calibration]}                    │
-    CountSplits                         {split: examples} → counters                               ▼
-    AnalyzeAndTransform                 {split: examples} → transform_fn + transformed splits   WriteDeadLetters
-    WriteExamples                       transformed splits → blocks + TFRecords                 → dead_letter/*.jsonl
-    WriteRawEval                        the eval split as logged → TFRecords                      + counters
+    ReadImpressions / ReadEngagements  log files → parsed records + counters             dead letters ──┐
+    DropImplausibleTimes               records → those near the median impression time   dead letters ──┤ ErrorHandler
+    SplitByTime                        examples → {train, eval[, calibration]}                          ▼
+    CountSplits                        {split: examples} → counters                              WriteDeadLetters
+    AnalyzeAndTransform                {split: examples} → transform_fn + transformed            → dead_letter/*.jsonl
+    WriteExamples                      transformed splits → blocks + TFRecords                     + counters
+    WriteRawEval                       the eval split as logged → TFRecords
 
 `components.preprocess.run.PreprocessLogs` chains them in the order of the data flow.
 
@@ -253,7 +253,8 @@ class AnalyzeAndTransform(beam.PTransform):
             )
             _ = announce_done(transform_fn[0], "Analysis", "train split analysed: vocabularies and statistics ready")
             transformed = {
-                split: ((instances, metadata), transform_fn) | f"Transform{split.title()}" >> tft_beam.TransformDataset()
+                split: ((instances, metadata), transform_fn) | f"Transform{split.title()}" >> (
+                    tft_beam.TransformDataset())
                 for split, instances in raw.items()
             }
         return TransformedSplits(transform_fn, raw, metadata.schema,
