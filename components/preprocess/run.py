@@ -5,6 +5,10 @@
               ▼              ▼                     ▼                                          ▼
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
+The graph is `PreprocessLogs`, one composite transform whose `expand` chains the stages above, each a named
+composite transform of `components/preprocess/stages.py`; every stage's dead letters go to one Beam `ErrorHandler`
+whose consumer writes them (`WriteDeadLetters`).
+
 Each split is written twice: as training-ready blocks (`components/preprocess/blocks.py`, what the trainer reads)
 and as per-example gzip tf.Example TFRecords (what TFX-style tools, the preprocess tests and older trainers read);
 the raw eval examples (as logged) are written for promotion.
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,24 +35,13 @@ import apache_beam as beam
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from apache_beam.options.pipeline_options import PipelineOptions
-from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+from apache_beam.transforms.error_handling import ErrorHandler
 
-from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords, csv_header
+from components.logs.readers import LogWindow, csv_header
 from components.logs.records import format_timestamp
-from components.logs.split import eval_start_for_latest, split_of
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
 from components.preprocess.block_format import block_layout
-from components.preprocess.blocks import WriteExampleBlocks
-from components.preprocess.counters import (
-    Count,
-    WriteCounters,
-    count_dead_letter,
-    count_input_files,
-    count_parse_outcomes,
-    count_records_read,
-    count_split,
-    read_counters,
-)
+from components.preprocess.counters import WriteCounters, read_counters
 from components.preprocess.dataflow_job import watch_job
 from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
@@ -72,37 +64,38 @@ from components.preprocess.manifest import (
 from components.preprocess.manifest_markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
-    TIMESTAMP_MS,
     EngagementParser,
     FeatureField,
     ImpressionParser,
     OutcomeLabel,
     RecordDecoder,
     TimestampParser,
-    parse_stream,
 )
-from components.preprocess.shuffle import ShuffleExamples
-from components.preprocess.step_messages import (
-    announce_counter,
-    announce_dead_letters,
-    announce_done,
-    input_files_line,
-    plural,
-    wait_for_job,
+from components.preprocess.stages import (
+    DAY_SECONDS,
+    DEAD_LETTER_DIR,
+    RAW_EVAL_DIR,
+    SPLITS,
+    AnalyzeAndTransform,
+    CountSplits,
+    DropImplausibleTimes,
+    ReadEngagements,
+    ReadImpressions,
+    SplitByTime,
+    WriteDeadLetters,
+    WriteExamples,
+    WriteRawEval,
 )
-from components.preprocess.time_range import MedianTime, keep_plausible_times
-from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
+from components.preprocess.step_messages import wait_for_job
+from components.preprocess.time_range import MedianTime
+from components.preprocess.transform import feature_infos
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
 from components.progress import report_progress, warn_console
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig
 
-SPLITS = ("train", "eval")
-DEAD_LETTER_DIR = "dead_letter"
-RAW_EVAL_DIR = "raw_eval"
 MARKDOWN_FILE = "manifest.md"
-DAY_SECONDS = 86_400
 
 
 class TooManyInvalidRecords(RuntimeError):
@@ -144,7 +137,8 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
     try:
         pipeline = beam.Pipeline(options=options)
-        _build(pipeline, config, logs_dir, root, window, temp_location(options, local_temp))
+        _ = pipeline | "PreprocessLogs" >> PreprocessLogs(config, logs_dir, root, window,
+                                                          temp_location(options, local_temp))
         report_progress(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
         watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
     finally:
@@ -302,162 +296,69 @@ def event_tasks(config: PreprocessStepConfig) -> tuple[EventTask, ...]:
     )
 
 
-def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow,
-           tft_temp: str):
-    impressions_path, engagements_path = _stream_paths(config, logs_dir)
-    fmt, delimiter, max_bytes = config.logs.format, config.logs.csv_delimiter, config.logs.max_record_bytes
-    max_lines = config.logs.max_record_lines
-    report_progress(input_files_line("impressions", impressions_path, fmt, window))
-    read_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(
-        impressions_path, fmt, window, csv_delimiter=delimiter, max_record_bytes=max_bytes, max_record_lines=max_lines)
-    raw_impressions = read_impressions[RECORDS]
-    impressions, impression_dead, impression_outcomes = parse_stream(
-        raw_impressions, "impressions", impression_parser(config, impressions_path)
-    )
-    read_impressions_count = count_records_read(raw_impressions, "impressions")
-    counters = [read_impressions_count]
-    if fmt != "bigquery":  # a table has no files or bytes to account for
-        counters += [count_input_files(read_impressions[FILES], "impressions"),
-                     count_parse_outcomes(impression_outcomes, "impressions")]
-    read_engagements = None
-    dead_letters = [impression_dead]
-    skew_days = config.logs.max_timestamp_skew_days
-    median = None
-    if skew_days is not None:
-        median = impressions | "MedianImpressionTime" >> MedianTime()
-        impressions, out_of_range = keep_plausible_times(impressions, "impressions", median, skew_days)
-        dead_letters.append(out_of_range)
-    if config.logs.label_mode == "engagements":
-        if engagements_path is None:  # the config requires it (checked at load)
-            raise ValueError("logs.label_mode 'engagements' needs logs.engagements")
+class PreprocessLogs(beam.PTransform):
+    """The whole job, on the pipeline's root: the logs of `config` → under `root`, examples of each split (blocks,
+    TFRecords), the raw eval examples, `transform_fn`, dead letters and the counters `_manifest` reads; outputs
+    the counters file's name. The stages are `components.preprocess.stages`; `tft_temp` is tf.Transform's scratch."""
+
+    def __init__(self, config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow,
+                 tft_temp: str):
+        super().__init__()
+        self.config, self.logs_dir, self.root, self.window, self.tft_temp = config, logs_dir, root, window, tft_temp
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        config, logs, window = self.config, self.config.logs, self.window
+        impressions_path, engagements_path = _stream_paths(config, self.logs_dir)
+        reading: dict[str, Any] = {"csv_delimiter": logs.csv_delimiter, "max_record_bytes": logs.max_record_bytes,
+                                   "max_record_lines": logs.max_record_lines}
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
-        late_days = late_seconds // DAY_SECONDS + 1
-        report_progress(input_files_line("engagements", engagements_path, fmt, window, late_days))
-        read_events = pipeline | "ReadEngagements" >> ReadLogRecords(
-            engagements_path, fmt, window, late_days, csv_delimiter=delimiter, max_record_bytes=max_bytes,
-            max_record_lines=max_lines)
-        raw_events = read_events[RECORDS]
-        events, event_dead, event_outcomes = parse_stream(
-            raw_events, "engagements", engagement_parser(config, engagements_path))
-        if fmt != "bigquery":
-            counters += [count_input_files(read_events[FILES], "engagements"),
-                         count_parse_outcomes(event_outcomes, "engagements")]
-        dead_letters.append(event_dead)
-        if median is not None and skew_days is not None:
-            events, out_of_range = keep_plausible_times(events, "engagements", median, skew_days, late_seconds * 1000)
-            dead_letters.append(out_of_range)
-        examples, join_counts = (impressions, events) | "Join" >> JoinEngagements(event_tasks(config), window)
-        read_engagements = count_records_read(raw_events, "engagements")
-        counters.append(read_engagements)
-    else:
-        examples, join_counts = impressions | "Deduplicate" >> DeduplicateOutcomes(window)
-    counters.append(join_counts)
-    # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
-    examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks)
-
-    dead = tuple(dead_letters) | "AllDeadLetters" >> beam.Flatten()
-    _ = dead | "DeadLetterJson" >> beam.Map(_json_line) | "WriteDeadLetters" >> beam.io.WriteToText(
-        f"{root}/{DEAD_LETTER_DIR}/dead_letter", file_name_suffix=".jsonl"
-    )
-    counters.append(dead | "DeadLetterReason" >> beam.Map(count_dead_letter))
-    _ = announce_dead_letters(dead)
-
-    latest = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS]) | "Latest" >> beam.CombineGlobally(
-        lambda stamps: max(stamps, default=0)
-    )
-    boundary = latest | "EvalStart" >> beam.Map(eval_start_for_latest, config.split.eval_days)
-    by_split = examples | "SplitByTime" >> beam.Partition(SplitByTime(), len(SPLITS), beam.pvalue.AsSingleton(boundary))
-    collections = dict(zip(SPLITS, by_split))
-    if config.split.calibration_days:
-        collections[CALIBRATION_SPLIT] = collections["train"] | "LatestTrainDays" >> beam.Filter(
-            lambda e, start, days: e[TIMESTAMP_MS] >= start - days * DAY_SECONDS * 1000,
-            beam.pvalue.AsSingleton(boundary), config.split.calibration_days,
+        skew_days = logs.max_timestamp_skew_days
+        with ErrorHandler(WriteDeadLetters(self.root)) as dead_letters:
+            impressions = pbegin | ReadImpressions(
+                impressions_path, logs.format, impression_parser(config, impressions_path), window, **reading
+            ).with_error_handler(dead_letters)
+            engagements = None
+            if logs.label_mode == "engagements":
+                if engagements_path is None:  # the config requires it (checked at load)
+                    raise ValueError("logs.label_mode 'engagements' needs logs.engagements")
+                engagements = pbegin | ReadEngagements(
+                    engagements_path, logs.format, engagement_parser(config, engagements_path), window,
+                    late_seconds // DAY_SECONDS + 1, **reading
+                ).with_error_handler(dead_letters)
+            impression_records = impressions.records
+            engagement_records = engagements.records if engagements is not None else None
+            if skew_days is not None:
+                median = impression_records | "MedianImpressionTime" >> MedianTime()
+                impression_records = impression_records | "PlausibleImpressionTimes" >> DropImplausibleTimes(
+                    "impressions", median, skew_days).with_error_handler(dead_letters)
+                if engagement_records is not None:
+                    engagement_records = engagement_records | "PlausibleEngagementTimes" >> DropImplausibleTimes(
+                        "engagements", median, skew_days, late_seconds * 1000).with_error_handler(dead_letters)
+        if engagement_records is not None:
+            examples, labelling = (impression_records, engagement_records) | (
+                "AttributeEngagements" >> JoinEngagements(event_tasks(config), window))
+        else:
+            examples, labelling = impression_records | "Deduplicate" >> DeduplicateOutcomes(window)
+        # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
+        examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks)
+        splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days)
+        transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
+        settings = config.preprocess
+        block_files = transformed.transformed | WriteExamples(
+            self.root, transformed.transformed_schema, config.seed, settings.output_shards,
+            settings.shuffle_buckets_per_shard, settings.block_examples)
+        _ = transformed.raw["eval"] | WriteRawEval(self.root, transformed.raw_schema, settings.output_shards)
+        _ = transformed.transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(self.root)
+        counters = (
+            impressions.counters,
+            *((engagements.counters,) if engagements is not None else ()),
+            labelling,
+            dead_letters.output(),
+            splits | CountSplits(tuple(label_key(t.name) for t in config.tasks)),
+            (splits["train"], splits["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(config.features),
+            block_files,
         )
-    labels = tuple(label_key(t.name) for t in config.tasks)
-    for split, collection in collections.items():
-        counters.append(count_split(collection, split, labels))
-        _ = announce_counter(counters[-1], Count("split_examples", split).key, f"{split.title()}Examples",
-                             _counted_line(f"{split} split: ", "example"))
-    for stream, counter in zip(("impressions", "engagements"), (read_impressions_count, read_engagements)):
-        if counter is not None:
-            _ = announce_counter(counter, Count("records_read", stream).key, f"{stream.title()}Read",
-                                 _counted_line(f"{stream}: read ", "record"))
-    counters.append((collections["train"], collections["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(
-        config.features))
-
-    spec = raw_feature_spec(config.features, config.tasks)
-    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
-    keys = tuple(spec)
-    instances = [
-        collection | f"{split.title()}Instances" >> beam.Map(lambda e: {k: e[k] for k in keys})
-        for split, collection in collections.items()
-    ]
-    with tft_beam.Context(temp_dir=tft_temp, force_tf_compat_v1=False):
-        transform_fn = (instances[0], metadata) | "Analyze" >> tft_beam.AnalyzeDataset(
-            build_preprocessing_fn(config.features, config.tasks)
-        )
-        _ = announce_done(transform_fn[0], "Analysis", "train split analysed: vocabularies and statistics ready")
-        for split, split_instances in zip(collections, instances):
-            transformed, transformed_metadata = ((split_instances, metadata), transform_fn) | (
-                f"Transform{split.title()}" >> tft_beam.TransformDataset()
-            )
-            if split == "eval":  # as logged, for scoring any model (today's or the champion) through its raw signature
-                _ = (
-                    split_instances
-                    | "EncodeRawEval" >> beam.Map(tft.coders.ExampleProtoCoder(metadata.schema).encode)
-                    | "WriteRawEval" >> beam.io.WriteToTFRecord(
-                        f"{root}/{RAW_EVAL_DIR}/part", file_name_suffix=".tfrecord.gz",
-                        num_shards=config.preprocess.output_shards,
-                        compression_type=beam.io.filesystem.CompressionTypes.GZIP,
-                    )
-                )
-            coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
-            pairs = transformed | f"Encode{split.title()}" >> beam.Map(lambda values, encode=coder.encode: (
-                encode(values), values))
-            layout = block_layout(_transformed_spec(transformed_metadata.schema), config.preprocess.block_examples)
-            counters.append(pairs | f"Blocks{split.title()}" >> WriteExampleBlocks(
-                root, split, layout, config.seed, min_files=config.preprocess.output_shards))
-            encoded = pairs | f"Serialized{split.title()}" >> beam.Map(lambda pair: pair[0])
-            if split == "train":  # the join emits examples grouped by label; never write them in that order
-                encoded = encoded | "ShuffleTrain" >> ShuffleExamples(
-                    config.seed, config.preprocess.output_shards * config.preprocess.shuffle_buckets_per_shard
-                )
-            written = (
-                encoded
-                | f"Write{split.title()}" >> beam.io.WriteToTFRecord(
-                    f"{root}/{split}/part", file_name_suffix=".tfrecord.gz",
-                    num_shards=config.preprocess.output_shards,
-                    compression_type=beam.io.filesystem.CompressionTypes.GZIP,
-                )
-            )
-            _ = announce_done(written, f"Written{split.title()}", f"{split} examples written ({{files}})")
-        _ = transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(root)
-    _ = tuple(counters) | "Counters" >> WriteCounters(root)
-
-
-def _transformed_spec(schema) -> dict[str, TransformedFeatureSpec]:
-    """The transformed schema as the manifest's feature spec (name → dtype, shape), known when the job is built."""
-    return {name: TransformedFeatureSpec(dtype=spec.dtype.name, shape=[int(d) for d in spec.shape])
-            for name, spec in schema_utils.schema_as_feature_spec(schema).feature_spec.items()}
-
-
-class SplitByTime(beam.PartitionFn):
-    """Partition index (in `SPLITS`) of an example: eval from the side input `eval_start_ms` on, train before."""
-
-    def partition_for(self, element: Any, num_partitions: int, *args: Any, **kwargs: Any) -> int:
-        (eval_start_ms,) = args
-        return SPLITS.index(split_of(element[TIMESTAMP_MS], eval_start_ms))
-
-
-def _counted_line(prefix: str, noun: str) -> Callable[[int], str]:
-    """The progress line of a count: `prefix` and the count of `noun`s (`train split: 9,000 examples`)."""
-    return lambda n: prefix + plural(n, noun)
-
-
-def _json_line(dead: dict) -> str:
-    import json
-
-    return json.dumps(dead, sort_keys=True)
+        return counters | "Counters" >> WriteCounters(self.root)
 
 
 def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow) -> Manifest:
