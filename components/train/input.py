@@ -1,16 +1,17 @@
 """tf.data input: a preprocessed split → batches of (features, labels) with static shapes.
 
 Two formats, chosen by the manifest. **Blocks** (what preprocess writes, components/preprocess/block_format.py):
-fixed-length records of `block_examples` examples, one int64 and one float32 matrix each, decoded with a few
-memory copies; the columns become features after batching (one `tf.split` per dtype). **Per-example tf.Examples**
+fixed-length records of `block_examples` examples, one int64 and one float32 matrix each, decoded with one copy
+of the record; the columns become features after batching (one unstack per dtype). **Per-example tf.Examples**
 (manifests without blocks: older outputs, hand-written fixtures): parsed as below.
 
-Blocks, training: the run's seed shuffles the files (unless the split is cached), then slices of blocks (`SLICE_EXAMPLES` examples each, so a
-block's examples scatter over the epoch) through a buffer of `training.shuffle_buffer` examples' worth of slices
-(the whole split when it is cached), and then permutes the examples of every window of `WINDOW_BLOCKS` blocks'
-worth of slices with a stateless seed (run seed, window number) before cutting batches; every epoch draws new
-orders. A block whose header or fingerprint does not match, or a file shorter or longer than the
-manifest says, is an error naming the file and the block.
+Blocks, training: every epoch, from (run seed, epoch number) alone, the files and (through a buffer of one window)
+the blocks are shuffled, and the examples of each window of blocks are permuted with one gather per dtype, drawn
+with a stateless seed (epoch seed, window number). A window is the whole split when it is cached, else
+`training.shuffle_buffer` examples' worth of blocks. Batches are sliced from the permuted rows, the rows left over
+from a window opening the next one's first batch, so every batch is full and none is lost between windows or
+epochs. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
+is an error naming the file and the block.
 
 Per-example records: shards are read with a parallel interleave, records parsed in parallel after batching (one vectorized
 `parse_example` per batch), and batches prefetched. Every feature has a fixed shape (scalars and
