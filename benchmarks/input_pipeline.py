@@ -1,5 +1,6 @@
 """The input pipeline alone (no training): examples/s per host core at 10, 100 and 1,000 features for today's
-per-example tf.Example path, the block format the trainer reads, the other candidates (TensorFlow's own
+per-example tf.Example path, the block format the trainer reads (from the files every epoch, and cached in memory
+after the first as `training.cache` does when the split fits), the other candidates (TensorFlow's own
 `tf.data` save format, Parquet through pyarrow), and the cached-in-memory ceiling, with the ratios to today's path.
 
     .venv/bin/python benchmarks/input_pipeline.py [--features 10 100 1000] [--seconds 4] [--batch 512]
@@ -152,7 +153,8 @@ def main() -> None:
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     print(f"input pipeline alone, batch {args.batch}, {cores} cores; examples/s per core (ratio to tf.Example)")
-    header = ("features", "tf.Example", "blocks", "tf.data save", "parquet", "cached", "blocks/tf.Example")
+    header = ("features", "tf.Example", "blocks", "blocks, cached", "tf.data save", "parquet", "cached",
+              "blocks/tf.Example", "cached blocks/tf.Ex")
     print("  ".join(f"{h:>16}" for h in header), flush=True)
     for features in args.features:
         with tempfile.TemporaryDirectory() as tmp:
@@ -165,14 +167,17 @@ def main() -> None:
             paths = {
                 "tf.Example": example_dataset(directory, manifest, "train", training),
                 "blocks": blocks,
+                "blocks, cached": block_dataset(directory, manifest, "train", InputOptions(
+                    args.batch, training=True, seed=1, shuffle_buffer=shuffle, repeat=True, cache=True)),
                 "tf.data save": saved_dataset(directory, manifest, args.batch),
                 "parquet": parquet_dataset(directory, manifest, args.batch),
                 "cached": cached,
             }
             per_core = {name: rate(data, args.batch, args.seconds) / cores for name, data in paths.items()}
-        cells = [f"{per_core[name]:>16,.0f}" for name in header[1:-1]]
+        cells = [f"{per_core[name]:>16,.0f}" for name in header[1:-2]]
         print(f"{features:>16}  " + "  ".join(cells)
-              + f"  {per_core['blocks'] / per_core['tf.Example']:>15.1f}x", flush=True)
+              + f"  {per_core['blocks'] / per_core['tf.Example']:>15.1f}x"
+              + f"  {per_core['blocks, cached'] / per_core['tf.Example']:>15.1f}x", flush=True)
 
 
 if __name__ == "__main__":

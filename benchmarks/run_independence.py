@@ -3,8 +3,9 @@ as per-example tf.Examples:
 
   - Spearman rank correlation of the example order between two seeds, and between two epochs of one seed, mean ±
     std over `--pairs` pairs (0: unrelated orders; today's per-example path, with a shuffle buffer over the whole
-    split, is the reference). Blocks are shuffled as units, so their spread around 0 is that of a random order of
-    the split's blocks (about 1/√blocks), not of its examples;
+    split, is the reference). With `training.shuffle_buffer` over the whole split (as here) the block reader draws
+    one permutation of all the split's examples per epoch, so both paths should spread like a random order of
+    examples (about 1/√examples);
   - the spread (std) of the eval log-loss of `--runs` training runs (seeds 0..runs-1) per path, and its ratio.
 
     .venv/bin/python benchmarks/run_independence.py [--train 8192] [--runs 5] [--epochs 2] [--pairs 6]

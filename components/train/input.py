@@ -1,16 +1,17 @@
 """tf.data input: a preprocessed split → batches of (features, labels) with static shapes.
 
 Two formats, chosen by the manifest. **Blocks** (what preprocess writes, components/preprocess/block_format.py):
-fixed-length records of `block_examples` examples, one int64 and one float32 matrix each, decoded with a few
-memory copies; the columns become features after batching (one `tf.split` per dtype). **Per-example tf.Examples**
+fixed-length records of `block_examples` examples, one int64 and one float32 matrix each, decoded with one copy
+of the record; the columns become features after batching (one unstack per dtype). **Per-example tf.Examples**
 (manifests without blocks: older outputs, hand-written fixtures): parsed as below.
 
-Blocks, training: the run's seed shuffles the files (unless the split is cached), then slices of blocks (`SLICE_EXAMPLES` examples each, so a
-block's examples scatter over the epoch) through a buffer of `training.shuffle_buffer` examples' worth of slices
-(the whole split when it is cached), and then permutes the examples of every window of `WINDOW_BLOCKS` blocks'
-worth of slices with a stateless seed (run seed, window number) before cutting batches; every epoch draws new
-orders. A block whose header or fingerprint does not match, or a file shorter or longer than the
-manifest says, is an error naming the file and the block.
+Blocks, training: every epoch, from (run seed, epoch number) alone, the files and (through a buffer of one window)
+the blocks are shuffled, and the examples of each window of blocks are permuted with one gather per dtype, drawn
+with a stateless seed (epoch seed, window number). A window is the whole split when it is cached, else
+`training.shuffle_buffer` examples' worth of blocks. Batches are sliced from the permuted rows, the rows left over
+from a window opening the next one's first batch, so every batch is full and none is lost between windows or
+epochs. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
+is an error naming the file and the block.
 
 Per-example records: shards are read with a parallel interleave, records parsed in parallel after batching (one vectorized
 `parse_example` per batch), and batches prefetched. Every feature has a fixed shape (scalars and
@@ -29,6 +30,8 @@ whose size is known before preprocessing, at config load (`configs.shuffle_cover
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +41,6 @@ from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
 
 LABEL_PREFIX = "label_"
-SLICE_EXAMPLES = 64  # training shuffles slices of blocks of (about) this many examples
-WINDOW_BLOCKS = 8  # blocks' worth of examples permuted together before batching (training)
 log = logging.getLogger(__name__)
 
 
@@ -220,23 +221,33 @@ def block_files(examples_dir: str | Path, blocks: SplitBlocks, layout: BlockLayo
 
 
 def decode_block(layout: BlockLayout, path: tf.Tensor, index: tf.Tensor, record: tf.Tensor):
-    """(int64 [rows, W_int], float32 [rows, W_float]) of one record, after checking its header and fingerprint;
-    a mismatch fails the pipeline with the file and the block index in the message."""
+    """(int64 [block_examples, W_int], float32 [block_examples, W_float], rows) of one record — the whole padded
+    block, so shapes stay static — after checking its header and fingerprint; a mismatch fails the pipeline with
+    the file and the block index in the message. One copy of the record (`decode_raw` to bytes); the matrices are
+    bitcast views of it (little-endian, as the writer packs them), the fingerprint is hashed from it in place."""
     size, ints_width, floats_width = layout.block_examples, layout.width("int64"), layout.width("float32")
-    header = tf.io.decode_raw(tf.strings.substr(record, 0, 16), tf.int64, little_endian=True)
+    data = tf.io.decode_raw(record, tf.uint8)
+    header = tf.bitcast(tf.reshape(data[:16], [2, 8]), tf.int64)
     rows, written_index = header[0], header[1]
-    payload = tf.strings.substr(record, BLOCK_HEADER_BYTES, layout.record_bytes - BLOCK_HEADER_BYTES)
-    stored = tf.io.decode_raw(tf.strings.substr(record, 16, 8), tf.uint8)
+    payload = data[BLOCK_HEADER_BYTES:]
     computed = tf.reshape(tf.fingerprint(tf.expand_dims(payload, 0)), [8])
-    valid = tf.reduce_all(tf.equal(stored, computed)) & (rows >= 1) & (rows <= size) & (written_index == index)
+    valid = tf.reduce_all(tf.equal(data[16:BLOCK_HEADER_BYTES], computed)) & (rows >= 1) & (rows <= size) & (
+        written_index == index)
     check = tf.debugging.Assert(valid, ["corrupt block: file", path, "block", index, "(header rows", rows,
                                         "index", written_index, "or its fingerprint does not match) — rerun preprocess"])
     with tf.control_dependencies([check]):
         int_bytes = size * ints_width * 8
-        ints = tf.io.decode_raw(tf.strings.substr(payload, 0, int_bytes), tf.int64, little_endian=True)
-        floats = tf.io.decode_raw(tf.strings.substr(payload, int_bytes, size * floats_width * 4), tf.float32,
-                                  little_endian=True)
-        return tf.reshape(ints, [size, ints_width])[:rows], tf.reshape(floats, [size, floats_width])[:rows]
+        ints = tf.bitcast(tf.reshape(payload[:int_bytes], [size * ints_width, 8]), tf.int64)
+        floats = tf.bitcast(tf.reshape(payload[int_bytes:], [size * floats_width, 4]), tf.float32)
+        return tf.reshape(ints, [size, ints_width]), tf.reshape(floats, [size, floats_width]), tf.identity(rows)
+
+
+def window_blocks(layout: BlockLayout, total_blocks: int, options: InputOptions) -> int:
+    """Blocks whose examples a training run permutes together: the whole split when it is cached, else
+    `training.shuffle_buffer` examples' worth (at least one block, at most the split)."""
+    if options.cache:
+        return total_blocks
+    return max(1, min(total_blocks, -(-options.shuffle_buffer // layout.block_examples)))
 
 
 def block_dataset(
@@ -249,6 +260,8 @@ def block_dataset(
     """`make_dataset` over block files (see the module doc for the order a training run reads)."""
     layout, blocks = manifest.block_layout, manifest.splits[split].blocks
     assert layout is not None and blocks is not None
+    if sys.byteorder != "little":
+        raise RuntimeError("the block reader bitcasts little-endian records: it needs a little-endian host")
     files = block_files(examples_dir, blocks, layout)
     if not files:
         raise FileNotFoundError(f"the {split} split has no block files in {examples_dir}")
@@ -262,13 +275,11 @@ def block_dataset(
         log.warning(warning)
     paths = [path for path, _ in files]
     record_bytes, seed = layout.record_bytes, options.seed
-    slices_per_block = max(1, layout.block_examples // SLICE_EXAMPLES)
-    total_slices = sum(n for _, n in files) * slices_per_block
-    buffer = total_slices if options.cache else min(
-        total_slices, -(-options.shuffle_buffer // layout.block_examples) * slices_per_block)
+    window = window_blocks(layout, sum(n for _, n in files), options)
+    keep = _holdout_rows(layout, options)
 
     def records_of(path):  # every file's size was checked against the manifest above
-        records = tf.data.FixedLengthRecordDataset(path, record_bytes)
+        records = tf.data.FixedLengthRecordDataset(path, record_bytes, buffer_size=max(record_bytes, 2**20))
         return records.enumerate().map(lambda index, record: (path, index, record))
 
     def decoded_blocks(files_ds: tf.data.Dataset) -> tf.data.Dataset:
@@ -277,41 +288,53 @@ def block_dataset(
         return records.map(lambda path, index, record: decode_block(layout, path, index, record),
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
-    # A cache holds the blocks in file order (the same whichever iterator completes it); every epoch reads it.
-    cached = decoded_blocks(tf.data.Dataset.from_tensor_slices(paths)).cache() if options.cache else None
+    # A cache holds the blocks in file order (the same whichever iterator completes it), for training as one
+    # element [blocks, block_examples, W] per dtype: every epoch permutes it with one gather per dtype.
+    cached = None
+    if options.cache:
+        cached = decoded_blocks(tf.data.Dataset.from_tensor_slices(paths))
+        cached = (cached.batch(window) if options.training else cached).cache()
+
+    def permuted(epoch_seed: tf.Tensor):
+        def permute(number, window):
+            """A window's kept rows (not padding, not held out) in an order drawn from (epoch seed, window)."""
+            ints, floats, rows = window
+            ints, floats = tf.reshape(ints, [-1, ints.shape[-1]]), tf.reshape(floats, [-1, floats.shape[-1]])
+            kept = tf.reshape(tf.range(layout.block_examples, dtype=tf.int64)[tf.newaxis, :] < rows[:, tf.newaxis],
+                              [-1])
+            if keep is not None:
+                kept &= keep(ints)
+            keys = tf.random.stateless_uniform(tf.shape(kept), seed=tf.stack([epoch_seed, number]))
+            order = tf.argsort(tf.where(kept, keys, 2.0))[:tf.reduce_sum(tf.cast(kept, tf.int32))]
+            return tf.gather(ints, order), tf.gather(floats, order)
+        return permute
 
     def epoch(number: tf.Tensor) -> tf.data.Dataset:
-        """One pass over the split. Training: its order a function of (seed, epoch number) alone, never of how
-        many iterators or epochs came before (a shuffle's reshuffle seeds are shared by a dataset's iterators)."""
+        """One pass over the split as (ints [n, W_int], floats [n, W_float]) runs of kept rows in reading order.
+        Training: that order a function of (seed, epoch number) alone, never of how many iterators or epochs came
+        before (a shuffle's reshuffle seeds are shared by a dataset's iterators)."""
         epoch_seed = tf.constant(seed, tf.int64) * 1_000_003 + number
-        if cached is not None:
-            blocks = cached
-        else:
-            files_ds = tf.data.Dataset.from_tensor_slices(paths)
-            if options.training:
-                files_ds = files_ds.shuffle(len(paths), seed=epoch_seed)
-            blocks = decoded_blocks(files_ds)
-        if options.training:  # shuffled in slices of a block, so a block's examples end up all over the epoch
-            blocks = blocks.rebatch(-(-layout.block_examples // slices_per_block)).shuffle(
-                max(1, buffer), seed=epoch_seed)
-        if options.holdout_fraction > 0:
-            blocks = blocks.map(_holdout_filter(layout, options), num_parallel_calls=tf.data.AUTOTUNE,
-                                deterministic=True)
         if not options.training:
-            return blocks
-        windows = blocks.rebatch(WINDOW_BLOCKS * layout.block_examples).enumerate()  # the last one partial
-
-        def permuted(window_number, window):
-            ints, floats = window
-            order = tf.argsort(tf.random.stateless_uniform(
-                [tf.shape(ints)[0]], seed=tf.stack([epoch_seed, window_number])))
-            return tf.gather(ints, order), tf.gather(floats, order)
-
-        return windows.map(permuted, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            blocks = cached if cached is not None else decoded_blocks(tf.data.Dataset.from_tensor_slices(paths))
+            return blocks.map(lambda ints, floats, rows: _kept(ints[:rows], floats[:rows], keep),
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if cached is not None:
+            windows = cached
+        else:
+            files_ds = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths), seed=epoch_seed)
+            blocks = decoded_blocks(files_ds)
+            if window > 1:
+                blocks = blocks.shuffle(window, seed=epoch_seed)
+            windows = blocks.batch(window)
+        return windows.enumerate().map(permuted(epoch_seed), num_parallel_calls=tf.data.AUTOTUNE,
+                                       deterministic=True)
 
     epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
-    decoded = epochs.flat_map(epoch)
-    batches = decoded.rebatch(batch_size, drop_remainder=options.drop_remainder)
+    runs = epochs.flat_map(epoch).map(lambda ints, floats: (ints, floats, False))
+    if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
+        runs = runs.concatenate(tf.data.Dataset.from_tensors(
+            (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
+    batches = _full_batches(runs, batch_size, options.drop_remainder)
     batches = batches.map(_columns_to_features(layout, manifest), num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=True)
     data_options = tf.data.Options()
@@ -319,17 +342,72 @@ def block_dataset(
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
 
 
-def _holdout_filter(layout: BlockLayout, options: InputOptions):
-    """Keeps the rows of a block whose holdout bucket is (`only`) or is not (`exclude`) in the held-out slice."""
+def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+    """Runs of rows `(ints [n, W_int], floats [n, W_float], end)` → batches of `batch_size` rows, in order.
+
+    Rows left over from a run open the next run's first batch (an epoch's last rows open the next epoch's);
+    at `end` the rows left are a last, partial batch unless `drop_remainder`. Batches are slices of the runs
+    (one copy a row): `Dataset.rebatch` does the same cut but costs about a millisecond per example at
+    1,000 columns (benchmarks/block_reader_stages.py)."""
+    ints_width, floats_width = runs.element_spec[0].shape[-1], runs.element_spec[1].shape[-1]
+
+    def cut(left, run):
+        left_ints, left_floats = left
+        ints, floats, end = run
+        held, rows = tf.shape(left_ints)[0], tf.shape(ints)[0]
+        full = (held + rows) // batch_size
+        first = tf.minimum(batch_size - held, rows)  # rows of this run that complete the held ones' batch
+        rest = tf.maximum(first, full * batch_size - held)  # rows up to here fill whole batches
+        opened_ints = tf.concat([left_ints, ints[:first]], 0)
+        opened_floats = tf.concat([left_floats, floats[:first]], 0)
+        whole = full >= 1
+        shown = tf.where(whole, batch_size, 0)
+        last = tf.where(end & tf.logical_not(whole), held, 0)
+        kept_ints = tf.cond(whole, lambda: ints[rest:], lambda: opened_ints[:tf.shape(opened_ints)[0] - last])
+        kept_floats = tf.cond(whole, lambda: floats[rest:],
+                              lambda: opened_floats[:tf.shape(opened_floats)[0] - last])
+        emitted = (
+            tf.reshape(opened_ints[:shown], [-1, batch_size, ints_width]),
+            tf.reshape(opened_floats[:shown], [-1, batch_size, floats_width]),
+            tf.reshape(ints[first:rest], [-1, batch_size, ints_width]),
+            tf.reshape(floats[first:rest], [-1, batch_size, floats_width]),
+            left_ints[:last], left_floats[:last],
+        )
+        return (kept_ints, kept_floats), emitted
+
+    def batches_of(opened_ints, opened_floats, ints, floats, last_ints, last_floats):
+        data = tf.data.Dataset.from_tensor_slices((opened_ints, opened_floats)).concatenate(
+            tf.data.Dataset.from_tensor_slices((ints, floats)))
+        if not drop_remainder:
+            data = data.concatenate(tf.data.Dataset.from_tensors((last_ints, last_floats)).filter(
+                lambda last, _: tf.shape(last)[0] > 0))
+        return data
+
+    start = (tf.zeros([0, ints_width], tf.int64), tf.zeros([0, floats_width], tf.float32))
+    return runs.scan(start, cut).flat_map(batches_of)
+
+
+def _holdout_rows(layout: BlockLayout, options: InputOptions) -> Callable[[tf.Tensor], tf.Tensor] | None:
+    """ints [n, W_int] → bool [n]: the rows whose holdout bucket is (`only`) or is not (`exclude`) in the held-out
+    slice; None without a holdout (every row is kept)."""
+    if options.holdout_fraction <= 0:
+        return None
     cut = int(round(options.holdout_fraction * HOLDOUT_BUCKETS))
     column = _offsets(layout, "int64")[HOLDOUT_COLUMN][0]
 
-    def keep(ints, floats):
+    def keep(ints):
         held = ints[:, column] < cut
-        rows = held if options.holdout == "only" else tf.logical_not(held)
-        return tf.boolean_mask(ints, rows), tf.boolean_mask(floats, rows)
+        return held if options.holdout == "only" else tf.logical_not(held)
 
     return keep
+
+
+def _kept(ints, floats, keep):
+    """The rows of (ints, floats) that `keep` keeps (all of them when it is None)."""
+    if keep is None:
+        return ints, floats
+    rows = keep(ints)
+    return tf.boolean_mask(ints, rows), tf.boolean_mask(floats, rows)
 
 
 def _offsets(layout: BlockLayout, dtype: str) -> dict[str, tuple[int, int]]:
@@ -344,9 +422,10 @@ def _offsets(layout: BlockLayout, dtype: str) -> dict[str, tuple[int, int]]:
 def _columns_to_features(layout: BlockLayout, manifest: Manifest):
     """A batch's two matrices → `(features, {task: label[batch, 1]})` shaped as `feature_spec` says.
 
-    A handful of ops whatever the number of features (per-feature ops cost ~20 µs each, which at 1,000 features
-    was most of a batch's time): per dtype, the scalar columns are gathered, transposed and unstacked in one op
-    each; only list features are sliced one by one."""
+    One op per dtype whatever the number of features: the matrix is unstacked along its columns (a strided copy
+    per column) and the scalar features and labels are picked from that; only list features are sliced one by
+    one. Gathering the scalar columns and transposing them first (the previous way) copies the batch twice more
+    and was 5x slower at 1,000 columns; one op per feature costs ~20 µs each (benchmarks/block_reader_stages.py)."""
     spec = feature_spec(manifest)
     labels = {label_key(task): task for task in manifest.tasks}
     missing = sorted(set(spec) - {c.name for c in layout.columns})
@@ -359,19 +438,19 @@ def _columns_to_features(layout: BlockLayout, manifest: Manifest):
                    if (name in labels or name in spec) and width == 1 and (name in labels or not spec[name].shape)]
         lists = [(name, start, width) for name, (start, width) in offsets.items()
                  if name in spec and name not in labels and spec[name].shape]
-        plans[dtype] = ([name for name, _ in scalars], [start for _, start in scalars], lists)
+        plans[dtype] = (scalars, lists, layout.width(dtype))
 
     def to_features(ints, floats):
         features, targets = {}, {}
         for dtype, matrix in (("int64", ints), ("float32", floats)):
-            names, columns, lists = plans[dtype]
-            if names:
-                values = tf.unstack(tf.transpose(tf.gather(matrix, columns, axis=1)), num=len(names))
-                for name, value in zip(names, values):
+            scalars, lists, width = plans[dtype]
+            if scalars:
+                columns = tf.unstack(matrix, num=width, axis=1)
+                for name, start in scalars:
                     if name in labels:
-                        targets[labels[name]] = tf.expand_dims(value, -1)
+                        targets[labels[name]] = tf.expand_dims(columns[start], -1)
                     else:
-                        features[name] = value
+                        features[name] = columns[start]
             for name, start, width in lists:
                 features[name] = matrix[:, start:start + width]
         return features, targets

@@ -124,3 +124,18 @@ def test_a_corrupt_block_is_an_error_naming_the_file_and_block(both_formats, tmp
     with pytest.raises(tf.errors.InvalidArgumentError, match=rf"corrupt block: file.*{path}.*block.*\[5\]"):
         for _ in data:
             pass
+
+
+def test_batches_cut_across_windows_and_epochs_lose_no_example(both_formats):
+    directory, manifest = both_formats
+    windowed = InputOptions(batch_size=64, training=True, seed=5, shuffle_buffer=5 * BLOCK, repeat=True)
+    data = make_dataset(directory, manifest, "train", windowed)  # windows of 5 blocks: 80 rows, not 64s
+    assert data.element_spec[0]["ad_bid"].shape == (64,)
+    stream = bids(data.take(2 * TRAIN // 64))  # 1,984 rows: the leftovers of each window open the next one
+    assert len(set(stream[:TRAIN])) == TRAIN and len(set(stream[TRAIN:])) == len(stream) - TRAIN
+    once = InputOptions(batch_size=64, training=True, seed=5, shuffle_buffer=TRAIN, drop_remainder=False)
+    sizes = [len(features["ad_bid"]) for features, _ in make_dataset(directory, manifest, "train", once)]
+    assert sizes == [64] * (TRAIN // 64) + [TRAIN % 64]
+    assert sorted(bids(make_dataset(directory, manifest, "train", once))) == sorted(
+        bids(example_dataset(directory, manifest, "train", InputOptions(batch_size=64, training=False,
+                                                                         drop_remainder=False))))
