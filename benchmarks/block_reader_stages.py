@@ -22,10 +22,10 @@ from pathlib import Path
 import tensorflow as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from input_pipeline import examples_for, write_examples  # noqa: E402  (puts the repo on sys.path)
+from input_pipeline import examples_for, write_examples
 
-from components.preprocess.manifest import BLOCK_HEADER_BYTES  # noqa: E402
-from components.train import input as reader  # noqa: E402
+from components.preprocess.manifest import BLOCK_HEADER_BYTES
+from components.train import input as reader
 
 
 def examples_per_second(data: tf.data.Dataset, seconds: float, per_call: int = 8) -> float:
