@@ -2,7 +2,8 @@
 
 On Vertex an output artifact has a `gs://` URI and the task reads and writes it as `/gcs/...` (Cloud Storage
 FUSE; `kfp.dsl.Artifact.path` makes that conversion). Here both spellings name one directory under the
-executor's root, so what one task writes through `/gcs/` the next one finds under its `gs://` URI.
+executor's root, so what one task writes through `/gcs/` the next one finds under its `gs://` URI. A local
+pipeline root (the local backend) is a directory under the root: its URIs are paths, used as they are.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ class CloudStorageRoot:
     root: Path
 
     def local_path(self, uri_or_fuse_path: str) -> Path:
-        """`gs://b/x` or `/gcs/b/x` → `ROOT/b/x`."""
+        """`gs://b/x` or `/gcs/b/x` → `ROOT/b/x`; a path already under ROOT (a local pipeline root) as it is."""
+        if Path(uri_or_fuse_path).is_absolute() and Path(uri_or_fuse_path).resolve().is_relative_to(
+                self.root.resolve()):
+            return Path(uri_or_fuse_path)
         for prefix in (GCS_SCHEME, GCS_FUSE_PREFIX):
             if uri_or_fuse_path.startswith(prefix):
                 rest = uri_or_fuse_path[len(prefix):]
