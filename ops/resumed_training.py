@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from ops.spec_executor.runner import EXECUTOR_INPUT_FILE
+from ops.spec_executor.storage import CloudStorageRoot
 
 CHECKPOINTS = "checkpoints"
 CHECKPOINT_INDEX = "checkpoint"  # the file tf.train.CheckpointManager keeps beside its checkpoints
@@ -23,13 +24,14 @@ CHECKPOINT_INDEX = "checkpoint"  # the file tf.train.CheckpointManager keeps bes
 
 def restore_checkpoints(jobs_dir: Path, current_job: str, path: str, executor_input: dict) -> Path | None:
     """Copy the newest matching earlier `checkpoints/` of task `path` into this attempt's outputs; returns the
-    directory copied, or None. `jobs_dir`: the engine's `spec-runs/` of this run."""
+    directory copied, or None. `jobs_dir`: the engine's `spec-runs/` of this run (its parent is the engine's root)."""
+    root = CloudStorageRoot(jobs_dir.parent)
     earlier_inputs = sorted((p for p in jobs_dir.glob(f"*/tasks/{path}/{EXECUTOR_INPUT_FILE}")
                              if p.parents[len(Path(path).parts) + 1].name != current_job),
                             key=lambda p: p.stat().st_mtime, reverse=True)
     for earlier_file in earlier_inputs:
         try:
-            earlier = json.loads(earlier_file.read_text())
+            earlier = root.resolved(json.loads(earlier_file.read_text()))
         except (OSError, ValueError):
             continue
         if earlier.get("inputs") != executor_input["inputs"]:

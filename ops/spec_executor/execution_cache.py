@@ -14,7 +14,8 @@ The key follows what Vertex documents ("Configure execution caching") and what K
 Assumed (Vertex does not document it): input artifacts' metadata is not part of the key (KFP keys by artifact
 name only); an execution that failed, was interrupted or was itself taken from the cache adds nothing;
 the newest matching execution wins. The index is one JSON file per key under
-`ROOT/spec-cache/<pipeline>/`, shared by every `run-spec` run with that root, written atomically.
+`ROOT/spec-cache/<pipeline>/`, shared by every `run-spec` run with that root, written atomically; local paths
+in it are relative to the root (`storage.CloudStorageRoot.portable`).
 
 With `verify_files` (the local engine, `adrank run --resume`: a run's own cache) an entry also records every
 file of its output artifacts (size and SHA-256), and a hit counts only while those files are still there,
@@ -32,6 +33,7 @@ from typing import Callable
 from components.atomic_write import write_json_atomically
 from ops.spec_executor.executor_input import TaskOutputs
 from ops.spec_executor.pipeline_spec import SpecTask
+from ops.spec_executor.storage import CloudStorageRoot
 
 CACHE_DIR = "spec-cache"
 
@@ -80,7 +82,7 @@ class ExecutionCache:
         are intact (see the module docstring)."""
         path = self._path(key)
         try:
-            entry = json.loads(path.read_text())
+            entry = CloudStorageRoot(self.root).resolved(json.loads(path.read_text()))
             outputs = TaskOutputs(entry["outputs"]["artifacts"], entry["outputs"]["parameters"])
             if local_path is not None and entry.get("files") != output_files(outputs, local_path):
                 return None
@@ -100,7 +102,7 @@ class ExecutionCache:
                        "outputs": {"artifacts": outputs.artifacts, "parameters": outputs.parameters}}
         if local_path is not None:
             entry["files"] = output_files(outputs, local_path)
-        write_json_atomically(path, entry, indent=1)
+        write_json_atomically(path, CloudStorageRoot(self.root).portable(entry), indent=1)
 
 
 def output_files(outputs: TaskOutputs, local_path: Callable[[str], Path]) -> dict[str, dict[str, list]]:

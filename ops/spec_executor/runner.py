@@ -315,7 +315,7 @@ class _JobWalk:
             env = _task_environment(self.storage, self.tmp_dir) | self.options.environment
             if not self.options.check_only:
                 task_dir.mkdir(parents=True, exist_ok=True)
-                write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, executor_input, indent=1)
+                write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
                 self.options.events.before_start(path, executor_input)
             stand_in = vertex_only.vertex_only_stand_in(task.container)
             if stand_in is not None:

@@ -28,7 +28,7 @@ def dag(monkeypatch):
     calls: list[tuple[str, str, int]] = []
     state = SimpleNamespace(interrupt="rp-day2", calls=calls)
 
-    def run_dag(config, run_dir, record, reuse, window_end, quiet):
+    def run_dag(config, run_dir, record, resume, window_end, quiet):
         calls.append((record.id, window_end, record.attempts))
         if record.id == state.interrupt:
             state.interrupt = None
