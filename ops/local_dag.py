@@ -49,7 +49,9 @@ from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyR
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
+from ops.spec_executor.pipeline_spec import load_pipeline_spec
 from ops.spec_executor.run_record import RUN_RECORD, SpecRun, TaskRecord
+from ops.spec_executor.runner import RunSpecOptions, run_spec
 from ops.spec_executor.task_events import TaskEvents
 
 if TYPE_CHECKING:
@@ -202,7 +204,6 @@ def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, resume: boo
     """The DAG of one run in `run_dir` (absolute, locked by this process), its record kept up to date."""
     from kfp import compiler
 
-    from ops.spec_executor.runner import RunSpecOptions, run_spec
     from pipelines.ranking import create_pipeline, training_plan
 
     log_path = run_dir / LOG_FILE
@@ -278,8 +279,6 @@ def _free_job_time(run_dir: Path) -> dt.datetime:
 
 
 def _container_count(spec_path: Path) -> int:
-    from ops.spec_executor.pipeline_spec import load_pipeline_spec
-
     spec = load_pipeline_spec(spec_path)
     return sum(1 for task in spec.root.order() if task.container is not None)
 
