@@ -221,7 +221,7 @@ def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, resume: boo
         try:
             dag = create_pipeline(config, "local", window_end=window_end, pipeline=record.pipeline)
             compiler.Compiler().compile(dag, str(spec_path))
-            console.say(f"run {record.id}: {_container_count(spec_path)} steps, logs in {log_path}")
+            console.say(f"run {record.id}: {_container_count(spec_path)} steps, logs in {log_path}", progress=False)
             for skipped in training_plan(config, "local", record.pipeline).skipped:
                 console.say(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}", progress=False)
             with console.running():

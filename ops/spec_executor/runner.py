@@ -312,7 +312,8 @@ class _JobWalk:
             )
             command = resolver.resolve_command(task.container.get("command", []))
             args = resolver.resolve_command(task.container.get("args", []))
-            env = _task_environment(self.storage, self.tmp_dir) | self.options.environment
+            env = _task_environment(self.storage, self.tmp_dir, self.context.pipeline_root.startswith("gs://")) \
+                | self.options.environment
             if not self.options.check_only:
                 task_dir.mkdir(parents=True, exist_ok=True)
                 write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
@@ -453,14 +454,18 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
             record.stand_ins.append(f"Vertex Model Registry → local registry {registry}")
 
 
-def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None) -> dict[str, str]:
+def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None, gcs: bool = True) -> dict[str, str]:
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
     project and the /gcs hook on PYTHONPATH, the run's own TMPDIR, and none of the custom-job variables of the
     calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
+    env["ADRANK_SPEC_TASK"] = "1"  # task_startup: die with the executor
+    if gcs:  # task_startup: KFP's /gcs/ prefix → the root (a local pipeline root has plain paths)
+        env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
+    else:
+        env.pop("ADRANK_SPEC_GCS_ROOT", None)
     env["PYTHONUNBUFFERED"] = "1"
     if tmp_dir is not None:
         env["TMPDIR"] = str(tmp_dir)
