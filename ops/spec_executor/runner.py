@@ -296,7 +296,9 @@ class _JobWalk:
             if notification_email.is_notification_email(task.container):
                 self.notify(path, record, executor_input)
                 return
-            key = cache_key(self.spec.name, task, executor_input) if self.uses_cache(task) else None
+            # paths under the root in their portable form: a moved or copied root keeps its keys
+            key = cache_key(self.spec.name, task, self.storage.portable(executor_input)) if self.uses_cache(task) \
+                else None
             cache = ExecutionCache(self.storage.root, self.spec.name)
             hit = cache.lookup(key, self.cached_file_check()) if key else None
             if hit is not None:

@@ -226,3 +226,21 @@ def test_two_resumes_started_at_once_one_runs_the_other_is_refused(tmp_path, mon
     assert sorted(outcome.split(":")[0] for outcome in outcomes) == ["ran", "refused"], outcomes
     assert "being run by another process" in next(o for o in outcomes if o.startswith("refused"))
     assert RunRecord.read(tmp_path / "r1").attempts == 2  # one attempt, not two
+
+
+def test_a_tasks_cache_key_is_the_same_under_a_moved_root(tmp_path):
+    """The key reads a local input artifact by its path relative to the root, so a run directory that was moved or
+    copied still finds the steps it finished (their consumers' keys do not change)."""
+    from ops.spec_executor.execution_cache import cache_key
+    from ops.spec_executor.pipeline_spec import SpecTask
+
+    def key(root: Path) -> str:
+        executor_input = {"inputs": {"parameterValues": {"target": "cpu"}, "artifacts": {"examples": {"artifacts": [
+            {"uri": str(root / "artifacts/0/job-1/preprocess-step_1/examples")}]}}}}
+        task = SpecTask("train-step", "train", "comp-train", {}, {"image": "i", "command": ["python3"], "args": []},
+                        {}, ())
+        return cache_key("adrank-local", task, CloudStorageRoot(root).portable(executor_input))
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert key(tmp_path / "a") == key(tmp_path / "b")
