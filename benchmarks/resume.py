@@ -57,7 +57,7 @@ def main() -> int:
     started = time.perf_counter()
     killed = subprocess.Popen(adrank(runs_dir, "run", "--run-id", "killed", *with_sets(overrides)), cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while not list((runs_dir / "killed").glob("artifacts/*/train-*/model/checkpoints/checkpoint")):
+    while not list((runs_dir / "killed").glob("artifacts/*/*/train-*/model/checkpoints/checkpoint")):
         if killed.poll() is not None:
             print("the run ended before its first checkpoint; nothing to resume")
             return 1

@@ -1,7 +1,7 @@
 """How adrank keeps the processes it starts from outliving it (Linux, standard library only).
 
-Two mechanisms, used together by the local run's steps (`ops.step_processes`), the spec executor's tasks
-(`ops.spec_executor.processes`) and a `cpu-ps` step's local cluster (`components.train.local_cluster`):
+Two mechanisms, used together by the local engine's tasks (`ops.spec_executor.processes`, which `adrank run`
+and `adrank run-spec` share) and a `cpu-ps` step's local cluster (`components.train.local_cluster`):
 
 - a process group: a child started with `process_group=0` (or `start_new_session=True`) leads a group that
   everything it starts joins, so one `killpg` ends them all (`signal_process_group`, `kill_process_group`);

@@ -1,11 +1,23 @@
-"""Run the DAG on this machine with `kfp.local` and keep what it made under `runs/<run-id>/`.
+"""Run the DAG on this machine with the spec engine (`ops.spec_executor`) and keep what it made under
+`runs/<run-id>/`.
+
+`adrank run` and `adrank retrain` compile the pipeline for the local backend to `pipeline.yaml` in the run
+directory and execute that spec with the engine `adrank run-spec` uses, the run directory as its root: one task
+process at a time, each in its own process group that dies with this process. A resumed run (`--resume`) is
+the same spec run again: the engine's execution cache, kept in the run directory and on for every task, hands
+a task that finished in an earlier attempt (with the same inputs and its output files intact) the outputs it
+left, without running it; a task that failed or was interrupted runs, a training task from the checkpoints its
+earlier attempt left (`ops.resumed_training`).
 
 Layout of a run directory:
   run.json        the run record (id, times, config hash, status, failed step and why, window end, attempts)
   .run.lock       flock'ed by the process running the run, for its whole life (`ops.run_lock`)
   config.yaml     the exact config the run used (after overrides)
-  pipeline.log    everything the steps printed
-  artifacts/      the kfp.local pipeline root (every step's outputs), always under the absolute runs dir
+  pipeline.yaml   the compiled pipeline spec the engine ran (local backend)
+  pipeline.log    everything the steps printed, each step's lines after a `task started: <task>` line
+  artifacts/      the pipeline root: every step's outputs (`0/<job>/<task>_<id>/<output>`)
+  spec-runs/<job>/   one engine job per attempt: spec_run.json (task states), tasks/<task>/task.log
+  spec-cache/     the run's execution cache (what a resume reuses)
   report.html, report.md, summary.json   copies of the report step's outputs
   *.png           the report's figures, which report.md links (report.html embeds them)
 """
@@ -13,50 +25,61 @@ Layout of a run directory:
 from __future__ import annotations
 
 import datetime as dt
-import io
+import logging
 import os
 import re
 import shutil
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, TextIO
 
 import yaml
 
-from components.progress import PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
+from components.log_records import LEVEL_ENV, record_fields
+from components.progress import CONSOLE_WARNING, PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.promotion_section import promotion_markdown, with_promotion_section
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
+from ops.resumed_training import restore_checkpoints
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
-from ops.step_processes import step_processes
-from ops.step_reuse import StepReuse
+from ops.spec_executor.pipeline_spec import load_pipeline_spec
+from ops.spec_executor.run_record import RUN_RECORD, SpecRun, TaskRecord
+from ops.spec_executor.runner import RunSpecOptions, run_spec
+from ops.spec_executor.task_events import TaskEvents
 
 if TYPE_CHECKING:
     from pipelines.ranking import PipelineKind
 
 REPORT_FILES = {"report_html": "report.html", "report_markdown": "report.md", "summary_json": "summary.json"}
+REPORT_STEP, PROMOTION_STEP = "report", "promote model"  # display names (pipelines.ranking)
+SPEC_FILE, LOG_FILE, ARTIFACTS_DIR, JOBS_DIR = "pipeline.yaml", "pipeline.log", "artifacts", "spec-runs"
+TASK_STARTED = "task started: "  # pipeline.log: the line before a task's own lines
+LOCAL_PROJECT, LOCAL_LOCATION = "local", "local"  # what the engine's Vertex placeholders read in a local run
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SIGNALS = {128 + 1: "SIGHUP", 128 + 2: "SIGINT", 128 + 15: "SIGTERM"}
+# A step line carrying one of these prefixes is meant for the person running adrank (components.progress)
+CONSOLE_NOTE = "adrank note: "
 
 
 class LocalRunFailed(RuntimeError):
-    def __init__(self, record: RunRecord):
+    def __init__(self, record: RunRecord, log_path: Path | None = None):
         super().__init__(f"step '{record.failed_step}' failed: {record.failure_reason}")
         self.record = record
+        self.log_path = log_path
 
     def describe(self, runs_dir: Path) -> str:
         """What the CLI says: the run, the step that failed and why, and where its logs are."""
         record = self.record
-        return (f"run {record.id} failed at step '{record.failed_step}': {record.failure_reason}\n"
-                f"  logs: {Path(runs_dir) / record.id / 'pipeline.log'}")
+        logs = f"{Path(runs_dir) / record.id / LOG_FILE}" + (f"; the step's own: {self.log_path}"
+                                                             if self.log_path else "")
+        return f"run {record.id} failed at step '{record.failed_step}': {record.failure_reason}\n  logs: {logs}"
 
 
 class LocalRunInterrupted(KeyboardInterrupt):
@@ -140,8 +163,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
         check_local_embedding_memory(config)
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    runs_dir = Path(os.path.abspath(runs_dir))  # once: every path of the run (kfp's pipeline root too) is absolute
-    reuse = None
+    runs_dir = Path(os.path.abspath(runs_dir))  # once: every path of the run (the pipeline root too) is absolute
     if resume:
         if run_id is None:
             raise RunIdError("resuming needs the id of the run")
@@ -153,7 +175,6 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
         except BaseException:
             lock.release()
             raise
-        reuse = StepReuse(run_dir / "artifacts", current_attempts=set())
         record.status, record.failed_step, record.failure_reason, record.finished = "running", None, None, None
         record.attempts += 1
     else:
@@ -168,7 +189,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
     with lock:
         record.claim_process()
         record.write(run_dir)
-        return _run_dag(config, run_dir, record, reuse, window_end, quiet)
+        return _run_dag(config, run_dir, record, resume, window_end, quiet)
 
 
 def _locked(run_dir: Path) -> RunLock:
@@ -178,54 +199,61 @@ def _locked(run_dir: Path) -> RunLock:
         raise RunIdError(str(error)) from None
 
 
-def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, reuse: StepReuse | None, window_end: str,
+def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, resume: bool, window_end: str,
              quiet: bool) -> RunRecord:
     """The DAG of one run in `run_dir` (absolute, locked by this process), its record kept up to date."""
-    from kfp import local
+    from kfp import compiler
 
     from pipelines.ranking import create_pipeline, training_plan
 
-    run_id = record.id
-    dag = create_pipeline(config, "local", window_end=window_end, pipeline=record.pipeline)
-    display_names = {key: task.task_info.name for key, task in dag.pipeline_spec.root.dag.tasks.items()}
-    log_path = run_dir / "pipeline.log"
-    progress = _StepProgress()
-    try:
-        print(f"run {run_id}: {len(display_names)} steps, logs in {log_path}")
-        for skipped in training_plan(config, "local", record.pipeline).skipped:
-            print(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}")
-        with step_processes(run_id, reuse) as temp_root, _step_environment(quiet), \
-                _progress_output(log_path, display_names, progress, quiet):
-            workspace = temp_root / "kfp-workspace"
-            workspace.mkdir()
-            local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(run_dir / "artifacts"),
-                       workspace_root=str(workspace))
-            dag()
-    except KeyboardInterrupt as interruption:  # Ctrl-C or SIGTERM: the steps' processes are already gone
-        record.status = "interrupted"
-        record.failure_reason = f"interrupted ({getattr(interruption, 'signal_name', 'SIGINT')})"
-        record.failed_step = next((display_names.get(k, k) for k in progress.unfinished()), None)
-        record.finished = dt.datetime.now(dt.timezone.utc)
-        record.write(run_dir)
-        raise LocalRunInterrupted(record) from interruption
-    except Exception as error:  # kfp.local raises RuntimeError naming the failed task key
-        record.status = "failed"
-        record.failed_step = failed_step(str(error), display_names, progress)
-        record.failure_reason = _last_error_line(log_path) or _exception_line(error)
-        record.finished = dt.datetime.now(dt.timezone.utc)
-        record.write(run_dir)
-        raise LocalRunFailed(record) from error
+    log_path = run_dir / LOG_FILE
+    spec_path = run_dir / SPEC_FILE
+    create_time = _free_job_time(run_dir)
+    job: SpecRun | None = None
+    with log_path.open("a") as log:
+        console = RunConsole(sys.stdout, log, quiet)
+        console.resumed_jobs = run_dir / JOBS_DIR if resume else None
+        options = RunSpecOptions(
+            root=run_dir, project=LOCAL_PROJECT, location=LOCAL_LOCATION, pipeline_root=str(run_dir / ARTIFACTS_DIR),
+            create_time=create_time, cache="on", verify_cached_files=True, events=console,
+            environment=_step_environment(quiet),
+        )
+        try:
+            dag = create_pipeline(config, "local", window_end=window_end, pipeline=record.pipeline)
+            compiler.Compiler().compile(dag, str(spec_path))
+            console.say(f"run {record.id}: {_container_count(spec_path)} steps, logs in {log_path}", progress=False)
+            for skipped in training_plan(config, "local", record.pipeline).skipped:
+                console.say(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}", progress=False)
+            with console.running():
+                job = run_spec(spec_path, options, report=console.engine_line)
+        except (KeyboardInterrupt, SystemExit) as interruption:  # the engine ended its tasks' processes first
+            code = interruption.code if isinstance(interruption, SystemExit) else 128 + 2
+            record.status = "interrupted"
+            record.failure_reason = f"interrupted ({_SIGNALS.get(code if isinstance(code, int) else 0, 'SIGINT')})"
+            record.failed_step = console.interrupted_step
+            record.finished = dt.datetime.now(dt.timezone.utc)
+            record.write(run_dir)
+            raise LocalRunInterrupted(record) from interruption
+        except Exception as error:  # the DAG could not be built, compiled or read: no step ran
+            return _failed(run_dir, record, "pipeline set-up", _exception_line(error), None, error)
 
-    if reuse is not None and (reuse.reused or reuse.resumed_from_checkpoint):
-        print(f"resumed: reused {', '.join(display_names.get(k, k) for k in reuse.reused) or 'no step'}"
-              + (f"; continued from checkpoints: {', '.join(display_names.get(k, k) for k in reuse.resumed_from_checkpoint)}"
-                 if reuse.resumed_from_checkpoint else ""))
+    assert job is not None  # run_spec returned
+    if job.status != "succeeded":
+        task = _failed_task(job)
+        task_log = _task_log(run_dir / JOBS_DIR / job.job_name, task) if task else None
+        reason = (_last_error_line(task_log) if task_log else None) or _summary(task.reason if task else job.status)
+        return _failed(run_dir, record, task.display_name if task else "pipeline", reason, task_log, None)
+    if resume and (console.reused or console.resumed_from_checkpoint):
+        console.say(f"resumed: reused {', '.join(console.reused) or 'no step'}"
+                    + (f"; continued from checkpoints: {', '.join(console.resumed_from_checkpoint)}"
+                       if console.resumed_from_checkpoint else ""), progress=False)
+    report = step_outputs(job, REPORT_STEP)
     for output, name in REPORT_FILES.items():
-        source = _find_output(run_dir / "artifacts", output)
-        shutil.copyfile(source, run_dir / name)
-    for figure in _find_output(run_dir / "artifacts", "report_markdown").parent.glob("*.png"):
+        shutil.copyfile(report[output], run_dir / name)
+    for figure in report["report_markdown"].parent.glob("*.png"):
         shutil.copyfile(figure, run_dir / figure.name)  # the figures report.md links
-    attach_promotion(run_dir)
+    promotion = step_outputs(job, PROMOTION_STEP).get("promotion") if _has_step(job, PROMOTION_STEP) else None
+    attach_promotion(run_dir, promotion)
     record.status = "succeeded"
     record.finished = dt.datetime.now(dt.timezone.utc)
     record.attach_summary(run_dir / "summary.json")
@@ -233,13 +261,78 @@ def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, reuse: Step
     return record
 
 
-def attach_promotion(run_dir: Path) -> None:
-    """The promotion step's decision beside the report (`promotion.json`), and its section in report.html/.md."""
+def _failed(run_dir: Path, record: RunRecord, step: str, reason: str, task_log: Path | None,
+            cause: BaseException | None) -> RunRecord:
+    record.status, record.failed_step, record.failure_reason = "failed", step, reason
+    record.finished = dt.datetime.now(dt.timezone.utc)
+    record.write(run_dir)
+    raise LocalRunFailed(record, task_log) from cause
 
-    try:
-        source = _find_output(run_dir / "artifacts", "promotion", step="promote-step")
-    except FileNotFoundError:
-        return  # promotion disabled
+
+def _free_job_time(run_dir: Path) -> dt.datetime:
+    """Now, or a later second when an attempt of this run already has a job of that second (job names are
+    `<pipeline>-<YYYYmmddHHMMSS>` of the create time)."""
+    moment = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    while list((run_dir / JOBS_DIR).glob(f"*-{moment:%Y%m%d%H%M%S}")):
+        moment += dt.timedelta(seconds=1)
+    return moment
+
+
+def _container_count(spec_path: Path) -> int:
+    spec = load_pipeline_spec(spec_path)
+    return sum(1 for task in spec.root.order() if task.container is not None)
+
+
+def _step_environment(quiet: bool) -> dict[str, str]:
+    """What every step's environment adds: TensorFlow's C++ start-up chatter kept out of the log, the level the
+    steps log at (`ADRANK_LOG_LEVEL`), and with `quiet` no progress lines from the steps (`ADRANK_QUIET`)."""
+    return {"TF_CPP_MIN_LOG_LEVEL": "2", LEVEL_ENV: "WARNING" if quiet else "INFO"} | ({QUIET_ENV: "1"} if quiet else {})
+
+
+def _failed_task(job: SpecRun) -> TaskRecord | None:
+    """The container task that failed (or was left not run or skipped), not the DAG around it."""
+    candidates = [t for t in job.tasks if t.state in ("failed", "interrupted") and not t.reason.startswith("inner task")]
+    candidates += [t for t in job.tasks if t.state in ("skipped", "not_run")]
+    return candidates[0] if candidates else None
+
+
+def _task_log(job_dir: Path, task: TaskRecord) -> Path | None:
+    logs = sorted((job_dir / "tasks" / task.task).glob("task*.log"), key=lambda p: p.stat().st_mtime)
+    return logs[-1] if logs else None
+
+
+def _has_step(job: SpecRun, display_name: str) -> bool:
+    return any(t.display_name == display_name for t in job.tasks)
+
+
+def step_outputs(job: SpecRun, display_name: str) -> dict[str, Path]:
+    """The local paths of a finished step's output artifacts (by output name), from the engine's record."""
+    task = next((t for t in job.tasks if t.display_name == display_name and t.state in ("succeeded", "cached")), None)
+    if task is None:
+        raise FileNotFoundError(f"the run has no finished step '{display_name}'")
+    return {name: Path(artifacts[0]["uri"]) for name, artifacts in task.outputs.items()
+            if name != "parameters" and artifacts}
+
+
+def last_job(run_dir: Path) -> SpecRun:
+    """The engine's record of the run's latest attempt (`spec-runs/<job>/spec_run.json`)."""
+    import json
+
+    records = sorted((run_dir / JOBS_DIR).glob(f"*/{RUN_RECORD}"), key=lambda p: p.stat().st_mtime)
+    if not records:
+        raise FileNotFoundError(f"{run_dir}: no engine record under {JOBS_DIR}/")
+    data = json.loads(records[-1].read_text())
+    tasks = [TaskRecord(**{k: v for k, v in t.items() if k in TaskRecord.__dataclass_fields__})
+             for t in data.get("tasks", [])]
+    fields = {k: v for k, v in data.items() if k in SpecRun.__dataclass_fields__ and k != "tasks"}
+    return SpecRun(**fields, tasks=tasks)
+
+
+def attach_promotion(run_dir: Path, source: Path | None) -> None:
+    """The promotion step's decision beside the report (`promotion.json`), and its section in report.html/.md;
+    nothing when the run had no promotion step (`source` None)."""
+    if source is None:
+        return
     decision = PromotionDecision.read(source)
     decision.write(run_dir / DECISION_FILE)
     html_path, markdown_path = run_dir / REPORT_FILES["report_html"], run_dir / REPORT_FILES["report_markdown"]
@@ -247,50 +340,23 @@ def attach_promotion(run_dir: Path) -> None:
     markdown_path.write_text(markdown_path.read_text().rstrip("\n") + "\n\n" + promotion_markdown(decision))
 
 
-def _find_output(artifacts: Path, output_name: str, step: str = "report") -> Path:
-    matches = sorted(p for p in artifacts.glob(f"*/{step}/{output_name}") if p.is_file())
-    if not matches:
-        raise FileNotFoundError(f"the {step} step wrote no '{output_name}' under {artifacts}")
-    return matches[-1]
-
-
-class _StepProgress:
-    """Which tasks kfp.local started and how each ended, as read from its log lines."""
-
-    def __init__(self):
-        self.started: list[str] = []
-        self.finished: dict[str, str] = {}
-
-    def unsuccessful(self) -> list[str]:
-        return [key for key, status in self.finished.items() if status != "SUCCESS"]
-
-    def unfinished(self) -> list[str]:
-        return [key for key in self.started if key not in self.finished]
-
-
-def failed_step(message: str, display_names: dict[str, str], progress: _StepProgress) -> str:
-    """The display name of the step that failed: the task kfp.local names, else the one that ended unsuccessfully,
-    else the one that was running; an error before any step started is the DAG's own (`pipeline set-up`)."""
-    match = re.search(r"Inner task failed: '?([\w-]+)", _ANSI.sub("", message))
-    candidates = ([match.group(1)] if match else []) + progress.unsuccessful() + progress.unfinished()
-    candidates = [key for key in candidates if key in display_names] or candidates
-    if candidates:
-        return display_names.get(candidates[0], candidates[0])
-    next_steps = [name for key, name in display_names.items() if key not in progress.finished]
-    return f"pipeline set-up, before '{next_steps[0]}'" if next_steps else "pipeline set-up"
-
-
 def _exception_line(error: BaseException) -> str:
     """`KeyError: 'logs'`, not just `'logs'`."""
-    text = _ANSI.sub("", str(error)).strip()
+    text = str(error).strip()
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+def _summary(reason: str) -> str:
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    return lines[0] if lines else reason
+
+
 def _last_error_line(log_path: Path) -> str | None:
-    """The exception line that ends the last traceback a step printed (e.g. `TooManyInvalidRecords: ...`)."""
+    """The exception line that ends the last Python traceback in a step's log (e.g. `TooManyInvalidRecords:
+    ...`), else the last line that looks like one."""
     if not log_path.exists():
         return None
-    lines = [_ANSI.sub("", line) for line in log_path.read_text(errors="replace").splitlines()]
+    lines = log_path.read_text(errors="replace").splitlines()
     starts = [i for i, line in enumerate(lines) if line.strip() == "Traceback (most recent call last):"]
     if starts:
         base = _indent(lines[starts[-1]])
@@ -310,136 +376,148 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-@contextmanager
-def _step_environment(quiet: bool) -> Iterator[None]:
-    """The steps inherit this environment: TensorFlow's C++ start-up chatter kept out of the progress log, and with
-    `quiet` no progress lines from the steps (`ADRANK_QUIET`)."""
-    wanted = {"TF_CPP_MIN_LOG_LEVEL": "2"} | ({QUIET_ENV: "1"} if quiet else {})
-    saved = {name: os.environ.get(name) for name in wanted}
-    os.environ.update(wanted)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-_TASK_STARTED = re.compile(r"Executing task '([\w-]+)'")
-# A step line carrying this prefix is meant for the person running adrank (components.progress.CONSOLE_WARNING,
-# ops.step_processes.CONSOLE_NOTE).
-_CONSOLE_WARNING = re.compile(r"adrank (?:warning|note): (.+)$")
-_STEP_PROGRESS = re.compile(re.escape(PROGRESS_PREFIX) + r"(.+)$")
-_TASK_FINISHED = re.compile(r"Task '([\w-]+)' finished with status (\w+)")
 STILL_RUNNING_SECONDS = 60.0
 
 
-class _RunConsole:
-    """What the terminal shows of a run, from the lines of the steps' log: one line when a step starts and one
-    when it ends (with its duration), the progress lines of the running step (`components.progress`), a "still
-    running" line when the terminal has been silent for `still_running_seconds`, and the warnings steps address
-    to the user. `quiet`: only warnings and failed steps reach the terminal."""
+class RunConsole(TaskEvents):
+    """What the terminal shows of a run, from the engine's task events: one line when a step starts and one when
+    it ends (with its duration), what the running step logs at INFO (its progress) and WARNING, a "still running"
+    line when the terminal has been silent for `still_running_seconds`. `quiet`: only warnings and failed steps
+    reach the terminal. Every line a step prints goes to `log` (pipeline.log) after a `task started:` line.
 
-    def __init__(self, terminal, display_names: dict[str, str], progress: _StepProgress, quiet: bool = False,
+    A step's log records reach the terminal through `logging` (`task_events.read_task_line`), rendered by the
+    handler `running()` installs; a step that still prints `adrank progress: ` / `adrank warning: ` lines
+    (components.progress, our own prefixes) is shown the same way."""
+
+    def __init__(self, terminal: TextIO, log: TextIO, quiet: bool = False,
                  still_running_seconds: float = STILL_RUNNING_SECONDS, clock: Callable[[], float] = time.monotonic):
-        self._terminal, self._names, self._progress_seen = terminal, display_names, progress
-        self._quiet, self._still_running_seconds, self._clock = quiet, still_running_seconds, clock
+        self._terminal, self._log, self._quiet = terminal, log, quiet
+        self._still_running_seconds, self._clock = still_running_seconds, clock
         self._started: dict[str, float] = {}
+        self._running: list[tuple[str, str]] = []  # (path, display name) of container steps now running
         self._last_terminal_line = clock()
         self._lock = threading.RLock()
+        self.resumed_jobs: Path | None = None  # a resumed run's spec-runs/: where earlier checkpoints are
+        self.reused: list[str] = []
+        self.resumed_from_checkpoint: list[str] = []
+        self.interrupted_step: str | None = None
+        self._job_name = ""
 
-    def line(self, line: str) -> None:
+    def say(self, line: str, progress: bool = True) -> None:
         with self._lock:
-            self._line(_ANSI.sub("", line))
+            if progress and self._quiet:
+                return
+            self._terminal.write(line + "\n")
             self._terminal.flush()
+            self._last_terminal_line = self._clock()
 
-    def _say(self, line: str, progress: bool = True) -> None:
-        if progress and self._quiet:
+    def engine_line(self, line: str) -> None:
+        """The engine's own one line per finished task (`run-spec`'s output): the log only."""
+        with self._lock:
+            self._log.write(line + "\n")
+            self._log.flush()
+
+    # -- task events -----------------------------------------------------------------------------------------
+
+    def task_started(self, path: str, display_name: str) -> None:
+        with self._lock:
+            self._log.write(f"{TASK_STARTED}{path} ({display_name})\n")
+            self._log.flush()
+            self._started[path] = self._clock()
+            self._running.append((path, display_name))
+
+    def before_start(self, path: str, executor_input: dict) -> None:
+        self.say(f"  ▶ {self._name(path)}")
+        if self.resumed_jobs is None:
             return
-        self._terminal.write(line + "\n")
-        self._last_terminal_line = self._clock()
+        job = Path(executor_input["outputs"]["outputFile"]).parent.parent.name
+        restored = restore_checkpoints(self.resumed_jobs, job, path, executor_input)
+        if restored is not None:
+            self.resumed_from_checkpoint.append(self._name(path))
+            self.say(f"      continues from the checkpoints of an earlier attempt ({restored})")
 
-    def _line(self, line: str) -> None:
-        warning = _CONSOLE_WARNING.search(line)
-        if warning:
-            self._say(f"  ! {warning.group(1)}", progress=False)
-        step_progress = _STEP_PROGRESS.search(line)
-        if step_progress:
-            self._say(f"      {step_progress.group(1)}")
-        started = _TASK_STARTED.search(line)
-        if started:
-            key = started.group(1)
-            self._started[key] = self._clock()
-            self._progress_seen.started.append(key)
-            self._say(f"  ▶ {self._names.get(key, key)}")
-        finished = _TASK_FINISHED.search(line)
-        if finished:
-            key, status = finished.groups()
-            self._progress_seen.finished[key] = status
-            seconds = self._clock() - self._started.get(key, self._clock())
-            mark = "✓" if status == "SUCCESS" else "✗"
-            self._say(f"  {mark} {self._names.get(key, key)}: {status.lower()} ({seconds:.0f} s)",
-                      progress=status == "SUCCESS")
+    def task_line(self, path: str, display_name: str, line: str, record: logging.LogRecord | None) -> None:
+        with self._lock:
+            self._log.write(line + "\n")
+            self._log.flush()
+        if record is not None:
+            return  # rendered by the handler `running()` installs
+        if PROGRESS_PREFIX in line:
+            self.say(f"      {line.split(PROGRESS_PREFIX, 1)[1]}")
+        for prefix in (CONSOLE_WARNING, CONSOLE_NOTE):
+            if prefix in line:
+                self.say(f"  ! {line.split(prefix, 1)[1]}", progress=False)
+
+    def task_ended(self, record: TaskRecord) -> None:
+        with self._lock:
+            self._running = [(p, n) for p, n in self._running if p != record.task]
+            seconds = self._clock() - self._started.pop(record.task, self._clock())
+            if record.state == "interrupted" and record.attempts:  # a container step, not the DAG around it
+                self.interrupted_step = record.display_name
+        if record.state == "cached":
+            self.reused.append(record.display_name)
+            self.say(f"  ✓ {record.display_name}: reused from an earlier attempt")
+        elif record.state == "succeeded" and record.attempts:  # a container step (a DAG group has no attempts)
+            self.say(f"  ✓ {record.display_name}: success ({seconds:.0f} s)")
+        elif record.state in ("failed", "interrupted") and not record.reason.startswith("inner task"):
+            self.say(f"  ✗ {record.display_name}: {record.state} ({seconds:.0f} s)", progress=False)
+
+    def _name(self, path: str) -> str:
+        return next((name for p, name in self._running if p == path), path)
+
+    # -- records and the still-running line ------------------------------------------------------------------
+
+    def render(self, record: logging.LogRecord) -> None:
+        """A step's log record: WARNING and above as `  ! …` (also when quiet), INFO as a progress line."""
+        if record.levelno >= logging.WARNING:
+            self.say(f"  ! {record.getMessage()}", progress=False)
+        elif record.levelno >= logging.INFO or record_fields(record).get("progress"):
+            self.say(f"      {record.getMessage()}")
 
     def still_running(self) -> None:
         """`still running: <step> (m:ss)` when a step runs and the terminal has said nothing for a while."""
         with self._lock:
             now = self._clock()
-            running = [key for key in self._progress_seen.unfinished() if key in self._started]
+            running = [(p, n) for p, n in self._running if p in self._started]
             if not running or now - self._last_terminal_line < self._still_running_seconds:
                 return
-            key = running[-1]
-            self._say(f"  … still running: {self._names.get(key, key)} ({format_duration(now - self._started[key])})")
-            self._terminal.flush()
+            path, name = running[-1]
+        self.say(f"  … still running: {name} ({format_duration(now - self._started[path])})")
 
-    def flush(self) -> None:
-        with self._lock:
-            self._terminal.flush()
-
-
-class _ProgressStream(io.TextIOBase):
-    """One of this process's output streams during a run: everything goes to the log file, each whole line to
-    the run's console."""
-
-    def __init__(self, log, console: _RunConsole):
-        self._log, self._console = log, console
-        self._pending = ""
-
-    def write(self, text: str) -> int:
-        self._log.write(text)
-        self._pending += text
-        *lines, self._pending = self._pending.split("\n")
-        for line in lines:
-            self._console.line(line)
-        return len(text)
-
-    def flush(self) -> None:
-        self._log.flush()
-        self._console.flush()
+    def running(self) -> _Running:
+        """For the length of a run: the record handler on the root logger and the still-running timer."""
+        return _Running(self)
 
 
-@contextmanager
-def _progress_output(path: Path, display_names: dict[str, str], progress: _StepProgress,
-                     quiet: bool = False) -> Iterator[None]:
-    """kfp.local prints each step's output through this process's stdout and its own status to stderr; a timer
-    thread says which step is still running when the terminal has been silent for a while."""
-    with path.open("a") as log:
-        saved_out, saved_err = sys.stdout, sys.stderr
-        console = _RunConsole(saved_out, display_names, progress, quiet)
-        sys.stdout, sys.stderr = _ProgressStream(log, console), _ProgressStream(log, console)
-        stop = threading.Event()
+class _StepRecords(logging.Handler):
+    """Renders the log records the engine read from a step's output (they carry the step's name)."""
 
-        def tick() -> None:
-            while not stop.wait(STILL_RUNNING_SECONDS / 6):
-                console.still_running()
+    def __init__(self, console: RunConsole):
+        super().__init__(logging.DEBUG)
+        self._console = console
 
-        ticker = threading.Thread(target=tick, name="adrank-still-running", daemon=True)
-        ticker.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            ticker.join()
-            sys.stdout, sys.stderr = saved_out, saved_err
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "step", None) is not None:
+            self._console.render(record)
+
+
+class _Running:
+    def __init__(self, console: RunConsole):
+        self._console = console
+        self._handler = _StepRecords(console)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="adrank-still-running", daemon=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(STILL_RUNNING_SECONDS / 6):
+            self._console.still_running()
+
+    def __enter__(self) -> RunConsole:
+        logging.getLogger().addHandler(self._handler)
+        self._ticker.start()
+        return self._console
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._ticker.join()
+        logging.getLogger().removeHandler(self._handler)

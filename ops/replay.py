@@ -20,7 +20,6 @@ days after it run.
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +35,10 @@ from components.report.day_series import DaySeries, ReplayDay, write_reports
 from components.train.summary import RunSummary
 from configs import AdrankConfig, config_hash, load_config
 from configs.promotion import PromotionConfig
-from ops.local_dag import run_locally
+from ops.local_dag import last_job, run_locally, step_outputs
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
+from ops.spec_executor.run_record import SpecRun
 
 PLAN_FILE = "replay-plan.json"
 PLAN_CONFIG_FILE = "config.yaml"
@@ -186,10 +186,11 @@ def _day_result(index: int, window_end: str, run_dir: Path, record) -> ReplayDay
     if not decision_path.exists():
         raise ReplayError("promotion.enabled: must be true to replay daily retraining (no decision was taken)")
     decision = PromotionDecision.read(decision_path)
-    manifest = Manifest.read(_one(run_dir, "artifacts/*/preprocess-step*/examples"))
+    job = last_job(run_dir)
+    manifest = Manifest.read(step_outputs(job, "preprocess")["examples"])
     eval_split = manifest.splits["eval"]
     task = decision.primary_task
-    warm = [s.warm_start for s in _run_summaries(run_dir) if s.warm_start is not None]
+    warm = [s.warm_start for s in _run_summaries(job) if s.warm_start is not None]
     best = warm[0] if warm else None
     seconds = (record.finished - record.started).total_seconds() if record.finished else 0.0
     return ReplayDay(
@@ -202,12 +203,7 @@ def _day_result(index: int, window_end: str, run_dir: Path, record) -> ReplayDay
     )
 
 
-def _run_summaries(run_dir: Path) -> list[RunSummary]:
-    return [RunSummary.read(p) for p in sorted(glob.glob(str(run_dir / "artifacts/*/train-step*/summary")))]
-
-
-def _one(run_dir: Path, pattern: str) -> Path:
-    matches = sorted(glob.glob(str(run_dir / pattern)))
-    if not matches:
-        raise FileNotFoundError(f"{run_dir}: nothing matches {pattern}")
-    return Path(matches[-1])
+def _run_summaries(job: SpecRun) -> list[RunSummary]:
+    """Every training run's summary, in the DAG's order."""
+    return [RunSummary.read(step_outputs(job, task.display_name)["summary"]) for task in job.tasks
+            if task.display_name.startswith("train ") and task.state in ("succeeded", "cached")]

@@ -1,6 +1,7 @@
 """Fan-in without `dsl.Collected`: the report step has one input per upstream training task.
 
-`dsl.Collected` does not run under `kfp.local` on this kfp, so the DAG is fanned out with a static
+KFP 2.16 cannot fan targets with different machines into one `dsl.Collected` input (docs/spec_executor.md,
+"Fan-in"), so the DAG is fanned out with a static
 Python loop and fanned in by a component whose signature has one `Input[Artifact]` per training run,
 named after its target and run (`summary_cpu_run_1`), and one `Output[Metrics]` per target
 (`metrics_cpu`). This module names those inputs and outputs; `pipelines.steps.report_function` writes

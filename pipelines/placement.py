@@ -1,6 +1,6 @@
 """Where each step runs: a local subprocess, or on Vertex (CustomJob machine specs, Dataflow options).
 
-The local backend needs no placement: every hook returns what it was given, and kfp.local runs the
+The local backend needs no placement: every hook returns what it was given, and the local engine runs the
 plain components. The vertex backend's rules live here so `ranking.py` stays the one DAG definition
 for both backends. `training_component` swaps the training component for one that runs elsewhere
 (a Vertex CustomJob wrapper with the target's machines); `place_preprocess` sets options on the
@@ -31,7 +31,7 @@ def scheduled_time_argument(backend: Backend) -> str:
     gives the same input (the cache reuses a finished preprocess). Not the create time or the job id: those differ
     on every run and would keep Vertex's cache from ever matching. A run nobody scheduled may get it empty; the
     step then reads the window ending when it starts (`adrank submit` passes its own `window_end` instead).
-    kfp.local does not resolve placeholders: "" locally."""
+    Locally the window is the run's own (`window_end`): "" here."""
     return dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER if backend == "vertex" else ""
 
 

@@ -3,7 +3,7 @@
 Two pipelines come from it: the *benchmark* (every target × `runs_per_target` → report; promotes only with
 `benchmark.promote`) and the *retraining* pipeline a schedule runs daily (`retraining.target` trained once, warm
 from the champion with `training.warm_start: champion` → report on that run → promote).
-`create_pipeline(config, backend, pipeline=...)` builds either for `kfp.local` or for Vertex AI; the compiled
+`create_pipeline(config, backend, pipeline=...)` builds either for the local engine or for Vertex AI; the compiled
 spec depends only on the config, the backend and the pipeline, never on the environment.
 """
 
@@ -51,7 +51,7 @@ class TargetSelection:
 def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None) -> TargetSelection:
     """Every target on Vertex. Locally: `cpu` targets and `cpu-ps` targets (the train step starts its own
     parameter-server cluster on 127.0.0.1), `gpu` targets when this machine has a GPU; `tpu` targets never
-    (kfp.local has no TPU). A target that allows a CPU fallback runs on the CPU instead of being skipped.
+    (this machine has no TPU). A target that allows a CPU fallback runs on the CPU instead of being skipped.
 
     `local_devices` is the set of device kinds present ('CPU', 'GPU'); it is probed only when the
     config has a GPU target, so the CPU-only DAG never touches the accelerator stack at build time.
@@ -73,7 +73,7 @@ def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] 
 def _local_skip_reason(kind: str, local_devices: set[str]) -> str | None:
     """Why a target of `kind` cannot train on the local backend of this machine; None when it can."""
     if kind == "tpu":
-        return "the local backend has no TPU (kfp.local runs on this machine); compile for Vertex to train it"
+        return "the local backend has no TPU (its steps run on this machine); compile for Vertex to train it"
     if kind == "gpu" and "GPU" not in local_devices:
         return "this machine has no GPU (TensorFlow sees none)"
     return None
@@ -134,7 +134,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits.
 
     On Vertex every task gets the `retry` policy and, with `vertex.notify_emails`, the whole pipeline runs inside
-    an exit handler that e-mails its final status (kfp.local cannot run exit handlers, so locally neither)."""
+    an exit handler that e-mails its final status (locally neither: a local run prints its failures itself)."""
     if window_end and backend == "vertex":
         raise ValueError("window_end is set by Vertex (the run's scheduled time) or by `adrank submit`; pass it "
                          "only locally")

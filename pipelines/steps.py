@@ -55,7 +55,7 @@ def preprocess_files_step(
 ):
     """Preprocess the logs the config names (files or BigQuery): no upstream step, no `logs` input.
 
-    (kfp.local cannot run an optional artifact input left unconnected, hence two components.)
+    (An optional artifact input left unconnected is avoided: two components, one per source.)
     """
     from pipelines.steps import run_preprocess
 
@@ -170,7 +170,7 @@ def champion_step(promote_config_json: str, backend: str) -> str:
 # --- the report: fan-in with one input per training run (see pipelines/fan_in.py) ----------------------------
 # The signature depends on the config, so `report_component_source` writes it as text: deterministic (same
 # targets and runs → same source), reviewable in the compiled spec, where KFP embeds it verbatim, and the same for
-# kfp.local and Vertex. It is compiled in memory and registered with `linecache` under a pseudo file name (KFP
+# the local engine and Vertex. It is compiled in memory and registered with `linecache` under a pseudo file name (KFP
 # reads a lightweight component's source with `inspect.getsource`); nothing is written to disk. The body only
 # calls `components.report.write_report.write_report`.
 

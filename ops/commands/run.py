@@ -1,4 +1,4 @@
-"""`adrank run`: run the whole DAG on this machine (kfp.local, Beam DirectRunner, CPU)."""
+"""`adrank run`: run the whole DAG on this machine (the compiled spec on ops.spec_executor, Beam DirectRunner, CPU)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ops.commands.options import add_config_arguments, add_quiet_argument, confi
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="run the whole DAG locally (kfp.local)")
+    parser = subparsers.add_parser("run", help="run the whole DAG locally (its compiled spec, on the local engine)")
     add_config_arguments(parser)
     parser.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default: runs)")
     parser.add_argument("--run-id", default=None, help="run directory name (default: <UTC time>-<config name>)")

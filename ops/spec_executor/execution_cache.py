@@ -14,7 +14,12 @@ The key follows what Vertex documents ("Configure execution caching") and what K
 Assumed (Vertex does not document it): input artifacts' metadata is not part of the key (KFP keys by artifact
 name only); an execution that failed, was interrupted or was itself taken from the cache adds nothing;
 the newest matching execution wins. The index is one JSON file per key under
-`ROOT/spec-cache/<pipeline>/`, shared by every `run-spec` run with that root, written atomically.
+`ROOT/spec-cache/<pipeline>/`, shared by every `run-spec` run with that root, written atomically; local paths
+in it are relative to the root (`storage.CloudStorageRoot.portable`).
+
+With `verify_files` (the local engine, `adrank run --resume`: a run's own cache) an entry also records every
+file of its output artifacts (size and SHA-256), and a hit counts only while those files are still there,
+unchanged: an output someone edited or removed makes the task run again. Vertex does not check this.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from components.atomic_write import write_json_atomically
 from ops.spec_executor.executor_input import TaskOutputs
 from ops.spec_executor.pipeline_spec import SpecTask
+from ops.spec_executor.storage import CloudStorageRoot
 
 CACHE_DIR = "spec-cache"
 
@@ -70,21 +77,51 @@ class ExecutionCache:
     def _path(self, key: str) -> Path:
         return self.root / CACHE_DIR / self.pipeline / f"{key}.json"
 
-    def lookup(self, key: str) -> CachedExecution | None:
+    def lookup(self, key: str, local_path: Callable[[str], Path] | None = None) -> CachedExecution | None:
+        """The execution recorded for `key`; with `local_path` (URI → directory) only while the files it recorded
+        are intact (see the module docstring)."""
         path = self._path(key)
         try:
-            entry = json.loads(path.read_text())
-            return CachedExecution(entry["job_name"], entry["task"],
-                                   TaskOutputs(entry["outputs"]["artifacts"], entry["outputs"]["parameters"]))
+            entry = CloudStorageRoot(self.root).resolved(json.loads(path.read_text()))
+            outputs = TaskOutputs(entry["outputs"]["artifacts"], entry["outputs"]["parameters"])
+            if local_path is not None and entry.get("files") != output_files(outputs, local_path):
+                return None
+            return CachedExecution(entry["job_name"], entry["task"], outputs)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss: the task runs and writes a fresh one
 
-    def record(self, key: str, job_name: str, task: str, outputs: TaskOutputs) -> None:
-        """Remember a succeeded execution; the newest one for a key replaces the older."""
+    def record(self, key: str, job_name: str, task: str, outputs: TaskOutputs,
+               local_path: Callable[[str], Path] | None = None) -> None:
+        """Remember a succeeded execution; the newest one for a key replaces the older. With `local_path`, the
+        files of its output artifacts too."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"job_name": job_name, "task": task,
-                 "outputs": {"artifacts": outputs.artifacts, "parameters": outputs.parameters}}
-        write_json_atomically(path, entry, indent=1)
+        entry: dict = {"job_name": job_name, "task": task,
+                       "outputs": {"artifacts": outputs.artifacts, "parameters": outputs.parameters}}
+        if local_path is not None:
+            entry["files"] = output_files(outputs, local_path)
+        write_json_atomically(path, CloudStorageRoot(self.root).portable(entry), indent=1)
+
+
+def output_files(outputs: TaskOutputs, local_path: Callable[[str], Path]) -> dict[str, dict[str, list]]:
+    """Every file under each output artifact's directory (or the artifact's file): URI → relative path →
+    [size, SHA-256]."""
+    inventory: dict[str, dict[str, list]] = {}
+    for produced in outputs.artifacts.values():
+        for artifact in produced:
+            where = local_path(artifact["uri"])
+            files = sorted(p for p in where.rglob("*") if p.is_file()) if where.is_dir() else (
+                [where] if where.is_file() else [])
+            inventory[artifact["uri"]] = {str(f.relative_to(where)) if f != where else ".": _digest(f)
+                                          for f in files}
+    return inventory
+
+
+def _digest(path: Path) -> list:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return [path.stat().st_size, digest.hexdigest()]

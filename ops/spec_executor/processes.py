@@ -5,17 +5,26 @@ Every task command (a container's command + args, or one replica of a custom job
 gets `PR_SET_PDEATHSIG` so it dies if the executor is killed outright (and the Python process under a
 task's `sh -ec` asks for the same at start-up, `task_startup/sitecustomize.py`). `ProcessTable.close` runs on normal
 exit, on failure and on SIGTERM/SIGINT (`ops.spec_executor.runner` installs the handlers).
+
+A task's standard output and error come back through one pipe: a reader thread writes every line to the task's
+log file and hands it to the table's `on_line(label, line)` (the engine turns adrank's JSON log records into
+`logging` records there, `components.log_records`).
 """
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from components.process_supervision import parent_death_signal_preexec, signal_process_group
+
+LineHandler = Callable[[str, str], None]  # (the process's label, one line of its output without the newline)
+READER_JOIN_SECONDS = 5.0  # after the group is killed its pipe closes; a reader is never waited on longer
 
 
 @dataclass
@@ -23,6 +32,7 @@ class Started:
     label: str
     process: subprocess.Popen
     log_path: Path
+    reader: threading.Thread | None = None
 
     def exit_code(self, poll_seconds: float = 0.1) -> int:
         """Wait for the process to end, by polling: a blocking `Popen.wait` holds Popen's internal lock, and the
@@ -38,22 +48,39 @@ class Started:
             return ""
 
 
+def _copy_lines(label: str, pipe, log_path: Path, on_line: LineHandler | None) -> None:
+    """Each line of `pipe` into the log file (flushed, so the log is current while the task runs) and `on_line`."""
+    with pipe, open(log_path, "ab") as log:
+        for raw in iter(pipe.readline, b""):
+            log.write(raw)
+            log.flush()
+            if on_line is not None:
+                try:
+                    on_line(label, raw.decode(errors="replace").rstrip("\r\n"))
+                except Exception:  # noqa: BLE001 - a console problem must not stop the log or the task
+                    pass
+
+
 @dataclass
 class ProcessTable:
     running: list[Started] = field(default_factory=list)
+    on_line: LineHandler | None = None
 
     def start(self, label: str, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> Started:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True,
-                                       preexec_fn=parent_death_signal_preexec(signal.SIGKILL))
-        started = Started(label, process, log_path)
+        log_path.write_bytes(b"")
+        process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=parent_death_signal_preexec(signal.SIGKILL))
+        reader = threading.Thread(target=_copy_lines, args=(label, process.stdout, log_path, self.on_line),
+                                  name=f"output of {label}", daemon=True)
+        reader.start()
+        started = Started(label, process, log_path, reader)
         self.running.append(started)
         return started
 
     def kill(self, started: Started, grace_seconds: float = 5.0) -> None:
-        """SIGTERM the process group, SIGKILL what is left after `grace_seconds`."""
+        """SIGTERM the process group, SIGKILL what is left after `grace_seconds`; then the rest of its output."""
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if not signal_process_group(started.process.pid, sig):
                 break
@@ -66,6 +93,8 @@ class ProcessTable:
         deadline = time.monotonic() + grace_seconds
         while started.process.poll() is None and time.monotonic() < deadline:  # reaped; never a blocking wait
             time.sleep(0.05)
+        if started.reader is not None and started.reader is not threading.current_thread():
+            started.reader.join(READER_JOIN_SECONDS)
         if started in self.running:
             self.running.remove(started)
 

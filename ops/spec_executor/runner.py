@@ -19,7 +19,14 @@ with the final status of the group they guard. A task whose machines this comput
 GPUs than present) is skipped with the reason, and what consumes its outputs is not run.
 
 Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
-TensorFlow's temp files), removed when the run ends however it ends.
+TensorFlow's temp files), removed when the run ends however it ends (after a kill -9 of the executor, by the next
+run under the same root). Each container task's executor input is kept in its task directory
+(`executor_input.json`).
+
+The pipeline root is a `gs://` URI (a compiled Vertex spec; `ROOT` stands in for the buckets) or a local
+directory under `ROOT` (the local backend, `adrank run`): then artifact URIs are plain paths, which KFP's
+executor uses as they are. `RunSpecOptions.events` (`task_events.TaskEvents`) hears each task start, print and
+end; `environment` is added to every task's environment.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
@@ -55,6 +63,7 @@ from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolve
 from ops.spec_executor.processes import ProcessTable
 from ops.spec_executor.run_record import DONE, RUN_RECORD, SpecRun, TaskRecord, mark_interrupted_runs
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
+from ops.spec_executor.task_events import TaskEvents, read_task_line
 
 __all__ = ["RUN_RECORD", "RunSpecOptions", "SpecRun", "TaskRecord", "run_spec"]
 
@@ -63,6 +72,7 @@ TASK_STARTUP = Path(__file__).resolve().parent / "task_startup"
 VERTEX_ONLY_VARIABLES = ("TF_CONFIG", "CLUSTER_SPEC", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR")
 TASK_ERRORS = (BrokenPlaceholder, MissingInput, custom_job.CustomJobError, dataflow.DataflowArgsError,
                NotCloudStorage, notification_email.BadNotification)
+EXECUTOR_INPUT_FILE = "executor_input.json"  # beside a task's logs: what it was started with
 FINAL_STATES = {"succeeded": "SUCCEEDED", "cached": "SUCCEEDED", "checked": "SUCCEEDED", "failed": "FAILED",
                 "interrupted": "CANCELLED"}
 CacheChoice = Literal["on", "off", "default"]
@@ -84,15 +94,20 @@ class RunSpecOptions:
     cache: CacheChoice = "default"  # as PipelineJob(enable_caching=True|False|None): on, off, each task's option
     max_backoff_seconds: float = 60.0  # a retry waits its policy's backoff, never longer than this here
     sleep: Callable[[float], None] = time.sleep  # how retries wait (tests pass a recorder)
+    events: TaskEvents = field(default_factory=TaskEvents)  # told of each task's start, output lines and end
+    environment: dict[str, str] = field(default_factory=dict)  # added to every task's environment
+    verify_cached_files: bool = False  # a cache hit only while its output files are intact (execution_cache)
 
 
 def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], None] = print) -> SpecRun:
     spec = load_pipeline_spec(spec_path)
     pipeline_root = options.pipeline_root or spec.pipeline_root
-    if not pipeline_root or not pipeline_root.startswith("gs://"):
-        raise UnsupportedSpec("the pipeline root must be a gs:// URI (the spec has none; pass one)")
     root = options.root.resolve()
+    if not pipeline_root or not (pipeline_root.startswith("gs://") or _under(pipeline_root, root)):
+        raise UnsupportedSpec("the pipeline root must be a gs:// URI or a directory under the root (the spec has "
+                              "none; pass one)")
     for stale in mark_interrupted_runs(root):
+        shutil.rmtree(stale.parent / "tmp", ignore_errors=True)  # what its killed tasks left in their TMPDIR
         report(f"note: {stale.parent.name} was left running by an executor that is gone; recorded as interrupted")
     context = PipelineJobContext(spec.name, options.project, options.location, pipeline_root, options.create_time,
                                  options.schedule_time, options.project_number)
@@ -100,6 +115,10 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
     walk = _JobWalk(spec, options, context, CloudStorageRoot(root), run, root / "spec-runs" / context.job_name,
                     report)
     return walk.run()
+
+
+def _under(path: str, root: Path) -> bool:
+    return Path(path).is_absolute() and Path(path).resolve().is_relative_to(root)
 
 
 @dataclass
@@ -116,6 +135,7 @@ class _JobWalk:
     processes: ProcessTable = field(default_factory=ProcessTable)
     failed_at: str | None = None
     dag_paths: set[str] = field(default_factory=set)
+    display_names: dict[str, str] = field(default_factory=dict)  # task path → display name, for output lines
 
     @property
     def tmp_dir(self) -> Path:
@@ -124,6 +144,13 @@ class _JobWalk:
     def run(self) -> SpecRun:
         parameters = {name: definition["defaultValue"] for name, definition in self.spec.root_parameters.items()
                       if "defaultValue" in definition} | self.options.parameters
+        names: dict[str, str] = {}
+
+        def on_line(path: str, line: str) -> None:
+            read_task_line(self.options.events, path, names.get(path, path), line)
+
+        self.processes.on_line = on_line
+        self.display_names = names
         previous = _end_processes_on_signals(self.processes)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -135,6 +162,7 @@ class _JobWalk:
                 if task.state == "running":
                     task.state, task.reason = "interrupted", "the executor was stopped while the task ran"
                     self.report(_line(task))
+                    self.options.events.task_ended(task)
             self.report(f"{self.record.job_name}: interrupted; record: {self.run_dir / RUN_RECORD}")
             raise
         finally:
@@ -176,12 +204,15 @@ class _JobWalk:
                         f"upstream '{name}' {records[name].state}" for name in blocking)
             scope.final_status[task.name] = self.final_status(task.name, path, record)
             self.report(_line(record))
+            self.options.events.task_ended(record)
             self.save()
         return list(records.values())
 
     def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
         started = time.perf_counter()
         record.state = "running"
+        self.display_names[path] = record.display_name
+        self.options.events.task_started(path, record.display_name)
         self.save()
         if task.dag is not None:
             self.dag_paths.add(path)
@@ -265,9 +296,11 @@ class _JobWalk:
             if notification_email.is_notification_email(task.container):
                 self.notify(path, record, executor_input)
                 return
-            key = cache_key(self.spec.name, task, executor_input) if self.uses_cache(task) else None
+            # paths under the root in their portable form: a moved or copied root keeps its keys
+            key = cache_key(self.spec.name, task, self.storage.portable(executor_input)) if self.uses_cache(task) \
+                else None
             cache = ExecutionCache(self.storage.root, self.spec.name)
-            hit = cache.lookup(key) if key else None
+            hit = cache.lookup(key, self.cached_file_check()) if key else None
             if hit is not None:
                 record.state, record.cached_from = "cached", {"job": hit.job_name, "task": hit.task}
                 scope.outputs[task.name] = hit.outputs
@@ -281,7 +314,12 @@ class _JobWalk:
             )
             command = resolver.resolve_command(task.container.get("command", []))
             args = resolver.resolve_command(task.container.get("args", []))
-            env = _task_environment(self.storage, self.tmp_dir)
+            env = _task_environment(self.storage, self.tmp_dir, self.context.pipeline_root.startswith("gs://")) \
+                | self.options.environment
+            if not self.options.check_only:
+                task_dir.mkdir(parents=True, exist_ok=True)
+                write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
+                self.options.events.before_start(path, executor_input)
             stand_in = vertex_only.vertex_only_stand_in(task.container)
             if stand_in is not None:
                 record.state = "checked" if self.options.check_only else "succeeded"
@@ -315,7 +353,11 @@ class _JobWalk:
         scope.outputs[task.name] = outputs
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
         if key is not None and record.state == "succeeded":
-            cache.record(key, self.context.job_name, path, outputs)
+            cache.record(key, self.context.job_name, path, outputs, self.cached_file_check())
+
+    def cached_file_check(self) -> Callable[[str], Path] | None:
+        """How the cache finds an artifact's files to check them (`verify_cached_files`), else None."""
+        return self.storage.local_path if self.options.verify_cached_files else None
 
     def custom_job_attempt(self, task: SpecTask, call: custom_job.LauncherCall, env: dict[str, str],
                            task_dir: Path) -> Callable[[int], str | None]:
@@ -414,14 +456,18 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
             record.stand_ins.append(f"Vertex Model Registry → local registry {registry}")
 
 
-def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None) -> dict[str, str]:
+def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None, gcs: bool = True) -> dict[str, str]:
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
     project and the /gcs hook on PYTHONPATH, the run's own TMPDIR, and none of the custom-job variables of the
     calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
+    env["ADRANK_SPEC_TASK"] = "1"  # task_startup: die with the executor
+    if gcs:  # task_startup: KFP's /gcs/ prefix → the root (a local pipeline root has plain paths)
+        env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
+    else:
+        env.pop("ADRANK_SPEC_GCS_ROOT", None)
     env["PYTHONUNBUFFERED"] = "1"
     if tmp_dir is not None:
         env["TMPDIR"] = str(tmp_dir)

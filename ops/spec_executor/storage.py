@@ -2,7 +2,10 @@
 
 On Vertex an output artifact has a `gs://` URI and the task reads and writes it as `/gcs/...` (Cloud Storage
 FUSE; `kfp.dsl.Artifact.path` makes that conversion). Here both spellings name one directory under the
-executor's root, so what one task writes through `/gcs/` the next one finds under its `gs://` URI.
+executor's root, so what one task writes through `/gcs/` the next one finds under its `gs://` URI. A local
+pipeline root (the local backend) is a directory under the root: its URIs are paths, used as they are.
+What the engine keeps on disk across runs (the execution cache, each task's executor input) names such paths
+relative to the root (`portable`), so a root that was moved or copied still finds its own files.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 
 GCS_SCHEME = "gs://"
 GCS_FUSE_PREFIX = "/gcs/"
+ROOT_MARK = "$ROOT"  # in a stored record: the root this record is read under
 
 
 class NotCloudStorage(ValueError):
@@ -25,7 +29,10 @@ class CloudStorageRoot:
     root: Path
 
     def local_path(self, uri_or_fuse_path: str) -> Path:
-        """`gs://b/x` or `/gcs/b/x` → `ROOT/b/x`."""
+        """`gs://b/x` or `/gcs/b/x` → `ROOT/b/x`; a path already under ROOT (a local pipeline root) as it is."""
+        if Path(uri_or_fuse_path).is_absolute() and Path(uri_or_fuse_path).resolve().is_relative_to(
+                self.root.resolve()):
+            return Path(uri_or_fuse_path)
         for prefix in (GCS_SCHEME, GCS_FUSE_PREFIX):
             if uri_or_fuse_path.startswith(prefix):
                 rest = uri_or_fuse_path[len(prefix):]
@@ -43,3 +50,22 @@ class CloudStorageRoot:
     def fuse_prefix(self) -> str:
         """What `/gcs/` means inside a task process: the root, with a trailing slash."""
         return str(self.root.resolve()) + "/"
+
+    def portable(self, value):
+        """`value` (decoded JSON) with every path under the root written `$ROOT/...`."""
+        return _rebased(value, str(self.root.resolve()), ROOT_MARK)
+
+    def resolved(self, value):
+        """What `portable` wrote, under this root."""
+        return _rebased(value, ROOT_MARK, str(self.root.resolve()))
+
+
+def _rebased(value, old: str, new: str):
+    """`value` with every string (keys too) that is `old` or a path under it moved under `new`."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value == old or value.startswith(old + "/") else value
+    if isinstance(value, list):
+        return [_rebased(item, old, new) for item in value]
+    if isinstance(value, dict):
+        return {_rebased(key, old, new): _rebased(item, old, new) for key, item in value.items()}
+    return value

@@ -1,4 +1,4 @@
-"""The whole DAG on kfp.local, as a user runs it: `adrank run`, then the review commands."""
+"""The whole DAG on the local engine, as a user runs it: `adrank run`, then the review commands."""
 
 import json
 import math

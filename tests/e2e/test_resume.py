@@ -44,7 +44,7 @@ def start(runs_dir: Path, run_id: str) -> subprocess.Popen:
 def first_checkpoint(run_dir: Path, timeout: float = 600) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if list(run_dir.glob("artifacts/*/train-*/model/checkpoints/checkpoint")):
+        if list(run_dir.glob("artifacts/*/*/train-*/model/checkpoints/checkpoint")):
             return
         time.sleep(0.2)
     raise AssertionError("no checkpoint written")
@@ -67,7 +67,7 @@ def retrained_from_scratch(runs_dir: Path, run_id: str) -> dict:
     the run without any training or report output (no seal, no checkpoint), resumed."""
     copy = runs_dir / f"{run_id}-retrained"
     shutil.copytree(runs_dir / run_id, copy)
-    for task_dir in [*copy.glob("artifacts/*/train-*"), *copy.glob("artifacts/*/report-*")]:
+    for task_dir in [*copy.glob("artifacts/*/*/train-*"), *copy.glob("artifacts/*/*/report_*")]:
         shutil.rmtree(task_dir)
     record = json.loads((copy / "run.json").read_text())
     (copy / "run.json").write_text(json.dumps(record | {"id": copy.name, "status": "failed"}))
@@ -113,7 +113,7 @@ def test_a_step_whose_outputs_changed_runs_again_and_a_finished_run_is_not_resum
     record = json.loads((run_dir / "run.json").read_text())
     record["status"] = "failed"
     (run_dir / "run.json").write_text(json.dumps(record))
-    manifests = sorted(run_dir.glob("artifacts/*/preprocess-step/examples/manifest.json"))
+    manifests = sorted(run_dir.glob("artifacts/*/*/preprocess-step_*/examples/manifest.json"))
     manifests[-1].write_text(manifests[-1].read_text().replace('"examples"', '"examples" ', 1))  # tampered
     stdout = resume(runs_dir, "killed-in-preprocess")
     assert "resumed: reused generate logs\n" in stdout  # preprocess ran again, and so did training and the report

@@ -1,9 +1,9 @@
 """Steps die with their run: kill -9 or SIGTERM `adrank run` during preprocess or training, and no step process
-of that run is left, its temp directories are gone, and a SIGTERM marks run.json interrupted on disk."""
+of that run is left; a SIGTERM removes the steps' temp directory and marks run.json interrupted on disk (after a
+kill -9 nothing can: the temp directory, inside the run's directory, goes when the run is resumed)."""
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -62,12 +62,13 @@ def alive_in_groups(groups: set[int]) -> list[int]:
 
 
 def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:
-    """Wait until `task` is executing (pipeline.log says so and its executor process exists)."""
+    """Wait until `task` is executing (pipeline.log says so, `ops.local_dag.TASK_STARTED`, and its executor process
+    exists)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert run.poll() is None, run.communicate()
         log = run_dir / "pipeline.log"
-        if log.exists() and re.search(rf"Executing task (?:\x1b\[[0-9;]*m)?'{task}", log.read_text(errors="replace")):
+        if log.exists() and f"task started: {task}" in log.read_text(errors="replace"):
             executors = step_processes_of(run_dir)
             if executors:
                 time.sleep(3)  # let the step get going (Beam / TensorFlow started)
@@ -82,7 +83,7 @@ def assert_nothing_left(run_dir: Path, groups: set[int], tmp: Path) -> None:
         time.sleep(0.5)
     assert step_processes_of(run_dir) == {}
     assert alive_in_groups(groups) == []
-    assert not [p for p in tmp.glob("adrank-*")], list(tmp.iterdir())  # the run's temp root, with each step's TMPDIR
+    assert not list(tmp.iterdir())  # the steps' TMPDIR is the run's own (spec-runs/<job>/tmp), never the caller's
 
 
 @pytest.mark.parametrize("task", ["preprocess", "train"])
@@ -108,6 +109,7 @@ def test_sigterm_stops_the_run_and_marks_it_interrupted_on_disk(tmp_path):
     assert run.returncode == 130
     assert "run stopped interrupted (SIGTERM) during 'train" in stderr
     assert_nothing_left(run_dir, groups, tmp_path / "tmp")
+    assert not list(run_dir.glob("spec-runs/*/tmp"))  # the steps' temp directory, removed when the run stopped
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and record["failure_reason"] == "interrupted (SIGTERM)"
     assert record["failed_step"].startswith("train")

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from configs import load_config
-from ops.local_dag import RunIdError, _StepProgress, create_run_dir, failed_step
+from ops.local_dag import RunConsole, RunIdError, create_run_dir
 from ops.run_history import format_run, format_runs_table, list_runs
 from ops.run_record import RunRecord
 
@@ -85,33 +85,6 @@ def test_an_explicit_run_id_must_be_free_and_plain(tmp_path):
             create_run_dir(tmp_path, bad, config)
 
 
-def test_a_failure_outside_any_task_still_names_a_step():
-    names = {"preprocess": "preprocess", "train": "train · cpu · run 1", "report": "report"}
-    progress = _StepProgress()
-    assert failed_step("'logs'", names, progress) == "pipeline set-up, before 'preprocess'"
-    progress.started.append("preprocess")
-    assert failed_step("'logs'", names, progress) == "preprocess"
-    progress.finished["preprocess"] = "SUCCESS"
-    progress.started.append("train")
-    progress.finished["train"] = "FAILURE"
-    assert failed_step("something else", names, progress) == "train · cpu · run 1"
-    assert failed_step("Inner task failed: 'report'", names, progress) == "report"
-
-
-def test_a_step_warning_reaches_the_console_and_the_log():
-    import io
-
-    from components.progress import CONSOLE_WARNING
-    from ops.local_dag import _ProgressStream, _RunConsole
-
-    log, terminal = io.StringIO(), io.StringIO()
-    stream = _ProgressStream(log, _RunConsole(terminal, {"preprocess": "preprocess"}, _StepProgress()))
-    stream.write("\x1b[32mExecuting task 'preprocess'\x1b[0m\nlots of Beam chatter\n")
-    stream.write(f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples\n")
-    assert terminal.getvalue() == "  ▶ preprocess\n  ! feature 'ip' is absent from 100.0% of examples\n"
-    assert "lots of Beam chatter" in log.getvalue() and CONSOLE_WARNING in log.getvalue()
-
-
 class _FakeClock:
     def __init__(self):
         self.now = 1000.0
@@ -120,49 +93,92 @@ class _FakeClock:
         return self.now
 
 
-def _console(quiet: bool, clock: _FakeClock):
+def _console(quiet: bool = False, clock=None):
     import io
 
-    from ops.local_dag import _ProgressStream, _RunConsole
-
-    names = {"preprocess-step": "preprocess", "train-step": "train · cpu · run 1"}
-    terminal = io.StringIO()
-    console = _RunConsole(terminal, names, _StepProgress(), quiet=quiet, still_running_seconds=60, clock=clock)
-    return _ProgressStream(io.StringIO(), console), console, terminal
+    terminal, log = io.StringIO(), io.StringIO()
+    console = RunConsole(terminal, log, quiet=quiet, still_running_seconds=60, clock=clock or _FakeClock())
+    return console, terminal, log
 
 
-def test_the_console_shows_each_step_its_progress_lines_and_how_long_it_took():
+def _task(path: str, name: str, state: str, attempts: int = 1, reason: str = ""):
+    from ops.spec_executor.run_record import TaskRecord
+
+    return TaskRecord(path, name, state, reason=reason, attempts=attempts)
+
+
+def _start(console, path: str, name: str) -> None:
+    """What the engine tells the console when a container step starts."""
+    console.task_started(path, name)
+    console.before_start(path, {"outputs": {"outputFile": f"/runs/r/artifacts/0/job/{path}_1/executor_output.json"}})
+
+
+def _say(console, path: str, name: str, line: str) -> None:
+    """A line of the step's output as the engine routes it (a log record to logging, then the console)."""
+    from ops.spec_executor.task_events import read_task_line
+
+    read_task_line(console, path, name, line)
+
+
+def _json_record(message: str, level: str = "INFO", **fields) -> str:
+    import json
+
+    return json.dumps({"severity": level, "message": message, "logger": "components.test", "time": "t",
+                       **({"adrank": fields} if fields else {})})
+
+
+def test_a_step_warning_reaches_the_console_and_the_log():
+    from components.progress import CONSOLE_WARNING
+
+    console, terminal, log = _console()
+    _start(console, "preprocess-step", "preprocess")
+    _say(console, "preprocess-step", "preprocess", "lots of Beam chatter")
+    _say(console, "preprocess-step", "preprocess", f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples")
+    assert terminal.getvalue() == "  ▶ preprocess\n  ! feature 'ip' is absent from 100.0% of examples\n"
+    assert log.getvalue().splitlines() == ["task started: preprocess-step (preprocess)", "lots of Beam chatter",
+                                           f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples"]
+
+
+def test_the_console_shows_each_step_its_progress_and_how_long_it_took():
     from components.progress import PROGRESS_PREFIX
 
     clock = _FakeClock()
-    stream, _, terminal = _console(quiet=False, clock=clock)
-    stream.write("Executing task 'preprocess-step'\n")
-    stream.write(f"    {PROGRESS_PREFIX}impressions: read 60,000 records\n    Beam chatter\n")
-    clock.now += 42
-    stream.write("Task 'preprocess-step' finished with status SUCCESS\n")
+    console, terminal, _ = _console(clock=clock)
+    with console.running():
+        _start(console, "preprocess-step", "preprocess")
+        _say(console, "preprocess-step", "preprocess", f"    {PROGRESS_PREFIX}impressions: read 60,000 records")
+        _say(console, "preprocess-step", "preprocess", _json_record("train split: 4,000 examples", progress=True))
+        _say(console, "preprocess-step", "preprocess", _json_record("3 rows dropped", "WARNING"))
+        _say(console, "preprocess-step", "preprocess", _json_record("detail", "DEBUG"))
+        clock.now += 42
+        console.task_ended(_task("preprocess-step", "preprocess", "succeeded"))
+        console.task_ended(_task("train-step", "train · cpu · run 1", "cached", attempts=0))
+    _say(console, "x", "x", _json_record("after the run: not this console's"))
     assert terminal.getvalue().splitlines() == [
-        "  ▶ preprocess", "      impressions: read 60,000 records", "  ✓ preprocess: success (42 s)",
+        "  ▶ preprocess", "      impressions: read 60,000 records", "      train split: 4,000 examples",
+        "  ! 3 rows dropped", "  ✓ preprocess: success (42 s)", "  ✓ train · cpu · run 1: reused from an earlier attempt",
     ]
+    assert console.reused == ["train · cpu · run 1"]
 
 
 def test_a_silent_step_is_reported_as_still_running_with_its_time_so_far():
     from components.progress import PROGRESS_PREFIX
 
     clock = _FakeClock()
-    stream, console, terminal = _console(quiet=False, clock=clock)
+    console, terminal, _ = _console(clock=clock)
     console.still_running()  # no step yet
-    stream.write("Executing task 'train-step'\n")
+    _start(console, "train-step", "train · cpu · run 1")
     clock.now += 30
     console.still_running()  # the terminal spoke 30 s ago: nothing to add
     clock.now += 100
     console.still_running()
-    stream.write(f"{PROGRESS_PREFIX}epoch 1/3  step 10/90\n")
+    _say(console, "train-step", "train · cpu · run 1", f"{PROGRESS_PREFIX}epoch 1/3  step 10/90")
     clock.now += 59
     console.still_running()  # the progress line was 59 s ago
     assert terminal.getvalue().splitlines() == [
         "  ▶ train · cpu · run 1", "  … still running: train · cpu · run 1 (2:10)", "      epoch 1/3  step 10/90",
     ]
-    stream.write("Task 'train-step' finished with status SUCCESS\n")
+    console.task_ended(_task("train-step", "train · cpu · run 1", "succeeded"))
     clock.now += 600
     console.still_running()  # nothing runs
     assert terminal.getvalue().splitlines()[-1].startswith("  ✓ train · cpu · run 1: success")
@@ -172,16 +188,46 @@ def test_quiet_keeps_warnings_and_failures_and_drops_progress():
     from components.progress import CONSOLE_WARNING, PROGRESS_PREFIX
 
     clock = _FakeClock()
-    stream, console, terminal = _console(quiet=True, clock=clock)
-    stream.write("Executing task 'preprocess-step'\n")
-    stream.write(f"{PROGRESS_PREFIX}impressions: read 60,000 records\n{CONSOLE_WARNING}feature 'ip' is absent\n")
-    clock.now += 500
-    console.still_running()
-    stream.write("Task 'preprocess-step' finished with status SUCCESS\nExecuting task 'train-step'\n")
-    stream.write("Task 'train-step' finished with status FAILURE\n")
+    console, terminal, _ = _console(quiet=True, clock=clock)
+    with console.running():
+        _start(console, "preprocess-step", "preprocess")
+        _say(console, "preprocess-step", "preprocess", f"{PROGRESS_PREFIX}impressions: read 60,000 records")
+        _say(console, "preprocess-step", "preprocess", _json_record("read 3 files", progress=True))
+        _say(console, "preprocess-step", "preprocess", f"{CONSOLE_WARNING}feature 'ip' is absent")
+        clock.now += 500
+        console.still_running()
+        console.task_ended(_task("preprocess-step", "preprocess", "succeeded"))
+        _start(console, "train-step", "train · cpu · run 1")
+        console.task_ended(_task("train-step", "train · cpu · run 1", "failed", reason="exited with 1"))
     assert terminal.getvalue().splitlines() == [
-        "  ! feature 'ip' is absent", "  ✗ train · cpu · run 1: failure (0 s)",
+        "  ! feature 'ip' is absent", "  ✗ train · cpu · run 1: failed (0 s)",
     ]
+
+
+def test_an_interrupted_run_names_the_step_that_was_running():
+    console, _, _ = _console()
+    _start(console, "train-step", "train · cpu · run 1")
+    console.task_ended(_task("for-loop-1", "for-loop-1", "interrupted", attempts=0))  # the group around it
+    assert console.interrupted_step is None
+    console.task_ended(_task("train-step", "train · cpu · run 1", "interrupted"))
+    assert console.interrupted_step == "train · cpu · run 1"
+
+
+def test_the_failed_step_is_the_container_task_and_its_reason_the_last_error_line(tmp_path):
+    from ops.local_dag import _failed_task, _last_error_line
+    from ops.spec_executor.run_record import SpecRun
+
+    job = SpecRun("p", "p-1", "u", "t", str(tmp_path), tasks=[
+        _task("generate-logs-step", "generate logs", "cached", attempts=0),
+        _task("preprocess-step", "preprocess", "failed", reason="exited with 1; last lines of ..."),
+        _task("train-step", "train · cpu · run 1", "not_run", attempts=0, reason="upstream 'preprocess-step' failed"),
+    ])
+    assert _failed_task(job).display_name == "preprocess"
+    log = tmp_path / "task.log"
+    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+                   "components.preprocess.TooManyInvalidRecords: 30% invalid > max_invalid_fraction 1%\n"
+                   "sh: exited\n")
+    assert _last_error_line(log) == "TooManyInvalidRecords: 30% invalid > max_invalid_fraction 1%"
 
 
 def test_progress_lines_follow_adrank_quiet(monkeypatch):

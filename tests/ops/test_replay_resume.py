@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,7 +29,7 @@ def dag(monkeypatch):
     calls: list[tuple[str, str, int]] = []
     state = SimpleNamespace(interrupt="rp-day2", calls=calls)
 
-    def run_dag(config, run_dir, record, reuse, window_end, quiet):
+    def run_dag(config, run_dir, record, resume, window_end, quiet):
         calls.append((record.id, window_end, record.attempts))
         if record.id == state.interrupt:
             state.interrupt = None
@@ -92,3 +93,37 @@ def test_a_replay_without_a_plan_says_why_it_cannot_resume(tmp_path, capsys):
     (tmp_path / "runs" / "old-replay").mkdir(parents=True)
     assert main(["retrain", "--resume", "old-replay", "--runs-dir", str(tmp_path / "runs")]) == 2
     assert "recorded no plan" in capsys.readouterr().err
+
+
+def test_a_days_figures_are_read_from_the_steps_the_engine_recorded(tmp_path, monkeypatch):
+    """`_day_result` finds the manifest and the training summaries through the latest attempt's engine record
+    (`spec-runs/<job>/spec_run.json`), whether a step ran in that attempt or was reused from an earlier one."""
+    import importlib.util
+
+    from components.registry.promotion_rule import DECISION_FILE
+    from ops.spec_executor.run_record import SpecRun, TaskRecord
+
+    spec = importlib.util.spec_from_file_location(
+        "report_fixtures", Path(__file__).resolve().parents[1] / "components" / "report" / "test_report.py")
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    run_dir = tmp_path / "rp-day1"
+    examples, summary = run_dir / "artifacts/0/job-1/preprocess-step_1/examples", run_dir / "artifacts/0/job-2/train_1/summary"
+    examples.mkdir(parents=True)
+    fixtures.manifest().write(examples)
+    fixtures.run("cpu", 0, 0.4, 1000.0).write(summary)
+    earlier = SpecRun("adrank-local", "job-1", "u", "t", str(run_dir), tasks=[
+        TaskRecord("preprocess-step", "preprocess", "succeeded", outputs={"examples": [{"uri": str(examples)}]})])
+    latest = SpecRun("adrank-local", "job-2", "u", "t", str(run_dir), tasks=[
+        TaskRecord("preprocess-step", "preprocess", "cached", outputs={"examples": [{"uri": str(examples)}]}),
+        TaskRecord("train-step", "train · cpu · run 1", "succeeded", outputs={"summary": [{"uri": str(summary)}]})])
+    earlier.write(run_dir / "spec-runs/job-1/spec_run.json")
+    latest.write(run_dir / "spec-runs/job-2/spec_run.json")
+    (run_dir / DECISION_FILE).write_text("{}")  # read by the stand-in below (the decision is not what this tests)
+    monkeypatch.setattr(ops.replay.PromotionDecision, "read",
+                        lambda path: ops.replay.PromotionDecision.model_construct(promoted=True,
+                                                                                   primary_task="engagement"))
+    record = RunRecord(id="rp-day1", config_name="c", config_source="s", config_hash="h",
+                       started=dt.datetime.now(dt.timezone.utc), status="succeeded")
+    day = ops.replay._day_result(1, "2026-01-03T00:00:00Z", run_dir, record)
+    assert day.eval_examples == 300 and day.decision.promoted and day.warm_start is False

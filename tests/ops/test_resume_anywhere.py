@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -21,56 +22,88 @@ from ops.cli import main
 from ops.local_dag import RunIdError, resumed_window_end
 from ops.run_lock import LOCK_FILE, RunBusy, RunLock
 from ops.run_record import RunRecord
-from ops.step_reuse import EXECUTOR_OUTPUT, StepOutputs, StepReuse, seal_step
+from ops.spec_executor.execution_cache import ExecutionCache
+from ops.spec_executor.executor_input import TaskOutputs
+from ops.spec_executor.storage import CloudStorageRoot
 
 
-def finished_step(task_dir: Path) -> None:
-    """A step kfp.local ran: its output, and an executor_output.json naming it by its absolute path."""
-    (task_dir / "examples").mkdir(parents=True)
-    (task_dir / "examples" / "part-0").write_text("rows")
-    (task_dir / EXECUTOR_OUTPUT).write_text(json.dumps({"artifacts": {"examples": {"artifacts": [
-        {"name": "examples", "uri": os.path.abspath(task_dir / "examples"), "metadata": {}}]}}}))
-    seal_step(task_dir)
+def finished_step(root: Path, job: str = "job-1") -> tuple[ExecutionCache, TaskOutputs]:
+    """A step the engine ran under `root` (a run directory): its output files and its entry in the run's cache."""
+    examples = root / "artifacts" / "0" / job / "preprocess-step_1" / "examples"
+    examples.mkdir(parents=True)
+    (examples / "part-0").write_text("rows")
+    outputs = TaskOutputs({"examples": [{"uri": str(examples), "metadata": {"rows": 1}}]}, {})
+    cache = ExecutionCache(root, "adrank-local")
+    cache.record("key", job, "preprocess-step", outputs, CloudStorageRoot(root).local_path)
+    return cache, outputs
 
 
-def kfp_command(task_dir: Path) -> list[str]:
-    """The command kfp.local gives a step: every path absolute (its pipeline root is os.path.abspath'ed)."""
-    task_dir = Path(os.path.abspath(task_dir))
-    executor_input = {"outputs": {"artifacts": {"examples": {"artifacts": [{"uri": str(task_dir / "examples")}]}},
-                                  "outputFile": str(task_dir / EXECUTOR_OUTPUT)}}
-    return ["sh", "-ec", "...", "--executor_input", json.dumps(executor_input)]
-
-
-def reused_uri(reuse: StepReuse, task_dir: Path) -> str:
-    assert reuse.reuse(StepOutputs.from_command(kfp_command(task_dir)))
-    return json.loads((task_dir / EXECUTOR_OUTPUT).read_text())["artifacts"]["examples"]["artifacts"][0]["uri"]
+def reused_uri(root: Path) -> str | None:
+    """The examples URI a resumed attempt under `root` would be handed (None: the step runs again)."""
+    hit = ExecutionCache(root, "adrank-local").lookup("key", CloudStorageRoot(root).local_path)
+    return hit.outputs.artifacts["examples"][0]["uri"] if hit else None
 
 
 def test_a_relative_runs_dir_is_reused_under_its_absolute_path_however_often_it_is_resumed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    finished_step(Path("runs/r1/artifacts/p-1/preprocess"))
-    uri = reused_uri(StepReuse(Path("runs/r1/artifacts"), set()), Path("runs/r1/artifacts/p-2/preprocess"))
-    assert uri == str(tmp_path / "runs/r1/artifacts/p-2/preprocess/examples")
-    # the next attempt reuses the reused result: still one prefix, a path that exists
-    (tmp_path / "runs/r1/artifacts/p-1").rename(tmp_path / "runs/r1/artifacts/gone")  # only p-2 is sealed now
-    import shutil
-
-    shutil.rmtree(tmp_path / "runs/r1/artifacts/gone")
-    uri = reused_uri(StepReuse(Path("runs/r1/artifacts"), set()), Path("runs/r1/artifacts/p-3/preprocess"))
-    assert uri == str(tmp_path / "runs/r1/artifacts/p-3/preprocess/examples") and Path(uri, "part-0").exists()
+    finished_step(Path(os.path.abspath("runs/r1")))
+    for _ in range(2):
+        uri = reused_uri(Path(os.path.abspath("runs/r1")))
+        assert uri == str(tmp_path / "runs/r1/artifacts/0/job-1/preprocess-step_1/examples")
 
 
-def test_a_run_started_in_one_directory_is_reused_from_another_and_after_the_runs_dir_moved(tmp_path, monkeypatch):
+def test_a_run_is_reused_from_another_directory_and_after_the_runs_dir_moved_or_was_copied(tmp_path, monkeypatch):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     monkeypatch.chdir(tmp_path / "a")
-    finished_step(Path("runs/r1/artifacts/p-1/preprocess"))
+    finished_step(Path(os.path.abspath("runs/r1")))
     monkeypatch.chdir(tmp_path / "b")
-    uri = reused_uri(StepReuse(Path("../a/runs/r1/artifacts"), set()), Path("../a/runs/r1/artifacts/p-2/preprocess"))
-    assert uri == str(tmp_path / "a/runs/r1/artifacts/p-2/preprocess/examples")
-    (tmp_path / "a" / "runs").rename(tmp_path / "moved")  # the seal says where the step wrote: rebased from there
-    uri = reused_uri(StepReuse(tmp_path / "moved/r1/artifacts", set()), tmp_path / "moved/r1/artifacts/p-3/preprocess")
-    assert uri == str(tmp_path / "moved/r1/artifacts/p-3/preprocess/examples") and Path(uri, "part-0").exists()
+    assert reused_uri(Path(os.path.abspath("../a/runs/r1"))) == str(
+        tmp_path / "a/runs/r1/artifacts/0/job-1/preprocess-step_1/examples")
+    shutil.copytree(tmp_path / "a/runs/r1", tmp_path / "copy")
+    (tmp_path / "a" / "runs").rename(tmp_path / "moved")  # the cache names its files relative to the run dir
+    uri = reused_uri(tmp_path / "moved/r1")
+    assert uri == str(tmp_path / "moved/r1/artifacts/0/job-1/preprocess-step_1/examples") and Path(uri, "part-0").exists()
+    assert reused_uri(tmp_path / "copy").startswith(str(tmp_path / "copy"))
+
+
+def test_a_step_whose_output_files_changed_or_went_missing_is_not_reused(tmp_path):
+    finished_step(tmp_path)
+    part = tmp_path / "artifacts/0/job-1/preprocess-step_1/examples/part-0"
+    part.write_text("rows!")
+    assert reused_uri(tmp_path) is None
+    part.write_text("rows")
+    assert reused_uri(tmp_path) is not None
+    part.unlink()
+    assert reused_uri(tmp_path) is None
+
+
+def test_an_interrupted_training_step_gets_the_checkpoints_of_its_earlier_attempt_with_the_same_inputs(tmp_path):
+    from ops.resumed_training import restore_checkpoints
+    from ops.spec_executor.runner import EXECUTOR_INPUT_FILE
+
+    root = CloudStorageRoot(tmp_path)
+
+    def executor_input(job: str, examples: str) -> dict:
+        return {"inputs": {"parameterValues": {"target": "cpu"}, "artifacts": {"examples": {"artifacts": [
+                    {"uri": str(tmp_path / examples), "metadata": {}}]}}},
+                "outputs": {"artifacts": {"model": {"artifacts": [
+                    {"uri": str(tmp_path / "artifacts/0" / job / "train-step_1/model")}]}},
+                    "outputFile": str(tmp_path / "artifacts/0" / job / "train-step_1/executor_output.json")}}
+
+    earlier = executor_input("job-1", "examples-1")
+    (tmp_path / "spec-runs/job-1/tasks/train-step").mkdir(parents=True)
+    (tmp_path / "spec-runs/job-1/tasks/train-step" / EXECUTOR_INPUT_FILE).write_text(json.dumps(root.portable(earlier)))
+    checkpoints = tmp_path / "artifacts/0/job-1/train-step_1/model/checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "checkpoint").write_text("model_checkpoint_path: ckpt-3")
+    (checkpoints / "ckpt-3.index").write_text("weights")
+
+    other_inputs = executor_input("job-2", "examples-2")  # preprocess ran again: a cold start
+    assert restore_checkpoints(tmp_path / "spec-runs", "job-2", "train-step", other_inputs) is None
+    same_inputs = executor_input("job-2", "examples-1")
+    assert restore_checkpoints(tmp_path / "spec-runs", "job-2", "train-step", same_inputs) == checkpoints
+    assert (tmp_path / "artifacts/0/job-2/train-step_1/model/checkpoints/ckpt-3.index").read_text() == "weights"
 
 
 def a_failed_run(runs_dir: Path, run_id: str = "r1", window_end: str | None = "") -> Path:
@@ -91,7 +124,7 @@ def dag_runs(monkeypatch):
 
     seen: list[tuple[Path, str]] = []
 
-    def run_dag(config, run_dir, record, reuse, window_end, quiet):
+    def run_dag(config, run_dir, record, resume, window_end, quiet):
         seen.append((run_dir, window_end))
         record.status, record.failed_step, record.failure_reason = "failed", "preprocess", "stopped by the test"
         record.write(run_dir)
@@ -163,7 +196,7 @@ def test_two_resumes_started_at_once_one_runs_the_other_is_refused(tmp_path, mon
     a_failed_run(tmp_path)
     inside, release = threading.Event(), threading.Event()
 
-    def run_dag(config, run_dir, record, reuse, window_end, quiet):
+    def run_dag(config, run_dir, record, resume, window_end, quiet):
         inside.set()
         release.wait(10)
         record.status = "failed"
@@ -193,3 +226,21 @@ def test_two_resumes_started_at_once_one_runs_the_other_is_refused(tmp_path, mon
     assert sorted(outcome.split(":")[0] for outcome in outcomes) == ["ran", "refused"], outcomes
     assert "being run by another process" in next(o for o in outcomes if o.startswith("refused"))
     assert RunRecord.read(tmp_path / "r1").attempts == 2  # one attempt, not two
+
+
+def test_a_tasks_cache_key_is_the_same_under_a_moved_root(tmp_path):
+    """The key reads a local input artifact by its path relative to the root, so a run directory that was moved or
+    copied still finds the steps it finished (their consumers' keys do not change)."""
+    from ops.spec_executor.execution_cache import cache_key
+    from ops.spec_executor.pipeline_spec import SpecTask
+
+    def key(root: Path) -> str:
+        executor_input = {"inputs": {"parameterValues": {"target": "cpu"}, "artifacts": {"examples": {"artifacts": [
+            {"uri": str(root / "artifacts/0/job-1/preprocess-step_1/examples")}]}}}}
+        task = SpecTask("train-step", "train", "comp-train", {}, {"image": "i", "command": ["python3"], "args": []},
+                        {}, ())
+        return cache_key("adrank-local", task, CloudStorageRoot(root).portable(executor_input))
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert key(tmp_path / "a") == key(tmp_path / "b")

@@ -111,7 +111,7 @@ def test_compile_prints_what_one_run_costs(compiled):
 
 
 def test_locally_the_retraining_pipeline_has_no_exit_handler_or_retries():
-    """kfp.local cannot run an exit handler: `adrank retrain` runs the same steps without one."""
+    """The local backend compiles no exit handler: `adrank retrain` runs the same steps without one."""
     pipeline = create_pipeline(load_config(), "local", pipeline="retraining", window_end="2026-01-04T00:00:00Z")
     tasks = pipeline.pipeline_spec.root.dag.tasks
     assert sorted(t.task_info.name for t in tasks.values()) == [
