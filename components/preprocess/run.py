@@ -22,6 +22,7 @@ split, stages done (`components/preprocess/step_messages.py`).
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -34,6 +35,7 @@ import tensorflow_transform.beam as tft_beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
+from components.log_records import fields
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords, csv_header
 from components.logs.records import format_timestamp
 from components.logs.split import eval_start_for_latest, split_of
@@ -88,12 +90,12 @@ from components.preprocess.step_messages import (
     announce_done,
     input_files_line,
     plural,
+    say,
     wait_for_job,
 )
 from components.preprocess.time_range import MedianTime, keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, feature_infos, raw_feature_spec
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
-from components.progress import report_progress, warn_console
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig
@@ -103,6 +105,7 @@ DEAD_LETTER_DIR = "dead_letter"
 RAW_EVAL_DIR = "raw_eval"
 MARKDOWN_FILE = "manifest.md"
 DAY_SECONDS = 86_400
+log = logging.getLogger(__name__)
 
 
 class TooManyInvalidRecords(RuntimeError):
@@ -145,17 +148,18 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     try:
         pipeline = beam.Pipeline(options=options)
         _build(pipeline, config, logs_dir, root, window, temp_location(options, local_temp))
-        report_progress(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
+        say(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
         watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)
     manifest = _manifest(config, logs_dir, root, window)
-    report_progress(f"examples: train {manifest.splits['train'].examples:,}, eval {manifest.splits['eval'].examples:,}; "
-                    f"dead letters {manifest.counts.get('dead_letters', 0):,} "
-                    f"({manifest.invalid_fraction:.2%} of records read)")
+    say(f"examples: train {manifest.splits['train'].examples:,}, eval {manifest.splits['eval'].examples:,}; "
+        f"dead letters {manifest.counts.get('dead_letters', 0):,} ({manifest.invalid_fraction:.2%} of records read)",
+        train_examples=manifest.splits['train'].examples, eval_examples=manifest.splits['eval'].examples,
+        dead_letters=manifest.counts.get('dead_letters', 0), invalid_fraction=manifest.invalid_fraction)
     blank = sum(account.blank_lines for account in manifest.input.values())
     if blank:
-        report_progress(f"blank lines skipped: {blank:,} (not records, not counted as invalid)")
+        say(f"blank lines skipped: {blank:,} (not records, not counted as invalid)", blank_lines=blank)
     manifest.write(output_dir)
     (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
     check_input_accounted(manifest)
@@ -163,12 +167,14 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     check_split_sizes(manifest, config.split.min_train_examples, config.split.min_eval_examples)
     check_label_classes(manifest, config)
     for name, share in manifest.mostly_missing_features.items():
-        warn_console(f"feature '{name}' is absent from {share:.1%} of examples (above preprocess.max_missing_share "
-                     f"{config.preprocess.max_missing_share:.0%}): check its column in the logs")
+        log.warning(f"feature '{name}' is absent from {share:.1%} of examples (above preprocess.max_missing_share "
+                    f"{config.preprocess.max_missing_share:.0%}): check its column in the logs",
+                    extra=fields(feature=name, missing_share=share))
     for name, share in manifest.mostly_unseen_features.items():
-        warn_console(f"feature '{name}': {share:.1%} of eval examples carry a value never seen in the train split "
-                     f"(above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
-                     f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)")
+        log.warning(f"feature '{name}': {share:.1%} of eval examples carry a value never seen in the train split "
+                    f"(above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
+                    f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)",
+                    extra=fields(feature=name, unseen_share=share))
     return manifest
 
 
@@ -307,7 +313,7 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
     impressions_path, engagements_path = _stream_paths(config, logs_dir)
     fmt, delimiter, max_bytes = config.logs.format, config.logs.csv_delimiter, config.logs.max_record_bytes
     max_lines = config.logs.max_record_lines
-    report_progress(input_files_line("impressions", impressions_path, fmt, window))
+    say(input_files_line("impressions", impressions_path, fmt, window), stream="impressions")
     read_impressions = pipeline | "ReadImpressions" >> ReadLogRecords(
         impressions_path, fmt, window, csv_delimiter=delimiter, max_record_bytes=max_bytes, max_record_lines=max_lines)
     raw_impressions = read_impressions[RECORDS]
@@ -332,7 +338,7 @@ def _build(pipeline, config: PreprocessStepConfig, logs_dir: str | None, root: s
             raise ValueError("logs.label_mode 'engagements' needs logs.engagements")
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         late_days = late_seconds // DAY_SECONDS + 1
-        report_progress(input_files_line("engagements", engagements_path, fmt, window, late_days))
+        say(input_files_line("engagements", engagements_path, fmt, window, late_days), stream="engagements")
         read_events = pipeline | "ReadEngagements" >> ReadLogRecords(
             engagements_path, fmt, window, late_days, csv_delimiter=delimiter, max_record_bytes=max_bytes,
             max_record_lines=max_lines)
