@@ -6,7 +6,9 @@
     INFO     adrank's progress and info records           (default)
     WARNING  warnings and errors only                     adrank --quiet, `adrank run --quiet`, ADRANK_QUIET=1
 
-Other libraries (TensorFlow, Beam, kfp, google-cloud) show their WARNING records and above at the default level.
+Other libraries (TensorFlow, Beam, kfp, google-cloud) show their WARNING records and above at the default level,
+and within a step (whose libraries warn about performance at every run: tf.Transform, Beam's workers) their ERROR
+records and above; -v lowers both one level. The step's log file keeps every record.
 A record is rendered by its level and its structured fields (`components.log_records`), never by its text:
 
     adrank: resumed from checkpoint step 40           INFO, in this process
@@ -51,15 +53,20 @@ def from_adrank(record: logging.LogRecord) -> bool:
 
 
 class ConsoleFilter(logging.Filter):
-    """adrank's records at `level` and above; other libraries' at WARNING and above (INFO with -v)."""
+    """adrank's records at `level` and above; other libraries' at WARNING and above (INFO with -v), and within a
+    step at ERROR and above (WARNING with -v)."""
 
     def __init__(self, level: int):
         super().__init__()
         self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        floor = self.level if from_adrank(record) else max(logging.INFO, min(self.level + 10, logging.WARNING))
-        return record.levelno >= floor
+        if from_adrank(record):
+            return record.levelno >= self.level
+        verbose = self.level <= logging.DEBUG
+        if record_fields(record).get("step"):
+            return record.levelno >= (logging.WARNING if verbose else logging.ERROR)
+        return record.levelno >= (logging.INFO if verbose else logging.WARNING)
 
 
 class ConsoleFormatter(logging.Formatter):

@@ -95,10 +95,10 @@ class ParseTally:
 
 def announce_counter(counters, name: str, label: str, line: Callable[[int], str]):
     """Say `line(n)` for the pair `(name, n)` among `counters` (the pipeline's `(name, count)` pairs, see
-    `counters`) when the stage that counts it ends; the record's fields: `counter` and `count`."""
+    `counters`) when the stage that counts it ends; the record's fields: `stage` (`label`) and `count`."""
     return (counters
             | f"Select{label}" >> beam.Filter(lambda pair: pair[0] == name)
-            | f"Announce{label}" >> beam.Map(lambda pair: say(line(pair[1]), counter=name, count=pair[1])))
+            | f"Announce{label}" >> beam.Map(lambda pair: say(line(pair[1]), stage=label, count=pair[1])))
 
 
 def announce_dead_letters(dead_letters):

@@ -19,9 +19,9 @@ from ops.console_log import console_level, console_logging
 SEEN: dict[str, object] = {}
 
 
-def _step_line(level: int, message: str, **values) -> str:
+def _step_line(level: int, message: str, logger: str = "components.preprocess.run", **values) -> str:
     """A line as a step process writes it (configure_step_logging's formatter)."""
-    record = logging.LogRecord("components.preprocess.run", level, "", 0, message, None, None)
+    record = logging.LogRecord(logger, level, "", 0, message, None, None)
     setattr(record, "adrank", values)
     return JsonLineFormatter().format(record)
 
@@ -35,7 +35,8 @@ def _say(args: argparse.Namespace) -> int:
     log.warning("shuffle buffer holds 3% of the train split")
     logging.getLogger("tensorflow").info("a library's chatter")
     for line in (_step_line(logging.INFO, "impressions: read 12,000 records", **progress(records=12_000)),
-                 _step_line(logging.WARNING, "feature 'ip' is absent from 100.0% of examples")):
+                 _step_line(logging.WARNING, "feature 'ip' is absent from 100.0% of examples"),
+                 _step_line(logging.WARNING, "You are passing instance dicts to TFT", logger="absl")):
         record = record_from_line(line)
         assert record is not None
         setattr(record, "adrank", {**getattr(record, "adrank", {}), "step": "preprocess"})  # the engine's field
@@ -82,6 +83,7 @@ def test_verbose_shows_debug_records_and_other_libraries_info(adrank):
     assert err[:3] == ["adrank debug: ops.commands.say: checked 3 files", "adrank: resumed from checkpoint step 40",
                        "adrank warning: shuffle buffer holds 3% of the train split"]
     assert "adrank: a library's chatter" in err and SEEN["level_env"] == "DEBUG"
+    assert err[-1] == "  ! You are passing instance dicts to TFT"  # a library's warning within a step: only with -v
 
 
 @pytest.mark.parametrize("argv", [("--quiet", "say"), ("say", "--quiet")])
