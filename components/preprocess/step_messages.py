@@ -3,10 +3,10 @@
     before the job   the files each stream reads: how many, how large          (`input_files_line`)
     during the job   each worker's running count of records parsed and dead-lettered, every 30 s (`ParseTally`,
                      kept by `parse.ParseRecords`), also as Beam metrics counters in the `adrank` namespace, which
-                     Dataflow's job page shows and the launcher prints every minute while a Dataflow job runs
+                     Dataflow's job page shows and the launcher says every minute while a Dataflow job runs
                      (`wait_for_job`)
     at stage ends    records read, dead letters per stream, examples per split, the analysis done, files written
-                     (`announce_*`: branches on the pipeline's own counts and outputs, printed by the worker that
+                     (`announce_*`: branches on the pipeline's own counts and outputs, said by the worker that
                      ends the stage)
 
 The records are written by this module's `worker_logger` (JSON lines on standard error, `components.log_records`):
