@@ -1,33 +1,35 @@
-"""How long-running work tells the person running it what it is doing.
+"""How long-running work tells the person running it what it is doing: progress records.
 
-A step prints a progress line as `adrank progress: <what>` on its standard output. Locally the line lands in the
-step's log and `adrank run` shows it under the running step (`ops.local_dag`); on Vertex it is in the step's job
-log. `ADRANK_QUIET=1` in the environment (`adrank run --quiet`) turns progress lines off; warnings and errors are
-never progress lines.
+A progress line is an INFO log record marked `progress` (`log.info("…", extra=progress(examples=…))`), with the
+figures it states as structured fields. A step writes its records as JSON lines (`components.log_records`): the
+local engine renders them under the running step, Vertex shows them in the step's job log. Quiet means the level
+WARNING (`adrank --quiet`, `ADRANK_LOG_LEVEL=WARNING` in a step): progress records are not even written, warnings
+and errors still are.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from typing import TextIO
+from typing import Any
 
+from components.log_records import fields
+
+# The pre-logging console's words, read only by the kfp.local console of ops/local_dag.py (and its tests) until it
+# renders records; no adrank code writes them any more.
 PROGRESS_PREFIX = "adrank progress: "
+CONSOLE_WARNING = "adrank warning: "
 QUIET_ENV = "ADRANK_QUIET"
 
 
+def progress(**values: Any) -> dict[str, Any]:
+    """`extra=` for a progress record: `log.info("train split: 9,000 examples", extra=progress(examples=9000))`."""
+    return fields(progress=True, **values)
+
+
 def progress_quiet() -> bool:
-    """Whether progress lines are off: `ADRANK_QUIET` set to anything but "", "0" or "false"."""
+    """Whether `ADRANK_QUIET` asks for no progress (anything but "", "0", "false", "no"); the command line maps it
+    to the level WARNING (`ops.console_log`)."""
     return os.environ.get(QUIET_ENV, "").strip().lower() not in ("", "0", "false", "no")
-
-
-def report_progress(message: str, stream: TextIO | None = None) -> None:
-    """One progress line (flushed at once, so it shows while the work goes on); nothing when quiet."""
-    if progress_quiet():
-        return
-    out = stream if stream is not None else sys.stdout
-    out.write(f"{PROGRESS_PREFIX}{message}\n")
-    out.flush()
 
 
 def format_duration(seconds: float) -> str:
@@ -36,14 +38,3 @@ def format_duration(seconds: float) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-CONSOLE_WARNING = "adrank warning: "
-
-
-def warn_console(message: str, stream: TextIO | None = None) -> None:
-    """A warning addressed to the person running adrank: `adrank run` shows the line on its console (also when
-    quiet); on Vertex it is in the step's job log. Log it as well (stdlib logging) where it matters later."""
-    out = stream if stream is not None else sys.stdout
-    out.write(f"{CONSOLE_WARNING}{message}\n")
-    out.flush()

@@ -234,7 +234,7 @@ def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, resume: boo
             record.finished = dt.datetime.now(dt.timezone.utc)
             record.write(run_dir)
             raise LocalRunInterrupted(record) from interruption
-        except Exception as error:  # the DAG could not be built, compiled or read: no step ran
+        except Exception as error:  # noqa: BLE001  the DAG could not be built, compiled or read: no step ran
             return _failed(run_dir, record, "pipeline set-up", _exception_line(error), None, error)
 
     assert job is not None  # run_spec returned
@@ -286,7 +286,8 @@ def _container_count(spec_path: Path) -> int:
 def _step_environment(quiet: bool) -> dict[str, str]:
     """What every step's environment adds: TensorFlow's C++ start-up chatter kept out of the log, the level the
     steps log at (`ADRANK_LOG_LEVEL`), and with `quiet` no progress lines from the steps (`ADRANK_QUIET`)."""
-    return {"TF_CPP_MIN_LOG_LEVEL": "2", LEVEL_ENV: "WARNING" if quiet else "INFO"} | ({QUIET_ENV: "1"} if quiet else {})
+    level = "WARNING" if quiet else os.environ.get(LEVEL_ENV, "").strip() or "INFO"  # -v: the CLI set DEBUG
+    return {"TF_CPP_MIN_LOG_LEVEL": "2", LEVEL_ENV: level} | ({QUIET_ENV: "1"} if quiet else {})
 
 
 def _failed_task(job: SpecRun) -> TaskRecord | None:

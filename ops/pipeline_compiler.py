@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Callable
 
@@ -13,15 +14,17 @@ from ops.image_pins import pin_images
 from pipelines.placement import Backend
 from pipelines.ranking import PipelineKind, create_pipeline
 
+log = logging.getLogger(__name__)
 
-def _to_stdout(line: str) -> None:
-    print(line)
+
+def _to_log(line: str) -> None:
+    log.info(line)
 
 
 def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path, pipeline: PipelineKind = "benchmark", *,
-                     digests: ImageDigests | None = None, echo: Callable[[str], None] = _to_stdout) -> Path:
+                     digests: ImageDigests | None = None, echo: Callable[[str], None] = _to_log) -> Path:
     """For Vertex, images run by the digest `adrank images build` recorded (`digests`, default the checkout's
-    components/images/digests.json); `echo` gets one line per image saying which reference the spec uses."""
+    components/images/digests.json); `echo` (an INFO record) gets one line per image saying which reference the spec uses."""
     output.parent.mkdir(parents=True, exist_ok=True)
     if backend == "vertex":
         pinned = pin_images(config, digests if digests is not None else ImageDigests.load())

@@ -25,8 +25,10 @@ from pipelines.fan_in import summary_input_name, target_metrics_name
 
 
 def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
+    from components.log_records import configure_step_logging
     from components.logs.synthetic import generate_logs
     from configs.slices import PreprocessStepConfig
+    configure_step_logging()
 
     generated = generate_logs(PreprocessStepConfig.model_validate_json(preprocess_config_json), logs.path)
     logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
@@ -42,7 +44,9 @@ def preprocess_step(
 ):
     """Preprocess the logs the `generate logs` step wrote (synthetic source). `gcp_resources`: the Dataflow job
     (GCPC's format), which the Vertex console links."""
+    from components.log_records import configure_step_logging
     from pipelines.steps import run_preprocess
+    configure_step_logging()
 
     run_preprocess(preprocess_config_json, logs.path, examples, window_end, beam_args_json, scheduled_time,
                    gcp_resources)
@@ -57,7 +61,9 @@ def preprocess_files_step(
 
     (An optional artifact input left unconnected is avoided: two components, one per source.)
     """
+    from components.log_records import configure_step_logging
     from pipelines.steps import run_preprocess
+    configure_step_logging()
 
     run_preprocess(preprocess_config_json, None, examples, window_end, beam_args_json, scheduled_time,
                    gcp_resources)
@@ -101,8 +107,10 @@ def train_step(
 ):
     """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
     from components.evaluate.experiment_keys import training_figures, training_key
+    from components.log_records import configure_step_logging
     from components.train.training_run import train
     from configs.slices import TrainStepConfig
+    configure_step_logging()
 
     run = train(TrainStepConfig.model_validate_json(train_config_json), target, run_index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
@@ -116,6 +124,8 @@ def train_step(
 def join_experiment_step(experiment: str, pipeline_job_name: str):
     """Put this run, submitted or scheduled, into the Vertex Experiment (components.experiment.join)."""
     from components.experiment.join import join_experiment
+    from components.log_records import configure_step_logging
+    configure_step_logging()
 
     join_experiment(pipeline_job_name, experiment)
 
@@ -131,10 +141,12 @@ def join_experiment_step(experiment: str, pipeline_job_name: str):
 def promote_step(promote_config_json: str, backend: str, summary_json: Input[Artifact], examples: Input[Dataset],
                  promotion: Output[Artifact], promotion_metrics: Output[Metrics], promotion_html: Output[HTML],
                  promotion_markdown: Output[Markdown]):
+    from components.log_records import configure_step_logging
     from components.registry.promote_challenger import promote_best_run
     from components.report.promotion_section import promotion_html as render_html
     from components.report.promotion_section import promotion_markdown as render_markdown
     from configs.slices import PromoteStepConfig
+    configure_step_logging()
 
     decision = promote_best_run(PromoteStepConfig.model_validate_json(promote_config_json), backend, summary_json.path,
                                 examples.path)
@@ -155,14 +167,18 @@ def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, creat
     """On Vertex: the version the promotion registered as this run's `google.VertexModel` (lineage), labelled
     with the job and the decision, aliased `champion` and `champion-YYYYMMDD` when promoted."""
     from components.lineage.model_version import record_model_version
+    from components.log_records import configure_step_logging
+    configure_step_logging()
 
     record_model_version(promotion.path, pipeline_job_name, create_time_utc, model_version)
 
 
 def champion_step(promote_config_json: str, backend: str) -> str:
     """The current default model's directory ("" when the registry has none): what training warm-starts from."""
+    from components.log_records import configure_step_logging
     from components.registry.champion import champion_model_dir
     from configs.slices import PromoteStepConfig
+    configure_step_logging()
 
     return champion_model_dir(PromoteStepConfig.model_validate_json(promote_config_json), backend)
 

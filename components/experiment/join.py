@@ -10,9 +10,12 @@ aiplatform_v1 reference), so a submitted run that the SDK already added is left 
 
 from __future__ import annotations
 
+import logging
 import re
 
-from components.progress import report_progress
+from components.progress import progress
+
+log = logging.getLogger(__name__)
 
 METADATA_STORE = "default"
 JOB_NAME = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/pipelineJobs/[^/]+$")
@@ -45,5 +48,6 @@ def join_experiment(pipeline_job_name: str, experiment: str, api_endpoint: str |
                           f"{METADATA_STORE}/contexts/{experiment}")
     context = aiplatform.Context(resource_name=experiment_context)
     context.api_client.add_context_children(context=experiment_context, child_contexts=[run_context])
-    report_progress(f"run {pipeline_job_name.rsplit('/', 1)[-1]} is in experiment {experiment}")
+    log.info(f"run {pipeline_job_name.rsplit('/', 1)[-1]} is in experiment {experiment}",
+             extra=progress(experiment=experiment))
     return run_context

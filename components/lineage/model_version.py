@@ -22,10 +22,13 @@ A run that registered nothing (e.g. an eval split with one class) still writes t
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
-from components.progress import report_progress
+from components.progress import progress
+
+log = logging.getLogger(__name__)
 
 CHAMPION_ALIAS = "champion"
 JOB_NAME = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/pipelineJobs/(?P<job>[^/]+)$")
@@ -69,7 +72,7 @@ def record_model_version(decision_path: str, pipeline_job_name: str, create_time
     artifact.metadata["decision"] = "promoted" if decision["promoted"] else "kept"
     if not decision.get("version"):
         artifact.metadata["reason"] = f"no version registered: {decision['reason']}"
-        report_progress(f"no model version to record: {decision['reason']}")
+        log.info(f"no model version to record: {decision['reason']}", extra=progress())
         return None
     aiplatform.init(project=job["project"], location=job["location"])
     if model_resource_name is None:
@@ -91,6 +94,7 @@ def record_model_version(decision_path: str, pipeline_job_name: str, create_time
         registry.add_version_aliases([CHAMPION_ALIAS, dated_alias(create_time_utc)], version)
     artifact.uri = f"https://{job['location']}-aiplatform.googleapis.com/v1/{versioned}"
     artifact.metadata["resourceName"] = versioned
-    report_progress(f"model version {versioned}: labels {labels}"
-                    + (f", aliases {CHAMPION_ALIAS}, {dated_alias(create_time_utc)}" if decision["promoted"] else ""))
+    log.info(f"model version {versioned}: labels {labels}"
+             + (f", aliases {CHAMPION_ALIAS}, {dated_alias(create_time_utc)}" if decision["promoted"] else ""),
+             extra=progress(model_version=versioned, promoted=bool(decision["promoted"])))
     return versioned

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from components.progress import report_progress
+from components.progress import progress
+
+log = logging.getLogger(__name__)
 
 DATAFLOW_JOB_RESOURCE = "DataflowJob"
 TERMINATED_EXIT_STATUS = 128 + signal.SIGTERM
@@ -65,18 +68,18 @@ def cancelled_on_sigterm(result: Any, job: str) -> Iterator[None]:
     Signal handlers can only be set from the main thread (the KFP executor runs the step there); elsewhere the
     block runs without one, said on the step's log."""
     if threading.current_thread() is not threading.main_thread():
-        report_progress(f"not the main thread: SIGTERM will not cancel Dataflow job {job}")
+        log.warning(f"not the main thread: SIGTERM will not cancel Dataflow job {job}")
         yield
         return
 
     def cancel(signum, frame):
-        report_progress(f"SIGTERM (the pipeline run was cancelled): cancelling Dataflow job {job}")
+        log.info(f"SIGTERM (the pipeline run was cancelled): cancelling Dataflow job {job}", extra=progress(job=job))
         try:
             result.cancel()
         except Exception as error:  # noqa: BLE001 - the step ends either way; say what the user must do
-            report_progress(f"could not cancel Dataflow job {job} ({error}); cancel it in the Dataflow console")
+            log.warning(f"could not cancel Dataflow job {job} ({error}); cancel it in the Dataflow console")
         else:
-            report_progress(f"asked Dataflow to cancel job {job}")
+            log.info(f"asked Dataflow to cancel job {job}", extra=progress(job=job))
         raise CancelledBySignal(job)
 
     previous = signal.signal(signal.SIGTERM, cancel)
@@ -108,7 +111,7 @@ def watch_job(result: Any, options, gcp_resources_path: str | None, wait) -> Non
         return
     project, region, job_id = job
     write_gcp_resources(gcp_resources_path, gcp_resources_json(project, region, job_id))
-    report_progress(f"Dataflow job {job_id}: https://console.cloud.google.com/dataflow/jobs/{region}/{job_id}"
-                    f"?project={project}")
+    log.info(f"Dataflow job {job_id}: https://console.cloud.google.com/dataflow/jobs/{region}/{job_id}?project={project}",
+             extra=progress(job=job_id, project=project, region=region))
     with cancelled_on_sigterm(result, job_id):
         wait(result)

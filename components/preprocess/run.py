@@ -26,6 +26,7 @@ split, stages done (`components/preprocess/step_messages.py`).
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -37,6 +38,7 @@ import tensorflow_transform.beam as tft_beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.error_handling import ErrorHandler
 
+from components.log_records import fields
 from components.logs.readers import LogWindow, csv_header
 from components.logs.records import format_timestamp
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
@@ -86,16 +88,16 @@ from components.preprocess.stages import (
     WriteExamples,
     WriteRawEval,
 )
-from components.preprocess.step_messages import wait_for_job
+from components.preprocess.step_messages import say, wait_for_job
 from components.preprocess.time_range import MedianTime
 from components.preprocess.transform import feature_infos
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
-from components.progress import report_progress, warn_console
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig
 
 MARKDOWN_FILE = "manifest.md"
+log = logging.getLogger(__name__)
 
 
 class TooManyInvalidRecords(RuntimeError):
@@ -139,17 +141,18 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
         pipeline = beam.Pipeline(options=options)
         _ = pipeline | "PreprocessLogs" >> PreprocessLogs(config, logs_dir, root, window,
                                                           temp_location(options, local_temp))
-        report_progress(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
+        say(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
         watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)
     manifest = _manifest(config, logs_dir, root, window)
-    report_progress(f"examples: train {manifest.splits['train'].examples:,}, eval {manifest.splits['eval'].examples:,}; "
-                    f"dead letters {manifest.counts.get('dead_letters', 0):,} "
-                    f"({manifest.invalid_fraction:.2%} of records read)")
+    say(f"examples: train {manifest.splits['train'].examples:,}, eval {manifest.splits['eval'].examples:,}; "
+        f"dead letters {manifest.counts.get('dead_letters', 0):,} ({manifest.invalid_fraction:.2%} of records read)",
+        train_examples=manifest.splits['train'].examples, eval_examples=manifest.splits['eval'].examples,
+        dead_letters=manifest.counts.get('dead_letters', 0), invalid_fraction=manifest.invalid_fraction)
     blank = sum(account.blank_lines for account in manifest.input.values())
     if blank:
-        report_progress(f"blank lines skipped: {blank:,} (not records, not counted as invalid)")
+        say(f"blank lines skipped: {blank:,} (not records, not counted as invalid)", blank_lines=blank)
     manifest.write(output_dir)
     (Path(output_dir) / MARKDOWN_FILE).write_text(manifest_markdown(manifest))
     check_input_accounted(manifest)
@@ -157,12 +160,14 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     check_split_sizes(manifest, config.split.min_train_examples, config.split.min_eval_examples)
     check_label_classes(manifest, config)
     for name, share in manifest.mostly_missing_features.items():
-        warn_console(f"feature '{name}' is absent from {share:.1%} of examples (above preprocess.max_missing_share "
-                     f"{config.preprocess.max_missing_share:.0%}): check its column in the logs")
+        log.warning(f"feature '{name}' is absent from {share:.1%} of examples (above preprocess.max_missing_share "
+                    f"{config.preprocess.max_missing_share:.0%}): check its column in the logs",
+                    extra=fields(feature=name, missing_share=share))
     for name, share in manifest.mostly_unseen_features.items():
-        warn_console(f"feature '{name}': {share:.1%} of eval examples carry a value never seen in the train split "
-                     f"(above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
-                     f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)")
+        log.warning(f"feature '{name}': {share:.1%} of eval examples carry a value never seen in the train split "
+                    f"(above preprocess.max_unseen_share {config.preprocess.max_unseen_share:.0%}): the model learned "
+                    f"nothing for it; drop it from features or widen the train window (logs / split.eval_days)",
+                    extra=fields(feature=name, unseen_share=share))
     return manifest
 
 

@@ -56,10 +56,10 @@ from components.preprocess.step_messages import (
     announce_done,
     input_files_line,
     plural,
+    say,
 )
 from components.preprocess.time_range import keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, raw_feature_spec
-from components.progress import report_progress
 
 SPLITS = ("train", "eval")
 DEAD_LETTER_DIR = "dead_letter"
@@ -111,7 +111,7 @@ class _ReadStream(_RoutesDeadLetters):
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> ParsedStream:
         stream = self.stream
-        report_progress(input_files_line(stream, self.source, self.file_format, self.window, self.extra_days_after))
+        say(input_files_line(stream, self.source, self.file_format, self.window, self.extra_days_after), stream=stream)
         read = pbegin | "ReadLogRecords" >> ReadLogRecords(
             self.source, self.file_format, self.window, self.extra_days_after, csv_delimiter=self.csv_delimiter,
             max_record_bytes=self.max_record_bytes, max_record_lines=self.max_record_lines)

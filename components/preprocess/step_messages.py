@@ -1,23 +1,25 @@
-"""What the preprocess step says while it runs: progress lines (`components.progress`) on the step's log.
+"""What the preprocess step says while it runs: progress records (`components.progress`) on the step's log.
 
     before the job   the files each stream reads: how many, how large          (`input_files_line`)
     during the job   each worker's running count of records parsed and dead-lettered, every 30 s (`ParseTally`,
                      kept by `parse.ParseRecords`), also as Beam metrics counters in the `adrank` namespace, which
-                     Dataflow's job page shows and the launcher prints every minute while a Dataflow job runs
+                     Dataflow's job page shows and the launcher says every minute while a Dataflow job runs
                      (`wait_for_job`)
     at stage ends    records read, dead letters per stream, examples per split, the analysis done, files written
-                     (`announce_*`: branches on the pipeline's own counts and outputs, printed by the worker that
+                     (`announce_*`: branches on the pipeline's own counts and outputs, said by the worker that
                      ends the stage)
 
-On the DirectRunner the workers' lines reach the step's log (they share its standard output); on Dataflow they
-are in the job's worker logs, and the launcher's lines in the step's log.
+The records are written by this module's `worker_logger` (JSON lines on standard error, `components.log_records`):
+on the DirectRunner the workers' lines reach the step's log (they share its standard error); on Dataflow they are
+in the job's worker logs, and the launcher's lines in the step's log.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -25,12 +27,19 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
+from components.log_records import worker_logger
 from components.logs.readers import LogWindow, expand_pattern
-from components.progress import report_progress
+from components.progress import progress
 
 METRICS_NAMESPACE = "adrank"
 TALLY_SECONDS = 30.0
 DATAFLOW_POLL_SECONDS = 60.0
+log = worker_logger(__name__)
+
+
+def say(message: str, logger: logging.Logger | None = None, **values: Any) -> None:
+    """One progress record with `values` as its fields, on `logger` (this module's worker logger)."""
+    (logger or log).info(message, extra=progress(**values))
 
 
 def input_files_line(stream: str, source: str, file_format: str, window: LogWindow, extra_days_after: int = 0) -> str:
@@ -53,12 +62,13 @@ def _megabytes(size: int) -> str:
 
 
 class ParseTally:
-    """One worker's counts of a stream's records parsed and dead-lettered: a progress line every `interval_seconds`,
-    and the Beam metrics counters `<stream>_parsed` / `<stream>_dead_letters` advanced at each bundle's end."""
+    """One worker's counts of a stream's records parsed and dead-lettered: a progress record every
+    `interval_seconds` (on `logger`, this module's by default), and the Beam metrics counters `<stream>_parsed` /
+    `<stream>_dead_letters` advanced at each bundle's end."""
 
     def __init__(self, stream: str, interval_seconds: float = TALLY_SECONDS,
-                 clock: Callable[[], float] = time.monotonic, echo: Callable[[str], None] = report_progress):
-        self.stream, self.interval_seconds, self.clock, self.echo = stream, interval_seconds, clock, echo
+                 clock: Callable[[], float] = time.monotonic, logger: logging.Logger | None = None):
+        self.stream, self.interval_seconds, self.clock, self.logger = stream, interval_seconds, clock, logger
         self.parsed = self.dead_letters = 0
         self._flushed = (0, 0)
         self._last_line = clock()
@@ -73,8 +83,9 @@ class ParseTally:
             self.dead_letters += 1
         if (self.parsed + self.dead_letters) % 1024 == 0 and self.clock() - self._last_line >= self.interval_seconds:
             self._last_line = self.clock()
-            self.echo(f"{self.stream}: {self.parsed:,} records parsed, {self.dead_letters:,} dead letters so far "
-                      f"({self._worker})")
+            say(f"{self.stream}: {self.parsed:,} records parsed, {self.dead_letters:,} dead letters so far "
+                f"({self._worker})", self.logger, stream=self.stream, records=self.parsed,
+                dead_letters=self.dead_letters, worker=self._worker)
 
     def flush_metrics(self) -> None:
         self._parsed_metric.inc(self.parsed - self._flushed[0])
@@ -83,11 +94,11 @@ class ParseTally:
 
 
 def announce_counter(counters, name: str, label: str, line: Callable[[int], str]):
-    """Print `line(n)` for the pair `(name, n)` among `counters` (the pipeline's `(name, count)` pairs, see `stats`)
-    when the stage that counts it ends."""
+    """Say `line(n)` for the pair `(name, n)` among `counters` (the pipeline's `(name, count)` pairs, see
+    `counters`) when the stage that counts it ends; the record's fields: `stage` (`label`) and `count`."""
     return (counters
             | f"Select{label}" >> beam.Filter(lambda pair: pair[0] == name)
-            | f"Announce{label}" >> beam.Map(lambda pair: report_progress(line(pair[1]))))
+            | f"Announce{label}" >> beam.Map(lambda pair: say(line(pair[1]), stage=label, count=pair[1])))
 
 
 def announce_dead_letters(dead_letters):
@@ -101,26 +112,29 @@ def announce_dead_letters(dead_letters):
             | "DeadLetterStream" >> beam.Map(lambda dead: dead["stream"])
             | "DeadLettersPerStream" >> beam.combiners.Count.PerElement()
             | "DeadLetterStreams" >> beam.combiners.ToList()
-            | "AnnounceDeadLetters" >> beam.Map(lambda per_stream: report_progress(line(per_stream))))
+            | "AnnounceDeadLetters" >> beam.Map(
+                lambda per_stream: say(line(per_stream), dead_letters=dict(per_stream))))
 
 
 def announce_done(collection, label: str, message: str):
-    """Print `message` once `collection` (e.g. a transform function, the names of written files) is complete;
-    `{files}` in it becomes the number of its elements as files (`2 files`)."""
+    """Say `message` once `collection` (e.g. a transform function, the names of written files) is complete;
+    `{files}` in it becomes the number of its elements as files (`2 files`), also the record's `files` field."""
     return (collection
             | f"Done{label}" >> beam.combiners.Count.Globally()
-            | f"Announce{label}" >> beam.Map(lambda n: report_progress(message.format(files=plural(n, "file")))))
+            | f"Announce{label}" >> beam.Map(lambda n: say(message.format(files=plural(n, "file")), files=n)))
 
 
 def wait_for_job(result: PipelineResult, poll_seconds: float = DATAFLOW_POLL_SECONDS,
-                 echo: Callable[[str], None] = report_progress) -> None:
-    """Wait until the job ends (raising if it failed). While it runs (Dataflow: `run()` returns at once), print
-    the `adrank` counters summed over the workers every `poll_seconds`; the DirectRunner's result has ended."""
+                 logger: logging.Logger | None = None) -> None:
+    """Wait until the job ends (raising if it failed). While it runs (Dataflow: `run()` returns at once), say
+    the `adrank` counters summed over the workers every `poll_seconds` (a record with the counters as fields);
+    the DirectRunner's result has ended."""
     state = result.wait_until_finish(duration=int(poll_seconds * 1000))
     while not PipelineState.is_terminal(state):
         counters = metric_counts(result)
         if counters:
-            echo("so far: " + ", ".join(f"{name.replace('_', ' ')} {value:,}" for name, value in counters.items()))
+            say("so far: " + ", ".join(f"{name.replace('_', ' ')} {value:,}" for name, value in counters.items()),
+                logger, **counters)
         state = result.wait_until_finish(duration=int(poll_seconds * 1000))
     result.wait_until_finish()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-from components.progress import warn_console
 from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion_rule import (
@@ -113,12 +112,12 @@ def one_class_reason(counts: LabelCounts, task: str) -> str | None:
 
 
 def warn_if_unscorable(decision: PromotionDecision) -> None:
-    """A champion that could not be scored is said loudly: a log WARNING and a console line `adrank run` shows."""
+    """A champion that could not be scored is said loudly: a WARNING record, which `adrank run` shows also when
+    quiet."""
     if decision.champion_status != "unscorable":
         return
     message = f"model {decision.model}, champion version {decision.champion_version or '?'}: {decision.reason}"
     logger.warning(message)
-    warn_console(message)
 
 
 def promote_best_run(config: PromoteStepConfig, backend: str, summary_json: str,

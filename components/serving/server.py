@@ -23,11 +23,15 @@ request line for at most `TRIAGE_SECONDS`, and a GET of the health route is answ
 missing, unknown or wrongly typed field is a 400 naming the field; instances are checked against
 the signature's parse spec before the model runs (`signature`): a wrong type is a 400 naming the feature and the
 type it needs. Another path is a 404; a method the route does not take, a 405 with `Allow`.
+
+The server logs records (one per request, its start, why it cannot start) as JSON lines on stderr
+(`components.log_records`), which Vertex's logging reads as structured entries with their severity.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sys
@@ -36,9 +40,12 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from components.log_records import configure_step_logging, fields
 from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.request import BadRequest, check_body_size, content_length, serialized_examples
+
+log = logging.getLogger(__name__)
 
 # Connections over ADRANK_MAX_CONNECTIONS read for a health check, and how long each may take to send its request.
 TRIAGE_CONNECTIONS = 8
@@ -131,7 +138,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         """A client that went away mid-request (reset, broken pipe) is one log line, not a traceback per request."""
         error = sys.exc_info()[1]
         if isinstance(error, OSError):
-            print(f"connection from {client_address[0]} ended: {type(error).__name__}", flush=True)
+            log.warning(f"connection from {client_address[0]} ended: {type(error).__name__}")
         else:
             super().handle_error(request, client_address)
 
@@ -308,10 +315,11 @@ class PredictionHandler(BaseHTTPRequestHandler):
             remaining -= len(chunk)
         return b"".join(chunks)
 
-    def log_message(self, format, *args):  # one line per request on stderr, as Vertex logs it
+    def log_message(self, format, *args):  # one INFO record per request
         """Also for a request whose line could not be parsed (no command or path yet)."""
         command, path = getattr(self, "command", None) or "-", getattr(self, "path", "")[:200] or "-"
-        print(f"{command} {path} {args[1] if len(args) > 1 else ''}", flush=True)
+        status = args[1] if len(args) > 1 else ""
+        log.info(f"{command} {path} {status}", extra=fields(method=command, path=path, status=str(status)))
 
 
 def make_server(predictor: Predictor, port: int, predict_route: str, health_route: str,
@@ -327,9 +335,10 @@ def make_server(predictor: Predictor, port: int, predict_route: str, health_rout
 
 
 def main() -> int:
+    configure_step_logging()
     model_dir = os.environ.get("AIP_STORAGE_URI")
     if not model_dir:
-        print("serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
+        log.error("serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
         return 2
     port = int(os.environ.get("AIP_HTTP_PORT", "8080"))
     predict_route = os.environ.get("AIP_PREDICT_ROUTE", "/predict")
@@ -337,15 +346,16 @@ def main() -> int:
     try:
         limits = ServingLimits.from_environment()
     except ValueError as error:
-        print(f"serving: {error}")
+        log.error(f"serving: {error}")
         return 2
     try:
         predictor = Predictor(model_dir, limits.max_concurrent_predictions)
     except (OSError, ValueError) as error:
-        print(f"serving: cannot load the model at AIP_STORAGE_URI={model_dir}: {str(error).strip().splitlines()[0]}")
+        log.error(f"serving: cannot load the model at AIP_STORAGE_URI={model_dir}: "
+                  f"{str(error).strip().splitlines()[0]}")
         return 2
     server = make_server(predictor, port, predict_route, health_route, limits=limits)
-    print(f"serving {model_dir} on :{port} (predict {predict_route}, health {health_route}; {limits})", flush=True)
+    log.info(f"serving {model_dir} on :{port} (predict {predict_route}, health {health_route}; {limits})")
     server.serve_forever()
     return 0
 

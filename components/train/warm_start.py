@@ -145,5 +145,4 @@ def apply_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]],
     summary = WarmStartSummary(source=str(source_dir), tables=carried, dense_copied=copied_dense,
                                dense_skipped=skipped)
     log.info(summary.describe())
-    print(summary.describe(), flush=True)
     return summary

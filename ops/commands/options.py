@@ -33,13 +33,14 @@ def add_pipeline_argument(parser: argparse.ArgumentParser, default: str) -> None
 def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", action="store_true",
-        help="no progress lines (steps starting and ending, their progress, still-running notes), e.g. for CI; "
-        "warnings, errors and the final summary are still printed. ADRANK_QUIET=1 does the same",
+        help="no progress (steps starting and ending, their progress, still-running notes), e.g. for CI: the log "
+        "level WARNING, so warnings, errors and the final summary still show. Same as `adrank --quiet`; "
+        "ADRANK_QUIET=1 does the same",
     )
 
 
 def quiet_from_args(args: argparse.Namespace) -> bool | None:
-    """True with --quiet; None leaves it to `ADRANK_QUIET` (components.progress)."""
+    """True with --quiet (the command's or `adrank --quiet`); None leaves it to `ADRANK_QUIET`."""
     return True if args.quiet else None
 
 

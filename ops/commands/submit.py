@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
+import logging
 import tempfile
 from pathlib import Path
 
 import yaml
 
+from components.log_records import fields
 from ops.commands.options import add_config_arguments, add_endpoint_argument, add_pipeline_argument, config_from_args
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,7 +80,7 @@ def _submit(args: argparse.Namespace) -> int:
         print(f"  experiment: {submission.experiment}")
     print(f"  console: {submission.console_url}")
     for warning in submission.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        log.warning(warning)
     if not args.wait:
         return 0
     return _wait(job, submission, args)
@@ -127,12 +130,13 @@ def _wait(job, submission, args: argparse.Namespace) -> int:
     except VertexApiError as error:
         raise CommandError(f"{submission.job_id}: stopped waiting: {error}; {follow}") from None
     except KeyboardInterrupt:
-        print(f"\n{submission.job_id}: stopped waiting (interrupted); {follow}", file=sys.stderr)
+        log.warning(f"{submission.job_id}: stopped waiting (interrupted); {follow}")
         return 130
     if result.succeeded:
         print(f"{submission.job_id}: succeeded")
         return 0
-    print(f"{submission.job_id}: {wait_outcome(result)}; console: {submission.console_url}", file=sys.stderr)
+    log.error(f"{submission.job_id}: {wait_outcome(result)}; console: {submission.console_url}",
+              extra=fields(command="submit"))
     return 1
 
 

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
+import logging
 import re
-import sys
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
@@ -14,7 +14,10 @@ from google.api_core import exceptions
 from google.api_core.retry import Retry, if_exception_type
 from google.auth import exceptions as auth_exceptions
 
+from components.log_records import fields
 from ops.errors import VertexApiError
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 TRANSIENT = (exceptions.TooManyRequests, exceptions.ServiceUnavailable)
@@ -58,8 +61,9 @@ def with_backoff(call: Callable[[], T], what: str, backoff: Backoff | None = Non
         assert isinstance(error, TRANSIENT)
         if attempt == backoff.attempts:
             raise VertexApiError(describe_api_error(what, error) + f" (after {backoff.attempts} attempts)") from None
-        print(f"{what}: {error.code} {type(error).__name__}, retrying with backoff "
-              f"(attempt {attempt}/{backoff.attempts})", file=sys.stderr)
+        log.warning(f"{what}: {error.code} {type(error).__name__}, retrying with backoff "
+                    f"(attempt {attempt}/{backoff.attempts})",
+                    extra=fields(request=what, status=error.code, attempt=attempt, attempts=backoff.attempts))
 
     retrying = Retry(
         predicate=if_exception_type(*TRANSIENT),

@@ -47,3 +47,40 @@ def test_level_from_environment(monkeypatch):
     assert level_from_environment() == logging.DEBUG
     monkeypatch.setenv("ADRANK_LOG_LEVEL", "LOUD")
     assert level_from_environment(logging.ERROR) == logging.ERROR
+
+
+def test_a_basicconfig_console_handler_is_replaced_so_each_record_is_written_once(monkeypatch, capsys):
+    """kfp's executor calls `logging.basicConfig(stream=sys.stdout)` before the step function runs."""
+    import sys
+
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "INFO")
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    kfp_handler = logging.StreamHandler(sys.stdout)
+    root.addHandler(kfp_handler)
+    try:
+        configure_step_logging()
+        logging.getLogger("components.preprocess.run").info("running the Beam job")
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    captured = capsys.readouterr()
+    assert captured.out == "" and kfp_handler not in root.handlers
+    (record,) = [record_from_line(line) for line in captured.err.splitlines()]
+    assert record is not None and record.getMessage() == "running the Beam job"
+
+
+def test_a_worker_logger_writes_json_lines_to_standard_error_at_the_level(monkeypatch, capsys, caplog):
+    from components.log_records import worker_logger
+
+    log = worker_logger("components.preprocess.step_messages.test")
+    assert worker_logger("components.preprocess.step_messages.test").handlers == log.handlers  # one handler
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "INFO")
+    log.info("train split: 3 examples", extra=fields(progress=True, count=3))
+    log.debug("below the level")
+    monkeypatch.setenv("ADRANK_LOG_LEVEL", "WARNING")
+    log.info("quiet: not written")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and caplog.records == []  # not through the root logger (Beam's log service in a worker)
+    record = record_from_line(lines[0])
+    assert record is not None and record_fields(record) == {"progress": True, "count": 3}

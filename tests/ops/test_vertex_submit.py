@@ -125,7 +125,8 @@ def test_submit_retries_transient_errors_with_backoff(fake_vertex, vertex_args, 
     assert len({r.query["pipelineJobId"][0] for r in attempts}) == 1  # same deterministic id each time
     assert len(fake.pipeline_jobs) == 1
     retries = [line for line in capsys.readouterr().err.splitlines() if "retrying with backoff" in line]
-    assert [line.split(": ", 1)[1] for line in retries] == [
+    assert all(line.startswith("adrank warning: create pipeline job ") for line in retries)
+    assert [line.rsplit(": ", 1)[1] for line in retries] == [
         "503 ServiceUnavailable, retrying with backoff (attempt 1/6)",
         "429 TooManyRequests, retrying with backoff (attempt 2/6)",
     ]
@@ -152,7 +153,9 @@ def _submit_and_wait(fake, endpoint, vertex_args, capsys) -> tuple[int, str, str
     code = main(["submit", *vertex_args, "--wait", "--poll-seconds", "0", "--api-endpoint", endpoint])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return code, captured.out, captured.err.strip()
+    # stderr without the INFO records (`adrank: …`, e.g. the images the spec uses): warnings and errors
+    return code, captured.out, "\n".join(line for line in captured.err.strip().splitlines()
+                                         if not line.startswith("adrank: "))
 
 
 def test_wait_on_a_failed_run_is_one_line_even_when_vertex_writes_several(fake_vertex, vertex_args, capsys):
@@ -198,7 +201,7 @@ def test_interrupting_the_wait_says_the_run_goes_on(fake_vertex, vertex_args, ca
     code, _, err = _submit_and_wait(fake, endpoint, vertex_args, capsys)
     assert code == 130
     (job_id,) = fake.pipeline_jobs
-    assert err == f"{job_id}: stopped waiting (interrupted); the run goes on on Vertex: " \
+    assert err == f"adrank warning: {job_id}: stopped waiting (interrupted); the run goes on on Vertex: " \
                   f"https://console.cloud.google.com/vertex-ai/locations/us-central1/pipelines/runs/{job_id}" \
                   "?project=adrank-prod"
 
@@ -219,8 +222,8 @@ def test_a_failure_adding_the_run_to_the_experiment_is_a_warning(fake_vertex, ve
     captured = capsys.readouterr()
     (job_id,) = fake.pipeline_jobs
     assert f"submitted {job_id}" in captured.out and "experiment:" not in captured.out
-    (line,) = captured.err.strip().splitlines()
-    assert line.startswith(f"warning: {job_id} runs, but was not added to experiment 'adrank-daily': "
+    (line,) = [line for line in captured.err.strip().splitlines() if not line.startswith("adrank: ")]
+    assert line.startswith(f"adrank warning: {job_id} runs, but was not added to experiment 'adrank-daily': "
                            f"add {job_id} to the experiment: 403 PERMISSION_DENIED")
 
 

@@ -4,6 +4,7 @@ and every defined outcome (no champion, champion wins, challenger wins, champion
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import numpy as np
@@ -11,7 +12,6 @@ import pytest
 from fixture_models import TASK, day_of_examples, save_model, summary_naming, write_eval_examples
 
 from components.evaluate.run_statistics import PairedComparison, paired_difference
-from components.progress import CONSOLE_WARNING
 from components.registry.local import LocalModelRegistry
 from components.registry.promote_challenger import promote_best_run
 from components.registry.promotion_rule import PromotionDecision, judge
@@ -120,7 +120,7 @@ def test_a_champion_that_cannot_be_loaded_has_a_defined_outcome(tmp_path, day, p
     assert registry.default("adrank-local")["version"] == ("2" if policy == "promote" else "1")
 
 
-def test_a_champion_that_cannot_read_todays_features(tmp_path, day, capsys):
+def test_a_champion_that_cannot_read_todays_features(tmp_path, day, caplog):
     examples_dir, x, y = day
     config = _config(tmp_path)
     yesterday = write_eval_examples(tmp_path / "yesterday", x, y, extra={"campaign_id": b"c1"})
@@ -128,8 +128,8 @@ def test_a_champion_that_cannot_read_todays_features(tmp_path, day, capsys):
     decision = _promote(tmp_path, config, examples_dir, BAD, "day2")
     assert decision.champion_status == "unscorable" and not decision.promoted  # default: keep
     assert "cannot read today's raw features" in decision.reason and "campaign_id" in decision.reason
-    assert f"{CONSOLE_WARNING}model adrank-local, champion version 1: champion could not be scored" in \
-        capsys.readouterr().out
+    assert any(record.levelno == logging.WARNING and record.getMessage().startswith(
+        "model adrank-local, champion version 1: champion could not be scored") for record in caplog.records)
 
 
 def test_a_one_class_eval_split_is_never_registered(tmp_path):

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from fixture_models import day_of_examples, save_model, summary_naming, write_eval_examples
 
-from components.progress import CONSOLE_WARNING
 from components.registry.champion import champion_model_dir
 from components.registry.local import LocalModelRegistry, RegistryFileInvalid
 from components.registry.promote_challenger import promote_best_run
@@ -65,12 +64,10 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_an_unscorable_champion_is_loud_and_the_default_is_kept(tmp_path, registry_with_champion, damage, capsys,
-                                                                caplog):
+def test_an_unscorable_champion_is_loud_and_the_default_is_kept(tmp_path, registry_with_champion, damage, caplog):
     examples, model = registry_with_champion
     DAMAGE[damage](model)
     default_before = (model / "default.json").read_text()
-    capsys.readouterr()
     with caplog.at_level(logging.WARNING, logger="components.registry.promote_challenger"):
         decision = _promote(tmp_path, _config(tmp_path), examples, BAD, "day2")
 
@@ -78,11 +75,9 @@ def test_an_unscorable_champion_is_loud_and_the_default_is_kept(tmp_path, regist
     assert "cannot load the model" in decision.reason and "on_unscorable_champion: keep" in decision.reason
     assert (model / "default.json").read_text() == default_before  # the registry's default is unchanged
     assert LocalModelRegistry(model.parent).versions(MODEL) == ["1", "2"]  # today's model kept as a version
-    console = capsys.readouterr().out
-    assert f"{CONSOLE_WARNING}model {MODEL}, champion version {decision.champion_version}: champion could not be " \
-           "scored (cannot load the model" in console
-    assert any(record.levelno == logging.WARNING and "champion could not be scored" in record.getMessage()
-               for record in caplog.records)
+    assert any(record.levelno == logging.WARNING and record.getMessage().startswith(
+        f"model {MODEL}, champion version {decision.champion_version}: champion could not be scored (cannot load the "
+        "model") for record in caplog.records)
     for section in (promotion_markdown(decision), promotion_html(decision)):
         assert "Warning: champion could not be scored (cannot load the model" in section
         assert f"Repair or replace the default version ({decision.champion_version}) in the registry" in section

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import socket
 import threading
@@ -13,6 +14,7 @@ import time
 
 import pytest
 
+from components.log_records import record_from_line
 from components.serving import server as serving_server
 from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
@@ -181,12 +183,22 @@ def test_non_finite_non_numeric_and_unbounded_limits_are_refused_naming_the_vari
         ServingLimits.from_environment({variable: value})
 
 
-def test_the_server_refuses_to_start_with_an_infinite_read_timeout(monkeypatch, tmp_path, capsys):
+@pytest.fixture()
+def server_log(capsys):
+    """`server_log()`: the records `serving_server.main()` wrote as JSON lines on stderr (its logging undone)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield lambda: [record for record in map(record_from_line, capsys.readouterr().err.splitlines()) if record]
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_the_server_refuses_to_start_with_an_infinite_read_timeout(monkeypatch, tmp_path, server_log):
     monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path))
     monkeypatch.setenv("ADRANK_READ_TIMEOUT_SECONDS", "inf")
     assert serving_server.main() == 2
-    out = capsys.readouterr().out
-    assert out.strip().count("\n") == 0 and "ADRANK_READ_TIMEOUT_SECONDS='inf': not finite" in out
+    (record,) = server_log()
+    assert record.levelno == logging.ERROR and "ADRANK_READ_TIMEOUT_SECONDS='inf': not finite" in record.getMessage()
 
 
 @pytest.mark.parametrize("raw", [
@@ -401,16 +413,16 @@ def test_an_http_client_sees_a_bad_request_as_one_json_line(vertex_server):
     assert call(vertex_server + "/v1/predict")[0] == 405
 
 
-def test_the_server_names_a_missing_model_in_one_line(monkeypatch, tmp_path, capsys):
+def test_the_server_names_a_missing_model_in_one_line(monkeypatch, tmp_path, server_log):
     monkeypatch.delenv("AIP_STORAGE_URI", raising=False)
     assert serving_server.main() == 2
-    assert capsys.readouterr().out.strip() == (
-        "serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
+    assert [(r.levelno, r.getMessage()) for r in server_log()] == [
+        (logging.ERROR, "serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")]
     monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path / "no-model"))
     assert serving_server.main() == 2
-    out = capsys.readouterr().out.strip()
-    assert out.startswith(f"serving: cannot load the model at AIP_STORAGE_URI={tmp_path / 'no-model'}: ")
-    assert "\n" not in out
+    (record,) = server_log()
+    assert record.getMessage().startswith(f"serving: cannot load the model at AIP_STORAGE_URI={tmp_path / 'no-model'}: ")
+    assert "\n" not in record.getMessage()
 
 
 def test_a_client_resetting_mid_request_is_one_log_line(server, capsys):

@@ -1,0 +1,127 @@
+"""What the person running `adrank` sees of log records: one handler on the root logger, writing to stderr.
+
+    level    what shows                                   set by
+    DEBUG    adrank's debug records, other libraries'     adrank -v
+             INFO records
+    INFO     adrank's progress and info records           (default)
+    WARNING  warnings and errors only                     adrank --quiet, `adrank run --quiet`, ADRANK_QUIET=1
+
+Other libraries (TensorFlow, Beam, kfp, google-cloud) show their WARNING records and above at the default level,
+and within a step (whose libraries warn about performance at every run: tf.Transform, Beam's workers) their ERROR
+records and above; -v lowers both one level. The step's log file keeps every record.
+A record is rendered by its level and its structured fields (`components.log_records`), never by its text:
+
+    adrank: resumed from checkpoint step 40           INFO, in this process
+    adrank warning: feature 'ip' is absent from …     WARNING
+    adrank run: error: config.yaml: no such file      ERROR with a `command` field (the CLI's own errors)
+          impressions: read 12,000 records            INFO of a step (a `step` field, set by the engine that
+      ! feature 'ip' is absent from 100.0% of …       WARNING of a step   read the step's JSON line) under "▶ step"
+
+The level also goes to the steps through `ADRANK_LOG_LEVEL` in the environment they inherit, so a quiet run's
+steps do not even write their progress records.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator, TextIO
+
+from components.log_records import LEVEL_ENV, level_from_environment, record_fields
+from components.progress import progress_quiet
+
+ADRANK_PACKAGES = ("configs", "components", "pipelines", "ops")
+STEP_INDENT = "      "
+
+
+def console_level(verbose: bool = False, quiet: bool = False) -> int:
+    """-v: DEBUG; --quiet: WARNING; else `ADRANK_LOG_LEVEL` when set, WARNING when `ADRANK_QUIET` is, INFO."""
+    if verbose:
+        return logging.DEBUG
+    if quiet:
+        return logging.WARNING
+    if os.environ.get(LEVEL_ENV, "").strip():
+        return level_from_environment()
+    return logging.WARNING if progress_quiet() else logging.INFO
+
+
+def from_adrank(record: logging.LogRecord) -> bool:
+    """Whether the record comes from adrank's own code (one of its four top-level packages)."""
+    return record.name.split(".", 1)[0] in ADRANK_PACKAGES
+
+
+class ConsoleFilter(logging.Filter):
+    """adrank's records at `level` and above; other libraries' at WARNING and above (INFO with -v), and within a
+    step at ERROR and above (WARNING with -v)."""
+
+    def __init__(self, level: int):
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "step", None) is not None:
+            return False  # read from a step's output by the engine: `adrank run`'s console renders it under the step
+        if from_adrank(record):
+            return record.levelno >= self.level
+        verbose = self.level <= logging.DEBUG
+        if record_fields(record).get("step"):
+            return record.levelno >= (logging.WARNING if verbose else logging.ERROR)
+        return record.levelno >= (logging.INFO if verbose else logging.WARNING)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """A record as a line for a person (see the module docstring); a traceback, when there is one, below it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        values = record_fields(record)
+        message = record.getMessage()
+        if values.get("step"):
+            text = f"  ! {message}" if record.levelno >= logging.WARNING else f"{STEP_INDENT}{message}"
+        else:
+            text = f"{_prefix(record, values)}{message}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def _prefix(record: logging.LogRecord, values: dict) -> str:
+    """`adrank: `, `adrank warning: `, `adrank error: ` (`adrank run: error: ` with a `command` field)."""
+    command = f"adrank {values['command']}:" if values.get("command") else "adrank"
+    if record.levelno >= logging.ERROR:
+        return f"{command} error: "
+    if record.levelno >= logging.WARNING:
+        return f"{command} warning: "
+    if record.levelno >= logging.INFO:
+        return f"{command}: "
+    return f"{command} debug: {record.name}: "
+
+
+def console_handler(level: int, stream: TextIO | None = None) -> logging.Handler:
+    """The handler: `stream` (this process's stderr when the handler is made), the filter and the formatter."""
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.addFilter(ConsoleFilter(level))
+    handler.setFormatter(ConsoleFormatter())
+    return handler
+
+
+@contextmanager
+def console_logging(level: int, stream: TextIO | None = None) -> Iterator[logging.Handler]:
+    """For the length of the block: the console handler on the root logger at `level`, and `ADRANK_LOG_LEVEL`
+    set for the steps it starts; the root logger and the environment as they were afterwards."""
+    root = logging.getLogger()
+    handler = console_handler(level, stream)
+    saved_level, saved_environment = root.level, os.environ.get(LEVEL_ENV)
+    root.addHandler(handler)
+    root.setLevel(level)
+    os.environ[LEVEL_ENV] = logging.getLevelName(level)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved_level)
+        if saved_environment is None:
+            os.environ.pop(LEVEL_ENV, None)
+        else:
+            os.environ[LEVEL_ENV] = saved_environment
