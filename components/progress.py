@@ -14,10 +14,6 @@ from typing import Any
 
 from components.log_records import fields
 
-# The pre-logging console's words, read only by the kfp.local console of ops/local_dag.py (and its tests) until it
-# renders records; no adrank code writes them any more.
-PROGRESS_PREFIX = "adrank progress: "
-CONSOLE_WARNING = "adrank warning: "
 QUIET_ENV = "ADRANK_QUIET"
 
 

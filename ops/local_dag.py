@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Callable, TextIO
 import yaml
 
 from components.log_records import LEVEL_ENV, record_fields
-from components.progress import CONSOLE_WARNING, PROGRESS_PREFIX, QUIET_ENV, format_duration, progress_quiet
+from components.progress import QUIET_ENV, format_duration, progress_quiet
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.promotion_section import promotion_markdown, with_promotion_section
 from configs import AdrankConfig, config_hash
@@ -65,7 +65,6 @@ LOCAL_PROJECT, LOCAL_LOCATION = "local", "local"  # what the engine's Vertex pla
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
 _SIGNALS = {128 + 1: "SIGHUP", 128 + 2: "SIGINT", 128 + 15: "SIGTERM"}
 # A step line carrying one of these prefixes is meant for the person running adrank (components.progress)
-CONSOLE_NOTE = "adrank note: "
 
 
 class LocalRunFailed(RuntimeError):
@@ -387,8 +386,7 @@ class RunConsole(TaskEvents):
     reach the terminal. Every line a step prints goes to `log` (pipeline.log) after a `task started:` line.
 
     A step's log records reach the terminal through `logging` (`task_events.read_task_line`), rendered by the
-    handler `running()` installs; a step that still prints `adrank progress: ` / `adrank warning: ` lines
-    (components.progress, our own prefixes) is shown the same way."""
+    handler `running()` installs; the console never reads a step's text."""
 
     def __init__(self, terminal: TextIO, log: TextIO, quiet: bool = False,
                  still_running_seconds: float = STILL_RUNNING_SECONDS, clock: Callable[[], float] = time.monotonic):
@@ -441,13 +439,7 @@ class RunConsole(TaskEvents):
         with self._lock:
             self._log.write(line + "\n")
             self._log.flush()
-        if record is not None:
-            return  # rendered by the handler `running()` installs
-        if PROGRESS_PREFIX in line:
-            self.say(f"      {line.split(PROGRESS_PREFIX, 1)[1]}")
-        for prefix in (CONSOLE_WARNING, CONSOLE_NOTE):
-            if prefix in line:
-                self.say(f"  ! {line.split(prefix, 1)[1]}", progress=False)
+        # A log record is rendered by the handler `running()` installs; any other line stays in the log.
 
     def task_ended(self, record: TaskRecord) -> None:
         with self._lock:

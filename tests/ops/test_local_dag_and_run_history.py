@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from components.log_records import record_from_line
 from configs import load_config
 from ops.local_dag import RunConsole, RunIdError, create_run_dir
 from ops.run_history import format_run, format_runs_table, list_runs
@@ -128,25 +129,24 @@ def _json_record(message: str, level: str = "INFO", **fields) -> str:
 
 
 def test_a_step_warning_reaches_the_console_and_the_log():
-    from components.progress import CONSOLE_WARNING
-
+    warning = _json_record("feature 'ip' is absent from 100.0% of examples", "WARNING")
     console, terminal, log = _console()
-    _start(console, "preprocess-step", "preprocess")
-    _say(console, "preprocess-step", "preprocess", "lots of Beam chatter")
-    _say(console, "preprocess-step", "preprocess", f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples")
+    with console.running():
+        _start(console, "preprocess-step", "preprocess")
+        _say(console, "preprocess-step", "preprocess", "lots of Beam chatter")
+        _say(console, "preprocess-step", "preprocess", "adrank warning: a line that merely looks like a warning")
+        _say(console, "preprocess-step", "preprocess", warning)
     assert terminal.getvalue() == "  ▶ preprocess\n  ! feature 'ip' is absent from 100.0% of examples\n"
     assert log.getvalue().splitlines() == ["task started: preprocess-step (preprocess)", "lots of Beam chatter",
-                                           f"{CONSOLE_WARNING}feature 'ip' is absent from 100.0% of examples"]
+                                           "adrank warning: a line that merely looks like a warning", warning]
 
 
 def test_the_console_shows_each_step_its_progress_and_how_long_it_took():
-    from components.progress import PROGRESS_PREFIX
-
     clock = _FakeClock()
     console, terminal, _ = _console(clock=clock)
     with console.running():
         _start(console, "preprocess-step", "preprocess")
-        _say(console, "preprocess-step", "preprocess", f"    {PROGRESS_PREFIX}impressions: read 60,000 records")
+        _say(console, "preprocess-step", "preprocess", "    " + _json_record("impressions: read 60,000 records"))
         _say(console, "preprocess-step", "preprocess", _json_record("train split: 4,000 examples", progress=True))
         _say(console, "preprocess-step", "preprocess", _json_record("3 rows dropped", "WARNING"))
         _say(console, "preprocess-step", "preprocess", _json_record("detail", "DEBUG"))
@@ -162,8 +162,6 @@ def test_the_console_shows_each_step_its_progress_and_how_long_it_took():
 
 
 def test_a_silent_step_is_reported_as_still_running_with_its_time_so_far():
-    from components.progress import PROGRESS_PREFIX
-
     clock = _FakeClock()
     console, terminal, _ = _console(clock=clock)
     console.still_running()  # no step yet
@@ -172,7 +170,7 @@ def test_a_silent_step_is_reported_as_still_running_with_its_time_so_far():
     console.still_running()  # the terminal spoke 30 s ago: nothing to add
     clock.now += 100
     console.still_running()
-    _say(console, "train-step", "train · cpu · run 1", f"{PROGRESS_PREFIX}epoch 1/3  step 10/90")
+    console.render(record_from_line(_json_record("epoch 1/3  step 10/90", progress=True)))
     clock.now += 59
     console.still_running()  # the progress line was 59 s ago
     assert terminal.getvalue().splitlines() == [
@@ -185,15 +183,13 @@ def test_a_silent_step_is_reported_as_still_running_with_its_time_so_far():
 
 
 def test_quiet_keeps_warnings_and_failures_and_drops_progress():
-    from components.progress import CONSOLE_WARNING, PROGRESS_PREFIX
-
     clock = _FakeClock()
     console, terminal, _ = _console(quiet=True, clock=clock)
     with console.running():
         _start(console, "preprocess-step", "preprocess")
-        _say(console, "preprocess-step", "preprocess", f"{PROGRESS_PREFIX}impressions: read 60,000 records")
+        _say(console, "preprocess-step", "preprocess", _json_record("impressions: read 60,000 records"))
         _say(console, "preprocess-step", "preprocess", _json_record("read 3 files", progress=True))
-        _say(console, "preprocess-step", "preprocess", f"{CONSOLE_WARNING}feature 'ip' is absent")
+        _say(console, "preprocess-step", "preprocess", _json_record("feature 'ip' is absent", "WARNING"))
         clock.now += 500
         console.still_running()
         console.task_ended(_task("preprocess-step", "preprocess", "succeeded"))
