@@ -89,25 +89,8 @@ def train(
 
     calibrators, calibration_skipped = fit_calibrators(model, manifest, examples_dir, resolved.training)
     task_metrics = evaluate(model, manifest, examples_dir, resolved.training, calibrators)
-    export_dir = Path(model_dir) / SAVED_MODEL_DIR
-    # A TPU or parameter-server run exports the same model rebuilt on this host, its tables read back through the
-    # embedding interface (from the TPU embedding layer; from the ps tasks, whole however TensorFlow split them).
-    rebuilt = runtime.is_tpu or runtime.is_parameter_server
-    servable = servable_copy(model, runtime.strategy, manifest) if rebuilt else model
-    export_serving_model(servable, manifest, examples_dir, export_dir, calibrators)
-    write_warm_start_state(servable, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
-                           export_dir)
-    exported_uri = str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
-
-    curve = list(fit_result.curve)
-    # The curve follows the model's own output epoch by epoch: before the calibration step, if there is one.
-    eval_logloss = float(np.mean([m.logloss if m.uncalibrated_logloss is None else m.uncalibrated_logloss
-                                  for m in task_metrics.values()]))
-    if curve:
-        last_epoch = curve[-1].epoch if curve[-1].epoch is not None else resolved.training.epochs
-        curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss, "epoch": last_epoch})
-    if fit_result.tensorboard is not None and curve:
-        fit_result.tensorboard.write_eval(curve[-1].step, eval_logloss)
+    exported_uri = export_run_model(model, runtime, manifest, examples_dir, model_dir, model_uri, calibrators)
+    curve = curve_with_final_eval(fit_result, task_metrics, resolved.training.epochs)
     return RunSummary(
         target=resolved.target.name,
         target_kind=resolved.target.kind,
@@ -142,6 +125,37 @@ def train(
         calibration_skipped=calibration_skipped,
         deterministic=resolved.training.deterministic,
     )
+
+
+# -- after the fit ---------------------------------------------------------------------------------
+def export_run_model(model, runtime, manifest: Manifest, examples_dir: str, model_dir: str, model_uri: str | None,
+                     calibrators) -> str:
+    """Export the serving model (and its warm-start state) under `model_dir`; the URI the summary records.
+
+    A TPU or parameter-server run exports the same model rebuilt on this host, its tables read back through the
+    embedding interface (from the TPU embedding layer; from the ps tasks, whole however TensorFlow split them)."""
+    export_dir = Path(model_dir) / SAVED_MODEL_DIR
+    rebuilt = runtime.is_tpu or runtime.is_parameter_server
+    servable = servable_copy(model, runtime.strategy, manifest) if rebuilt else model
+    export_serving_model(servable, manifest, examples_dir, export_dir, calibrators)
+    write_warm_start_state(servable, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
+                           export_dir)
+    return str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
+
+
+def curve_with_final_eval(fit_result, task_metrics: dict, epochs: int) -> list:
+    """The fit's per-epoch curve with the final evaluation's log-loss on its last point (and in TensorBoard).
+
+    The curve follows the model's own output epoch by epoch: before the calibration step, if there is one."""
+    curve = list(fit_result.curve)
+    eval_logloss = float(np.mean([m.logloss if m.uncalibrated_logloss is None else m.uncalibrated_logloss
+                                  for m in task_metrics.values()]))
+    if curve:
+        last_epoch = curve[-1].epoch if curve[-1].epoch is not None else epochs
+        curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss, "epoch": last_epoch})
+    if fit_result.tensorboard is not None and curve:
+        fit_result.tensorboard.write_eval(curve[-1].step, eval_logloss)
+    return curve
 
 
 # -- set-up ---------------------------------------------------------------------------------------
