@@ -87,7 +87,10 @@ def csv_header(pattern: str, delimiter: str) -> list[str]:
     """Column names from the first line of the first file matching `pattern`."""
     import csv
 
-    first = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)[0]
+    paths = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
+    if not paths:
+        raise FileNotFoundError(f"no log files match {[pattern]}")
+    first = paths[0]
     with FileSystems.open(first) as handle:
         line = handle.readline()
     try:

@@ -35,7 +35,7 @@ def test_each_day_reads_its_own_window(replay):
         end = start + dt.timedelta(days=2 + day["day"] - 1)
         assert day["window_end"] == f"{end}T00:00:00Z"
         assert day["window_start"].startswith(str(end - dt.timedelta(days=2)))
-        manifest = json.loads(next((runs_dir / day["run_id"] / "artifacts").glob("*/preprocess-step/examples/manifest.json")).read_text())
+        manifest = json.loads(next((runs_dir / day["run_id"] / "artifacts").glob("*/*/preprocess-step_*/examples/manifest.json")).read_text())
         assert manifest["window"]["end"].startswith(str(end))
     assert "logs.synthetic.days 3 → 4" in result.stdout  # 2-day lookback + 3 days replayed
 
@@ -115,6 +115,6 @@ def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_
     assert [d["day"] for d in series["days"]] == [1, 2]
     day2 = json.loads((runs_dir / "cut-day2" / "run.json").read_text())
     assert day2["window_end"] == "2026-01-04T00:00:00Z" and day2["attempts"] == 2
-    manifests = sorted((runs_dir / "cut-day2" / "artifacts").glob("*/preprocess-step/examples/manifest.json"))
+    manifests = sorted((runs_dir / "cut-day2" / "artifacts").glob("*/*/preprocess-step_*/examples/manifest.json"))
     assert json.loads(manifests[-1].read_text())["window"]["end"].startswith("2026-01-04")
     assert series["days"][1]["window_end"] == "2026-01-04T00:00:00Z"
