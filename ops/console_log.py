@@ -61,14 +61,23 @@ class ConsoleFilter(logging.Filter):
         self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "step", None) is not None:
-            return False  # read from a step's output by the engine: `adrank run`'s console renders it under the step
         if from_adrank(record):
             return record.levelno >= self.level
         verbose = self.level <= logging.DEBUG
-        if record_fields(record).get("step"):
+        if from_step(record):
             return record.levelno >= (logging.WARNING if verbose else logging.ERROR)
         return record.levelno >= (logging.INFO if verbose else logging.WARNING)
+
+
+def from_step(record: logging.LogRecord) -> bool:
+    """Whether the record was read from a step's output: the engine sets its `step` attribute (`task_events`)."""
+    return getattr(record, "step", None) is not None or bool(record_fields(record).get("step"))
+
+
+def not_read_from_a_step(record: logging.LogRecord) -> bool:
+    """The root handler's part: a record the engine read from a step is `adrank run`'s console's to render, under
+    the running step (`ops.local_dag.RunConsole`), with the same `ConsoleFilter`."""
+    return getattr(record, "step", None) is None
 
 
 class ConsoleFormatter(logging.Formatter):
@@ -101,6 +110,7 @@ def _prefix(record: logging.LogRecord, values: dict) -> str:
 def console_handler(level: int, stream: TextIO | None = None) -> logging.Handler:
     """The handler: `stream` (this process's stderr when the handler is made), the filter and the formatter."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.addFilter(not_read_from_a_step)
     handler.addFilter(ConsoleFilter(level))
     handler.setFormatter(ConsoleFormatter())
     return handler

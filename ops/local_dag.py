@@ -44,6 +44,7 @@ from components.report.promotion_section import promotion_markdown, with_promoti
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
+from ops.console_log import ConsoleFilter, from_step
 from ops.resumed_training import restore_checkpoints
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_history import is_run_id
@@ -483,15 +484,18 @@ class RunConsole(TaskEvents):
 
 
 class _StepRecords(logging.Handler):
-    """Renders the log records the engine read from a step's output (they carry the step's name)."""
+    """Renders the log records the engine read from a step's output (they carry the step's name): adrank's from
+    INFO (DEBUG with -v), other libraries' (TensorFlow, kfp, Beam) only from ERROR (WARNING with -v), as the
+    command line's console does (`ops.console_log.ConsoleFilter`)."""
 
     def __init__(self, console: RunConsole):
         super().__init__(logging.DEBUG)
         self._console = console
+        self.addFilter(from_step)
+        self.addFilter(ConsoleFilter(min(logging.INFO, logging.getLogger().getEffectiveLevel())))
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, "step", None) is not None:
-            self._console.render(record)
+        self._console.render(record)
 
 
 class _Running:

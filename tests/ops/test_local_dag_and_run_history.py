@@ -274,3 +274,18 @@ def test_show_and_compare_read_the_report_summary(tmp_path):
     _record("c").write(tmp_path / "c")
     with pytest.raises(LookupError, match="run c has no summary.json"):
         format_comparison(tmp_path / "a", tmp_path / "c")
+
+
+def test_other_libraries_step_records_show_only_from_error():
+    """TensorFlow's and kfp's INFO records inside a step (SavedModel assets, executor output) stay in the log."""
+    console, terminal, log = _console()
+    noisy = json.dumps({"severity": "INFO", "message": "Assets written to: /x/assets", "logger": "tensorflow",
+                        "time": "t"})
+    failed = json.dumps({"severity": "ERROR", "message": "op failed", "logger": "tensorflow", "time": "t"})
+    with console.running():
+        _start(console, "train-step", "train")
+        _say(console, "train-step", "train", noisy)
+        _say(console, "train-step", "train", _json_record("epoch 1/1", progress=True))
+        _say(console, "train-step", "train", failed)
+    assert terminal.getvalue().splitlines() == ["  ▶ train", "      epoch 1/1", "  ! op failed"]
+    assert noisy in log.getvalue()
