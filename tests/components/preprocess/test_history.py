@@ -147,6 +147,7 @@ def test_a_window_is_checked_against_the_lookback_when_one_is_set():
     assert config.features[9].column_names()[0] == "h_impressions_1h"
 
 
+@pytest.mark.long  # a whole preprocess with history features (~1-3 min); benchmarks/quality.py --history-variants runs it too
 def test_preprocess_writes_history_columns_as_numeric_inputs(tmp_path, config_for, log_writer):
     rows = [{"impression_id": f"imp-{i}", "timestamp": f"2026-01-0{1 + i // 6}T{10 + i % 6:02d}:00:00.000Z",
              "user_id": f"u{i % 2}", "ad_id": "a1"} for i in range(12)]
