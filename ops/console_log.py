@@ -14,8 +14,10 @@ A record is rendered by its level and its structured fields (`components.log_rec
     adrank: resumed from checkpoint step 40           INFO, in this process
     adrank warning: feature 'ip' is absent from …     WARNING
     adrank run: error: config.yaml: no such file      ERROR with a `command` field (the CLI's own errors)
-          impressions: read 12,000 records            INFO of a step (a `step` field, set by the engine that
-      ! feature 'ip' is absent from 100.0% of …       WARNING of a step   read the step's JSON line) under "▶ step"
+          impressions: read 12,000 records            INFO of a step    (a record the engine read from a step's
+      ! feature 'ip' is absent from 100.0% of …       WARNING of a step  JSON line, under "▶ step": its `step`
+                                                                         attribute names the step; rendered by
+                                                                         `ops.local_dag.RunConsole`)
 
 The level also goes to the steps through `ADRANK_LOG_LEVEL` in the environment they inherit, so a quiet run's
 steps do not even write their progress records.
@@ -33,7 +35,6 @@ from components.log_records import LEVEL_ENV, level_from_environment, record_fie
 from components.progress import progress_quiet
 
 ADRANK_PACKAGES = ("configs", "components", "pipelines", "ops")
-STEP_INDENT = "      "
 
 
 def console_level(verbose: bool = False, quiet: bool = False) -> int:
@@ -70,26 +71,23 @@ class ConsoleFilter(logging.Filter):
 
 
 def from_step(record: logging.LogRecord) -> bool:
-    """Whether the record was read from a step's output: the engine sets its `step` attribute (`task_events`)."""
-    return getattr(record, "step", None) is not None or bool(record_fields(record).get("step"))
+    """Whether the record was read from a step's output: the engine sets its `step` attribute to the step's name
+    (`ops.spec_executor.task_events.read_task_line`). A record's structured fields may carry a `step` too (a
+    training step number, in progress records): that is a figure, not where the record came from."""
+    return getattr(record, "step", None) is not None
 
 
 def not_read_from_a_step(record: logging.LogRecord) -> bool:
     """The root handler's part: a record the engine read from a step is `adrank run`'s console's to render, under
     the running step (`ops.local_dag.RunConsole`), with the same `ConsoleFilter`."""
-    return getattr(record, "step", None) is None
+    return not from_step(record)
 
 
 class ConsoleFormatter(logging.Formatter):
     """A record as a line for a person (see the module docstring); a traceback, when there is one, below it."""
 
     def format(self, record: logging.LogRecord) -> str:
-        values = record_fields(record)
-        message = record.getMessage()
-        if values.get("step"):
-            text = f"  ! {message}" if record.levelno >= logging.WARNING else f"{STEP_INDENT}{message}"
-        else:
-            text = f"{_prefix(record, values)}{message}"
+        text = f"{_prefix(record, record_fields(record))}{record.getMessage()}"
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text

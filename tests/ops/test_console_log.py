@@ -7,14 +7,17 @@ import argparse
 import io
 import logging
 import os
+import sys
 import types
 
 import pytest
 
-from components.log_records import LEVEL_ENV, JsonLineFormatter, fields, record_from_line
+from components.log_records import LEVEL_ENV, JsonLineFormatter, fields
 from components.progress import QUIET_ENV, progress
 from ops import cli
 from ops.console_log import console_level, console_logging
+from ops.local_dag import RunConsole
+from ops.spec_executor.task_events import read_task_line
 
 SEEN: dict[str, object] = {}
 
@@ -27,20 +30,21 @@ def _step_line(level: int, message: str, logger: str = "components.preprocess.ru
 
 
 def _say(args: argparse.Namespace) -> int:
-    """A command that logs one record of each kind and hands on two step lines as the engine does."""
+    """A command that logs one record of each kind and hands three step lines to the engine's reader, rendered by
+    `adrank run`'s console as during a run."""
     SEEN.update(level_env=os.environ.get(LEVEL_ENV), quiet=getattr(args, "quiet", None))
     log = logging.getLogger("ops.commands.say")
     log.debug("checked 3 files")
     log.info("resumed from checkpoint step 40")
     log.warning("shuffle buffer holds 3% of the train split")
     logging.getLogger("tensorflow").info("a library's chatter")
-    for line in (_step_line(logging.INFO, "impressions: read 12,000 records", **progress(records=12_000)),
-                 _step_line(logging.WARNING, "feature 'ip' is absent from 100.0% of examples"),
-                 _step_line(logging.WARNING, "You are passing instance dicts to TFT", logger="absl")):
-        record = record_from_line(line)
-        assert record is not None
-        setattr(record, "adrank", {**getattr(record, "adrank", {}), "step": "preprocess"})  # the engine's field
-        logging.getLogger(record.name).handle(record)
+    console = RunConsole(sys.stderr, io.StringIO(), quiet=logging.getLogger().getEffectiveLevel() > logging.INFO)
+    with console.running():
+        for line in (_step_line(logging.INFO, "impressions: read 12,000 records", **progress(records=12_000)),
+                     _step_line(logging.INFO, "epoch 1/2  step 40/80", step=40),  # `step` here: a figure
+                     _step_line(logging.WARNING, "feature 'ip' is absent from 100.0% of examples"),
+                     _step_line(logging.WARNING, "You are passing instance dicts to TFT", logger="absl")):
+            read_task_line(console, "root/preprocess", "preprocess", line)
     return 0
 
 
@@ -73,6 +77,7 @@ def test_the_default_level_shows_info_and_progress_under_the_running_step(adrank
         "adrank: resumed from checkpoint step 40",
         "adrank warning: shuffle buffer holds 3% of the train split",
         "      impressions: read 12,000 records",
+        "      epoch 1/2  step 40/80",
         "  ! feature 'ip' is absent from 100.0% of examples",
     ]
     assert SEEN["level_env"] == "INFO"  # the steps this command starts log at the same level
