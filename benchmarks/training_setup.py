@@ -6,6 +6,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class TrainingBench:
     resolved: ResolvedTarget
     batch: int
     steps: int
+    args: argparse.Namespace
 
     def real_dataset(self, cache: bool = False):
         """The train split as a run reads it (blocks when the examples have them); `cache`: decoded blocks kept."""
@@ -40,12 +42,15 @@ class TrainingBench:
                             cache=cache)
 
 
-def training_bench(description: str) -> TrainingBench:
-    """Parse `--examples DIR --steps N`; without DIR, write 45k synthetic transformed examples (blocks and
-    tf.Examples) to a temp dir."""
+def training_bench(description: str,
+                   more_arguments: Callable[[argparse.ArgumentParser], object] | None = None) -> TrainingBench:
+    """Parse `--examples DIR --steps N` (and what `more_arguments` adds; all of them in `args`); without DIR, write
+    45k synthetic transformed examples (blocks and tf.Examples) to a temp dir."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--examples", help="preprocess output directory (with manifest.json)")
     parser.add_argument("--steps", type=int, default=400)
+    if more_arguments is not None:
+        more_arguments(parser)
     args = parser.parse_args()
     examples = args.examples
     if examples is None:
@@ -56,7 +61,8 @@ def training_bench(description: str) -> TrainingBench:
         write_transformed_examples(examples, train=45_000, eval=1024, shards=4, block_examples=512)
     config = load_config(None)
     resolved = resolve_target(config.model, config.training, config.target("cpu"))
-    return TrainingBench(examples, Manifest.read(examples), resolved, resolved.training.global_batch_size, args.steps)
+    return TrainingBench(examples, Manifest.read(examples), resolved, resolved.training.global_batch_size, args.steps,
+                         args)
 
 
 def examples_per_second(model, data, steps: int, batch: int) -> float:
