@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from components.preprocess.manifest import Manifest  # noqa: E402
+from components.train.callbacks import StepClock  # noqa: E402
 from components.train.input import InputOptions, example_dataset, make_dataset  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.training import ResolvedTarget, resolve_target  # noqa: E402
@@ -66,7 +66,14 @@ def training_bench(description: str,
 
 
 def examples_per_second(model, data, steps: int, batch: int) -> float:
+    """Steady-state examples/s of `steps` steps of `fit` on `data`: from the end of the first execution to the end
+    of the last (`StepClock`). Every `fit` starts a new iterator, whose first batch can take a few hundred ms (a
+    cached split is read and permuted): timing the whole call would count that once-a-run cost in every reading
+    and made the block reader look 3x slower than memory at 200 steps (docs/input.md, "The input stall")."""
     model.fit(data, steps_per_epoch=min(steps, 16), epochs=1, verbose=0)  # trace and warm up
-    start = time.perf_counter()
-    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-    return steps * batch / (time.perf_counter() - start)
+    clock = StepClock()
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[clock])
+    steps_per_second = clock.steady_steps_per_second()
+    if steps_per_second is None:
+        raise ValueError(f"{steps} steps are too few to time after the first execution")
+    return steps_per_second * batch
