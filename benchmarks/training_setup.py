@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from components.preprocess.manifest import Manifest  # noqa: E402
+from components.train.callbacks import StepClock  # noqa: E402
 from components.train.input import InputOptions, example_dataset, make_dataset  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.training import ResolvedTarget, resolve_target  # noqa: E402
@@ -25,6 +26,7 @@ class TrainingBench:
     resolved: ResolvedTarget
     batch: int
     steps: int
+    args: argparse.Namespace
 
     def real_dataset(self, cache: bool = False):
         """The train split as a run reads it (blocks when the examples have them); `cache`: decoded blocks kept."""
@@ -40,12 +42,15 @@ class TrainingBench:
                             cache=cache)
 
 
-def training_bench(description: str) -> TrainingBench:
-    """Parse `--examples DIR --steps N`; without DIR, write 45k synthetic transformed examples (blocks and
-    tf.Examples) to a temp dir."""
+def training_bench(description: str,
+                   more_arguments: Callable[[argparse.ArgumentParser], object] | None = None) -> TrainingBench:
+    """Parse `--examples DIR --steps N` (and what `more_arguments` adds; all of them in `args`); without DIR, write
+    45k synthetic transformed examples (blocks and tf.Examples) to a temp dir."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--examples", help="preprocess output directory (with manifest.json)")
     parser.add_argument("--steps", type=int, default=400)
+    if more_arguments is not None:
+        more_arguments(parser)
     args = parser.parse_args()
     examples = args.examples
     if examples is None:
@@ -56,11 +61,19 @@ def training_bench(description: str) -> TrainingBench:
         write_transformed_examples(examples, train=45_000, eval=1024, shards=4, block_examples=512)
     config = load_config(None)
     resolved = resolve_target(config.model, config.training, config.target("cpu"))
-    return TrainingBench(examples, Manifest.read(examples), resolved, resolved.training.global_batch_size, args.steps)
+    return TrainingBench(examples, Manifest.read(examples), resolved, resolved.training.global_batch_size, args.steps,
+                         args)
 
 
 def examples_per_second(model, data, steps: int, batch: int) -> float:
+    """Steady-state examples/s of `steps` steps of `fit` on `data`: from the end of the first execution to the end
+    of the last (`StepClock`). Every `fit` starts a new iterator, whose first batch can take a few hundred ms (a
+    cached split is read and permuted): timing the whole call would count that once-a-run cost in every reading
+    and made the block reader look 3x slower than memory at 200 steps (docs/input.md, "The input stall")."""
     model.fit(data, steps_per_epoch=min(steps, 16), epochs=1, verbose=0)  # trace and warm up
-    start = time.perf_counter()
-    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-    return steps * batch / (time.perf_counter() - start)
+    clock = StepClock()
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[clock])
+    steps_per_second = clock.steady_steps_per_second()
+    if steps_per_second is None:
+        raise ValueError(f"{steps} steps are too few to time after the first execution")
+    return steps_per_second * batch

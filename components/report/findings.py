@@ -43,14 +43,14 @@ INPUT_BOUND_STALL = 0.10
 
 
 def input_bound(target: TargetSummary) -> str | None:
-    """A sentence when the target's steps spent more than `INPUT_BOUND_STALL` of their time waiting for input: by
+    """A sentence when the target's input cost more than `INPUT_BOUND_STALL` of its step time: by
     how much, what its input pipeline delivers alone against what its step consumes, and only the fixes that
     those two figures support (components/train/input_capacity.py)."""
     stall, name = target.input_stall_mean, target.name
     if stall is None or stall <= INPUT_BOUND_STALL:
         return None
-    line = (f"{name} is input-bound: {stall:.1%} of its step time went to waiting for the next batch (above "
-            f"{INPUT_BOUND_STALL:.0%})")
+    line = (f"{name} is input-bound: {stall:.1%} of its step time went to its input, i.e. the same steps fed from "
+            f"memory ran that much faster (above {INPUT_BOUND_STALL:.0%})")
     supply, demand = target.input_examples_per_second_mean, target.step_examples_per_second_mean
     if supply is None or demand is None:
         return line + ("; its input capacity was not measured (training.input_capacity_seconds is 0), so the "

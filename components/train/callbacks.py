@@ -228,81 +228,10 @@ class TrainingProgress(keras.callbacks.Callback):
         return int(self.model.optimizer.iterations.numpy())
 
 
-class InputStallMeter(keras.callbacks.Callback):
-    """The share of step time spent waiting for input, measured inside the training function on every step.
-
-    `wrap(train_step)` times each step with `tf.timestamp()`: the step starts once its batch has arrived and
-    ends after its variable updates. The gap between one step's end and the next one's start is time spent
-    in `next(iterator)` (waiting for tf.data); before every execution of the train function the clock is set
-    to "now", so time Keras spends between executions (callbacks, checkpoints, evaluation) is not counted.
-    The first execution (tracing, filling the shuffle buffer) is left out, as for the step clock.
-
-        input_stall_fraction = Σ waits / (Σ waits + Σ step compute)   ∈ [0, 1]
-
-    The variables are plain (created outside any strategy scope) and are only read from the host. Under op
-    determinism (`training.deterministic`, the default), which refuses `tf.timestamp`, pass `host_clock=True`:
-    the stamps then come from the host clock through `tf.py_function` (`step_clock`), a few microseconds a step.
-    Not for TPU (no kernel for either): those runs record no stall figure.
-    """
-
-    def __init__(self, host_clock: bool = False):
-        super().__init__()
-        self.host_clock = host_clock
-        self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="input_wait_seconds")
-        self.computed = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="step_compute_seconds")
-        self.last_end = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="last_step_end")
-        self.steps = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="timed_steps")
-        self.executions = 0
-
-    def wrap(self, train_step: Callable, model: keras.Model) -> Callable:
-        """`train_step` timed; `model`'s optimizer step counter orders the end stamp after the updates."""
-
-        def timed_train_step(data):
-            with tf.control_dependencies(tf.nest.flatten(data)):
-                started = step_clock(self.host_clock)
-            self.waited.assign_add(tf.maximum(started - self.last_end, 0.0))
-            logs = train_step(data)
-            with tf.control_dependencies(tf.nest.flatten(logs) + [model.optimizer.iterations.value]):
-                ended = step_clock(self.host_clock)
-            self.computed.assign_add(ended - started)
-            self.steps.assign_add(1.0)
-            self.last_end.assign(ended)
-            return logs
-
-        return timed_train_step
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.last_end.assign(time.time())
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.executions += 1
-        if self.executions == 1:  # warm-up excluded
-            self.waited.assign(0.0)
-            self.computed.assign(0.0)
-            self.steps.assign(0.0)
-
-    def input_stall_fraction(self) -> float | None:
-        return stall_fraction(float(self.waited.numpy()), float(self.computed.numpy()))
-
-    def step_seconds(self) -> tuple[float, float]:
-        """(timed steps, seconds of step compute) after the warm-up: the step's own rate without waits. With
-        several replicas both count once per replica, so their ratio is still one step's compute time."""
-        return float(self.steps.numpy()), float(self.computed.numpy())
-
-
-def step_clock(host_clock: bool) -> tf.Tensor:
-    """Seconds since the epoch as a float64 tensor, stamped when the op runs: `tf.timestamp`, or with
-    `host_clock` (under op determinism, which refuses `tf.timestamp`) the host clock through `tf.py_function`.
-    Both read the same wall clock as `time.time()`."""
-    if host_clock:
-        stamp = tf.py_function(time.time, [], tf.float64)
-        stamp.set_shape([])
-        return stamp
-    return tf.timestamp()
-
-
 def stall_fraction(waited_seconds: float, computed_seconds: float) -> float | None:
-    """waits / (waits + compute), clipped into [0, 1]; None when nothing was measured."""
+    """waits / (waits + compute), clipped into [0, 1]; None when nothing was measured. (The parameter-server loop's
+    stall, stamped by the workers around `next(iterator)`; the synchronous loop's is
+    `components.train.input_capacity.input_stall_fraction`.)"""
     total = waited_seconds + computed_seconds
     if total <= 0 or not math.isfinite(total):
         return None

@@ -22,7 +22,6 @@ import tensorflow as tf
 from components.preprocess.manifest import Manifest
 from components.train.callbacks import (
     EpochEvaluation,
-    InputStallMeter,
     LossCurve,
     SaveCheckpoint,
     StepClock,
@@ -32,7 +31,13 @@ from components.train.callbacks import (
 )
 from components.train.export import tft_output_dir
 from components.train.input import CachePlan, InputOptions, cache_plan, make_dataset
-from components.train.input_capacity import input_examples_per_second, step_examples_per_second
+from components.train.input_capacity import (
+    ExecutionClock,
+    input_examples_per_second,
+    input_stall_fraction,
+    memory_fed_times,
+    step_examples_per_second,
+)
 from components.train.models import RankingModel, build_model
 from components.train.optimization import make_optimizers, tpu_embedding_optimizer
 from components.train.predictions import EvalSplit
@@ -240,15 +245,15 @@ def fit_synchronous(
     options = train_input_options(training, seed, cache.cache)
     train_data = make_dataset(examples_dir, manifest, "train", options)
     # measured on a dataset of its own: a shuffle's reshuffle seeds (and a cache) belong to the dataset object,
-    # so reading the training one for a fixed time would change the order the run then trains on
+    # so reading the training one for a fixed time would change the order the run then trains on; the batches it
+    # holds feed the step from memory after training (the step's rate and the input stall)
+    held: list = []
     input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
-                                           training.global_batch_size, training.input_capacity_seconds)
+                                           training.global_batch_size, training.input_capacity_seconds, held)
     sample_features, _ = next(iter(train_data.take(1)))
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
     steps_per_execution = plan.steps_per_execution if runtime.replicas == 1 or runtime.is_tpu else 1
-    # its variables stay outside the strategy scope; no TPU kernel for its clock (callbacks.step_clock)
-    stall = None if runtime.is_tpu else InputStallMeter(host_clock=training.deterministic)
     with runtime.strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
         manager = checkpoint_manager(model, model_dir)
@@ -273,9 +278,8 @@ def fit_synchronous(
     callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size))
     if tensorboard is not None:
         callbacks.append(tensorboard)
-    if stall is not None:
-        model.train_step = stall.wrap(model.train_step, model)  # type: ignore[method-assign]  # timed per step
-        callbacks.append(stall)
+    # the host's clock around every train-function call (input_capacity.py); not on TPU (untried there)
+    execution_clock = None if runtime.is_tpu or not held else ExecutionClock(model)
 
     if done_steps < plan.total_steps:
         model.fit(
@@ -288,17 +292,24 @@ def fit_synchronous(
         )
     steps_per_second = clock.steady_steps_per_second()
     examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
-    step_rate = None
-    if stall is not None:
-        timed_steps, computed_seconds = stall.step_seconds()
-        step_rate = step_examples_per_second(timed_steps, training.global_batch_size, computed_seconds)
+    step_rate, stall = None, None
+    if execution_clock is not None and execution_clock.times.steps:
+        run_times = execution_clock.times
+        memory_times = memory_fed_times(model, execution_clock, held, training.input_capacity_seconds,
+                                        run_times.steps)
+        manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()  # as trained
+        if int(model.optimizer.iterations.numpy()) != plan.total_steps:
+            raise RuntimeError(f"the model restored after the memory-fed timing is at step "
+                               f"{int(model.optimizer.iterations.numpy())}, not the run's {plan.total_steps}")
+        step_rate = step_examples_per_second(memory_times.steps, training.global_batch_size, memory_times.seconds)
+        stall = input_stall_fraction(run_times, memory_times)
     return model, plan, FitResult(
         curve=[CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=eval_logloss)
                for step, loss, epoch, eval_logloss in curve.points],
         examples_per_second=examples_per_second,
         tensorboard=tensorboard,
         warm_start=warm_start,
-        input_stall_fraction=stall.input_stall_fraction() if stall is not None else None,
+        input_stall_fraction=stall,
         input_examples_per_second=input_rate,
         step_examples_per_second=step_rate,
         input_format=input_format(manifest),

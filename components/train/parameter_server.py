@@ -139,7 +139,7 @@ def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest
             return loss, gradient_norm(gradients, rows_summed=True)
 
         # The worker stamps the time before and after taking its batch and after the step's updates: the
-        # share of step time spent waiting for input (see `callbacks.InputStallMeter`) from the same clock.
+        # share of step time spent waiting for input (waits / (waits + compute), `callbacks.stall_fraction`).
         # (Not under op determinism, which refuses tf.timestamp and whose workers cannot call back into this
         # process's Python clock: the run then records no stall; asynchronous training is not reproducible anyway.)
         if deterministic:

@@ -116,14 +116,17 @@ class RunSummary(Contract):
     train_examples: int
     wall_time_seconds: float
     examples_per_second: float
-    input_stall_fraction: float | None = Field(None, description="share of step time spent waiting for input")
+    input_stall_fraction: float | None = Field(
+        None, description="share of step time the input cost: 1 − (step time fed from memory / the run's step time), "
+        "both by the host clock around the train function (components/train/input_capacity.py; None: not measured)",
+    )
     input_examples_per_second: float | None = Field(
         None, description="what the run's input pipeline delivered alone on this host, read for "
         "training.input_capacity_seconds before training (None: not measured)",
     )
     step_examples_per_second: float | None = Field(
-        None, description="what the training step consumes when it never waits: examples per second of step "
-        "compute, from the stall meter (None: not measured)",
+        None, description="what the training step consumes when it never waits: examples per second of the same "
+        "model's steps fed from batches held in memory, after training (None: not measured)",
     )
     input_format: str | None = Field(None, description="'blocks' or 'tf.Example': the records the trainer read")
     input_cache_bytes: int = Field(0, description="memory the cached decoded train blocks take (0: not cached)")

@@ -49,7 +49,7 @@ def test_mirrored_strategy_over_two_logical_cpus(examples_dir, tmp_path):
     assert summary["hardware"]["replicas"] == 2 and summary["hardware"]["device_count"] == 2
     assert summary["steps"] == 2048 // 256
     assert summary["metrics"]["engagement"]["logloss"] < 0.7
-    assert 0.0 <= summary["input_stall_fraction"] <= 1.0  # stamped by the workers around next(iterator)
+    assert 0.0 <= summary["input_stall_fraction"] <= 1.0  # the host clock around the train function
 
 
 PARAMETER_SERVERS = """

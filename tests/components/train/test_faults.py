@@ -22,7 +22,7 @@ def test_two_runs_with_one_seed_give_identical_logloss_by_default(examples_dir, 
         assert first.metrics[task].auc == second.metrics[task].auc
     assert [p.loss for p in first.curve] == [p.loss for p in second.curve]
     assert first.metrics["engagement"].logloss != other_seed.metrics["engagement"].logloss
-    # op determinism refuses tf.timestamp; the stall meter then stamps steps with the host clock
+    # measured under op determinism too: the stall meter's clock is the host's, around the train function
     assert first.input_stall_fraction is not None and 0.0 <= first.input_stall_fraction <= 1.0
 
 
