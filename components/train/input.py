@@ -39,8 +39,7 @@ import tensorflow as tf
 
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
-
-LABEL_PREFIX = "label_"
+from components.train.packed_batch import LABEL_PREFIX, column_offsets, packed_labels
 log = logging.getLogger(__name__)
 
 
@@ -96,6 +95,9 @@ class InputOptions:
     holdout_fraction: float = 0.0  # > 0: split train examples by a hash of their bytes (calibration slice)
     holdout: str = "exclude"  # "exclude": read the rest; "only": read the held-out slice alone
     cache: bool = False  # blocks: keep the decoded blocks in memory after the first pass (see `cache_plan`)
+    # blocks: features are the batch's two packed matrices (`components.train.packed_batch`), which the model
+    # splits in its graph, instead of one tensor per feature; per-example records ignore it (the model takes both)
+    packed: bool = False
 
 
 class CorruptBlockFile(ValueError):
@@ -335,8 +337,8 @@ def block_dataset(
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
     batches = _full_batches(runs, batch_size, options.drop_remainder)
-    batches = batches.map(_columns_to_features(layout, manifest), num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=True)
+    to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
+    batches = batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data_options = tf.data.Options()
     data_options.deterministic = True
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
@@ -393,7 +395,7 @@ def _holdout_rows(layout: BlockLayout, options: InputOptions) -> Callable[[tf.Te
     if options.holdout_fraction <= 0:
         return None
     cut = int(round(options.holdout_fraction * HOLDOUT_BUCKETS))
-    column = _offsets(layout, "int64")[HOLDOUT_COLUMN][0]
+    column = column_offsets(layout, "int64")[HOLDOUT_COLUMN][0]
 
     def keep(ints):
         held = ints[:, column] < cut
@@ -410,15 +412,6 @@ def _kept(ints, floats, keep):
     return tf.boolean_mask(ints, rows), tf.boolean_mask(floats, rows)
 
 
-def _offsets(layout: BlockLayout, dtype: str) -> dict[str, tuple[int, int]]:
-    """column name → (first column, width) in `dtype`'s matrix."""
-    offsets, start = {}, 0
-    for column in layout.of_dtype(dtype):
-        offsets[column.name] = (start, column.width)
-        start += column.width
-    return offsets
-
-
 def _columns_to_features(layout: BlockLayout, manifest: Manifest):
     """A batch's two matrices → `(features, {task: label[batch, 1]})` shaped as `feature_spec` says.
 
@@ -433,7 +426,7 @@ def _columns_to_features(layout: BlockLayout, manifest: Manifest):
         raise ValueError(f"the block layout has no column for {missing}")
     plans = {}
     for dtype in ("int64", "float32"):
-        offsets = _offsets(layout, dtype)
+        offsets = column_offsets(layout, dtype)
         scalars = [(name, start) for name, (start, width) in offsets.items()
                    if (name in labels or name in spec) and width == 1 and (name in labels or not spec[name].shape)]
         lists = [(name, start, width) for name, (start, width) in offsets.items()
