@@ -40,7 +40,12 @@ import tensorflow as tf
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
 from components.train.packed_batch import LABEL_PREFIX, column_offsets, packed_labels
+
 log = logging.getLogger(__name__)
+# The block files' read buffer: 1 MiB whatever the record size. Reading 4 MiB records (1,000 features) alone, a
+# buffer of one record ran at 61k examples/s per core, 1 MiB at 203k, 64 KiB at 191k, 16 MiB at 38k (one ad-hoc
+# run, load ~6; the reader's figures are benchmarks/input_pipeline.py's).
+READ_BUFFER_BYTES = 2**20
 
 
 def label_key(task: str) -> str:
@@ -281,7 +286,7 @@ def block_dataset(
     keep = _holdout_rows(layout, options)
 
     def records_of(path):  # every file's size was checked against the manifest above
-        records = tf.data.FixedLengthRecordDataset(path, record_bytes, buffer_size=max(record_bytes, 2**20))
+        records = tf.data.FixedLengthRecordDataset(path, record_bytes, buffer_size=READ_BUFFER_BYTES)
         return records.enumerate().map(lambda index, record: (path, index, record))
 
     def decoded_blocks(files_ds: tf.data.Dataset) -> tf.data.Dataset:
@@ -327,12 +332,20 @@ def block_dataset(
             blocks = decoded_blocks(files_ds)
             if window > 1:
                 blocks = blocks.shuffle(window, seed=epoch_seed)
-            windows = blocks.batch(window)
+            windows = blocks.batch(window).prefetch(1)  # the next window is read while this one is permuted
         return windows.enumerate().map(permuted(epoch_seed), num_parallel_calls=tf.data.AUTOTUNE,
                                        deterministic=True)
 
     epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
-    runs = epochs.flat_map(epoch).map(lambda ints, floats: (ints, floats, False))
+    if options.repeat and options.training:
+        # the next epoch is read while this one is consumed (one epoch ahead, in order: an epoch yields at most
+        # `block_length` runs, so the interleave takes every run of one epoch before the next one's)
+        runs_per_epoch = 1 if cached is not None else -(-sum(n for _, n in files) // window)
+        runs = epochs.interleave(epoch, cycle_length=2, block_length=runs_per_epoch, num_parallel_calls=2,
+                                 deterministic=True)
+    else:
+        runs = epochs.flat_map(epoch)
+    runs = runs.map(lambda ints, floats: (ints, floats, False))
     if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
