@@ -2,7 +2,9 @@
 
 Two formats, chosen by the manifest. **Blocks** (what preprocess writes, components/preprocess/block_format.py):
 fixed-length records of `block_examples` examples, one int64 and one float32 matrix each, decoded with one copy
-of the record; the columns become features after batching (one unstack per dtype). **Per-example tf.Examples**
+of the record. With `InputOptions.packed` (training and evaluation) a batch's features are its two matrices,
+which the model splits itself (`components.train.packed_batch`); without it the columns become one tensor per
+feature after batching (one unstack per dtype), as the per-example parse gives them. **Per-example tf.Examples**
 (manifests without blocks: older outputs, hand-written fixtures): parsed as below.
 
 Blocks, training: every epoch, from (run seed, epoch number) alone, the files and (through a buffer of one window)
@@ -10,7 +12,7 @@ the blocks are shuffled, and the examples of each window of blocks are permuted 
 with a stateless seed (epoch seed, window number). A window is the whole split when it is cached, else
 `training.shuffle_buffer` examples' worth of blocks. Batches are sliced from the permuted rows, the rows left over
 from a window opening the next one's first batch, so every batch is full and none is lost between windows or
-epochs. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
+epochs. A repeated training read works one epoch (and one window) ahead of what it hands out. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
 is an error naming the file and the block.
 
 Per-example records: shards are read with a parallel interleave, records parsed in parallel after batching (one vectorized
