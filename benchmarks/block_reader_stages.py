@@ -5,8 +5,8 @@
 Each line adds one stage to the ones above it, as `components.train.input.block_dataset` chains them (uncached:
 files → records → decode (with and without the fingerprint/header check) → block shuffle → window of blocks →
 one permutation gather per window → full batches, by `Dataset.rebatch` (what the reader used before) and
-by slices (what it does now) → feature columns), then the reader itself, uncached and
-cached. Elements are taken inside a `tf.function` (as a training step takes them); "per core" divides by the
+by slices (what it does now) → one tensor per feature (what training read before) or the packed batch (what it
+reads now: the two matrices, the labels cut out)), then the reader itself in both forms, uncached and cached. Elements are taken inside a `tf.function` (as a training step takes them); "per core" divides by the
 cores this process may use. Same examples as `benchmarks/input_pipeline.py`.
 """
 
@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import tensorflow as tf
@@ -26,6 +27,7 @@ from input_pipeline import examples_for, write_examples
 
 from components.preprocess.manifest import BLOCK_HEADER_BYTES
 from components.train import input as reader
+from components.train.packed_batch import packed_labels
 
 
 def examples_per_second(data: tf.data.Dataset, seconds: float, per_call: int = 8) -> float:
@@ -93,9 +95,13 @@ def stages(directory: Path, features: int, batch: int) -> dict[str, tf.data.Data
         "+ full batches (slices)": batches,
         "+ feature columns": batches.map(reader._columns_to_features(layout, manifest),
                                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True),
-        "reader": reader.block_dataset(directory, manifest, "train", options),
-        "reader, cached": reader.block_dataset(directory, manifest, "train", reader.InputOptions(
-            batch, training=True, seed=1, shuffle_buffer=options.shuffle_buffer, repeat=True, cache=True)),
+        "+ packed batch (labels cut)": batches.map(packed_labels(layout, list(manifest.tasks)),
+                                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True),
+        "reader, per feature": reader.block_dataset(directory, manifest, "train", options),
+        "reader, per feature, cached": reader.block_dataset(directory, manifest, "train", replace(options, cache=True)),
+        "reader (packed)": reader.block_dataset(directory, manifest, "train", replace(options, packed=True)),
+        "reader (packed), cached": reader.block_dataset(directory, manifest, "train", replace(
+            options, packed=True, cache=True)),
     }
 
 

@@ -1,30 +1,49 @@
-"""The input pipeline alone (no training): examples/s per host core at 10, 100 and 1,000 features for today's
-per-example tf.Example path, the block format the trainer reads (from the files every epoch, and cached in memory
-after the first as `training.cache` does when the split fits), the other candidates (TensorFlow's own
-`tf.data` save format, Parquet through pyarrow), and the cached-in-memory ceiling, with the ratios to today's path.
+"""Input per host core at 10, 100 and 1,000 features, and the default model's training examples/s fed by each
+input path, in one run.
 
-    .venv/bin/python benchmarks/input_pipeline.py [--features 10 100 1000] [--seconds 4] [--batch 512]
+    .venv/bin/python benchmarks/input_pipeline.py [--features 10 100 1000] [--seconds 3] [--batch 512]
+                                                  [--train-steps 20] [--candidates]
 
-Every path reads the same examples (int64 scalar features + one float label) in training form: shuffled, batched
-to static shapes, repeated; batches are taken inside a `tf.function`, as a training step takes them. "per core" divides by the cores this process may use (`os.sched_getaffinity`): tf.data
-uses all of them. Goal on this machine: blocks ≥ 20x tf.Example per core at 1,000 features.
+**Input alone** (no training), examples/s per host core, every path over the same examples (int64 scalar features
++ one float label) in training form (shuffled, static batches, repeated), batches taken inside a `tf.function`
+as a training step takes them:
+
+    tf.Example            the per-example path: one vectorized `parse_example` per batch
+    blocks                the block reader as training reads it now: packed batches (two matrices), files every epoch
+    blocks, cached        the same with the split cached in memory after the first epoch (`training.cache`)
+    blocks, per feature   the block reader handing one tensor per feature (what training read before)
+    cached                one packed batch served again: the ceiling of a tf.data element stream
+    (--candidates: TensorFlow's `tf.data` save format and Parquet through pyarrow, the formats not chosen)
+
+**Training** (`--train-steps` > 0): the default model (configs/local.yaml's `model`, one embedding table per
+feature) trained by Keras `fit` on this host's CPU, fed by each path, examples/s after a warm-up (a fresh model
+per path). "in memory" is 8 batches of the path held in memory and served again (the ceiling for that form of
+batch): packed (the model splits the matrices in its step) and per feature (it does not), so their ratio is what
+the split inside the model costs the CPU step. On an accelerator the split runs on the device; not measured here.
+
+"per core" divides by the cores this process may use (`os.sched_getaffinity`): tf.data uses all of them.
+Goal (issue 29): blocks ≥ 20x tf.Example per core at 1,000 features.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import keras
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import tensorflow as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from components.preprocess.block_format import (
     block_layout,
@@ -144,40 +163,115 @@ def rate(data: tf.data.Dataset, batch: int, seconds: float, per_call: int = 8) -
     return calls * per_call * batch / (time.perf_counter() - started)
 
 
+def per_feature_ceiling(batches: list) -> tf.data.Dataset:
+    """`batches` (held in memory) served again in turn: what a step can take when input costs nothing."""
+    index = tf.data.Dataset.range(len(batches)).repeat()
+    stacked = tf.nest.map_structure(lambda *t: tf.stack(t), *batches)
+    return index.map(lambda i: tf.nest.map_structure(lambda t: tf.gather(t, i), stacked)).prefetch(tf.data.AUTOTUNE)
+
+
+def input_rates(directory: Path, manifest: Manifest, args, cores: int) -> dict[str, float]:
+    """Examples/s per core of each input path alone."""
+    shuffle = examples_for(len(manifest.features))
+    training = InputOptions(args.batch, training=True, seed=1, shuffle_buffer=shuffle, repeat=True, packed=True)
+    blocks = block_dataset(directory, manifest, "train", training)
+    paths = {
+        "tf.Example": example_dataset(directory, manifest, "train", training),
+        "blocks": blocks,
+        "blocks, cached": block_dataset(directory, manifest, "train", replace(training, cache=True)),
+        "blocks, per feature": block_dataset(directory, manifest, "train", replace(training, packed=False)),
+        "cached": tf.data.Dataset.from_tensors(next(iter(blocks))).repeat(),
+    }
+    if args.candidates:
+        paths["tf.data save"] = saved_dataset(directory, manifest, args.batch)
+        paths["parquet"] = parquet_dataset(directory, manifest, args.batch)
+    return {name: rate(data, args.batch, args.seconds) / cores for name, data in paths.items()}
+
+
+class _SecondEpochClock(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds = time.perf_counter() - self.started
+
+
+def trained_examples_per_second(model, data: tf.data.Dataset, steps: int, batch: int) -> float:
+    """Examples/s of the second of two `fit` epochs of `steps` steps over one iterator of `data` (the first traces
+    the step and fills the reader's buffers; a second `fit` call would start a new iterator and fill them again)."""
+    clock = _SecondEpochClock()
+    model.fit(data, steps_per_epoch=steps, epochs=2, verbose=0, callbacks=[clock])
+    return steps * batch / clock.seconds
+
+
+def training_rates(directory: Path, manifest: Manifest, args) -> dict[str, float]:
+    """The default model's training examples/s fed by each path (a fresh model each), on this host's CPU."""
+    from components.train.loop import compiled_model
+    from components.train.strategy import runtime_for
+    from configs import load_config
+    from configs.training import resolve_target
+
+    config = load_config(None)
+    values = config.training.model_dump() | {"global_batch_size": args.batch}
+    resolved = resolve_target(config.model, type(config.training).model_validate(values), config.target("cpu"))
+    runtime = runtime_for("cpu")
+    training = InputOptions(args.batch, training=True, seed=1, shuffle_buffer=examples_for(len(manifest.features)),
+                            repeat=True, packed=True)
+    blocks = block_dataset(directory, manifest, "train", training)
+    per_feature = block_dataset(directory, manifest, "train", replace(training, packed=False))
+    paths = {
+        "in memory, packed": per_feature_ceiling(list(blocks.take(8))),
+        "in memory, per feature": per_feature_ceiling(list(per_feature.take(8))),
+        "blocks, cached": block_dataset(directory, manifest, "train", replace(training, cache=True)),
+        "blocks": blocks,
+        "blocks, per feature": per_feature,
+        "tf.Example": example_dataset(directory, manifest, "train", training),
+    }
+    sample = next(iter(per_feature))[0]
+    rates = {}
+    for name, data in paths.items():
+        model = compiled_model(resolved, runtime, manifest, sample, 1)
+        rates[name] = trained_examples_per_second(model, data, args.train_steps, args.batch)
+        del model
+        gc.collect()
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--block-examples", type=int, default=512)
+    parser.add_argument("--train-steps", type=int, default=20, help="timed training steps per path; 0: no training")
+    parser.add_argument("--candidates", action="store_true", help="also the formats not chosen (tf.data save, Parquet)")
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
-    print(f"input pipeline alone, batch {args.batch}, {cores} cores; examples/s per core (ratio to tf.Example)")
-    header = ("features", "tf.Example", "blocks", "blocks, cached", "tf.data save", "parquet", "cached",
-              "blocks/tf.Example", "cached blocks/tf.Ex")
-    print("  ".join(f"{h:>16}" for h in header), flush=True)
+    print(f"batch {args.batch}, {cores} cores, load average {_load()} at the start", flush=True)
     for features in args.features:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
             manifest = write_examples(directory, features, examples_for(features), args.block_examples)
-            shuffle = examples_for(features)
-            training = InputOptions(args.batch, training=True, seed=1, shuffle_buffer=shuffle, repeat=True)
-            blocks = block_dataset(directory, manifest, "train", training)
-            cached = tf.data.Dataset.from_tensors(next(iter(blocks))).repeat()
-            paths = {
-                "tf.Example": example_dataset(directory, manifest, "train", training),
-                "blocks": blocks,
-                "blocks, cached": block_dataset(directory, manifest, "train", InputOptions(
-                    args.batch, training=True, seed=1, shuffle_buffer=shuffle, repeat=True, cache=True)),
-                "tf.data save": saved_dataset(directory, manifest, args.batch),
-                "parquet": parquet_dataset(directory, manifest, args.batch),
-                "cached": cached,
-            }
-            per_core = {name: rate(data, args.batch, args.seconds) / cores for name, data in paths.items()}
-        cells = [f"{per_core[name]:>16,.0f}" for name in header[1:-2]]
-        print(f"{features:>16}  " + "  ".join(cells)
-              + f"  {per_core['blocks'] / per_core['tf.Example']:>15.1f}x"
-              + f"  {per_core['blocks, cached'] / per_core['tf.Example']:>15.1f}x", flush=True)
+            alone = input_rates(directory, manifest, args, cores)
+            print(f"\n{features:,} features, input alone, examples/s per core (ratio to tf.Example):", flush=True)
+            for name, value in alone.items():
+                print(f"  {name:>22}: {value:>12,.0f}  ({value / alone['tf.Example']:.1f}x)", flush=True)
+            if args.train_steps > 0:
+                trained = training_rates(directory, manifest, args)
+                print(f"{features:,} features, default model training on this CPU, examples/s "
+                      f"(ratio to its in-memory ceiling; to tf.Example):", flush=True)
+                for name, value in trained.items():
+                    ceiling = trained["in memory, per feature" if "per feature" in name or name == "tf.Example"
+                                      else "in memory, packed"]
+                    print(f"  {name:>22}: {value:>12,.0f}  ({value / ceiling:.2f} of in memory; "
+                          f"{value / trained['tf.Example']:.1f}x tf.Example)", flush=True)
+                split = trained["in memory, packed"] / trained["in memory, per feature"]
+                print(f"  the split inside the model, CPU step from memory: packed {split:.2f}x per feature", flush=True)
+    print(f"\nload average {_load()} at the end")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

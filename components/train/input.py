@@ -2,7 +2,9 @@
 
 Two formats, chosen by the manifest. **Blocks** (what preprocess writes, components/preprocess/block_format.py):
 fixed-length records of `block_examples` examples, one int64 and one float32 matrix each, decoded with one copy
-of the record; the columns become features after batching (one unstack per dtype). **Per-example tf.Examples**
+of the record. With `InputOptions.packed` (training and evaluation) a batch's features are its two matrices,
+which the model splits itself (`components.train.packed_batch`); without it the columns become one tensor per
+feature after batching (one unstack per dtype), as the per-example parse gives them. **Per-example tf.Examples**
 (manifests without blocks: older outputs, hand-written fixtures): parsed as below.
 
 Blocks, training: every epoch, from (run seed, epoch number) alone, the files and (through a buffer of one window)
@@ -10,7 +12,7 @@ the blocks are shuffled, and the examples of each window of blocks are permuted 
 with a stateless seed (epoch seed, window number). A window is the whole split when it is cached, else
 `training.shuffle_buffer` examples' worth of blocks. Batches are sliced from the permuted rows, the rows left over
 from a window opening the next one's first batch, so every batch is full and none is lost between windows or
-epochs. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
+epochs. A repeated training read works one epoch (and one window) ahead of what it hands out. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
 is an error naming the file and the block.
 
 Per-example records: shards are read with a parallel interleave, records parsed in parallel after batching (one vectorized
@@ -39,9 +41,13 @@ import tensorflow as tf
 
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
+from components.train.packed_batch import LABEL_PREFIX, column_offsets, packed_labels
 
-LABEL_PREFIX = "label_"
 log = logging.getLogger(__name__)
+# The block files' read buffer: 1 MiB whatever the record size. Reading 4 MiB records (1,000 features) alone, a
+# buffer of one record ran at 61k examples/s per core, 1 MiB at 203k, 64 KiB at 191k, 16 MiB at 38k (one ad-hoc
+# run, load ~6; the reader's figures are benchmarks/input_pipeline.py's).
+READ_BUFFER_BYTES = 2**20
 
 
 def label_key(task: str) -> str:
@@ -96,6 +102,9 @@ class InputOptions:
     holdout_fraction: float = 0.0  # > 0: split train examples by a hash of their bytes (calibration slice)
     holdout: str = "exclude"  # "exclude": read the rest; "only": read the held-out slice alone
     cache: bool = False  # blocks: keep the decoded blocks in memory after the first pass (see `cache_plan`)
+    # blocks: features are the batch's two packed matrices (`components.train.packed_batch`), which the model
+    # splits in its graph, instead of one tensor per feature; per-example records ignore it (the model takes both)
+    packed: bool = False
 
 
 class CorruptBlockFile(ValueError):
@@ -279,7 +288,7 @@ def block_dataset(
     keep = _holdout_rows(layout, options)
 
     def records_of(path):  # every file's size was checked against the manifest above
-        records = tf.data.FixedLengthRecordDataset(path, record_bytes, buffer_size=max(record_bytes, 2**20))
+        records = tf.data.FixedLengthRecordDataset(path, record_bytes, buffer_size=READ_BUFFER_BYTES)
         return records.enumerate().map(lambda index, record: (path, index, record))
 
     def decoded_blocks(files_ds: tf.data.Dataset) -> tf.data.Dataset:
@@ -325,18 +334,26 @@ def block_dataset(
             blocks = decoded_blocks(files_ds)
             if window > 1:
                 blocks = blocks.shuffle(window, seed=epoch_seed)
-            windows = blocks.batch(window)
+            windows = blocks.batch(window).prefetch(1)  # the next window is read while this one is permuted
         return windows.enumerate().map(permuted(epoch_seed), num_parallel_calls=tf.data.AUTOTUNE,
                                        deterministic=True)
 
     epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
-    runs = epochs.flat_map(epoch).map(lambda ints, floats: (ints, floats, False))
+    if options.repeat and options.training:
+        # the next epoch is read while this one is consumed (one epoch ahead, in order: an epoch yields at most
+        # `block_length` runs, so the interleave takes every run of one epoch before the next one's)
+        runs_per_epoch = 1 if cached is not None else -(-sum(n for _, n in files) // window)
+        runs = epochs.interleave(epoch, cycle_length=2, block_length=runs_per_epoch, num_parallel_calls=2,
+                                 deterministic=True)
+    else:
+        runs = epochs.flat_map(epoch)
+    runs = runs.map(lambda ints, floats: (ints, floats, False))
     if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
     batches = _full_batches(runs, batch_size, options.drop_remainder)
-    batches = batches.map(_columns_to_features(layout, manifest), num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=True)
+    to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
+    batches = batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data_options = tf.data.Options()
     data_options.deterministic = True
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
@@ -393,7 +410,7 @@ def _holdout_rows(layout: BlockLayout, options: InputOptions) -> Callable[[tf.Te
     if options.holdout_fraction <= 0:
         return None
     cut = int(round(options.holdout_fraction * HOLDOUT_BUCKETS))
-    column = _offsets(layout, "int64")[HOLDOUT_COLUMN][0]
+    column = column_offsets(layout, "int64")[HOLDOUT_COLUMN][0]
 
     def keep(ints):
         held = ints[:, column] < cut
@@ -410,15 +427,6 @@ def _kept(ints, floats, keep):
     return tf.boolean_mask(ints, rows), tf.boolean_mask(floats, rows)
 
 
-def _offsets(layout: BlockLayout, dtype: str) -> dict[str, tuple[int, int]]:
-    """column name → (first column, width) in `dtype`'s matrix."""
-    offsets, start = {}, 0
-    for column in layout.of_dtype(dtype):
-        offsets[column.name] = (start, column.width)
-        start += column.width
-    return offsets
-
-
 def _columns_to_features(layout: BlockLayout, manifest: Manifest):
     """A batch's two matrices → `(features, {task: label[batch, 1]})` shaped as `feature_spec` says.
 
@@ -433,7 +441,7 @@ def _columns_to_features(layout: BlockLayout, manifest: Manifest):
         raise ValueError(f"the block layout has no column for {missing}")
     plans = {}
     for dtype in ("int64", "float32"):
-        offsets = _offsets(layout, dtype)
+        offsets = column_offsets(layout, dtype)
         scalars = [(name, start) for name, (start, width) in offsets.items()
                    if (name in labels or name in spec) and width == 1 and (name in labels or not spec[name].shape)]
         lists = [(name, start, width) for name, (start, width) in offsets.items()

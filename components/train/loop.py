@@ -125,7 +125,8 @@ def calibration_holdout(training: TrainingConfig) -> float:
 
 def train_input_options(training: TrainingConfig, seed: int, cache: bool = False) -> InputOptions:
     """The train split as both loops read it: shuffled by the run's seed, full batches, repeated, the
-    calibration slice held out; `cache`: decoded blocks kept in memory after the first epoch (`train_cache`)."""
+    calibration slice held out; `cache`: decoded blocks kept in memory after the first epoch (`train_cache`); from
+    blocks, packed batches."""
     return InputOptions(
         batch_size=training.global_batch_size,
         training=True,
@@ -136,6 +137,7 @@ def train_input_options(training: TrainingConfig, seed: int, cache: bool = False
         repeat=True,
         holdout_fraction=calibration_holdout(training),
         cache=cache,
+        packed=True,  # blocks: the two matrices, split in the model's first step (components.train.packed_batch)
     )
 
 

@@ -1,5 +1,6 @@
 """The model's predictions over a split: (labels, probabilities) per task, in file order, and the eval split's
-mean log-loss that the loop measures after each epoch."""
+mean log-loss that the loop measures after each epoch. From blocks, the model is fed packed batches (it splits
+them itself, `components.train.packed_batch`), as in training."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def predict_split(
         manifest,
         split,
         InputOptions(batch_size=batch_size, training=False, drop_remainder=False, deterministic=True,
-                     holdout_fraction=holdout_fraction, holdout=holdout),
+                     holdout_fraction=holdout_fraction, holdout=holdout, packed=True),
     )
     predict = tf.function(lambda features: model(features, training=False))
     return labels_and_probabilities(data, predict, list(manifest.tasks))
@@ -62,7 +63,7 @@ class EvalSplit:
             manifest,
             "eval",
             InputOptions(batch_size=prediction_batch_size(training), training=False, drop_remainder=False,
-                         deterministic=True),
+                         deterministic=True, packed=True),
         )
         self.tasks = list(manifest.tasks)
         self.predict = tf.function(lambda features: model(features, training=False))

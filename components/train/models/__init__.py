@@ -18,6 +18,7 @@ from components.train.models.dcn import DCN
 from components.train.models.linear import LogisticRegression
 from components.train.models.mlp import MLP
 from components.train.models.ple import CGC, PLE
+from components.train.packed_batch import PackedLayout
 from components.train.table_placement import TablePlacement
 from configs.training import ModelConfig
 
@@ -57,6 +58,7 @@ def build_model(
         numeric_features=[f.name for f in numeric_features(manifest)],
         tasks=list(manifest.tasks),
         prior_logits=prior_logits(manifest) if model.output_bias == "label_rate" else None,
+        packed_layout=PackedLayout.from_manifest(manifest),
         name=model.kind,
     )
     if model.kind == "dcn":

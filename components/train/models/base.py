@@ -1,5 +1,11 @@
 """`RankingModel`: transformed features → x_0 = [embeddings ‖ numeric] → a model body → P(label) per task.
 
+The model takes its features in either form: one tensor per transformed feature (the per-example parse, the
+serving signatures) or a packed batch, the two matrices the block reader hands the training step
+(`components.train.packed_batch`), which its first step splits into the same per-feature tensors with one gather
+and one split per dtype, inside the step's graph (on an accelerator, on the device). The layout of the matrices is
+static, from the manifest, and part of the model's config.
+
 Subclasses implement `body(x0) -> {task: logit[batch, 1]}`; each task's logit is offset by a fixed prior
 log-odds log(r / (1 - r)) of its train positive rate r (`model.output_bias: label_rate`), so an untrained model
 already predicts the base rate instead of 0.5 and training spends no steps pulling the bias there. Training applies two optimizers: a sparse one
@@ -17,6 +23,7 @@ import tensorflow as tf
 
 from components.train.embedding import EmbeddingTables, deserialize_embedding, serialize_embedding
 from components.train.embedding_optimizers import gradient_norm
+from components.train.packed_batch import PackedLayout, is_packed
 from components.train.table_placement import table_shards
 
 
@@ -27,10 +34,14 @@ class RankingModel(keras.Model):
         numeric_features: list[str],
         tasks: list[str],
         prior_logits: dict[str, float] | None = None,
+        packed_layout: PackedLayout | dict | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.prior_logits = {task: float(v) for task, v in (prior_logits or {}).items()}
+        # plain data (no variables): which columns of a packed batch are which feature; None without blocks
+        self.packed_layout = (packed_layout if packed_layout is None or isinstance(packed_layout, PackedLayout)
+                              else PackedLayout.from_config(packed_layout))
         self.embedding = embedding if isinstance(embedding, EmbeddingTables) else deserialize_embedding(embedding)
         self.numeric_features = list(numeric_features)
         self.tasks = list(tasks)
@@ -41,7 +52,17 @@ class RankingModel(keras.Model):
         return self.embedding.feature_configs
 
     # -- forward ---------------------------------------------------------------------------------
+    def features(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """One tensor per transformed feature: `inputs` itself, or a packed batch split by the model's layout."""
+        if not is_packed(inputs):
+            return inputs
+        if self.packed_layout is None:
+            raise ValueError("a packed batch was given to a model built without a block layout (its manifest has "
+                             "no blocks): read the split with InputOptions(packed=False)")
+        return self.packed_layout.split(inputs)
+
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
+        inputs = self.features(inputs)  # first: on TPU the split runs inside the replica step, before the lookup
         ids = {name: inputs[name] for name in self.feature_configs}
         parts = [self.embedding.concatenated(ids)]  # one [batch, Σ dims] block, however the tables are kept
         if self.numeric_features:
@@ -129,6 +150,7 @@ class RankingModel(keras.Model):
             "numeric_features": self.numeric_features,
             "tasks": self.tasks,
             "prior_logits": self.prior_logits,
+            "packed_layout": self.packed_layout.to_config() if self.packed_layout is not None else None,
         }
 
 

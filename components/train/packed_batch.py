@@ -1,0 +1,158 @@
+"""The packed batch: what the block reader hands the training step, and how the model splits it into features.
+
+A batch read from blocks is `(features, labels)` with
+
+    features = {PACKED_INT64: int64 [batch, W_int], PACKED_FLOAT32: float32 [batch, W_float]}
+    labels   = {task: float32 [batch, 1]}
+
+the two matrices exactly as the block layout (`Manifest.block_layout`) lays out a row: every transformed feature
+and label in name order, then the holdout bucket. Handing the step two tensors instead of one per feature is the
+point: a tf.data element of ~1,000 tensors costs more per batch than reading the blocks (docs/input.md). The model
+splits the matrices into its per-feature inputs at the start of its call, inside the step's graph (on a TPU or GPU,
+on the device; on TPU inside the replica step, before the embedding lookup), with one gather and one split per
+dtype whatever the number of features:
+
+    picked  = gather(matrix, [scalar feature columns ‖ list feature columns], axis=1)
+    scalars = unstack(picked[:, :S], axis=1)         lists = split(picked[:, S:], widths, axis=1)
+
+`PackedLayout` says which columns are which feature; it is learned from the manifest (the block layout and the
+transformed feature spec), never from a batch, and it lists no label column: the model cannot read a label. It is
+part of the model's config (plain data, no variables, so checkpoints are unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from components.preprocess.manifest import BlockLayout, Manifest
+
+PACKED_INT64 = "packed_int64"
+PACKED_FLOAT32 = "packed_float32"
+PACKED_KEYS = {"int64": PACKED_INT64, "float32": PACKED_FLOAT32}
+LABEL_PREFIX = "label_"
+
+
+def column_offsets(layout: BlockLayout, dtype: str) -> dict[str, tuple[int, int]]:
+    """column name → (first column, width) in `dtype`'s matrix."""
+    offsets, start = {}, 0
+    for column in layout.of_dtype(dtype):
+        offsets[column.name] = (start, column.width)
+        start += column.width
+    return offsets
+
+
+@dataclass(frozen=True)
+class PackedColumns:
+    """The feature columns of one dtype's matrix: scalar features (name, column) and list features
+    (name, first column, length), each in the layout's order."""
+
+    width: int  # the matrix's columns, features or not
+    scalars: tuple[tuple[str, int], ...] = ()
+    lists: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def columns(self) -> list[int]:
+        """The columns the model reads, scalars first, then every list's columns."""
+        return [column for _, column in self.scalars] + [
+            start + i for _, start, length in self.lists for i in range(length)]
+
+    def split(self, matrix: tf.Tensor) -> dict[str, tf.Tensor]:
+        """{feature: [batch] (scalar) or [batch, length] (list)} from `matrix` [batch, width], static shapes kept."""
+        if not self.scalars and not self.lists:
+            return {}
+        picked = tf.gather(matrix, self.columns, axis=1)
+        sizes = [len(self.scalars)] if self.scalars else []
+        sizes += [length for _, _, length in self.lists]
+        pieces = tf.split(picked, sizes, axis=1, num=len(sizes)) if len(sizes) > 1 else [picked]
+        features: dict[str, tf.Tensor] = {}
+        if self.scalars:
+            features.update(zip([name for name, _ in self.scalars],
+                                tf.unstack(pieces.pop(0), num=len(self.scalars), axis=1)))
+        features.update(zip([name for name, _, _ in self.lists], pieces))
+        return features
+
+    def to_config(self) -> dict[str, Any]:
+        return {"width": self.width, "scalars": [list(s) for s in self.scalars], "lists": [list(x) for x in self.lists]}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PackedColumns:
+        return cls(int(config["width"]), tuple((str(n), int(c)) for n, c in config["scalars"]),
+                   tuple((str(n), int(s), int(w)) for n, s, w in config["lists"]))
+
+
+@dataclass(frozen=True)
+class PackedLayout:
+    """Which columns of a packed batch's two matrices are which transformed feature (no labels)."""
+
+    int64: PackedColumns
+    float32: PackedColumns
+
+    @classmethod
+    def from_manifest(cls, manifest: Manifest) -> PackedLayout | None:
+        """The layout of the manifest's blocks, or None when it has none (per-example records only). A feature the
+        blocks do not hold, or whose width or dtype differs from the transformed spec, is a ValueError."""
+        layout = manifest.block_layout
+        if layout is None:
+            return None
+        by_dtype: dict[str, tuple[list, list]] = {"int64": ([], []), "float32": ([], [])}
+        offsets = {dtype: column_offsets(layout, dtype) for dtype in by_dtype}
+        for feature in manifest.features:
+            dtype = "int64" if feature.dtype == "int64" else "float32"
+            if feature.name in PACKED_KEYS.values():
+                raise ValueError(f"feature '{feature.name}' has a name the packed batch reserves")
+            if feature.name not in offsets[dtype]:
+                raise ValueError(f"the block layout has no {dtype} column for feature '{feature.name}'")
+            start, width = offsets[dtype][feature.name]
+            scalars, lists = by_dtype[dtype]
+            if feature.kind == "categorical_list":
+                if width != feature.length:
+                    raise ValueError(f"list feature '{feature.name}' has length {feature.length}, its block "
+                                     f"columns {width}")
+                lists.append((feature.name, start, width))
+            else:
+                if width != 1:
+                    raise ValueError(f"scalar feature '{feature.name}' has {width} block columns")
+                scalars.append((feature.name, start))
+        return cls(*(PackedColumns(layout.width(dtype), tuple(by_dtype[dtype][0]), tuple(by_dtype[dtype][1]))
+                     for dtype in ("int64", "float32")))
+
+    def split(self, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """A packed batch's features → {feature: tensor} as the per-example parse gives them."""
+        return {**self.int64.split(features[PACKED_INT64]), **self.float32.split(features[PACKED_FLOAT32])}
+
+    def to_config(self) -> dict[str, Any]:
+        return {"int64": self.int64.to_config(), "float32": self.float32.to_config()}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PackedLayout:
+        return cls(PackedColumns.from_config(config["int64"]), PackedColumns.from_config(config["float32"]))
+
+
+def is_packed(features: Mapping[str, Any]) -> bool:
+    """Whether `features` is a packed batch (the two matrices) rather than one tensor per feature."""
+    return PACKED_INT64 in features and PACKED_FLOAT32 in features
+
+
+def packed_labels(layout: BlockLayout, tasks: list[str]):
+    """A batch's two matrices → `(features, {task: label[batch, 1]})`: the matrices pass through untouched as the
+    packed features (the model splits them); each task's label is its column, as float32."""
+    offsets = {dtype: column_offsets(layout, dtype) for dtype in ("int64", "float32")}
+    label_columns = {}
+    for task in tasks:
+        name = f"{LABEL_PREFIX}{task}"
+        found = [(dtype, offsets[dtype][name][0]) for dtype in offsets if name in offsets[dtype]]
+        if not found:
+            raise ValueError(f"the block layout has no column for label '{name}'")
+        label_columns[task] = found[0]
+
+    def to_packed(ints: tf.Tensor, floats: tf.Tensor):
+        matrices = {"int64": ints, "float32": floats}
+        labels = {task: tf.cast(matrices[dtype][:, column:column + 1], tf.float32)
+                  for task, (dtype, column) in label_columns.items()}
+        return {PACKED_INT64: ints, PACKED_FLOAT32: floats}, labels
+
+    return to_packed
