@@ -144,11 +144,13 @@ def calibration_step(summary, task: str) -> str | None:
 
 
 def features_kept(config: AdrankConfig, history: bool) -> AdrankConfig:
-    """`config` as is, or without its `kind: history` features."""
+    """`config` as is, or without its `kind: history` features and without the burn-in days that only feed them
+    (`split.history_burn_in_days`): the plain model and adrank without history train on every day before eval."""
     if history:
         return config
     values = config.model_dump()
     values["features"] = [f for f in values["features"] if f["kind"] != "history"]
+    values["split"]["history_burn_in_days"] = 0
     return AdrankConfig.model_validate(values)
 
 
@@ -197,6 +199,8 @@ def examples_shape(config: AdrankConfig) -> str:
     """The config sections that decide the preprocessed examples, and the model inputs the features become
     (a history feature's inputs and their normalizations), as canonical JSON."""
     sections = config.model_dump(mode="json", include={"seed", "logs", "tasks", "split", "features", "preprocess"})
+    if not sections["split"]["history_burn_in_days"]:  # examples preprocessed before the field existed stay valid
+        del sections["split"]["history_burn_in_days"]
     sections["model_inputs"] = [feature.model_dump(mode="json") for feature in model_inputs(config.features)]
     return json.dumps(sections, sort_keys=True)
 

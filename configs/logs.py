@@ -217,3 +217,9 @@ class SplitConfig(StrictModel):
         "still part of train), which `training.calibration_data: latest_train_days` fits the calibration step on; "
         "0 writes none",
     )
+    history_burn_in_days: Annotated[int, at_most(MAX_DAYS, DAYS_REASON)] = Field(
+        0, ge=0, description="leave the first N days of the logs read out of the train split: their examples feed "
+        "`kind: history` features (a later example's history reaches back into them) but are not trained on, so "
+        "every train example has as many days of history behind it as an eval example (docs/history_features.md); "
+        "0 trains on every day before eval",
+    )

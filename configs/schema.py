@@ -88,6 +88,7 @@ class AdrankConfig(StrictModel):
                     raise ValueError(f"target '{target.name}': {error}") from None
         self._check_task_labels()
         self._check_history_features()
+        self._check_history_burn_in()
         self._check_vertex_names()
         for index, target in enumerate(self.targets):
             resolved = resolve_target(self.model, self.training, target)
@@ -108,7 +109,7 @@ class AdrankConfig(StrictModel):
                              "writes as the calibration split); it is 0")
         if self.logs.source == "synthetic":
             train_days = min(self.logs.synthetic.days, self.logs.lookback_days or self.logs.synthetic.days) \
-                - self.split.eval_days
+                - self.split.eval_days - self.split.history_burn_in_days
             if self.split.calibration_days > train_days:
                 raise ValueError(f"split.calibration_days: {self.split.calibration_days} days, but the synthetic logs "
                                  f"leave {train_days} train days")
@@ -118,10 +119,7 @@ class AdrankConfig(StrictModel):
         a configured task, over windows no longer than the logs read."""
         single_ids = [f.name for f in self.features if f.kind == "categorical"]
         tasks = [t.name for t in self.tasks]
-        days_read = self.logs.lookback_days
-        what_is_read = f"logs.lookback_days {days_read}"
-        if days_read is None and self.logs.source == "synthetic":
-            days_read, what_is_read = self.logs.synthetic.days, f"logs.synthetic.days {self.logs.synthetic.days}"
+        days_read, what_is_read = self._days_read()
         for index, feature in enumerate(self.features):
             if not isinstance(feature, HistoryFeature):
                 continue
@@ -136,6 +134,26 @@ class AdrankConfig(StrictModel):
             if days_read is not None and max(feature.windows_hours) > days_read * 24:
                 raise ValueError(f"features.{index}.windows_hours: a window of {max(feature.windows_hours):g} h is "
                                  f"longer than the logs read ({what_is_read} = {days_read * 24} h)")
+
+    def _days_read(self) -> tuple[int | None, str]:
+        """How many days of logs preprocess reads (None: every day the files hold), and the field that says so."""
+        if self.logs.lookback_days is not None:
+            return self.logs.lookback_days, f"logs.lookback_days {self.logs.lookback_days}"
+        if self.logs.source == "synthetic":
+            return self.logs.synthetic.days, f"logs.synthetic.days {self.logs.synthetic.days}"
+        return None, ""
+
+    def _check_history_burn_in(self) -> None:
+        """Burn-in days feed history but are not trained on: the logs read must hold more days than burn-in and
+        eval together, or no train day is left."""
+        burn_in = self.split.history_burn_in_days
+        days_read, what_is_read = self._days_read()
+        if burn_in == 0 or days_read is None:
+            return
+        if burn_in + self.split.eval_days >= days_read:
+            raise ValueError(f"split.history_burn_in_days: {burn_in} days of burn-in and split.eval_days "
+                             f"{self.split.eval_days} leave no train day in the {days_read} days read ({what_is_read}); "
+                             "the logs read must hold more days than burn-in and eval together")
 
     def _check_task_labels(self) -> None:
         """Every task must be able to get a positive label from the configured logs."""

@@ -78,7 +78,7 @@ def generate_logs(config: PreprocessStepConfig, output_dir: str | Path) -> Gener
             world.drift_one_day(drift_rng, config)
         day = _simulate_day(rng, world, history, config, day_index)
         _append_impressions(day, world.population, impression_lines, events)
-        day_tasks = labels.add_day(day, config, boundary)
+        day_tasks = labels.add_day(day, config, boundary, burn_in=day_index < config.split.history_burn_in_days)
         day_truths.append(_day_truth(day, world, day_tasks))
 
     engagement_lines = _engagement_lines(events)
@@ -220,9 +220,9 @@ class _SplitLabels:
         return cls({split: {t.name: [] for t in config.tasks} for split in SPLITS},
                    {split: {t.name: [] for t in config.tasks} for split in SPLITS})
 
-    def add_day(self, day: _Day, config: PreprocessStepConfig, boundary: int) -> dict[str, dict]:
+    def add_day(self, day: _Day, config: PreprocessStepConfig, boundary: int, burn_in: bool = False) -> dict[str, dict]:
         """Label the day's impressions per task (the event, within its attribution window); the day's Bayes
-        floor and positives per task."""
+        floor and positives per task. A burn-in day (`split.history_burn_in_days`) is in no split."""
         in_eval = day.timestamps >= boundary
         day_tasks = {}
         for task in config.tasks:
@@ -231,7 +231,7 @@ class _SplitLabels:
             window_ms = task.attribution_window_seconds * 1000
             labels = day.happened[event_type] & (day.delays_ms[event_type] <= window_ms)
             probability = label_probability(day.marginal[event_type], event_type, task.attribution_window_seconds)
-            for split, mask in (("train", ~in_eval), ("eval", in_eval)):
+            for split, mask in (("train", ~in_eval & (not burn_in)), ("eval", in_eval)):
                 self.labels[split][task.name].append(labels[mask])
                 self.probabilities[split][task.name].append(probability[mask])
             day_tasks[task.name] = _bayes(labels, probability) | {"positives": int(labels.sum())}

@@ -346,7 +346,8 @@ class PreprocessLogs(beam.PTransform):
             examples, labelling = impression_records | "Deduplicate" >> DeduplicateOutcomes(window)
         # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
         examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks)
-        splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days)
+        splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days,
+                                        config.split.history_burn_in_days)
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
         block_files = transformed.transformed | WriteExamples(
@@ -436,11 +437,11 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
 
 def _split_dates(window: LogWindow, split_config: SplitConfig, split: str) -> list:
     """The UTC dates of `split` inside a window whose end is a day boundary: the last `eval_days` are eval, the
-    calibration split is the last `calibration_days` before them."""
+    calibration split is the last `calibration_days` before them, train starts after `history_burn_in_days`."""
     dates, eval_days = window.dates() or [], split_config.eval_days
     if split == "eval":
         return dates[-eval_days:]
-    train = dates[:-eval_days]
+    train = dates[split_config.history_burn_in_days:-eval_days]
     return train[-split_config.calibration_days:] if split == CALIBRATION_SPLIT else train
 
 

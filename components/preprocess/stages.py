@@ -36,7 +36,7 @@ from apache_beam.transforms.error_handling import ErrorHandler
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords
-from components.logs.split import eval_start_for_latest, split_of
+from components.logs.split import eval_start_for_latest, split_of, train_start_after_burn_in
 from components.preprocess.block_format import block_layout
 from components.preprocess.blocks import WriteExampleBlocks
 from components.preprocess.counters import (
@@ -182,18 +182,24 @@ class _PartitionByTime(beam.PartitionFn):
 class SplitByTime(beam.PTransform):
     """Examples → `{"train": …, "eval": …}` (and `"calibration"`, a part of train, when `calibration_days`): the
     last `eval_days` UTC days up to the latest example are eval; calibration is the last `calibration_days` before
-    them."""
+    them. `burn_in_days`: the first N UTC days from the earliest example are in no split (they fed the history
+    features computed before the split; `split.history_burn_in_days`)."""
 
-    def __init__(self, eval_days: int, calibration_days: int | None = None):
+    def __init__(self, eval_days: int, calibration_days: int | None = None, burn_in_days: int = 0):
         super().__init__()
-        self.eval_days, self.calibration_days = eval_days, calibration_days
+        self.eval_days, self.calibration_days, self.burn_in_days = eval_days, calibration_days, burn_in_days
 
     def expand(self, examples: beam.PCollection) -> dict[str, beam.PCollection]:
-        latest = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS]) | "Latest" >> beam.CombineGlobally(
-            lambda stamps: max(stamps, default=0)
-        )
+        times = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS])
+        latest = times | "Latest" >> beam.CombineGlobally(lambda stamps: max(stamps, default=0))
         boundary = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days))
         splits = dict(zip(SPLITS, examples | "Partition" >> beam.Partition(_PartitionByTime(), len(SPLITS), boundary)))
+        if self.burn_in_days:
+            earliest = times | "Earliest" >> beam.CombineGlobally(lambda stamps: min(stamps, default=0))
+            train_start = beam.pvalue.AsSingleton(
+                earliest | "TrainStart" >> beam.Map(train_start_after_burn_in, self.burn_in_days))
+            splits["train"] = splits["train"] | "AfterBurnIn" >> beam.Filter(
+                lambda e, start: e[TIMESTAMP_MS] >= start, train_start)
         if self.calibration_days:
             splits[CALIBRATION_SPLIT] = splits["train"] | "LatestTrainDays" >> beam.Filter(
                 lambda e, start, days: e[TIMESTAMP_MS] >= start - days * DAY_SECONDS * 1000,

@@ -41,6 +41,14 @@ def test_per_day_bayes_floor_adds_up_to_the_split_floors(tmp_path):
     assert bayes_logloss_over_days(truth, "conversion", days) is None  # a task the logs were not labelled for
 
 
+
+def test_burn_in_days_are_in_no_split_of_the_ground_truth(tmp_path):
+    _, truth = generated(tmp_path, "burn_in", [*SMALL, "split.history_burn_in_days=1"])
+    days = [day["date"] for day in truth["days"]]
+    assert truth["splits"]["train"]["examples"] == 2 * 1500 and truth["splits"]["eval"]["examples"] == 1500
+    assert truth["splits"]["train"]["tasks"]["engagement"]["bayes_logloss"] == pytest.approx(
+        bayes_logloss_over_days(truth, "engagement", days[1:-1]), rel=1e-9)
+
 def test_drift_moves_rates_and_brings_new_ids_while_the_first_day_stays_as_it_was(tmp_path):
     still_dir, still = generated(tmp_path, "still", SMALL)
     drift_dir, drifting = generated(tmp_path, "drift", SMALL + DRIFT)

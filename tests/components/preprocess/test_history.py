@@ -18,12 +18,15 @@ from components.preprocess.history import AddHistoryFeatures, history_key, no_hi
 from components.preprocess.manifest import Manifest
 from components.preprocess.parse import MISSING_TOKEN
 from components.preprocess.run import preprocess
+from components.preprocess.stages import SplitByTime
 from components.train.input import InputOptions, make_dataset
 from configs import ConfigError, load_config
 from configs.features import NEVER_SEEN_SECONDS, HistoryFeature
 from configs.logs import TaskConfig
 
 HOUR = 3_600_000
+DAY_1 = 1767225600000  # 2026-01-01T00:00:00Z: the split works on UTC days
+IN_MEMORY = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 LABEL = "label_click"
 USER = HistoryFeature(name="user_history", ids=["user_id"], windows_hours=[1, 24], smoothing_prior=10.0,
                       prior_rate=0.01)
@@ -145,6 +148,46 @@ def test_a_window_is_checked_against_the_lookback_when_one_is_set():
                                "features.9={name: h, kind: history, ids: [user_id], windows_hours: [72]}"])
     config = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id, ad_id], windows_hours: [1, 72]}"])
     assert config.features[9].column_names()[0] == "h_impressions_1h"
+
+
+@pytest.mark.parametrize("burn_in_days, train_days", [(0, {0, 1}), (1, {1})])
+def test_burn_in_days_leave_the_train_split_but_keep_feeding_the_history_of_later_examples(burn_in_days, train_days):
+    """split.history_burn_in_days: the first days' examples are in no split, and every later example keeps the
+    history features it has without burn-in, computed over every day read (history comes before the split)."""
+    log = [{**e, "timestamp_ms": e["timestamp_ms"] + DAY_1} for e in random_log(seed=4, days=3, per_day=40)]
+    expected = all_history(list(all_history(log).values()), PAIR)  # over every day, burn-in days included
+
+    def day(row):
+        return (row["timestamp_ms"] - DAY_1) // (24 * HOUR)
+
+    def rows_of(days):
+        return [(i, sorted(row.items())) for i, row in expected.items() if day(row) in days]
+
+    assert any(row["user_history_impressions_24h"] > 0 for _, row in expected.items() if day(row) == 1)
+    assert len(rows_of(train_days)) == 40 * len(train_days)
+    with TestPipeline(argv=IN_MEMORY) as pipeline:
+        splits = (pipeline | beam.Create(log) | AddHistoryFeatures([USER, PAIR], [TASK])
+                  | SplitByTime(eval_days=1, calibration_days=1, burn_in_days=burn_in_days))
+        for split, days in (("train", train_days), ("eval", {2}), ("calibration", {1})):
+            rows = splits[split] | f"Rows{split}" >> beam.Map(lambda row: (row["impression_id"], sorted(row.items())))
+            assert_that(rows, equal_to(rows_of(days)), label=f"Expected{split}")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["split.history_burn_in_days=3"], "split.history_burn_in_days: 3 days of burn-in and split.eval_days 1 leave no "
+     "train day in the 4 days read (logs.synthetic.days 4)"),
+    (["split.history_burn_in_days=1", "logs.lookback_days=2"], "split.history_burn_in_days: 1 days of burn-in and "
+     "split.eval_days 1 leave no train day in the 2 days read (logs.lookback_days 2)"),
+    (["split.history_burn_in_days=-1"], "split.history_burn_in_days: Input should be greater than or equal to 0"),
+    (["split.history_burn_in_days=2", "split.calibration_days=2", "training.calibration=intercept",
+      "training.calibration_data=latest_train_days"], "split.calibration_days: 2 days, but the synthetic logs leave 1 "
+     "train days"),
+])
+def test_a_burn_in_that_leaves_no_train_day_fails_at_load_naming_the_field(overrides, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=overrides)
+    assert message in str(error.value)
+    assert load_config(overrides=["split.history_burn_in_days=2"]).split.history_burn_in_days == 2
 
 
 @pytest.mark.long  # a whole preprocess with history features (~1-3 min); benchmarks/quality.py --history-variants runs it too
