@@ -3,8 +3,10 @@
     load spec ─► for each task of a DAG in order (one at a time):
         upstream not all succeeded ─► not run (says which upstream task and why), unless it is an exit
                                       handler (`ALL_UPSTREAM_TASKS_COMPLETED`): that runs after failures too
-        a DAG component ─► walk its inner DAG with its inputs (nested pipelines, the ExitHandler group);
-                           its outputs are the inner tasks' outputs `dag.outputs` names
+        a condition (dsl.If/Elif/Else) that is false on its inputs ─► not triggered (the branch not taken)
+        a DAG component ─► walk its inner DAG with its inputs (nested pipelines, the ExitHandler group, each
+                           item of a ParallelFor, a condition's branch); its outputs are the inner tasks' outputs
+                           `dag.outputs` names (dsl.OneOf: the branch that ran; dsl.Collected: every iteration's)
         a container ─► build executor input ─► cache hit? take the earlier execution's outputs (`cached`)
             ─► the e-mail notification? record it (notification_email)
             ─► stand-ins (Dataflow → DirectRunner, Model Registry → local registry) ─► resolve placeholders
@@ -45,6 +47,7 @@ from typing import Callable, Literal
 from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
+from ops.spec_executor.conditions import ConditionError
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
 from ops.spec_executor.executor_input import (
     DagScope,
@@ -71,10 +74,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TASK_STARTUP = Path(__file__).resolve().parent / "task_startup"
 VERTEX_ONLY_VARIABLES = ("TF_CONFIG", "CLUSTER_SPEC", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR")
 TASK_ERRORS = (BrokenPlaceholder, MissingInput, custom_job.CustomJobError, dataflow.DataflowArgsError,
-               NotCloudStorage, notification_email.BadNotification)
+               NotCloudStorage, notification_email.BadNotification, ConditionError)
 EXECUTOR_INPUT_FILE = "executor_input.json"  # beside a task's logs: what it was started with
 FINAL_STATES = {"succeeded": "SUCCEEDED", "cached": "SUCCEEDED", "checked": "SUCCEEDED", "failed": "FAILED",
-                "interrupted": "CANCELLED"}
+                "interrupted": "CANCELLED", "not_triggered": "CANCELLED"}
+ENDED_WELL = ("succeeded", "cached", "checked", "not_triggered")  # what lets a downstream task start
+ITEM_LABEL = "display_name"  # a dict loop item's field that names its iteration in display names
 CacheChoice = Literal["on", "off", "default"]
 
 
@@ -178,16 +183,17 @@ class _JobWalk:
 
     # -- the walk -------------------------------------------------------------------------------------------
 
-    def walk(self, dag: Dag, scope: DagScope, prefix: str) -> list[TaskRecord]:
-        """Run the tasks of `dag`; returns their records (those of nested tasks are in the run record too)."""
+    def walk(self, dag: Dag, scope: DagScope, prefix: str, label: str = "") -> list[TaskRecord]:
+        """Run the tasks of `dag`; returns their records (those of nested tasks are in the run record too).
+        `label`: what names the loop iteration the DAG runs in, added to its tasks' display names."""
         records: dict[str, TaskRecord] = {}
         check_only = self.options.check_only
         for task in dag.order():
             path = prefix + task.name
-            record = TaskRecord(path, task.display_name, "not_run")
+            record = TaskRecord(path, f"{task.display_name} · {label}" if label else task.display_name, "not_run")
             records[task.name] = record
             self.record.tasks.append(record)
-            blocking = [name for name in sorted(task.upstream) if records[name].state not in (*DONE, "checked")]
+            blocking = [name for name in sorted(task.upstream) if records[name].state not in ENDED_WELL]
             if task.runs_after_failures:
                 self.run_task(task, path, record, scope)
             elif self.failed_at and not check_only:
@@ -197,8 +203,10 @@ class _JobWalk:
                 record.reason = "; ".join(f"upstream '{name}' {records[name].state}" +
                                           (f" ({_summary(records[name].reason)})" if records[name].reason
                                            else "") for name in blocking)
+            elif task.condition is not None and not self.triggered(task, path, record, scope):
+                pass  # not triggered (the condition is false), or failed evaluating it: the record says which
             else:
-                self.run_task(task, path, record, scope)
+                self.run_task(task, path, record, scope, label)
                 if blocking and record.state == "checked":  # checked against the outputs skipped tasks declare
                     record.reason = "would not run: " + ", ".join(
                         f"upstream '{name}' {records[name].state}" for name in blocking)
@@ -208,7 +216,25 @@ class _JobWalk:
             self.save()
         return list(records.values())
 
-    def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+    def triggered(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> bool:
+        """Whether the task's `dsl.If` condition holds on its input values (as the driver evaluates
+        `triggerPolicy.condition` before the task starts). False: the record is `not_triggered`, or `failed`
+        naming the expression when it cannot be evaluated on these inputs."""
+        assert task.condition is not None
+        try:
+            parameters = input_parameters(task, self.context.pipeline_placeholders(path), scope)
+            if task.condition.holds(parameters):
+                return True
+        except TASK_ERRORS as error:
+            record.state, record.reason = "failed", str(error)
+            if self.failed_at is None:
+                self.failed_at = path
+            return False
+        record.state = "not_triggered"
+        record.reason = f"condition {task.condition.expression} is false"
+        return False
+
+    def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, label: str = "") -> None:
         started = time.perf_counter()
         record.state = "running"
         self.display_names[path] = record.display_name
@@ -216,16 +242,18 @@ class _JobWalk:
         self.save()
         if task.dag is not None:
             self.dag_paths.add(path)
-            self.run_dag(task, path, record, scope)
+            self.run_dag(task, path, record, scope, label)
         else:
             self.run_container(task, path, record, scope)
         record.seconds = round(time.perf_counter() - started, 1)
         if record.state == "failed" and self.failed_at is None:
             self.failed_at = path
 
-    def run_dag(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
-        """A nested pipeline, an ExitHandler group or a ParallelFor: its inner DAG with inputs mapped from this
-        DAG (once per item for a loop, each iteration's tasks under `<loop>/iteration-<i>/`)."""
+    def run_dag(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, label: str = "") -> None:
+        """A nested pipeline, an ExitHandler group, a condition's branch or a ParallelFor: its inner DAG with
+        inputs mapped from this DAG (once per item for a loop, each iteration's tasks under
+        `<loop>/iteration-<i>/`, their display names followed by the item's `display_name` field when it has
+        one)."""
         assert task.dag is not None
         try:
             given = (task.loop.item_input,) if task.loop else ()
@@ -239,12 +267,13 @@ class _JobWalk:
         iterations: list[DagScope] = []
         for index, item in enumerate(items if items is not None else [None]):
             inner = DagScope(parameters=dict(parameters), artifacts=artifacts)
-            prefix = path + "/"
+            prefix, inner_label = path + "/", label
             if task.loop is not None:
                 inner.parameters[task.loop.item_input] = item
                 prefix += f"iteration-{index}/"
+                inner_label = " · ".join(part for part in (label, _item_label(item)) if part)
             iterations.append(inner)
-            inner_records += self.walk(task.dag, inner, prefix=prefix)
+            inner_records += self.walk(task.dag, inner, prefix=prefix, label=inner_label)
             if self.failed_at and not self.options.check_only:
                 break  # a failed iteration stops the pipeline: later iterations are not started
         states = {r.state for r in inner_records}
@@ -259,7 +288,8 @@ class _JobWalk:
             record.reason = "; ".join(f"inner task '{r.task}' {r.state}" +
                                       (f" ({_summary(r.reason)})" if r.reason else "") for r in not_done)
             return
-        record.state = "checked" if self.options.check_only and not states <= set(DONE) else "succeeded"
+        record.state = "checked" if self.options.check_only and not states <= {*DONE, "not_triggered"} \
+            else "succeeded"
         try:
             outputs = collected_outputs(task, iterations) if task.loop else dag_outputs(task, iterations[0])
         except TASK_ERRORS as error:
@@ -425,6 +455,14 @@ class _JobWalk:
         record.attempts = 1
         record.stand_ins.append(f"VertexNotificationEmailOp: not sent (only Vertex sends e-mail); recorded the "
                                 f"{notice['state']} notification to {', '.join(notice['recipients'])} in {written}")
+
+
+def _item_label(item) -> str:
+    """What names a loop iteration in its tasks' display names: a dict item's `display_name` field (adrank's
+    training runs: `cpu · run 1`); other items name none (the task path has the iteration's index)."""
+    if isinstance(item, dict) and isinstance(item.get(ITEM_LABEL), str):
+        return item[ITEM_LABEL]
+    return ""
 
 
 def _forget_outputs(executor_input: dict) -> None:
