@@ -16,7 +16,7 @@
     run_record      spec_run.json: task states, run status, interrupted runs
     vertex_only     `join experiment`, `model version`: Vertex-only steps, recorded as stand-ins
     processes       process groups, ended with the executor
-    task_startup/   sitecustomize for every task's Python: /gcs/ → ROOT, die with the executor's shell
+    task_startup/   sitecustomize for every task's Python: die with the executor's shell
     runner          `run_spec`: the walk (nested DAGs, loops, exit handlers) and each task's run (cache,
                     stand-ins, retries)
 

@@ -262,9 +262,10 @@ def dag_outputs(task: SpecTask, inner: DagScope) -> TaskOutputs:
     return selected
 
 
-def read_task_outputs(executor_input: dict) -> TaskOutputs:
-    """The outputs as the driver records them: executor_output.json overrides the URIs and metadata it names;
-    output parameters come from their files or from executor_output's parameterValues."""
+def read_task_outputs(executor_input: dict, reported_uri=lambda uri: uri) -> TaskOutputs:
+    """The outputs as the driver records them: executor_output.json overrides the URIs and metadata it names
+    (`reported_uri` turns a URI as the task saw it back into the job's); output parameters come from their files
+    or from executor_output's parameterValues."""
     outputs = executor_input["outputs"]
     artifacts = {name: [dict(a) for a in spec["artifacts"]] for name, spec in outputs["artifacts"].items()}
     parameters: dict[str, object] = {}
@@ -275,7 +276,7 @@ def read_task_outputs(executor_input: dict) -> TaskOutputs:
             if name in artifacts:
                 for declared, reported in zip(artifacts[name], spec.get("artifacts", [])):
                     declared["metadata"] = reported.get("metadata", declared["metadata"])
-                    declared["uri"] = reported.get("uri") or declared["uri"]
+                    declared["uri"] = reported_uri(reported.get("uri")) if reported.get("uri") else declared["uri"]
         parameters.update(written.get("parameterValues", {}))
     for name, spec in outputs.get("parameters", {}).items():
         path = Path(spec["outputFile"])

@@ -20,7 +20,8 @@ the rest not run, as a failed Vertex pipeline schedules nothing more — except 
 with the final status of the group they guard. A task whose machines this computer does not have (TPU; more
 GPUs than present) is skipped with the reason, and what consumes its outputs is not run.
 
-Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
+A task process is handed its artifacts' `gs://` URIs as the local paths they map to (`storage.for_task`); what
+it reports back is recorded as `gs://` again. Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
 TensorFlow's temp files), removed when the run ends however it ends (after a kill -9 of the executor, by the next
 run under the same root). Each container task's executor input is kept in its task directory
 (`executor_input.json`).
@@ -141,6 +142,11 @@ class _JobWalk:
     failed_at: str | None = None
     dag_paths: set[str] = field(default_factory=set)
     display_names: dict[str, str] = field(default_factory=dict)  # task path → display name, for output lines
+
+    @property
+    def cloud(self) -> bool:
+        """A `gs://` pipeline root (a compiled Vertex spec): tasks get local paths for its URIs (storage)."""
+        return self.context.pipeline_root.startswith("gs://")
 
     @property
     def tmp_dir(self) -> Path:
@@ -338,14 +344,13 @@ class _JobWalk:
                 return
             _apply_stand_ins(task, executor_input, record, self.storage, self.options)
             resolver = PlaceholderResolver(
-                task.name, executor_input, self.context.pipeline_placeholders(path),
+                task.name, self.storage.for_task(executor_input), self.context.pipeline_placeholders(path),
                 task.component.get("inputDefinitions", {}).get("parameters", {}),
                 lambda uri: str(self.storage.local_path(uri)),
             )
             command = resolver.resolve_command(task.container.get("command", []))
             args = resolver.resolve_command(task.container.get("args", []))
-            env = _task_environment(self.storage, self.tmp_dir, self.context.pipeline_root.startswith("gs://")) \
-                | self.options.environment
+            env = _task_environment(self.storage, self.tmp_dir, self.cloud) | self.options.environment
             if not self.options.check_only:
                 task_dir.mkdir(parents=True, exist_ok=True)
                 write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
@@ -379,7 +384,7 @@ class _JobWalk:
         except TASK_ERRORS as error:
             record.state, record.reason = "failed", str(error)
             return
-        outputs = read_task_outputs(executor_input)
+        outputs = read_task_outputs(executor_input, lambda uri: self.storage.from_task(uri, self.cloud))
         scope.outputs[task.name] = outputs
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
         if key is not None and record.state == "succeeded":
@@ -496,13 +501,14 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
 
 def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None, gcs: bool = True) -> dict[str, str]:
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
-    project and the /gcs hook on PYTHONPATH, the run's own TMPDIR, and none of the custom-job variables of the
-    calling shell."""
+    project and the start-up hook (task_startup: die with the executor) on PYTHONPATH, the run's own TMPDIR,
+    with a `gs://` root `ADRANK_SPEC_GCS_ROOT` (where adrank's own code finds a `/gcs/` path:
+    components.registry.gcs_mount), and none of the custom-job variables of the calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env["ADRANK_SPEC_TASK"] = "1"  # task_startup: die with the executor
-    if gcs:  # task_startup: KFP's /gcs/ prefix → the root (a local pipeline root has plain paths)
+    if gcs:  # adrank's /gcs/ paths → the root (a local pipeline root has plain paths)
         env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
     else:
         env.pop("ADRANK_SPEC_GCS_ROOT", None)

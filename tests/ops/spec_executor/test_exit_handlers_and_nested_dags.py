@@ -101,6 +101,8 @@ def test_conditions_choose_each_items_branch_and_one_of_hands_on_the_branch_that
     total = run.task("total").outputs["parameters"]["Output"]
     assert total == "3 counted, 3 read from 3 datasets"
     collected = run.task("for-loop-1").outputs["pipelinechannel--relabel-rows_out"]
+    # tasks wrote through the local paths they were handed; the job records the gs:// URIs Vertex would
+    assert all(a["uri"].startswith(f"{PIPELINE_ROOT}/") for a in collected)
     assert [Path(a["uri"].replace("gs://", f"{tmp_path}/")).read_text() for a in collected] == [
         "a:first\n", "b:second\n", "c:third\n"]  # in item order, each from the branch its kind chose
     # an item's display_name field names its iteration's tasks
