@@ -80,6 +80,7 @@ EXECUTOR_INPUT_FILE = "executor_input.json"  # beside a task's logs: what it was
 FINAL_STATES = {"succeeded": "SUCCEEDED", "cached": "SUCCEEDED", "checked": "SUCCEEDED", "failed": "FAILED",
                 "interrupted": "CANCELLED", "not_triggered": "CANCELLED"}
 ENDED_WELL = ("succeeded", "cached", "checked", "not_triggered")  # what lets a downstream task start
+WOULD_NOT_RUN = "would not run: "  # --check: a task checked although a task it needs would not end well
 ITEM_LABEL = "display_name"  # a dict loop item's field that names its iteration in display names
 CacheChoice = Literal["on", "off", "default"]
 
@@ -213,9 +214,12 @@ class _JobWalk:
                 pass  # not triggered (the condition is false), or failed evaluating it: the record says which
             else:
                 self.run_task(task, path, record, scope, label)
-                if blocking and record.state == "checked":  # checked against the outputs skipped tasks declare
-                    record.reason = "would not run: " + ", ".join(
-                        f"upstream '{name}' {records[name].state}" for name in blocking)
+                # checked against the outputs skipped tasks declare; what held those back is named
+                held_back = [name for name in sorted(task.upstream) if records[name].reason.startswith(WOULD_NOT_RUN)]
+                if (blocking or held_back) and record.state == "checked":
+                    record.reason = WOULD_NOT_RUN + ", ".join(
+                        [f"upstream '{name}' {records[name].state}" for name in blocking]
+                        + [records[name].reason[len(WOULD_NOT_RUN):] for name in held_back])
             scope.final_status[task.name] = self.final_status(task.name, path, record)
             self.report(_line(record))
             self.options.events.task_ended(record)
@@ -296,6 +300,11 @@ class _JobWalk:
             return
         record.state = "checked" if self.options.check_only and not states <= {*DONE, "not_triggered"} \
             else "succeeded"
+        held = [r for r in inner_records if r in not_done or r.reason.startswith(WOULD_NOT_RUN)]
+        if held and self.options.check_only:  # checked, but on Vertex as here it would not end well
+            first = held[0]
+            record.reason = first.reason if first.reason.startswith(WOULD_NOT_RUN) else \
+                f"{WOULD_NOT_RUN}inner task '{first.task}' {first.state}"
         try:
             outputs = collected_outputs(task, iterations) if task.loop else dag_outputs(task, iterations[0])
         except TASK_ERRORS as error:
