@@ -10,6 +10,7 @@ CEL subset KFP compiles) is refused by name at load time, before any task starts
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,40 @@ class PipelineSpec:
 
     def order(self) -> list[SpecTask]:
         return self.root.order()
+
+
+def planned_container_tasks(spec: PipelineSpec) -> int:
+    """How many container tasks a run of `spec` starts at most, for a progress line: a loop's body once per item
+    (its compiled items, or the default of the pipeline parameter it iterates over, passed down nested DAGs), of
+    condition branches (which `dsl.If`/`Elif`/`Else` make exclusive) the largest; a task skipped or not run
+    lowers the real count."""
+    defaults = {name: definition.get("defaultValue") for name, definition in spec.root_parameters.items()}
+    return _planned(spec.root, defaults)
+
+
+def _planned(dag: Dag, parameters: dict) -> int:
+    always, branches = 0, []
+    for task in dag.tasks.values():
+        inner = {name: parameters.get(compiled.get("componentInputParameter", ""))
+                 for name, compiled in task.inputs.get("parameters", {}).items()}  # what a nested DAG is given
+        count = 1 if task.dag is None else _planned(task.dag, inner)
+        if task.loop is not None:
+            count *= len(_planned_items(task, parameters))
+        if task.condition is not None:
+            branches.append(count)
+        else:
+            always += count
+    return always + max(branches, default=0)
+
+
+def _planned_items(task: SpecTask, parameters: dict) -> list:
+    assert task.loop is not None
+    if task.loop.raw_items is not None:
+        items = json.loads(task.loop.raw_items)
+    else:
+        compiled = task.inputs.get("parameters", {}).get(task.loop.items_parameter or "", {})
+        items = parameters.get(compiled.get("componentInputParameter", ""))
+    return items if isinstance(items, list) else [None]
 
 
 def load_pipeline_spec(path: Path) -> PipelineSpec:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ops.cli import main
-from ops.spec_executor.pipeline_spec import UnsupportedSpec, load_pipeline_spec
+from ops.spec_executor.pipeline_spec import UnsupportedSpec, load_pipeline_spec, planned_container_tasks
 from ops.spec_executor.runner import run_spec
 
 PIPELINE_ROOT = "gs://engine-tests/root"
@@ -108,6 +108,9 @@ def test_conditions_choose_each_items_branch_and_one_of_hands_on_the_branch_that
     # an item's display_name field names its iteration's tasks
     assert run.task(branches.format(0, 3)).display_name == "kind a · a · first"
     assert run.task("for-loop-1/iteration-1/relabel").display_name == "relabel"
+    # what a progress line counts: one branch and the step after it per item, and the fan-in
+    started = [t for t in run.tasks if t.state == "succeeded" and t.attempts]
+    assert planned_container_tasks(load_pipeline_spec(compiled("branches"))) == len(started) == 3 * 2 + 1
 
 
 def test_a_condition_outside_what_kfp_compiles_is_refused_naming_it(compiled, tmp_path):
