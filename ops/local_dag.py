@@ -50,7 +50,7 @@ from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyR
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
-from ops.spec_executor.pipeline_spec import load_pipeline_spec
+from ops.spec_executor.pipeline_spec import load_pipeline_spec, planned_container_tasks
 from ops.spec_executor.run_record import RUN_RECORD, SpecRun, TaskRecord
 from ops.spec_executor.runner import RunSpecOptions, run_spec
 from ops.spec_executor.task_events import TaskEvents
@@ -279,8 +279,7 @@ def _free_job_time(run_dir: Path) -> dt.datetime:
 
 
 def _container_count(spec_path: Path) -> int:
-    spec = load_pipeline_spec(spec_path)
-    return sum(1 for task in spec.root.order() if task.container is not None)
+    return planned_container_tasks(load_pipeline_spec(spec_path))
 
 
 def _step_environment(quiet: bool) -> dict[str, str]:

@@ -1,25 +1,33 @@
-"""Fan-in without `dsl.Collected`: the report step has one input per upstream training task.
+"""Fan-out and fan-in with KFP's own idiom: one `dsl.ParallelFor` over the training runs, `dsl.Collected` into
+the report.
 
-KFP 2.16 cannot fan targets with different machines into one `dsl.Collected` input (docs/spec_executor.md,
-"Fan-in"), so the DAG is fanned out with a static
-Python loop and fanned in by a component whose signature has one `Input[Artifact]` per training run,
-named after its target and run (`summary_cpu_run_1`), and one `Output[Metrics]` per target
-(`metrics_cpu`). This module names those inputs and outputs; `pipelines.steps.report_function` writes
-the report component with them, and `pipelines.ranking` wires each training task to its input.
+The loop's items are the training runs (target, run index) of the plan, as a pipeline input parameter
+(`training_runs`, its default compiled from the config): KFP 2.16's compiler accepts a `dsl.If` on an item's
+field inside a loop only when the items come from a pipeline input (with items compiled into the loop it fails
+with "component_input_parameter: pipelinechannel--loop-item-param-1 not found"). Inside the loop the item's
+`target` chooses that target's training component (`dsl.If`/`dsl.Elif`/`dsl.Else`: on Vertex each target is its
+own CustomJob with its machines, fixed at compile time), `dsl.OneOf` takes the summary of the branch that ran,
+and the `record run` step checks it and produces the run's record; the report takes every record as one
+`Input[List[Artifact]]` (`dsl.Collected`), a signature that no longer depends on the config.
+
+Item fields are strings in KFP (a loop item's field is typed STRING), so the run index travels as its decimal
+text. `display_name` names the iteration on the local engine's console (`train · cpu · run 1`); no step reads it.
 """
 
 from __future__ import annotations
 
-
-def _identifier(target: str) -> str:
-    return target.replace("-", "_")  # target names are [a-z][a-z0-9-]*, so this is one-to-one
+TRAINING_RUNS = "training_runs"  # the pipeline input the loop iterates over
 
 
-def summary_input_name(target: str, run_index: int) -> str:
-    """The report input fed by `train · <target> · run <run_index + 1>`."""
-    return f"summary_{_identifier(target)}_run_{run_index + 1}"
+def training_run_items(runs: list[tuple[str, int]]) -> list[dict[str, str]]:
+    """The loop's items for the training runs `(target, run_index)`, in DAG order."""
+    items = [{"target": target, "run_index": str(run_index), "display_name": run_label(target, run_index)}
+             for target, run_index in runs]
+    if len({(item["target"], item["run_index"]) for item in items}) != len(items):
+        raise ValueError(f"a training run is listed twice: {runs}")
+    return items
 
 
-def target_metrics_name(target: str) -> str:
-    """The report's Metrics output for one target (its runs' figures, for the Vertex UI)."""
-    return f"metrics_{_identifier(target)}"
+def run_label(target: str, run_index: int) -> str:
+    """How a training run is named to people: `cpu · run 1`."""
+    return f"{target} · run {run_index + 1}"

@@ -21,7 +21,7 @@ from configs.report import ReportConfig, SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
 from pipelines import placement, run_parameters
-from pipelines.fan_in import summary_input_name
+from pipelines.fan_in import TRAINING_RUNS, run_label, training_run_items
 from pipelines.placement import Backend
 from pipelines.steps import (
     champion_step,
@@ -31,13 +31,17 @@ from pipelines.steps import (
     preprocess_files_step,
     preprocess_step,
     promote_step,
-    report_function,
+    record_run_step,
+    report_step,
     train_step,
 )
 
+TRAIN_DISPLAY_NAME = "train"  # every target's training task; the engine adds the run's label (`cpu · run 1`)
+
 
 def train_display_name(target: str, run_index: int) -> str:
-    return f"train · {target} · run {run_index + 1}"
+    """How the local engine names a training run's task: `train · cpu · run 1`."""
+    return f"{TRAIN_DISPLAY_NAME} · {run_label(target, run_index)}"
 
 
 @dataclass(frozen=True)
@@ -150,14 +154,16 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     generate_logs_op = component(generate_logs_step)
     preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
     train_op = component(train_step)
-    report_op = component(report_function(plan.runs, [t.name for t in plan.targets]))
+    record_run_op = component(record_run_step)
+    report_op = component(report_step)
     report_config = ReportStepConfig.of(config, plan.skipped)
     if pipeline == "retraining":  # the report evaluates the one run; no other target to compare it with
         report_config = report_config.model_copy(update={"targets": plan.targets,
                                                          "report": ReportConfig(baseline_target=None)})
 
-    def steps(run_window_end) -> list[dsl.PipelineTask]:
-        """Add every step; returns the tasks (the vertex backend sets each one's retry policy)."""
+    def steps(run_window_end, training_runs) -> list[dsl.PipelineTask]:
+        """Add every step; returns the tasks (the vertex backend sets each one's retry policy).
+        `training_runs`: the pipeline input the training loop iterates over (pipelines.fan_in)."""
         tasks = []
         join = add_experiment_join(config, backend, component)
         if join is not None:
@@ -181,23 +187,27 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         champion = add_champion(config, backend, component)
         warm_start = {"warm_start_from": champion.output} if champion is not None else {}
         tasks += [champion] if champion is not None else []
-        summaries = {}
-        for target in plan.targets:
-            target_train_op = placement.training_component(train_op, target, config, backend)
-            train_config_json = TrainStepConfig.of(config, target.name).to_json()
-            for run_index in [k for name, k in plan.runs if name == target.name]:
-                train = target_train_op(
-                    train_config_json=train_config_json,
+
+        with dsl.ParallelFor(training_runs, name="training runs") as run:
+            def train(target: TargetConfig) -> dsl.PipelineTask:
+                task = placement.training_component(train_op, target, config, backend)(
+                    train_config_json=TrainStepConfig.of(config, target.name).to_json(),
                     target=target.name,
-                    run_index=run_index,
+                    run_index=run.run_index,
                     examples=preprocess.outputs["examples"],
                     **warm_start,
-                ).set_display_name(train_display_name(target.name, run_index))
-                summaries[summary_input_name(target.name, run_index)] = train.outputs["summary"]
-                tasks.append(train)
+                ).set_display_name(TRAIN_DISPLAY_NAME)
+                tasks.append(task)
+                return task
+
+            summary = _by_target(run.target, plan.targets, train)
+            record = record_run_op(target=run.target, run_index=run.run_index, summary=summary)
+            record.set_display_name("record run")
+            tasks.append(record)
 
         report = report_op(
-            report_config_json=report_config.to_json(), examples=preprocess.outputs["examples"], **summaries,
+            report_config_json=report_config.to_json(), examples=preprocess.outputs["examples"],
+            runs=dsl.Collected(record.outputs["run"]),
         ).set_display_name("report")
         placement.place_report(report, backend)
         tasks.append(report)
@@ -208,27 +218,50 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     description = (f"adrank {pipeline} pipeline ({backend} backend): "
                    + ("preprocess → train " + ", ".join(f"{t} run {k + 1}" for t, k in plan.runs)
                       + " → report" + (" → promote" if plan.promote else "")))
+    items = training_run_items(plan.runs)
     if backend != "vertex":
         local_window_end = window_end
 
-        @dsl.pipeline(name=config.name, description=description)
-        def ranking():
-            steps(local_window_end)
+        def ranking(training_runs=items):
+            steps(local_window_end, training_runs)
 
-        return ranking
+        ranking.__annotations__ = {"training_runs": list}  # a type, not this module's postponed string
+        return dsl.pipeline(name=config.name, description=description)(ranking)
 
-    def ranking_on_vertex(window_end) -> None:
+    def ranking_on_vertex(window_end, training_runs) -> None:
         notify = placement.failure_notification(config)
         if notify is None:
-            placement.set_retries(steps(window_end), config.retry)
+            placement.set_retries(steps(window_end, training_runs), config.retry)
             return
         placement.set_retries([notify], config.retry)
         with dsl.ExitHandler(notify, name="pipeline body"):
-            placement.set_retries(steps(window_end), config.retry)
+            placement.set_retries(steps(window_end, training_runs), config.retry)
 
-    # the run's inputs: `window_end` (which day it reads) and the figures an Experiment row compares runs by
+    # the run's inputs: `window_end` (which day it reads), the training runs the loop iterates over, and the
+    # figures an Experiment row compares runs by
     return dsl.pipeline(name=config.name, description=description)(
-        run_parameters.taking_run_parameters(ranking_on_vertex, config))
+        run_parameters.taking_run_parameters(ranking_on_vertex, config, {TRAINING_RUNS: items}))
+
+
+def _by_target(target, targets: list[TargetConfig], train):
+    """The summary of the training task of the loop item's `target`: one branch per target (`dsl.If`, `dsl.Elif`
+    …, the last one `dsl.Else`, as `dsl.OneOf` requires), each with that target's own component (on Vertex its
+    CustomJob machines); `dsl.OneOf` hands on the summary of the branch that ran. `train(target)` adds one
+    target's training task. A single target needs no branch."""
+    if len(targets) == 1:
+        return train(targets[0]).outputs["summary"]
+    summaries = []
+    for position, candidate in enumerate(targets):
+        name = f"target {candidate.name}"
+        if position == 0:
+            branch = dsl.If(target == candidate.name, name=name)
+        elif position < len(targets) - 1:
+            branch = dsl.Elif(target == candidate.name, name=name)
+        else:
+            branch = dsl.Else(name=name)
+        with branch:
+            summaries.append(train(candidate).outputs["summary"])
+    return dsl.OneOf(*summaries)
 
 
 def add_experiment_join(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:

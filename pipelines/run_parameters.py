@@ -35,18 +35,19 @@ def run_parameters(config: AdrankConfig) -> dict[str, str | int | float]:
     return parameters
 
 
-def taking_run_parameters(body: Callable[[Any], None], config: AdrankConfig) -> Callable:
-    """A pipeline function whose inputs are `window_end` (str, default "": the run's scheduled time decides) and the
-    run parameters (defaults: the config's values) and that builds `body(window_end)`'s DAG; KFP reads the inputs
-    from the function's signature and passes them in its order."""
+def taking_run_parameters(body: Callable[..., None], config: AdrankConfig, read: dict[str, Any]) -> Callable:
+    """A pipeline function whose inputs are `window_end` (str, default "": the run's scheduled time decides), the
+    inputs in `read` (name → default; steps read them, e.g. the training runs the loop iterates over) and the run
+    parameters (defaults: the config's values), and that builds `body(window_end, *read)`'s DAG; KFP reads the
+    inputs from the function's signature and passes them in its order."""
 
-    def pipeline(window_end, *recorded_only):  # the channels KFP passes; no step consumes the recorded ones
-        body(window_end)
+    def pipeline(window_end, *rest):  # the channels KFP passes; no step consumes the recorded ones
+        body(window_end, *rest[:len(read)])
 
     pipeline.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         inspect.Parameter("window_end", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str),
         *(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value, annotation=type(value))
-          for name, value in run_parameters(config).items())])
+          for name, value in {**read, **run_parameters(config)}.items())])
     pipeline.__name__ = body.__name__
     pipeline.__doc__ = body.__doc__
     return pipeline

@@ -1,7 +1,7 @@
 """Every KFP component of the DAG: each wrapper parses its artifacts and calls one plain function.
 
-generate logs → preprocess (synthetic source) or preprocess files (files / BigQuery) → train → report (its
-signature generated per config, see `report_function`) → promote; champion before training when
+generate logs → preprocess (synthetic source) or preprocess files (files / BigQuery) → train → record run → report
+(every run's record through `dsl.Collected`, see `pipelines.fan_in`) → promote; champion before training when
 `training.warm_start: champion`.
 
 These functions are shipped as Lightweight Python Components: their source is embedded in the
@@ -14,14 +14,10 @@ and so its cache key on Vertex, change only when what it reads changes.
 """
 
 
-import hashlib
-import linecache
-from typing import Callable
+from typing import List
 
 from google_cloud_pipeline_components.types.artifact_types import VertexModel
-from kfp.dsl import HTML, Artifact, Dataset, Input, Markdown, Metrics, Model, Output, OutputPath
-
-from pipelines.fan_in import summary_input_name, target_metrics_name
+from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output, OutputPath
 
 
 def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
@@ -98,27 +94,40 @@ def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end:
 def train_step(
     train_config_json: str,
     target: str,
-    run_index: int,
+    run_index: str,
     examples: Input[Dataset],
     model: Output[Model],
     summary: Output[Artifact],
     metrics: Output[Metrics],
     warm_start_from: str = "",
 ):
-    """`warm_start_from`: the champion's model directory (`training.warm_start: champion`), "" to start cold."""
+    """`run_index`: the run's index from 0, as decimal text (a field of the training-runs loop's item, which KFP
+    types as a string). `warm_start_from`: the champion's model directory (`training.warm_start: champion`), ""
+    to start cold."""
     from components.evaluate.experiment_keys import training_figures, training_key
     from components.log_records import configure_step_logging
     from components.train.training_run import train
     from configs.slices import TrainStepConfig
     configure_step_logging()
 
-    run = train(TrainStepConfig.model_validate_json(train_config_json), target, run_index, examples.path,
+    index = int(run_index)
+    run = train(TrainStepConfig.model_validate_json(train_config_json), target, index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
     run.write(summary.path)
     # keys unique per target, run and task: a Vertex Experiment row merges every Metrics artifact of the run
-    for key, value in training_figures(target, run_index, run).items():
+    for key, value in training_figures(target, index, run).items():
         metrics.log_metric(key, value)
-    metrics.metadata[training_key(target, run_index, "device_kind")] = run.hardware.device_kind
+    metrics.metadata[training_key(target, index, "device_kind")] = run.hardware.device_kind
+
+
+def record_run_step(target: str, run_index: str, summary: Input[Artifact], run: Output[Artifact]):
+    """One training run's record for the report (components.report.collected_run): the summary of the branch
+    that trained it, checked to be this run's, with its headline figures as metadata."""
+    from components.log_records import configure_step_logging
+    from components.report.collected_run import record_training_run
+    configure_step_logging()
+
+    run.metadata.update(record_training_run(summary.path, target, int(run_index), run.path))
 
 
 def join_experiment_step(experiment: str, pipeline_job_name: str):
@@ -183,64 +192,29 @@ def champion_step(promote_config_json: str, backend: str) -> str:
     return champion_model_dir(PromoteStepConfig.model_validate_json(promote_config_json), backend)
 
 
-# --- the report: fan-in with one input per training run (see pipelines/fan_in.py) ----------------------------
-# The signature depends on the config, so `report_component_source` writes it as text: deterministic (same
-# targets and runs → same source), reviewable in the compiled spec, where KFP embeds it verbatim, and the same for
-# the local engine and Vertex. It is compiled in memory and registered with `linecache` under a pseudo file name (KFP
-# reads a lightweight component's source with `inspect.getsource`); nothing is written to disk. The body only
-# calls `components.report.write_report.write_report`.
-
-_HEADER = (
-    "from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Output\n\n\n"
-)
+# --- the report: every run's record, collected from the training-runs loop (pipelines/fan_in.py) -----------------
 
 
-def report_component_source(runs: list[tuple[str, int]], targets: list[str]) -> str:
-    """The report step's source for the training runs `(target, run_index)`, in DAG order."""
-    summaries = [summary_input_name(target, run_index) for target, run_index in runs]
-    if len(set(summaries)) != len(summaries):
-        raise ValueError(f"two training runs map to one report input: {summaries}")
-    per_target = [target_metrics_name(t) for t in targets]
-    parameters = (
-        ["report_config_json: str", "examples: Input[Dataset]"]
-        + [f"{name}: Input[Artifact]" for name in summaries]
-        + ["report_html: Output[HTML]", "report_markdown: Output[Markdown]",
-           "summary_json: Output[Artifact]", "metrics: Output[Metrics]",
-           "best_roc: Output[ClassificationMetrics]"]
-        + [f"{name}: Output[Metrics]" for name in per_target]
-    )
-    target_pairs = ", ".join(f"({t!r}, {n})" for t, n in zip(targets, per_target))
-    return (
-        _HEADER
-        + "def report(\n" + "".join(f"    {p},\n" for p in parameters) + "):\n"
-        + "    from components.report.write_report import write_report\n"
-        + "    from configs.slices import ReportStepConfig\n\n"
-        + "    write_report(\n"
-        + "        ReportStepConfig.model_validate_json(report_config_json),\n"
-        + "        examples.path,\n"
-        + f"        [{', '.join(s + '.path' for s in summaries)}],\n"
-        + "        report_html=report_html,\n"
-        + "        report_markdown=report_markdown,\n"
-        + "        summary_json=summary_json,\n"
-        + "        metrics=metrics,\n"
-        + "        best_roc=best_roc,\n"
-        + f"        target_metrics=dict([{target_pairs}]),\n"
-        + "    )\n"
-    )
+def report_step(
+    report_config_json: str,
+    examples: Input[Dataset],
+    runs: Input[List[Artifact]],
+    report_html: Output[HTML],
+    report_markdown: Output[Markdown],
+    summary_json: Output[Artifact],
+    metrics: Output[Metrics],
+    target_metrics: Output[Metrics],
+    best_roc: Output[ClassificationMetrics],
+):
+    """The report over `runs` (`dsl.Collected`: one record per training run, in the loop's order). `metrics`: the
+    run's headline figures; `target_metrics`: each target's aggregates under keys that name the target
+    (`cpu/engagement/logloss_mean`, components.evaluate.experiment_keys), one artifact whatever the targets."""
+    from components.log_records import configure_step_logging
+    from components.report.write_report import write_report
+    from configs.slices import ReportStepConfig
+    configure_step_logging()
 
-
-def report_function(runs: list[tuple[str, int]], targets: list[str]) -> Callable:
-    """The report step's Python function (see `report_component_source`)."""
-    return _define_function(report_component_source(runs, targets), "report")
-
-
-def _define_function(source: str, name: str) -> Callable:
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    filename = f"<adrank generated component {name} {digest}>"
-    # mtime None: linecache.checkcache keeps the entry (there is no file to compare with)
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    namespace: dict = {"__name__": f"adrank_generated_{name}_{digest}"}
-    # dont_inherit: not this module's `from __future__ import annotations`; KFP needs real annotation types
-    code = compile(source, filename, "exec", dont_inherit=True)
-    exec(code, namespace)  # noqa: S102 - source built above from target names the config schema restricts
-    return namespace[name]
+    config = ReportStepConfig.model_validate_json(report_config_json)
+    write_report(config, examples.path, [run.path for run in runs], report_html=report_html,
+                 report_markdown=report_markdown, summary_json=summary_json, metrics=metrics,
+                 target_metrics={target.name: target_metrics for target in config.targets}, best_roc=best_roc)

@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_parameters(items: list[str]) -> dict[str, object]:
     from ops.errors import CommandError
+    from pipelines.fan_in import TRAINING_RUNS
     from pipelines.run_parameters import RECORDED_ONLY
 
     parameters = {}
@@ -45,6 +46,9 @@ def parse_parameters(items: list[str]) -> dict[str, object]:
         if name in RECORDED_ONLY:
             raise CommandError(f"--param {name}: the run records the config's {name}; no step reads the parameter, "
                                "so change the config (--set) instead")
+        if name == TRAINING_RUNS:
+            raise CommandError(f"--param {name}: the runs are compiled from the config's targets and "
+                               "runs_per_target, which the report reads too; change the config (--set) instead")
         parameters[name] = yaml.safe_load(text)
     return parameters
 

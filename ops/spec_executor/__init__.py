@@ -2,10 +2,11 @@
 
     pipeline_spec   the compiled YAML: DAGs (root, nested, ExitHandler groups, loops), components, executors,
                     caching/retry/trigger policies, order (the DAG walk); unreadable YAML in one line
+    conditions      dsl.If/Elif/Else: the CEL subset of triggerPolicy.condition KFP compiles, evaluated
     job_context     what Vertex fills in for a pipeline job: names, ids, times, project, location, root
     executor_input  each task's ExecutorInput as the driver builds it; the outputs it leaves
     placeholders    {{$...}} resolution in container commands and args
-    storage         gs://BUCKET/... and /gcs/BUCKET/... are ROOT/BUCKET/...
+    storage         gs://BUCKET/... and /gcs/BUCKET/... are ROOT/BUCKET/...; tasks get those local paths as URIs
     custom_job      GCPC's custom-job launcher and the CustomJob service: one process per replica
     machines        which machines this computer stands in for (CPU; GPUs present; never TPU)
     dataflow        DataflowRunner options checked, DirectRunner in its place
@@ -16,8 +17,8 @@
     run_record      spec_run.json: task states, run status, interrupted runs
     vertex_only     `join experiment`, `model version`: Vertex-only steps, recorded as stand-ins
     processes       process groups, ended with the executor
-    task_startup/   sitecustomize for every task's Python: /gcs/ → ROOT, die with the executor's shell
-    runner          `run_spec`: the walk (nested DAGs, loops, exit handlers) and each task's run (cache,
+    task_startup/   sitecustomize for every task's Python: die with the executor's shell
+    runner          `run_spec`: the walk (nested DAGs, loops, conditions, exit handlers) and each task's run (cache,
                     stand-ins, retries)
 
 See docs/spec_executor.md for what it covers and what only a real Vertex project shows.

@@ -240,27 +240,32 @@ def collected_outputs(task: SpecTask, iterations: list[DagScope]) -> TaskOutputs
 
 
 def dag_outputs(task: SpecTask, inner: DagScope) -> TaskOutputs:
-    """What a DAG task surfaces to its consumers: `dag.outputs`, each taken from one of its inner tasks."""
+    """What a DAG task surfaces to its consumers: `dag.outputs`, each taken from one of its inner tasks, or
+    (`dsl.OneOf`: several selectors) from the first of the listed tasks that produced it — the branch of a
+    `dsl.If`/`Elif`/`Else` that ran. An output no listed task produced is absent (its consumer fails naming it)."""
     assert task.dag is not None
     selected = TaskOutputs()
     for name, spec in task.dag.outputs.get("parameters", {}).items():
-        source = spec.get("valueFromParameter")
-        if source is None:
-            raise MissingInput(f"task '{task.name}': DAG output parameter '{name}' is not taken from one task")
-        produced = inner.outputs.get(source["producerSubtask"], TaskOutputs()).parameters
-        if source["outputParameterKey"] in produced:
-            selected.parameters[name] = produced[source["outputParameterKey"]]
+        sources = ([spec["valueFromParameter"]] if "valueFromParameter" in spec
+                   else spec["valueFromOneof"]["parameterSelectors"])
+        for source in sources:
+            produced = inner.outputs.get(source["producerSubtask"], TaskOutputs()).parameters
+            if source["outputParameterKey"] in produced:
+                selected.parameters[name] = produced[source["outputParameterKey"]]
+                break
     for name, spec in task.dag.outputs.get("artifacts", {}).items():
-        (source,) = spec["artifactSelectors"]
-        produced_artifacts = inner.outputs.get(source["producerSubtask"], TaskOutputs()).artifacts
-        if source["outputArtifactKey"] in produced_artifacts:
-            selected.artifacts[name] = produced_artifacts[source["outputArtifactKey"]]
+        for source in spec["artifactSelectors"]:
+            produced_artifacts = inner.outputs.get(source["producerSubtask"], TaskOutputs()).artifacts
+            if produced_artifacts.get(source["outputArtifactKey"]):
+                selected.artifacts[name] = produced_artifacts[source["outputArtifactKey"]]
+                break
     return selected
 
 
-def read_task_outputs(executor_input: dict) -> TaskOutputs:
-    """The outputs as the driver records them: executor_output.json overrides the URIs and metadata it names;
-    output parameters come from their files or from executor_output's parameterValues."""
+def read_task_outputs(executor_input: dict, reported_uri=lambda uri: uri) -> TaskOutputs:
+    """The outputs as the driver records them: executor_output.json overrides the URIs and metadata it names
+    (`reported_uri` turns a URI as the task saw it back into the job's); output parameters come from their files
+    or from executor_output's parameterValues."""
     outputs = executor_input["outputs"]
     artifacts = {name: [dict(a) for a in spec["artifacts"]] for name, spec in outputs["artifacts"].items()}
     parameters: dict[str, object] = {}
@@ -271,7 +276,7 @@ def read_task_outputs(executor_input: dict) -> TaskOutputs:
             if name in artifacts:
                 for declared, reported in zip(artifacts[name], spec.get("artifacts", [])):
                     declared["metadata"] = reported.get("metadata", declared["metadata"])
-                    declared["uri"] = reported.get("uri") or declared["uri"]
+                    declared["uri"] = reported_uri(reported.get("uri")) if reported.get("uri") else declared["uri"]
         parameters.update(written.get("parameterValues", {}))
     for name, spec in outputs.get("parameters", {}).items():
         path = Path(spec["outputFile"])

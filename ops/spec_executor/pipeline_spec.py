@@ -2,19 +2,22 @@
 task's component and executor, its caching, retry and trigger policies, and the order tasks run in.
 
 A task runs either a container (`deploymentSpec.executors`) or a DAG component (a nested pipeline, or the
-group `dsl.ExitHandler` compiles). Anything the executor cannot run the way Vertex would (loops,
-`dsl.Collected`, conditions, importers) is refused by name at load time, before any task starts, rather than
-run differently. A file that is not readable YAML is refused in one line naming the file (`UnreadableSpec`).
+group `dsl.ExitHandler` compiles, a `dsl.ParallelFor`, a `dsl.If`/`Elif`/`Else` branch). A condition is read
+here (`conditions.parse_condition`); a DAG output may select from several tasks (`dsl.OneOf`: the one that ran).
+Anything the executor cannot run the way Vertex would (loops over artifacts, importers, a condition outside the
+CEL subset KFP compiles) is refused by name at load time, before any task starts, rather than run differently. A file that is not readable YAML is refused in one line naming the file (`UnreadableSpec`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from ops.spec_executor.conditions import Condition, UnsupportedCondition, parse_condition
 from ops.spec_executor.retries import BadRetryPolicy, RetryPolicy, retry_policy
 
 ALL_UPSTREAM_TASKS_COMPLETED = "ALL_UPSTREAM_TASKS_COMPLETED"  # an exit handler's trigger
@@ -46,7 +49,7 @@ class SpecTask:
     retry: RetryPolicy | None = None
     trigger_strategy: str = ""  # "" = all upstream tasks succeeded (the default)
     loop: ParameterLoop | None = None  # dsl.ParallelFor: the DAG runs once per item
-
+    condition: Condition | None = None  # dsl.If/Elif/Else: the task runs only when it holds
 
     @property
     def upstream(self) -> set[str]:
@@ -119,6 +122,40 @@ class PipelineSpec:
         return self.root.order()
 
 
+def planned_container_tasks(spec: PipelineSpec) -> int:
+    """How many container tasks a run of `spec` starts at most, for a progress line: a loop's body once per item
+    (its compiled items, or the default of the pipeline parameter it iterates over, passed down nested DAGs), of
+    condition branches (which `dsl.If`/`Elif`/`Else` make exclusive) the largest; a task skipped or not run
+    lowers the real count."""
+    defaults = {name: definition.get("defaultValue") for name, definition in spec.root_parameters.items()}
+    return _planned(spec.root, defaults)
+
+
+def _planned(dag: Dag, parameters: dict) -> int:
+    always, branches = 0, []
+    for task in dag.tasks.values():
+        inner = {name: parameters.get(compiled.get("componentInputParameter", ""))
+                 for name, compiled in task.inputs.get("parameters", {}).items()}  # what a nested DAG is given
+        count = 1 if task.dag is None else _planned(task.dag, inner)
+        if task.loop is not None:
+            count *= len(_planned_items(task, parameters))
+        if task.condition is not None:
+            branches.append(count)
+        else:
+            always += count
+    return always + max(branches, default=0)
+
+
+def _planned_items(task: SpecTask, parameters: dict) -> list:
+    assert task.loop is not None
+    if task.loop.raw_items is not None:
+        items = json.loads(task.loop.raw_items)
+    else:
+        compiled = task.inputs.get("parameters", {}).get(task.loop.items_parameter or "", {})
+        items = parameters.get(compiled.get("componentInputParameter", ""))
+    return items if isinstance(items, list) else [None]
+
+
 def load_pipeline_spec(path: Path) -> PipelineSpec:
     documents = _yaml_documents(Path(path))
     if not documents or not isinstance(documents[0], dict) or "root" not in documents[0]:
@@ -175,8 +212,7 @@ def _task(name: str, task: dict, components: dict, executors: dict, within: tupl
             raise UnsupportedSpec(f"task '{name}' input '{input_name}' selects with the expression {selector!r}, "
                                   "which this executor does not evaluate")
     trigger = task.get("triggerPolicy", {})
-    if trigger.get("condition"):
-        raise UnsupportedSpec(f"task '{name}' uses a condition (dsl.If), which this executor does not run")
+    condition = _condition(name, trigger.get("condition"))
     component_name = task["componentRef"]["name"]
     component = components.get(component_name)
     if component is None:
@@ -189,9 +225,13 @@ def _task(name: str, task: dict, components: dict, executors: dict, within: tupl
     if "dag" in component:
         dag = _dag(component["dag"], components, executors, within + (component_name,))
         for output, selector in component["dag"].get("outputs", {}).get("artifacts", {}).items():
-            if len(selector.get("artifactSelectors", [])) != 1:
-                raise UnsupportedSpec(f"task '{name}': DAG output '{output}' selects from several tasks "
-                                      "(a dsl.Collected or dsl.OneOf output), which this executor does not run")
+            if not selector.get("artifactSelectors"):
+                raise UnsupportedSpec(f"task '{name}': DAG output '{output}' selects from no task")
+        for output, selector in component["dag"].get("outputs", {}).get("parameters", {}).items():
+            if "valueFromParameter" not in selector and not selector.get("valueFromOneof", {}).get(
+                    "parameterSelectors"):
+                raise UnsupportedSpec(f"task '{name}': DAG output parameter '{output}' is taken in a form this "
+                                      f"executor does not read: {sorted(selector)}")
     else:
         executor = executors.get(component.get("executorLabel", ""))
         if executor is None or "container" not in executor:
@@ -219,7 +259,17 @@ def _task(name: str, task: dict, components: dict, executors: dict, within: tupl
         retry=retry,
         trigger_strategy=trigger.get("strategy", ""),
         loop=loop,
+        condition=condition,
     )
+
+
+def _condition(name: str, expression: str | None) -> Condition | None:
+    if not expression:
+        return None
+    try:
+        return parse_condition(expression)
+    except UnsupportedCondition as error:
+        raise UnsupportedSpec(f"task '{name}': {error}") from None
 
 
 def _parameter_loop(name: str, iterator: dict | None) -> ParameterLoop | None:

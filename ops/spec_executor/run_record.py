@@ -1,7 +1,8 @@
 """What `spec_run.json` says about one run-spec job: each task's state, and whether the run is still going.
 
 Task states: `running`, `succeeded`, `cached` (outputs taken from an earlier execution, named in
-`cached_from`), `failed`, `skipped` (machines this computer lacks), `not_run`, `checked` (`--check`) and
+`cached_from`), `failed`, `skipped` (machines this computer lacks), `not_triggered` (its `dsl.If` condition is
+false: a branch not taken, as KFP's driver marks it; not a failure and not incomplete), `not_run`, `checked` (`--check`) and
 `interrupted` (the executor was stopped while the task ran). The record is rewritten after every task and
 while a task runs, so a record always exists; it carries the executor's pid and that process's start time.
 
@@ -22,7 +23,8 @@ from typing import Literal
 from components.atomic_write import write_json_atomically
 
 RUN_RECORD = "spec_run.json"
-TaskState = Literal["running", "succeeded", "cached", "failed", "skipped", "not_run", "checked", "interrupted"]
+TaskState = Literal["running", "succeeded", "cached", "failed", "skipped", "not_triggered", "not_run", "checked",
+                    "interrupted"]
 DONE = ("succeeded", "cached")  # states whose outputs consumers get
 
 
@@ -74,7 +76,7 @@ class SpecRun:
             return "failed"
         if states & {"skipped", "not_run"}:
             return "incomplete"
-        return "checked" if states == {"checked"} else "succeeded"
+        return "checked" if states - {"not_triggered"} == {"checked"} else "succeeded"
 
     def task(self, name: str) -> TaskRecord:
         return next(t for t in self.tasks if t.task == name)

@@ -3,8 +3,10 @@
     load spec ─► for each task of a DAG in order (one at a time):
         upstream not all succeeded ─► not run (says which upstream task and why), unless it is an exit
                                       handler (`ALL_UPSTREAM_TASKS_COMPLETED`): that runs after failures too
-        a DAG component ─► walk its inner DAG with its inputs (nested pipelines, the ExitHandler group);
-                           its outputs are the inner tasks' outputs `dag.outputs` names
+        a condition (dsl.If/Elif/Else) that is false on its inputs ─► not triggered (the branch not taken)
+        a DAG component ─► walk its inner DAG with its inputs (nested pipelines, the ExitHandler group, each
+                           item of a ParallelFor, a condition's branch); its outputs are the inner tasks' outputs
+                           `dag.outputs` names (dsl.OneOf: the branch that ran; dsl.Collected: every iteration's)
         a container ─► build executor input ─► cache hit? take the earlier execution's outputs (`cached`)
             ─► the e-mail notification? record it (notification_email)
             ─► stand-ins (Dataflow → DirectRunner, Model Registry → local registry) ─► resolve placeholders
@@ -18,7 +20,8 @@ the rest not run, as a failed Vertex pipeline schedules nothing more — except 
 with the final status of the group they guard. A task whose machines this computer does not have (TPU; more
 GPUs than present) is skipped with the reason, and what consumes its outputs is not run.
 
-Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
+A task process is handed its artifacts' `gs://` URIs as the local paths they map to (`storage.for_task`); what
+it reports back is recorded as `gs://` again. Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
 TensorFlow's temp files), removed when the run ends however it ends (after a kill -9 of the executor, by the next
 run under the same root). Each container task's executor input is kept in its task directory
 (`executor_input.json`).
@@ -45,6 +48,7 @@ from typing import Callable, Literal
 from components.atomic_write import write_json_atomically
 from components.logs.records import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
+from ops.spec_executor.conditions import ConditionError
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
 from ops.spec_executor.executor_input import (
     DagScope,
@@ -71,10 +75,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TASK_STARTUP = Path(__file__).resolve().parent / "task_startup"
 VERTEX_ONLY_VARIABLES = ("TF_CONFIG", "CLUSTER_SPEC", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR")
 TASK_ERRORS = (BrokenPlaceholder, MissingInput, custom_job.CustomJobError, dataflow.DataflowArgsError,
-               NotCloudStorage, notification_email.BadNotification)
+               NotCloudStorage, notification_email.BadNotification, ConditionError)
 EXECUTOR_INPUT_FILE = "executor_input.json"  # beside a task's logs: what it was started with
 FINAL_STATES = {"succeeded": "SUCCEEDED", "cached": "SUCCEEDED", "checked": "SUCCEEDED", "failed": "FAILED",
-                "interrupted": "CANCELLED"}
+                "interrupted": "CANCELLED", "not_triggered": "CANCELLED"}
+ENDED_WELL = ("succeeded", "cached", "checked", "not_triggered")  # what lets a downstream task start
+WOULD_NOT_RUN = "would not run: "  # --check: a task checked although a task it needs would not end well
+ITEM_LABEL = "display_name"  # a dict loop item's field that names its iteration in display names
 CacheChoice = Literal["on", "off", "default"]
 
 
@@ -138,6 +145,11 @@ class _JobWalk:
     display_names: dict[str, str] = field(default_factory=dict)  # task path → display name, for output lines
 
     @property
+    def cloud(self) -> bool:
+        """A `gs://` pipeline root (a compiled Vertex spec): tasks get local paths for its URIs (storage)."""
+        return self.context.pipeline_root.startswith("gs://")
+
+    @property
     def tmp_dir(self) -> Path:
         return self.run_dir / "tmp"
 
@@ -178,16 +190,17 @@ class _JobWalk:
 
     # -- the walk -------------------------------------------------------------------------------------------
 
-    def walk(self, dag: Dag, scope: DagScope, prefix: str) -> list[TaskRecord]:
-        """Run the tasks of `dag`; returns their records (those of nested tasks are in the run record too)."""
+    def walk(self, dag: Dag, scope: DagScope, prefix: str, label: str = "") -> list[TaskRecord]:
+        """Run the tasks of `dag`; returns their records (those of nested tasks are in the run record too).
+        `label`: what names the loop iteration the DAG runs in, added to its tasks' display names."""
         records: dict[str, TaskRecord] = {}
         check_only = self.options.check_only
         for task in dag.order():
             path = prefix + task.name
-            record = TaskRecord(path, task.display_name, "not_run")
+            record = TaskRecord(path, f"{task.display_name} · {label}" if label else task.display_name, "not_run")
             records[task.name] = record
             self.record.tasks.append(record)
-            blocking = [name for name in sorted(task.upstream) if records[name].state not in (*DONE, "checked")]
+            blocking = [name for name in sorted(task.upstream) if records[name].state not in ENDED_WELL]
             if task.runs_after_failures:
                 self.run_task(task, path, record, scope)
             elif self.failed_at and not check_only:
@@ -197,18 +210,41 @@ class _JobWalk:
                 record.reason = "; ".join(f"upstream '{name}' {records[name].state}" +
                                           (f" ({_summary(records[name].reason)})" if records[name].reason
                                            else "") for name in blocking)
+            elif task.condition is not None and not self.triggered(task, path, record, scope):
+                pass  # not triggered (the condition is false), or failed evaluating it: the record says which
             else:
-                self.run_task(task, path, record, scope)
-                if blocking and record.state == "checked":  # checked against the outputs skipped tasks declare
-                    record.reason = "would not run: " + ", ".join(
-                        f"upstream '{name}' {records[name].state}" for name in blocking)
+                self.run_task(task, path, record, scope, label)
+                # checked against the outputs skipped tasks declare; what held those back is named
+                held_back = [name for name in sorted(task.upstream) if records[name].reason.startswith(WOULD_NOT_RUN)]
+                if (blocking or held_back) and record.state == "checked":
+                    record.reason = WOULD_NOT_RUN + ", ".join(
+                        [f"upstream '{name}' {records[name].state}" for name in blocking]
+                        + [records[name].reason[len(WOULD_NOT_RUN):] for name in held_back])
             scope.final_status[task.name] = self.final_status(task.name, path, record)
             self.report(_line(record))
             self.options.events.task_ended(record)
             self.save()
         return list(records.values())
 
-    def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+    def triggered(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> bool:
+        """Whether the task's `dsl.If` condition holds on its input values (as the driver evaluates
+        `triggerPolicy.condition` before the task starts). False: the record is `not_triggered`, or `failed`
+        naming the expression when it cannot be evaluated on these inputs."""
+        assert task.condition is not None
+        try:
+            parameters = input_parameters(task, self.context.pipeline_placeholders(path), scope)
+            if task.condition.holds(parameters):
+                return True
+        except TASK_ERRORS as error:
+            record.state, record.reason = "failed", str(error)
+            if self.failed_at is None:
+                self.failed_at = path
+            return False
+        record.state = "not_triggered"
+        record.reason = f"condition {task.condition.expression} is false"
+        return False
+
+    def run_task(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, label: str = "") -> None:
         started = time.perf_counter()
         record.state = "running"
         self.display_names[path] = record.display_name
@@ -216,16 +252,18 @@ class _JobWalk:
         self.save()
         if task.dag is not None:
             self.dag_paths.add(path)
-            self.run_dag(task, path, record, scope)
+            self.run_dag(task, path, record, scope, label)
         else:
             self.run_container(task, path, record, scope)
         record.seconds = round(time.perf_counter() - started, 1)
         if record.state == "failed" and self.failed_at is None:
             self.failed_at = path
 
-    def run_dag(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
-        """A nested pipeline, an ExitHandler group or a ParallelFor: its inner DAG with inputs mapped from this
-        DAG (once per item for a loop, each iteration's tasks under `<loop>/iteration-<i>/`)."""
+    def run_dag(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, label: str = "") -> None:
+        """A nested pipeline, an ExitHandler group, a condition's branch or a ParallelFor: its inner DAG with
+        inputs mapped from this DAG (once per item for a loop, each iteration's tasks under
+        `<loop>/iteration-<i>/`, their display names followed by the item's `display_name` field when it has
+        one)."""
         assert task.dag is not None
         try:
             given = (task.loop.item_input,) if task.loop else ()
@@ -239,12 +277,13 @@ class _JobWalk:
         iterations: list[DagScope] = []
         for index, item in enumerate(items if items is not None else [None]):
             inner = DagScope(parameters=dict(parameters), artifacts=artifacts)
-            prefix = path + "/"
+            prefix, inner_label = path + "/", label
             if task.loop is not None:
                 inner.parameters[task.loop.item_input] = item
                 prefix += f"iteration-{index}/"
+                inner_label = " · ".join(part for part in (label, _item_label(item)) if part)
             iterations.append(inner)
-            inner_records += self.walk(task.dag, inner, prefix=prefix)
+            inner_records += self.walk(task.dag, inner, prefix=prefix, label=inner_label)
             if self.failed_at and not self.options.check_only:
                 break  # a failed iteration stops the pipeline: later iterations are not started
         states = {r.state for r in inner_records}
@@ -259,7 +298,13 @@ class _JobWalk:
             record.reason = "; ".join(f"inner task '{r.task}' {r.state}" +
                                       (f" ({_summary(r.reason)})" if r.reason else "") for r in not_done)
             return
-        record.state = "checked" if self.options.check_only and not states <= set(DONE) else "succeeded"
+        record.state = "checked" if self.options.check_only and not states <= {*DONE, "not_triggered"} \
+            else "succeeded"
+        held = [r for r in inner_records if r in not_done or r.reason.startswith(WOULD_NOT_RUN)]
+        if held and self.options.check_only:  # checked, but on Vertex as here it would not end well
+            first = held[0]
+            record.reason = first.reason if first.reason.startswith(WOULD_NOT_RUN) else \
+                f"{WOULD_NOT_RUN}inner task '{first.task}' {first.state}"
         try:
             outputs = collected_outputs(task, iterations) if task.loop else dag_outputs(task, iterations[0])
         except TASK_ERRORS as error:
@@ -308,14 +353,13 @@ class _JobWalk:
                 return
             _apply_stand_ins(task, executor_input, record, self.storage, self.options)
             resolver = PlaceholderResolver(
-                task.name, executor_input, self.context.pipeline_placeholders(path),
+                task.name, self.storage.for_task(executor_input), self.context.pipeline_placeholders(path),
                 task.component.get("inputDefinitions", {}).get("parameters", {}),
                 lambda uri: str(self.storage.local_path(uri)),
             )
             command = resolver.resolve_command(task.container.get("command", []))
             args = resolver.resolve_command(task.container.get("args", []))
-            env = _task_environment(self.storage, self.tmp_dir, self.context.pipeline_root.startswith("gs://")) \
-                | self.options.environment
+            env = _task_environment(self.storage, self.tmp_dir, self.cloud) | self.options.environment
             if not self.options.check_only:
                 task_dir.mkdir(parents=True, exist_ok=True)
                 write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
@@ -349,7 +393,7 @@ class _JobWalk:
         except TASK_ERRORS as error:
             record.state, record.reason = "failed", str(error)
             return
-        outputs = read_task_outputs(executor_input)
+        outputs = read_task_outputs(executor_input, lambda uri: self.storage.from_task(uri, self.cloud))
         scope.outputs[task.name] = outputs
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
         if key is not None and record.state == "succeeded":
@@ -427,6 +471,14 @@ class _JobWalk:
                                 f"{notice['state']} notification to {', '.join(notice['recipients'])} in {written}")
 
 
+def _item_label(item) -> str:
+    """What names a loop iteration in its tasks' display names: a dict item's `display_name` field (adrank's
+    training runs: `cpu · run 1`); other items name none (the task path has the iteration's index)."""
+    if isinstance(item, dict) and isinstance(item.get(ITEM_LABEL), str):
+        return item[ITEM_LABEL]
+    return ""
+
+
 def _forget_outputs(executor_input: dict) -> None:
     """Before a retry: remove what the failed attempt reported (executor_output.json, output parameter files),
     so the outputs read afterwards are the successful attempt's. Artifact directories (checkpoints) stay."""
@@ -458,13 +510,14 @@ def _apply_stand_ins(task: SpecTask, executor_input: dict, record: TaskRecord, s
 
 def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None, gcs: bool = True) -> dict[str, str]:
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
-    project and the /gcs hook on PYTHONPATH, the run's own TMPDIR, and none of the custom-job variables of the
-    calling shell."""
+    project and the start-up hook (task_startup: die with the executor) on PYTHONPATH, the run's own TMPDIR,
+    with a `gs://` root `ADRANK_SPEC_GCS_ROOT` (where adrank's own code finds a `/gcs/` path:
+    components.registry.gcs_mount), and none of the custom-job variables of the calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env["ADRANK_SPEC_TASK"] = "1"  # task_startup: die with the executor
-    if gcs:  # task_startup: KFP's /gcs/ prefix → the root (a local pipeline root has plain paths)
+    if gcs:  # adrank's /gcs/ paths → the root (a local pipeline root has plain paths)
         env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
     else:
         env.pop("ADRANK_SPEC_GCS_ROOT", None)

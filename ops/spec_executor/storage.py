@@ -2,8 +2,11 @@
 
 On Vertex an output artifact has a `gs://` URI and the task reads and writes it as `/gcs/...` (Cloud Storage
 FUSE; `kfp.dsl.Artifact.path` makes that conversion). Here both spellings name one directory under the
-executor's root, so what one task writes through `/gcs/` the next one finds under its `gs://` URI. A local
-pipeline root (the local backend) is a directory under the root: its URIs are paths, used as they are.
+executor's root. A task process is handed its artifacts' URIs as those local paths (`for_task`): KFP's
+`Artifact.path` of a URI that is not `gs://`, `minio://` or `s3://` is the URI itself (public behaviour), so no
+mount prefix of KFP's is changed; what the task reports back is read as the `gs://` URI again (`from_task`), so
+records, the cache and consumers see the URIs Vertex would. A local pipeline root (the local backend) is a
+directory under the root: its URIs are paths, used as they are.
 What the engine keeps on disk across runs (the execution cache, each task's executor input) names such paths
 relative to the root (`portable`), so a root that was moved or copied still finds its own files.
 """
@@ -47,6 +50,19 @@ class CloudStorageRoot:
         relative = Path(local_path).resolve().relative_to(self.root.resolve())
         return GCS_SCHEME + relative.as_posix()
 
+    def for_task(self, executor_input: dict) -> dict:
+        """The executor input a task process gets: every artifact's `gs://` URI as the local path it maps to."""
+        return _with_artifact_uris(executor_input, lambda uri: str(self.local_path(uri))
+                                   if uri.startswith(GCS_SCHEME) else uri)
+
+    def from_task(self, uri: str, cloud: bool) -> str:
+        """A URI a task reported, as the job records it: with a `gs://` pipeline root (`cloud`), a path under the
+        root is its `gs://` URI again; anything else as it is."""
+        path = Path(uri)
+        if cloud and path.is_absolute() and path.resolve().is_relative_to(self.root.resolve()):
+            return self.uri(path)
+        return uri
+
     def fuse_prefix(self) -> str:
         """What `/gcs/` means inside a task process: the root, with a trailing slash."""
         return str(self.root.resolve()) + "/"
@@ -58,6 +74,19 @@ class CloudStorageRoot:
     def resolved(self, value):
         """What `portable` wrote, under this root."""
         return _rebased(value, ROOT_MARK, str(self.root.resolve()))
+
+
+def _with_artifact_uris(executor_input: dict, change) -> dict:
+    """A copy of `executor_input` with `change(uri)` for every input and output artifact's URI."""
+    copied = {**executor_input}
+    for side in ("inputs", "outputs"):
+        if side not in copied:
+            continue
+        copied[side] = {**copied[side], "artifacts": {
+            name: {**spec, "artifacts": [{**artifact, "uri": change(artifact["uri"])} if "uri" in artifact
+                                         else artifact for artifact in spec.get("artifacts", [])]}
+            for name, spec in copied[side].get("artifacts", {}).items()}}
+    return copied
 
 
 def _rebased(value, old: str, new: str):

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
@@ -94,22 +93,39 @@ def describe_failure(what: str, error: BaseException) -> str:
 def describe_api_error(what: str, error: exceptions.GoogleAPICallError) -> str:
     """`<what>: <code> <STATUS>, <hint>: <the server's message>` on one line."""
     hint = HINTS.get(error.code or 0)
-    message = _REQUEST_PREFIX.sub("", _one_line(error.message or str(error)))
+    message = _one_line(server_message(error))
     return f"{what}: {error.code} {status_name(error)}" + (f", {hint}" if hint else "") + f": {message}"
 
 
-# The REST transport prefixes the server's message with the request line: "GET http://...?$alt=json: "
-_REQUEST_PREFIX = re.compile(r"^(GET|POST|PATCH|PUT|DELETE) \S+: ")
+def server_message(error: exceptions.GoogleAPICallError) -> str:
+    """What the server said, read from the answer itself: the REST error body's `error.message` (the exception's
+    own message starts with the request line, which `what` already names), else the body's text; a gRPC error's
+    message is the server's."""
+    body = _error_body(error)
+    if isinstance(body.get("message"), str) and body["message"]:
+        return body["message"]
+    text = getattr(getattr(error, "response", None), "text", None)
+    if isinstance(text, str) and text.strip():
+        return text
+    return error.message or str(error)
+
+
+def _error_body(error: exceptions.GoogleAPICallError) -> dict:
+    """The REST answer's `error` object (`{"code", "message", "status", ...}`); {} for gRPC or a body that is
+    not such JSON."""
+    try:
+        body = error.response.json()["error"]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def status_name(error: exceptions.GoogleAPICallError) -> str:
     """The canonical status (NOT_FOUND, PERMISSION_DENIED, ...) from the exception or the REST error body."""
     if error.grpc_status_code is not None:
         return error.grpc_status_code.name
-    try:
-        return str(error.response.json()["error"]["status"])
-    except (AttributeError, KeyError, TypeError, ValueError):
-        return type(error).__name__
+    status = _error_body(error).get("status")
+    return str(status) if status else type(error).__name__
 
 
 def _one_line(text: str) -> str:

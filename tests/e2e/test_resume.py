@@ -67,7 +67,7 @@ def retrained_from_scratch(runs_dir: Path, run_id: str) -> dict:
     the run without any training or report output (no seal, no checkpoint), resumed."""
     copy = runs_dir / f"{run_id}-retrained"
     shutil.copytree(runs_dir / run_id, copy)
-    for task_dir in [*copy.glob("artifacts/*/*/train-*"), *copy.glob("artifacts/*/*/report_*")]:
+    for task_dir in [*copy.glob("artifacts/*/*/train-*"), *copy.glob("artifacts/*/*/report-step_*")]:
         shutil.rmtree(task_dir)
     record = json.loads((copy / "run.json").read_text())
     (copy / "run.json").write_text(json.dumps(record | {"id": copy.name, "status": "failed"}))

@@ -4,6 +4,7 @@ kill -9 nothing can: the temp directory, inside the run's directory, goes when t
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from e2e_cli import sets
+
+from ops.local_dag import TASK_STARTED
 
 # whole-DAG runs killed midway (make test-long); benchmarks/resume.py measures the same kill -9 of adrank run
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
@@ -63,12 +66,14 @@ def alive_in_groups(groups: set[int]) -> list[int]:
 
 def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:
     """Wait until `task` is executing (pipeline.log says so, `ops.local_dag.TASK_STARTED`, and its executor process
-    exists)."""
+    exists). `task`: how its path's last part starts (`train` for `for-loop-1/iteration-0/…/train-step`, a
+    training run's task inside the training-runs loop and its target's branch)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert run.poll() is None, run.communicate()
         log = run_dir / "pipeline.log"
-        if log.exists() and f"task started: {task}" in log.read_text(errors="replace"):
+        if log.exists() and re.search(rf"^{re.escape(TASK_STARTED)}(\S*/)?{re.escape(task)}",
+                                      log.read_text(errors="replace"), re.MULTILINE):
             executors = step_processes_of(run_dir)
             if executors:
                 time.sleep(3)  # let the step get going (Beam / TensorFlow started)

@@ -17,6 +17,7 @@ from components.report.write_report import write_report
 from configs import config_hash, load_config
 from ops.cli import main
 from ops.vertex.retry import Backoff
+from pipelines.fan_in import training_run_items
 from pipelines.run_parameters import run_parameters
 from tests.components.report.test_report import FakeArtifact, manifest, run
 from tests.components.report.test_report import config as report_config
@@ -135,6 +136,8 @@ def test_the_sdk_row_has_keys_per_target_run_and_task_and_the_parameters(run_met
     parameters = {key.removeprefix("param."): value for key, value in row.items() if key.startswith("param.")}
     # the window the run read: `adrank submit` passes the time it submitted as the run's `window_end` input
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", parameters.pop("window_end"))
+    # the training runs the loop iterated over (a pipeline input: the loop's items, pipelines.fan_in)
+    assert parameters.pop("training_runs") == training_run_items([(t.name, 0) for t in config.targets])
     assert parameters == {**run_parameters(config), "window_days": 14.0, "global_batch_size": 8192.0,
                           "runs_per_target": 1.0}  # Struct numbers come back as floats
     assert parameters["config_hash"] == config_hash(config)

@@ -61,6 +61,7 @@ def test_api_errors_are_one_line_naming_the_request(fake_vertex, vertex_args, ca
     err = _one_line_error(capsys, [*argv, *vertex_args, "--api-endpoint", endpoint])
     assert expected in err
     assert "injected transient failure" in err  # the server's own message is kept
+    assert endpoint not in err and f"{method} " not in err  # read from the answer's body, not the request line
 
 
 def test_an_error_on_an_existing_schedule_names_it(fake_vertex, vertex_args, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ops.cli import main
+from tests.pipelines.compiled_spec import spec_tasks
 
 SCHEDULES = r"/schedules$"
 PAST_START = ["--set", "vertex.schedule.start_time=2026-03-01T00:00:00Z"]
@@ -32,8 +33,9 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     # scheduled runs carry the labels `runs list` finds them by, like submitted ones
     assert job["labels"]["adrank-pipeline"] == "adrank-daily" and "adrank-config" in job["labels"]
     # the schedule runs the retraining pipeline: one training task, inside the e-mail exit handler
-    tasks = job["pipelineSpec"]["components"]["comp-exit-handler-1"]["dag"]["tasks"]
+    tasks = spec_tasks(job["pipelineSpec"])  # the exit handler's body and the training-runs loop in it
     assert [name for name in tasks if name.startswith("train")] == ["train-step"]
+    assert len(job["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 1
     assert "promote-step" in tasks
     # one template serves every day: the preprocess step reads the window ending at the run's scheduled time
     (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]

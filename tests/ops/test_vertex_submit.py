@@ -10,6 +10,7 @@ from ops.cli import main
 from ops.pipeline_compiler import compile_pipeline
 from ops.vertex.jobs import job_id, job_labels, submit_pipeline
 from ops.vertex.session import session_for
+from tests.pipelines.compiled_spec import spec_tasks
 
 JOB_ID = re.compile(r"^adrank-daily-[0-9a-f]{8}-\d{8}-\d{6}$")
 
@@ -31,9 +32,9 @@ def test_submit_sends_the_pipeline_job(fake_vertex, vertex_args, capsys):
     body = request.body
     spec = body["pipelineSpec"]
     assert spec["pipelineInfo"]["name"] == "adrank-daily"
-    body_dag = spec["components"]["comp-exit-handler-1"]["dag"]  # inside the e-mail exit handler
-    tasks = {**spec["root"]["dag"]["tasks"], **body_dag["tasks"]}
-    assert sum(name.startswith("train") for name in tasks) == 5  # the benchmark: 5 targets x 1 run
+    tasks = spec_tasks(spec)  # the root DAG's and those nested in it: the e-mail exit handler, the runs loop
+    assert sum(name.startswith("train") for name in tasks) == 5  # the benchmark: one branch per target
+    assert len(spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 5  # x 1 run
     # a submitted run reads the window ending when it was submitted (a scheduled one: its scheduled time)
     window_end = body["runtimeConfig"]["parameterValues"]["window_end"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", window_end)
@@ -61,8 +62,10 @@ def test_submit_the_retraining_pipeline_for_a_given_day(fake_vertex, vertex_args
                  "--api-endpoint", endpoint]) == 0
     body = _submitted_job(fake).body
     assert body["runtimeConfig"]["parameterValues"]["window_end"] == "2026-03-04T11:00:00Z"
-    tasks = body["pipelineSpec"]["components"]["comp-exit-handler-1"]["dag"]["tasks"]
+    tasks = spec_tasks(body["pipelineSpec"])
     assert [name for name in tasks if name.startswith("train")] == ["train-step"]
+    assert [item["target"] for item in body["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]
+            ["training_runs"]["defaultValue"]] == ["tpu-v5e-4"]  # retraining.target, once
     assert "the retraining pipeline; window ends 2026-03-04T11:00:00Z" in capsys.readouterr().out
 
 
@@ -81,6 +84,8 @@ def test_submit_refuses_parameters_the_pipeline_does_not_declare(fake_vertex, ve
     fake, endpoint = fake_vertex
     # the compiled DAG declares only the run parameters it records: an unknown one is refused before any request
     assert main(["submit", *vertex_args, "--param", "lookback=3", "--api-endpoint", endpoint]) == 2
+    # the training runs the loop iterates over are compiled from the config, which the report reads too
+    assert main(["submit", *vertex_args, "--param", "training_runs=[]", "--api-endpoint", endpoint]) == 2
     assert not fake.calls("POST", r"/pipelineJobs$")
 
 

@@ -1,4 +1,5 @@
-"""The compiled DAG: tasks, display names, fan-in, and that the YAML is a valid PipelineSpec."""
+"""The compiled DAG: tasks, display names, the fan-out (one dsl.ParallelFor over the training runs, a dsl.If
+branch per target, dsl.OneOf) and fan-in (dsl.Collected), and that the YAML is a valid PipelineSpec."""
 
 import json
 
@@ -10,8 +11,11 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from configs import load_config
 from configs.slices import ReportStepConfig
 from ops.cli import main
-from pipelines.fan_in import summary_input_name
+from pipelines.fan_in import TRAINING_RUNS, training_run_items
 from pipelines.ranking import create_pipeline, targets_for, train_display_name
+from tests.pipelines.compiled_spec import tasks_named, training_branches
+
+TARGET_FIELD = "inputs.parameter_values['pipelinechannel--training_runs-loop-item-subvar-target']"
 
 
 def compile_to_dict(tmp_path, *cli_args):
@@ -21,22 +25,50 @@ def compile_to_dict(tmp_path, *cli_args):
     return documents[0], output
 
 
-def test_local_compile_has_every_step_and_one_input_per_run(tmp_path):
+def test_local_compile_fans_out_over_every_run_and_in_with_collected(tmp_path):
     spec, output = compile_to_dict(tmp_path, "--backend", "local", "--set", "runs_per_target=4")
     pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     tasks = pipeline_spec.root.dag.tasks
-    names = sorted(task.task_info.name for task in tasks.values())
-    trains = [train_display_name(target, i) for target in ("cpu", "cpu-ps") for i in range(4)]
     # the benchmark promotes nothing unless benchmark.promote (docs/daily_retraining.md)
-    assert names == sorted(["generate logs", "preprocess", "report"] + trains)
-    report = next(t for t in tasks.values() if t.task_info.name == "report")
-    fed = {name for name in report.inputs.artifacts if name.startswith("summary_cpu_run")}
-    assert fed == {summary_input_name("cpu", i) for i in range(4)} == {f"summary_cpu_run_{n}" for n in (1, 2, 3, 4)}
-    for name in fed:  # each input is fed by the training task of the same target and run
-        producer = report.inputs.artifacts[name].task_output_artifact.producer_task
-        assert tasks[producer].task_info.name == train_display_name("cpu", int(name.rsplit("_", 1)[1]) - 1)
-    producers = {report.inputs.artifacts[name].task_output_artifact.producer_task for name in fed}
-    assert len(producers) == 4  # each run feeds its own input
+    assert sorted(task.task_info.name for task in tasks.values()) == [
+        "generate logs", "preprocess", "report", "training runs"]
+    # one loop over every (target, run), its items a pipeline input whose default the config gives
+    items = spec["root"]["inputDefinitions"]["parameters"][TRAINING_RUNS]["defaultValue"]
+    assert items == training_run_items([(t, i) for t in ("cpu", "cpu-ps") for i in range(4)])
+    assert [item["display_name"] for item in items[:2]] == ["cpu · run 1", "cpu · run 2"]
+    (loop_key, loop), = tasks_named(spec, "training runs")
+    assert loop["parameterIterator"]["items"] == {"inputParameter": f"pipelinechannel--{TRAINING_RUNS}"}
+    # a branch per target, chosen by the item's target; each trains that target with the item's run index
+    branches = training_branches(spec)
+    assert {target: condition for target, (condition, _) in branches.items()} == {
+        "cpu": f"{TARGET_FIELD} == 'cpu'", "cpu-ps": f"!({TARGET_FIELD} == 'cpu')"}
+    for _, train in branches.values():
+        assert train["inputs"]["parameters"]["run_index"]["parameterExpressionSelector"] == \
+            'parseJson(string_value)["run_index"]'
+    # dsl.OneOf of the branches' summaries feeds the run's record
+    (_, record), = tasks_named(spec, "record run")
+    oneof = record["inputs"]["artifacts"]["summary"]["taskOutputArtifact"]
+    branch_group = spec["components"][f"comp-{oneof['producerTask']}"]["dag"]
+    selectors = branch_group["outputs"]["artifacts"][oneof["outputArtifactKey"]]["artifactSelectors"]
+    assert len(selectors) == 2 and {s["outputArtifactKey"] for s in selectors} == {
+        "pipelinechannel--train-step-summary", "pipelinechannel--train-step-2-summary"}
+    # dsl.Collected: the report takes every run's record as one list, a signature fixed whatever the config
+    report = spec["root"]["dag"]["tasks"]["report-step"]
+    collected = report["inputs"]["artifacts"]["runs"]["taskOutputArtifact"]
+    assert collected["producerTask"] == loop_key
+    loop_outputs = spec["components"][loop["componentRef"]["name"]]["dag"]["outputs"]["artifacts"]
+    assert loop_outputs[collected["outputArtifactKey"]]["artifactSelectors"] == [
+        {"outputArtifactKey": "run", "producerSubtask": "record-run-step"}]
+    report_inputs = spec["components"]["comp-report-step"]["inputDefinitions"]["artifacts"]
+    assert report_inputs["runs"]["isArtifactList"] is True and set(report_inputs) == {"examples", "runs"}
+    assert set(spec["components"]["comp-report-step"]["outputDefinitions"]["artifacts"]) == {
+        "report_html", "report_markdown", "summary_json", "metrics", "target_metrics", "best_roc"}
+
+
+def test_the_training_run_names_are_what_the_console_shows():
+    assert train_display_name("cpu", 0) == "train · cpu · run 1"
+    with pytest.raises(ValueError, match="listed twice"):
+        training_run_items([("cpu", 0), ("cpu", 0)])
 
 
 def test_compiled_yaml_depends_only_on_the_config(tmp_path, monkeypatch):
@@ -54,9 +86,10 @@ def test_local_backend_runs_only_cpu_targets():
         "targets=[{name: cpu, kind: cpu}, {name: tpu-v3-8, kind: tpu}]",
     ])
     pipeline = create_pipeline(config, "local")
-    names = {t.task_info.name for t in pipeline.pipeline_spec.root.dag.tasks.values()}
-    assert train_display_name("cpu", 0) in names
-    assert not any("tpu" in name for name in names)
+    spec = json_format.MessageToDict(pipeline.pipeline_spec)
+    assert set(training_branches(spec)) == {"cpu"}  # one target: no branch, trained in the loop itself
+    assert [item["target"] for item in spec["root"]["inputDefinitions"]["parameters"][TRAINING_RUNS]
+            ["defaultValue"]] == ["cpu"] * config.runs_per_target
 
 
 def test_local_backend_lists_each_target_it_leaves_out_with_the_reason():
@@ -78,7 +111,7 @@ def test_local_backend_lists_each_target_it_leaves_out_with_the_reason():
 
     # the report step receives them with its config slice
     pipeline = create_pipeline(config, "local", local_devices={"CPU"})
-    report = next(t for t in pipeline.pipeline_spec.root.dag.tasks.values() if t.task_info.name == "report")
+    report = pipeline.pipeline_spec.root.dag.tasks["report-step"]
     sent = report.inputs.parameters["report_config_json"].runtime_value.constant.string_value
     assert [s.name for s in ReportStepConfig.model_validate_json(sent).skipped_targets] == ["tpu-v3-8", "gpu-local"]
 
@@ -94,10 +127,10 @@ def test_local_backend_adds_gpu_targets_only_when_a_gpu_is_present():
 
     def trained(devices):
         pipeline = create_pipeline(config, "local", local_devices=devices)
-        return {t.task_info.name for t in pipeline.pipeline_spec.root.dag.tasks.values() if t.task_info.name.startswith("train")}
+        return set(training_branches(json_format.MessageToDict(pipeline.pipeline_spec)))
 
-    assert not any("gpu-local" in name for name in trained({"CPU"}))
-    assert train_display_name("gpu-local", 0) in trained({"CPU", "GPU"})
+    assert trained({"CPU"}) == {"cpu"}
+    assert trained({"CPU", "GPU"}) == {"cpu", "gpu-local"}
 
 
 def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
@@ -112,12 +145,16 @@ def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
     config = load_config("configs/vertex.yaml")
     assert f"--project={config.preprocess.dataflow.project}" in args
     assert any(arg.startswith("--temp_location=gs://") for arg in args)
-    trains = [t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name.startswith("train")]
     kinds = {t.kind for t in config.targets}
     assert {"tpu", "gpu", "cpu-ps"} <= kinds
-    assert len(trains) == len(config.targets) * config.runs_per_target == len(config.targets) * 5
-    report = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "report")
-    assert len([a for a in report.inputs.artifacts if a.startswith("summary_")]) == len(trains)
+    # a branch per target (each its own CustomJob), a loop item per run, every run collected into the report
+    branches = training_branches(spec)
+    assert list(branches) == [t.name for t in config.targets]
+    assert branches[config.targets[-1].name][0].startswith("!(")  # the last target is the dsl.Else
+    items = spec["root"]["inputDefinitions"]["parameters"][TRAINING_RUNS]["defaultValue"]
+    assert len(items) == len(config.targets) * config.runs_per_target == len(config.targets) * 5
+    report = spec["root"]["dag"]["tasks"]["report-step"]
+    assert set(report["inputs"]["artifacts"]) == {"examples", "runs"}
 
 
 def test_a_config_with_history_features_compiles_for_vertex_and_dataflow_computes_them(tmp_path):

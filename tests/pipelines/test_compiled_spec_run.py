@@ -44,6 +44,9 @@ TINY = [
 ]
 
 
+CPU_PS_BRANCH = "inputs.parameter_values['pipelinechannel--training_runs-loop-item-subvar-target'] == 'cpu-ps'"
+
+
 def _compile(output: Path, overrides: list[str]) -> Path:
     args = [arg for override in overrides for arg in ("--set", override)]
     assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
@@ -85,7 +88,15 @@ def test_every_compiled_task_runs_to_the_report_and_promotion(executed):
     assert states == {
         "generate logs": ("succeeded", ""), "preprocess": ("succeeded", ""),
         "train · cpu-ps · run 1": ("succeeded", ""), "train · cpu · run 1": ("succeeded", ""),
+        "record run · cpu-ps · run 1": ("succeeded", ""), "record run · cpu · run 1": ("succeeded", ""),
         "report": ("succeeded", ""), "promote model": ("succeeded", ""),
+        # the training-runs loop, each item's branch group, the branch its target chose and the one it did not
+        "training runs": ("succeeded", ""),
+        "condition-branches-2 · cpu-ps · run 1": ("succeeded", ""),
+        "condition-branches-2 · cpu · run 1": ("succeeded", ""),
+        "target cpu-ps · cpu-ps · run 1": ("succeeded", ""), "target cpu · cpu · run 1": ("succeeded", ""),
+        "target cpu-ps · cpu · run 1": ("not_triggered", f"condition {CPU_PS_BRANCH} is false"),
+        "target cpu · cpu-ps · run 1": ("not_triggered", f"condition !({CPU_PS_BRANCH}) is false"),
         # Vertex-only steps (ops.spec_executor.vertex_only): resolved, recorded as stand-ins
         "join experiment": ("succeeded", ""), "model version": ("succeeded", ""),
     }
@@ -101,11 +112,13 @@ def test_every_compiled_task_runs_to_the_report_and_promotion(executed):
 def test_outputs_are_gs_uris_under_the_pipeline_root_read_back_from_the_root(executed):
     run, storage, had_gcs = executed
     for task in run.tasks:
+        if any(inner.task.startswith(task.task + "/") for inner in run.tasks):
+            continue  # a DAG (the loop, a branch): its outputs are its inner tasks'
         for name, artifacts in task.outputs.items():
             if name == "parameters":
                 continue
             uri = artifacts[0]["uri"]
-            assert uri.startswith(f"{PIPELINE_ROOT}/0/{run.job_name}/{task.task}_"), uri
+            assert uri.startswith(f"{PIPELINE_ROOT}/0/{run.job_name}/{task.task.rsplit('/', 1)[-1]}_"), uri
             assert uri.endswith(f"/{name}")
             if artifacts[0]["type"]["schemaTitle"] in RESOURCE_REFERENCES:
                 continue
@@ -113,7 +126,12 @@ def test_outputs_are_gs_uris_under_the_pipeline_root_read_back_from_the_root(exe
                 assert artifacts[0]["metadata"], f"{task.task}: {name} came back through executor_output.json"
             else:
                 assert storage.local_path(uri).exists(), f"{task.task}: {name} was written through /gcs/ to its URI"
-    assert Path("/gcs").exists() == had_gcs  # the /gcs mount is played inside the tasks, never made here
+    assert Path("/gcs").exists() == had_gcs  # tasks get local paths for gs:// URIs: no /gcs mount is made
+    # dsl.Collected: the report got every run's record, in the loop's order
+    (loop,) = [t for t in run.tasks if t.display_name == "training runs"]
+    records = [a["uri"] for a in loop.outputs["pipelinechannel--record-run-step-run"]]
+    assert [json.loads((storage.local_path(uri) / "run_summary.json").read_text())["target"] for uri in records] \
+        == ["cpu-ps", "cpu"]
     examples = run.task("preprocess-step").outputs["examples"][0]
     assert examples["metadata"]["train"] > 0 and examples["metadata"]["eval"] > 0
     # the DirectRunner standing in for Dataflow starts no Dataflow job: an empty GcpResources
@@ -154,7 +172,7 @@ def test_dataflow_runs_as_direct_runner_and_promotion_into_the_local_registry(ex
     (stand_in,) = run.task("preprocess-step").stand_ins
     assert "DataflowRunner checked, DirectRunner runs it" in stand_in
     assert f"--temp_location={storage.root}/adrank-prod-pipelines/dataflow/tmp" in stand_in
-    report = run.task("report").outputs
+    report = run.task("report-step").outputs
     best = report["metrics"][0]["metadata"]
     assert best["best_target"] in ("cpu", "cpu-ps") and best["best_logloss"] > 0
     assert storage.local_path(report["report_html"][0]["uri"]).read_text().lstrip().startswith("<")
@@ -163,7 +181,8 @@ def test_dataflow_runs_as_direct_runner_and_promotion_into_the_local_registry(ex
     evaluation = json.loads((storage.root / "model-registry" / "adrank-daily" / "versions" / "1" /
                              "evaluation.json").read_text())
     assert evaluation["target"] == best["best_target"]
-    assert evaluation["model_uri"].startswith(f"{PIPELINE_ROOT}/0/{run.job_name}/")
+    # the model URI as the training task saw it: the local path its gs:// URI maps to (Vertex: the gs:// URI)
+    assert storage.uri(evaluation["model_uri"]).startswith(f"{PIPELINE_ROOT}/0/{run.job_name}/")
     assert (storage.local_path(evaluation["model_uri"]) / "saved_model.pb").exists()
 
 
@@ -185,7 +204,8 @@ def test_the_production_spec_resolves_everywhere_and_tpu_targets_are_skipped(pro
         assert states[name].state == "checked", states[name].reason
     # the report needs every run's summary, on Vertex as here: it is checked but would not run
     assert states["report"].state == "checked"
-    assert "would not run" in states["report"].reason and "train-step" in states["report"].reason
+    assert states["report"].reason.startswith("would not run: inner task 'for-loop-1/iteration-")
+    assert "train-step" in states["report"].reason and "skipped" in states["report"].reason
     assert run.status == "incomplete"
 
 
@@ -199,11 +219,11 @@ def _set_executor_arg(spec: dict, executor: str, old: str, new: str) -> None:
 
 def test_a_broken_placeholder_fails_its_task(tiny_spec, tmp_path):
     def break_report(spec):
-        _set_executor_arg(spec, "exec-report", "{{$}}", "{{$.executor_input}}")
+        _set_executor_arg(spec, "exec-report-step", "{{$}}", "{{$.executor_input}}")
 
     broken = _edited(tiny_spec, break_report, tmp_path / "broken.yaml")
     run = run_spec(broken, _options(tmp_path / "root", check_only=True), report=lambda line: None)
-    report = run.task("report")
+    report = run.task("report-step")
     assert report.state == "failed" and "unknown placeholder {{$.executor_input}}" in report.reason
     assert run.task("promote-step").state == "not_run"
     assert run.status == "failed"
@@ -217,19 +237,20 @@ def test_a_broken_output_parameter_path_fails_the_custom_job_task(tiny_spec, tmp
 
     broken = _edited(tiny_spec, break_gcp_resources, tmp_path / "broken.yaml")
     run = run_spec(broken, _options(tmp_path / "root", check_only=True), report=lambda line: None)
-    assert run.task("train-step").state == "failed"
-    assert "names no output parameter file" in run.task("train-step").reason
+    (train,) = [t for t in run.tasks if t.display_name == "train · cpu-ps · run 1"]
+    assert train.state == "failed" and "names no output parameter file" in train.reason
+    assert train.task.endswith("/train-step")
 
 
 def test_an_input_wired_to_a_missing_output_fails(tiny_spec, tmp_path):
     def rewire(spec):
-        inputs = spec["root"]["dag"]["tasks"]["report"]["inputs"]["artifacts"]
-        inputs["summary_cpu_run_1"]["taskOutputArtifact"]["outputArtifactKey"] = "summaries"
+        inputs = spec["root"]["dag"]["tasks"]["report-step"]["inputs"]["artifacts"]
+        inputs["runs"]["taskOutputArtifact"]["outputArtifactKey"] = "summaries"
 
     broken = _edited(tiny_spec, rewire, tmp_path / "broken.yaml")
     run = run_spec(broken, _options(tmp_path / "root", check_only=True), report=lambda line: None)
-    assert run.task("report").state == "failed"
-    assert "expects output 'summaries'" in run.task("report").reason
+    assert run.task("report-step").state == "failed"
+    assert "expects output 'summaries'" in run.task("report-step").reason
 
 
 def test_a_failing_task_stops_the_pipeline_and_its_log_is_kept(tiny_spec, tmp_path):
@@ -397,7 +418,9 @@ def test_the_command_checks_a_spec_and_says_where_its_record_is(tiny_spec, tmp_p
               "--create-time", "2026-03-04T03:00:00Z", "--check"]
     assert main(["run-spec", str(tiny_spec), *common]) == 0
     out = capsys.readouterr().out
-    assert "checked   train · cpu-ps · run 1 (train-step)" in out
+    assert "checked   train · cpu-ps · run 1 (for-loop-1/iteration-0/condition-branches-2/condition-3/train-step)" in out
+    assert "not_triggered target cpu · cpu-ps · run 1 (for-loop-1/iteration-0/condition-branches-2/condition-4)" \
+        in out
     record = tmp_path / "spec-runs" / "adrank-daily-20260304030000" / "spec_run.json"
     assert f"adrank-daily-20260304030000: checked; record: {record}" in out
     assert json.loads(record.read_text())["status"] == "checked"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from compiled_spec import spec_tasks
+from google.protobuf import json_format
 
 from configs import load_config
 from ops.cli import main
@@ -51,8 +52,12 @@ def test_exactly_one_training_task_of_the_retraining_target(compiled):
     assert list(trains) == ["train-step"]
     target = trains["train-step"]["inputs"]["parameters"]["target"]["runtimeValue"]["constant"]
     assert target == load_config(VERTEX_CONFIG).retraining.target == "tpu-v5e-4"
-    assert {"preprocess-files-step", "report", "promote-step"} <= set(spec_tasks(retraining))
-    assert sum(name.startswith("train") for name in spec_tasks(benchmark)) == 25
+    assert {"preprocess-files-step", "report-step", "promote-step"} <= set(spec_tasks(retraining))
+    runs = retraining["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
+    assert [(item["target"], item["run_index"]) for item in runs] == [("tpu-v5e-4", "0")]
+    # the benchmark: one training task per target (a branch of the runs loop), 5 runs of each as loop items
+    assert sum(name.startswith("train") for name in spec_tasks(benchmark)) == 5
+    assert len(benchmark["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 25
     assert "promote-step" not in spec_tasks(benchmark)  # benchmark.promote is false
 
 
@@ -60,7 +65,8 @@ def test_no_run_unique_placeholder_in_any_cached_task(compiled):
     for spec in compiled[:2]:
         cached = {name: task for name, task in spec_tasks(spec).items()
                   if task.get("cachingOptions", {}).get("enableCache")}
-        assert {"preprocess-files-step", "report"} <= set(cached) and any(n.startswith("train") for n in cached)
+        assert {"preprocess-files-step", "report-step", "record-run-step"} <= set(cached)
+        assert any(n.startswith("train") for n in cached)
         for name, task in cached.items():
             inputs = _effective_inputs(spec, task)
             assert not [p for p in RUN_UNIQUE if p in inputs], name
@@ -97,7 +103,7 @@ def test_an_email_exit_handler_wraps_the_pipeline(compiled):
 
 def test_report_and_promotion_declare_their_resources(compiled):
     executors = compiled[0]["deploymentSpec"]["executors"]
-    report, promote = executors["exec-report"]["container"], executors["exec-promote-step"]["container"]
+    report, promote = executors["exec-report-step"]["container"], executors["exec-promote-step"]["container"]
     assert (report["resources"]["resourceCpuLimit"], report["resources"]["resourceMemoryLimit"]) == ("4", "16G")
     assert (promote["resources"]["resourceCpuLimit"], promote["resources"]["resourceMemoryLimit"]) == ("8", "32G")
 
@@ -115,8 +121,12 @@ def test_locally_the_retraining_pipeline_has_no_exit_handler_or_retries():
     pipeline = create_pipeline(load_config(), "local", pipeline="retraining", window_end="2026-01-04T00:00:00Z")
     tasks = pipeline.pipeline_spec.root.dag.tasks
     assert sorted(t.task_info.name for t in tasks.values()) == [
-        "generate logs", "preprocess", "promote model", "report", "train · cpu · run 1"]
-    assert not any(t.HasField("retry_policy") for t in tasks.values())
+        "generate logs", "preprocess", "promote model", "report", "training runs"]
+    spec = json_format.MessageToDict(pipeline.pipeline_spec)
+    assert [item["display_name"] for item in spec["root"]["inputDefinitions"]["parameters"]["training_runs"]
+            ["defaultValue"]] == ["cpu · run 1"]
+    assert {name for name in spec_tasks(spec)} >= {"train-step", "record-run-step"}
+    assert not any("retryPolicy" in task for task in spec_tasks(spec).values())
 
 
 @pytest.mark.parametrize(("overrides", "field", "message"), [

@@ -100,7 +100,24 @@ def sleep_for(seconds: int) -> int:
     return seconds
 
 
+def branch_rows(branch: str, label: str, rows_out: dsl.Output[dsl.Dataset]):
+    """One branch of a dsl.If/Elif/Else: a line naming the branch that ran and the item's label."""
+    with open(rows_out.path, "w") as out:
+        out.write(f"{branch}:{label}\n")
+
+
+def relabel(rows_in: dsl.Input[dsl.Dataset], rows_out: dsl.Output[dsl.Dataset]) -> int:
+    """The per-item step after a dsl.OneOf: copies the chosen branch's rows and counts them."""
+    with open(rows_in.path) as data:
+        lines = data.read().splitlines()
+    with open(rows_out.path, "w") as out:
+        out.write("".join(f"{line}\n" for line in lines))
+    return len(lines)
+
+
 make_rows_op = _component(make_rows)
+branch_rows_op = _component(branch_rows)
+relabel_op = _component(relabel)
 sleep_op = _component(sleep_for)
 total_op = _component(total)
 count_rows_op = _component(count_rows)
@@ -175,13 +192,34 @@ def fan_in(sizes: List[int] = [1, 2, 3]):
                       .set_caching_options(False).outputs["rows_out"]).set_caching_options(False)
 
 
+BRANCH_ITEMS = [{"kind": "a", "label": "first", "display_name": "a · first"}, {"kind": "b", "label": "second"},
+                {"kind": "c", "label": "third"}]
+
+
+@dsl.pipeline(name="branches")
+def branches(items: list = BRANCH_ITEMS):
+    """adrank's fan-out and fan-in: one loop over dict items, each item's kind choosing its branch
+    (dsl.If/Elif/Else), dsl.OneOf of the branches' outputs, a step per item, dsl.Collected into one step."""
+    with dsl.ParallelFor(items) as item:
+        with dsl.If(item.kind == "a", name="kind a"):
+            a = branch_rows_op(branch="a", label=item.label).set_caching_options(False)
+        with dsl.Elif(item.kind == "b"):
+            b = branch_rows_op(branch="b", label=item.label).set_caching_options(False)
+        with dsl.Else():
+            c = branch_rows_op(branch="c", label=item.label).set_caching_options(False)
+        chosen = dsl.OneOf(a.outputs["rows_out"], b.outputs["rows_out"], c.outputs["rows_out"])
+        copied = relabel_op(rows_in=chosen).set_caching_options(False)
+    total_op(values=dsl.Collected(copied.outputs["Output"]), datasets=dsl.Collected(copied.outputs["rows_out"])) \
+        .set_caching_options(False)
+
+
 @dsl.pipeline(name="sleeper")
 def sleeper(seconds: int = 120):
     sleep_op(seconds=seconds).set_caching_options(False)
 
 
 PIPELINES = {pipeline.name: pipeline for pipeline in (cached_window, retried, retried_out, notified, status_handler,
-                                                      custom_job_retry, sleeper, fan_in)}
+                                                      custom_job_retry, sleeper, fan_in, branches)}
 
 
 @pytest.fixture(scope="session")

@@ -1,16 +1,16 @@
 """Nested DAGs and exit handlers in `run-spec`: a nested pipeline takes its inputs from the parent DAG and
 surfaces its outputs through `dag.outputs`; an `ExitHandler`'s exit task runs after the group it guards,
 whether that failed or not, with the group's `PipelineTaskFinalStatus`; GCPC's e-mail op is recorded, not sent.
-`dsl.ParallelFor` runs every item and `dsl.Collected` fans the iterations in; conditions are refused by name."""
+`dsl.ParallelFor` runs every item and `dsl.Collected` fans the iterations in; `dsl.If`/`Elif`/`Else` choose each
+item's branch and `dsl.OneOf` hands on the one that ran; a condition outside KFP's CEL subset is refused by name."""
 
 import json
 from pathlib import Path
 
 import pytest
-from kfp import compiler, dsl
 
 from ops.cli import main
-from ops.spec_executor.pipeline_spec import UnsupportedSpec, load_pipeline_spec
+from ops.spec_executor.pipeline_spec import UnsupportedSpec, load_pipeline_spec, planned_container_tasks
 from ops.spec_executor.runner import run_spec
 
 PIPELINE_ROOT = "gs://engine-tests/root"
@@ -89,19 +89,36 @@ def test_a_parallel_for_runs_every_item_and_collected_fans_them_in(compiled, opt
             for i in (0, 1)] == [2, 5]
 
 
-@dsl.component(base_image="python:3.11", install_kfp_package=False)
-def _echo(value: int) -> int:
-    return value
+def test_conditions_choose_each_items_branch_and_one_of_hands_on_the_branch_that_ran(compiled, options, tmp_path):
+    run = run_spec(compiled("branches"), options(tmp_path), report=lambda line: None)
+    assert run.status == "succeeded", [(t.task, t.reason) for t in run.tasks if t.reason]
+    branches = "for-loop-1/iteration-{}/condition-branches-2/condition-{}"
+    ran = {(i, n): run.task(branches.format(i, n)).state for i in range(3) for n in (3, 4, 5)}
+    assert ran == {(0, 3): "succeeded", (0, 4): "not_triggered", (0, 5): "not_triggered",
+                   (1, 3): "not_triggered", (1, 4): "succeeded", (1, 5): "not_triggered",
+                   (2, 3): "not_triggered", (2, 4): "not_triggered", (2, 5): "succeeded"}
+    assert "is false" in run.task(branches.format(0, 4)).reason
+    total = run.task("total").outputs["parameters"]["Output"]
+    assert total == "3 counted, 3 read from 3 datasets"
+    collected = run.task("for-loop-1").outputs["pipelinechannel--relabel-rows_out"]
+    # tasks wrote through the local paths they were handed; the job records the gs:// URIs Vertex would
+    assert all(a["uri"].startswith(f"{PIPELINE_ROOT}/") for a in collected)
+    assert [Path(a["uri"].replace("gs://", f"{tmp_path}/")).read_text() for a in collected] == [
+        "a:first\n", "b:second\n", "c:third\n"]  # in item order, each from the branch its kind chose
+    # an item's display_name field names its iteration's tasks
+    assert run.task(branches.format(0, 3)).display_name == "kind a · a · first"
+    assert run.task("for-loop-1/iteration-1/relabel").display_name == "relabel"
+    # what a progress line counts: one branch and the step after it per item, and the fan-in
+    started = [t for t in run.tasks if t.state == "succeeded" and t.attempts]
+    assert planned_container_tasks(load_pipeline_spec(compiled("branches"))) == len(started) == 3 * 2 + 1
 
 
-@dsl.pipeline(name="conditional")
-def _conditional(flag: int = 1):
-    with dsl.If(flag == 1):
-        _echo(value=flag)
-
-
-def test_conditions_are_refused_by_name(tmp_path):
+def test_a_condition_outside_what_kfp_compiles_is_refused_naming_it(compiled, tmp_path):
+    text = compiled("branches").read_text().replace(
+        "condition: inputs.parameter_values['pipelinechannel--items-loop-item-subvar-kind']",
+        "condition: size(inputs.parameter_values['pipelinechannel--items-loop-item-subvar-kind'])", 1)
+    assert "size(" in text
     path = tmp_path / "spec.yaml"
-    compiler.Compiler().compile(_conditional, str(path))
-    with pytest.raises(UnsupportedSpec, match=r"task 'condition-1' uses a condition \(dsl.If\)"):
+    path.write_text(text)
+    with pytest.raises(UnsupportedSpec, match=r"task 'condition-3': condition \"size\(inputs"):
         load_pipeline_spec(path)
