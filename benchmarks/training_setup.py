@@ -29,17 +29,18 @@ class TrainingBench:
     args: argparse.Namespace
 
     def real_dataset(self, cache: bool = False):
-        """The train split as a run reads it (blocks when the examples have them); `cache`: decoded blocks kept."""
-        return make_dataset(self.examples, self.manifest, "train", self._options(cache))
+        """The train split as a run reads it (blocks when the examples have them, as packed batches like
+        `components.train.loop.train_input_options`); `cache`: decoded blocks kept."""
+        return make_dataset(self.examples, self.manifest, "train", self._options(cache, packed=True))
 
     def example_dataset(self):
         """The same split through the per-example tf.Example path."""
         return example_dataset(self.examples, self.manifest, "train", self._options(False))
 
-    def _options(self, cache: bool) -> InputOptions:
+    def _options(self, cache: bool, packed: bool = False) -> InputOptions:
         training = self.resolved.training
         return InputOptions(batch_size=self.batch, training=True, shuffle_buffer=training.shuffle_buffer, repeat=True,
-                            cache=cache)
+                            cache=cache, packed=packed)
 
 
 def training_bench(description: str,

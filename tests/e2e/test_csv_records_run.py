@@ -19,6 +19,7 @@ def dead_letters(run_dir) -> list[dict]:
             for line in path.read_text().splitlines()]
 
 
+@pytest.mark.long
 def test_quoted_line_breaks_bad_rows_and_huge_records_through_adrank_run(tmp_path, request):
     root = request.config.rootpath
     header, first, *rows = (root / SAMPLE).read_text().splitlines()

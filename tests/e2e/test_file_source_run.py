@@ -39,6 +39,7 @@ def quiet_learned_run(request, tmp_path_factory):
     return cwd, result
 
 
+@pytest.mark.long
 def test_the_click_log_example_runs_from_any_directory_and_quietly(quiet_learned_run):
     tmp_path, result = quiet_learned_run
     assert "failed" not in result.stdout
@@ -69,6 +70,7 @@ def raw_click(ip: str) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
+@pytest.mark.long
 def test_learned_hash_and_calibration_through_adrank_run(quiet_learned_run):
     tmp_path, _ = quiet_learned_run
     run_dir = tmp_path / "runs" / "clicks"

@@ -106,6 +106,7 @@ def test_review_commands_read_the_run(three_target_run):
     assert adrank("report", "tiny", "--runs-dir", str(runs_dir), cwd=runs_dir).stdout.strip().endswith("report.html")
 
 
+@pytest.mark.long
 def test_a_failed_run_names_the_step_and_the_reason(tmp_path):
     overrides = TINY + ["logs.synthetic.malformed_fraction=0.3", "preprocess.max_invalid_fraction=0.01"]
     result = adrank("run", "--runs-dir", str(tmp_path), "--run-id", "broken", *sets(overrides), cwd=tmp_path,

@@ -89,6 +89,7 @@ def servers_of(step_pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_a_cpu_ps_target_trains_on_its_own_local_cluster_with_a_table_split_over_two_ps(examples_dir, tmp_path):
     # train() of a cpu-ps target without TF_CONFIG starts 2 workers + 2 ps as server processes on 127.0.0.1,
