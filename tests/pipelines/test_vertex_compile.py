@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks
+from compiled_spec import spec_tasks, training_branches
 
 from components.preprocess.options import compiled_beam_args
 from configs import load_config
@@ -61,18 +61,22 @@ def _by_target(spec: dict) -> dict[str, list[dict]]:
 
 
 def test_every_target_and_run_is_a_custom_job(compiled):
+    """One training task per target (its `dsl.If` branch, with that target's machines), run once per item of the
+    `training_runs` loop: 5 targets x 5 runs = 25 CustomJobs a benchmark run."""
     spec, _ = compiled
     config = load_config(VERTEX_CONFIG)
-    tasks = _train_tasks(spec)
-    assert len(tasks) == len(config.targets) * config.runs_per_target == 25
-    jobs = _by_target(spec)
-    assert sorted(jobs) == sorted(t.name for t in config.targets)
-    assert all(len(runs) == 5 for runs in jobs.values())
-    assert sorted(j["run_index"] for j in jobs["cpu"]) == [0, 1, 2, 3, 4]
+    branches = training_branches(spec)
+    assert sorted(branches) == sorted(t.name for t in config.targets)
+    runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
+    assert len(runs) == len(config.targets) * config.runs_per_target == 25
+    for target in branches:
+        assert sorted(int(run["run_index"]) for run in runs if run["target"] == target) == [0, 1, 2, 3, 4]
     executor = spec["deploymentSpec"]["executors"]
-    for task in tasks.values():
+    for target, (_, task) in branches.items():
         component = spec["components"][task["componentRef"]["name"]]
         assert "worker_pool_specs" in component["inputDefinitions"]["parameters"]
+        assert _with_defaults(spec, task)["target"] == target
+        assert "loop-item" in task["inputs"]["parameters"]["run_index"]["componentInputParameter"]  # the item's run
     # the CustomJob launcher of Google Cloud Pipeline Components runs each one
     assert any("custom_job" in json.dumps(e) for e in executor.values())
 
@@ -148,14 +152,14 @@ def test_each_target_has_one_output_directory_without_ids(compiled):
     cache key of a training task can match), with each run's checkpoints nested by its own model artifact."""
     spec, _ = compiled
     directories = [_with_defaults(spec, task)["base_output_directory"] for task in _train_tasks(spec).values()]
-    assert len(directories) == 25
+    assert len(directories) == len(load_config(VERTEX_CONFIG).targets)  # a target's runs share its branch's task
     assert not any("{{" in directory for directory in directories)
     assert len(set(directories)) == len(load_config(VERTEX_CONFIG).targets)
 
 
 def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
     spec, _ = compiled
-    assert "promote-step" not in spec_tasks(spec) and "report" in spec_tasks(spec)
+    assert "promote-step" not in spec_tasks(spec) and "report-step" in spec_tasks(spec)
     output = tmp_path / "promoting.yaml"
     assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--set", "runs_per_target=1",
                  "--set", "benchmark.promote=true"]) == 0
@@ -165,8 +169,8 @@ def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
 def test_promotion_follows_the_report(retraining):
     tasks = spec_tasks(retraining)
     promote = tasks["promote-step"]
-    assert promote["dependentTasks"] == ["preprocess-files-step", "report"]  # scores both models on the eval examples
-    assert promote["inputs"]["artifacts"]["summary_json"]["taskOutputArtifact"]["producerTask"] == "report"
+    assert promote["dependentTasks"] == ["preprocess-files-step", "report-step"]  # scores both on the eval examples
+    assert promote["inputs"]["artifacts"]["summary_json"]["taskOutputArtifact"]["producerTask"] == "report-step"
     assert promote["inputs"]["parameters"]["backend"]["runtimeValue"]["constant"] == "vertex"
 
 
@@ -187,10 +191,13 @@ def test_warm_start_from_the_champion_is_a_task_before_training(tmp_path):
     spec = yaml.safe_load(output.read_text())
     tasks = spec_tasks(spec)
     assert tasks["champion-step"]["cachingOptions"] == {}
-    for name, task in _train_tasks(spec).items():
-        source = task["inputs"]["parameters"]["warm_start_from"]["taskOutputParameter"]
-        assert source == {"outputParameterKey": "Output", "producerTask": "champion-step"}, name
-        assert "champion-step" in task["dependentTasks"]
+    (loop_name, loop), = ((name, task) for name, task in tasks.items() if "parameterIterator" in task)
+    assert "champion-step" in loop["dependentTasks"], loop_name  # every run starts after the champion is known
+    champion = loop["inputs"]["parameters"]["pipelinechannel--champion-step-Output"]["taskOutputParameter"]
+    assert champion == {"outputParameterKey": "Output", "producerTask": "champion-step"}
+    for target, (_, task) in training_branches(spec).items():
+        source = task["inputs"]["parameters"]["warm_start_from"]
+        assert source == {"componentInputParameter": "pipelinechannel--champion-step-Output"}, target
 
 
 def test_compiled_yaml_depends_only_on_config_and_holds_no_secrets(compiled, tmp_path, monkeypatch):
