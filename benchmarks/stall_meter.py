@@ -5,8 +5,12 @@
                    memory (nothing to wait for), another from the trainer's pipeline (blocks, cached: what the
                    default config does), in alternating rounds: stall = 1 − t_memory / t_pipeline (medians of the
                    rounds, and the range of the rounds' own ratios)
-    meter          the run's meter (components/train/input_capacity.py): the host clock around the train function,
-                   trained from the pipeline, then from memory, as `fit_synchronous` does; one reading per round
+    meter          the run's meter (components/train/input_capacity.py, `paired_step_times`): the host clock around
+                   the train function, the pipeline against its batches held in memory in alternating rounds, as
+                   `fit_synchronous` takes it after training; one reading per round, and one of memory against memory
+                   (true stall 0)
+    sequential     the meter before the paired rounds: the pipeline's steps timed, then as many fed from memory, one
+                   timing after the other (what a run read until 2026-11-26)
     in-graph meter the previous meter (kept below to show what it measured): stamps inside the step, the wait being
                    the gap between one step's end stamp and the next one's start stamp; with `tf.timestamp`
                    (op determinism off) and with the host clock through `tf.py_function` (what op determinism, the
@@ -35,11 +39,11 @@ from training_setup import training_bench  # puts the repo on sys.path
 
 from components.train.callbacks import StepClock
 from components.train.input_capacity import (
-    ExecutionClock,
     input_examples_per_second,
     input_stall_fraction,
-    memory_fed_times,
     memory_feed,
+    paired_step_times,
+    timed_calls,
 )
 from components.train.loop import compiled_model
 from components.train.strategy import runtime_for
@@ -157,27 +161,31 @@ def main() -> None:
                     meter.reading(lambda callbacks, m=model, d=data: fit(m, d, callbacks)))
 
     walls: dict[str, list[float]] = {"memory": [], "pipeline": []}
-    second_clock, meter_readings, meter_memory = [], [], []
+    second_clock, meter_readings, meter_memory, sequential = [], [], [], []
     plain = {feed: new_model(data) for feed, data in feeds.items()}
     metered = new_model(pipeline)
-    clock = ExecutionClock(metered)
+    seconds = bench.resolved.training.input_capacity_seconds
+    per_epoch = bench.manifest.splits["train"].examples // batch
     for number in range(rounds):
         for feed, data in feeds.items():
             walls[feed].append(wall_per_step(plain[feed], data))
         second_clock.append(1 - walls["memory"][-1] / walls["pipeline"][-1])
-        clock.restart()
-        fit(metered, pipeline)
-        run = clock.restart()
-        reference = memory_fed_times(metered, clock, held, bench.resolved.training.input_capacity_seconds, run.steps)
-        meter_readings.append(input_stall_fraction(run, reference) or 0.0)
-        # the meter on a feed with nothing to wait for: trained from memory, referenced against memory
-        fit(metered, memory)
-        run = clock.restart()
-        reference = memory_fed_times(metered, clock, held, bench.resolved.training.input_capacity_seconds, run.steps)
-        meter_memory.append(input_stall_fraction(run, reference) or 0.0)
+        # the meter as a run takes it: the pipeline against memory, in alternating paired rounds
+        meter_readings.append(input_stall_fraction(
+            paired_step_times(metered, runtime.strategy, pipeline, held, seconds, per_epoch)) or 0.0)
+        # the meter on a feed with nothing to wait for: memory against memory
+        meter_memory.append(input_stall_fraction(
+            paired_step_times(metered, runtime.strategy, memory, held, seconds, per_epoch)) or 0.0)
+        # the previous meter: `steps` from the pipeline, then as many from memory, one timing after the other
+        timings = {}
+        for feed, data in feeds.items():
+            iterator = iter(data)
+            timed_calls(metered, iterator, 1)
+            timings[feed] = timed_calls(metered, iterator, max(1, steps // spe))
+        sequential.append(max(0.0, 1 - timings["memory"] / timings["pipeline"]))
         print(f"round {number + 1}: ms/step memory {walls['memory'][-1] * 1e3:.2f}, pipeline "
               f"{walls['pipeline'][-1] * 1e3:.2f}; second clock {second_clock[-1]:.1%}, meter {meter_readings[-1]:.1%}"
-              f", meter on memory {meter_memory[-1]:.1%}", flush=True)
+              f", meter on memory {meter_memory[-1]:.1%}, sequential meter {sequential[-1]:.1%}", flush=True)
 
     t_memory, t_pipeline = statistics.median(walls["memory"]), statistics.median(walls["pipeline"])
     true_stall = 1 - t_memory / t_pipeline
@@ -186,7 +194,8 @@ def main() -> None:
           f"{t_pipeline * 1e3:.2f} ms; pipeline / memory {t_pipeline / t_memory:.2f}x")
     print(f"{'second clock':>34}: stall {true_stall:6.1%} (1 − median memory / median pipeline); per round "
           f"{spread(second_clock)}")
-    print(f"{'meter (host clock, memory-fed)':>34}: pipeline {spread(meter_readings)}   memory {spread(meter_memory)}")
+    print(f"{'meter (paired rounds)':>34}: pipeline {spread(meter_readings)}   memory {spread(meter_memory)}")
+    print(f"{'sequential meter (before)':>34}: pipeline {spread(sequential)}")
     print(f"{'':>34}  meter − second clock: {statistics.median(meter_readings) - true_stall:+.1%} points")
     for clock_name in ("tf.timestamp", "py_function"):
         print(f"{'in-graph meter, ' + clock_name:>34}: pipeline {spread(in_graph[(clock_name, 'pipeline')])}   "

@@ -114,7 +114,8 @@ class TrainingConfig(StrictModel):
     input_capacity_seconds: float = Field(
         2.0, ge=0.0, le=60.0, description="at the start of a run, read the input pipeline alone this long to measure "
         "what it delivers (RunSummary.input_examples_per_second), and after training time the step fed from memory "
-        "at most this long (step_examples_per_second, input_stall_fraction); 0: none of them measured",
+        "this long, in rounds paired with as many fed from the run's pipeline (step_examples_per_second, "
+        "input_stall_fraction); 0: none of them measured",
     )
     steps_per_execution: Annotated[int, at_most(
         10_000, "steps run in one call between progress and checkpoint checks")] = Field(8, ge=1)

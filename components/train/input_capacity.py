@@ -1,22 +1,28 @@
 """How much input a run's pipeline can deliver on this host, how fast its step runs when no input is waited for,
-and how much of its training time its input cost (the input stall).
+and how much of its step time its input costs (the input stall).
 
     input examples/s = batches read from a fresh iterator of the run's own train dataset, alone (before training
                        starts, nothing else on the host's cores), for `training.input_capacity_seconds`, the
                        first batches (buffer fill, tracing) excluded
     step examples/s  = global batch / t_memory
-    input stall      = 1 − t_memory / t_run, clipped into [0, 1]
+    input stall      = 1 − median over rounds of (t_memory / t_pipeline), clipped into [0, 1]
 
-    t_run    = host seconds per step of the run's train-function calls (`ExecutionClock`: each call runs
-               steps_per_execution steps, each taking its batch from the input iterator inside the call, so every
-               wait for input is inside the timed span; callbacks, checkpoints and evaluations are outside it)
-    t_memory = the same clock on the same model, after training, fed from batches of the run's own pipeline held
-               in memory (`memory_feed`): nothing to wait for; the caller restores the trained state afterwards
+    after training, in alternating rounds (`paired_step_times`), the same model's train function is called
+    on two iterators: the run's own train pipeline and batches of that pipeline held in memory (`memory_feed`:
+    nothing to wait for); a round times a run of calls on each (pipeline first in even rounds, memory first in
+    odd ones), at least an epoch of the pipeline's steps where the budget allows, so per-epoch work (a new
+    permutation, the next files) is inside its rounds
+    t_pipeline, t_memory = host seconds per step of a round's calls on each feed (each call runs
+                           steps_per_execution steps, each taking its batch from the iterator inside the call, so
+                           every wait for input is inside the timed span)
 
-So the stall is the share of the run's step time that a feed with no wait would have saved, whatever caused it:
-waiting on an empty prefetch buffer, or (CPU training) the pipeline's threads taking cores from the step. A clock
-inside the step cannot see the second, and on a CPU step of a millisecond it mostly measured itself: see
-docs/input.md ("The input stall") and benchmarks/stall_meter.py, which checks this figure against a second clock.
+So the stall is the share of step time that a feed with no wait would have saved, whatever caused it: waiting on
+an empty prefetch buffer, or (CPU training) the pipeline's threads taking cores from the step. Pairing the two
+feeds round by round, and taking the median of the rounds' ratios, is what makes the figure hold on a shared
+machine: a period in which other jobs take a core slows both feeds of a round alike, where two timings taken a
+second apart (the run's own steps, then the memory feed) saw different machines (docs/input.md, "The input stall").
+A clock inside the step cannot see the core sharing, and on a CPU step of a millisecond it mostly measured
+itself: benchmarks/stall_meter.py checks this figure against a second clock.
 
 When the step's rate is above the input's, no tuning of the step helps: the run is input-bound by that ratio. When
 the input's rate is above the step's and the run still stalls, the pipeline is fast enough alone but not while
@@ -26,9 +32,9 @@ the step uses the same cores (CPU training). `components.report.findings.input_b
 from __future__ import annotations
 
 import math
+import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import keras
 import tensorflow as tf
@@ -36,8 +42,8 @@ import tensorflow as tf
 WARM_UP_BATCHES = 2
 HELD_BATCHES = 32  # distinct batches the memory feed cycles through
 HELD_BYTES = 64 * 2**20  # ... unless fewer fit this
-WARM_UP_EXECUTIONS = 1  # per timing: tracing, a new iterator's start and the first fill of its prefetch buffer
-MIN_TIMED_EXECUTIONS = 3  # the memory-fed timing runs at least this many, whatever its time budget
+MAX_ROUND_CALLS = 32  # calls on each feed in one round, at most
+MIN_ROUNDS = 3  # the paired timing runs at least this many rounds, whatever its time budget
 
 
 def input_examples_per_second(dataset: tf.data.Dataset, batch_size: int, seconds: float,
@@ -79,86 +85,66 @@ def memory_feed(batches: list) -> tf.data.Dataset:
 
 
 @dataclass
-class ExecutionTimes:
-    """Steps and host seconds of timed train-function calls (after the warm-up calls)."""
+class PairedRounds:
+    """Host seconds per step of each round's calls, fed from the run's pipeline and from memory
+    (`paired_step_times`)."""
 
-    calls: int = 0
-    steps: int = 0
-    seconds: float = 0.0
+    pipeline: list[float] = field(default_factory=list)
+    memory: list[float] = field(default_factory=list)
 
-    def seconds_per_step(self) -> float | None:
-        return self.seconds / self.steps if self.steps > 0 and self.seconds > 0 else None
-
-
-class ExecutionClock:
-    """Times every call of `model.train_function` on the host (`time.perf_counter`), steps counted by the
-    optimizer's step counter, whose read also waits for the call's work to finish. The first
-    `WARM_UP_EXECUTIONS` calls after construction and after every `restart` are left out. Nothing is added to the
-    step itself."""
-
-    def __init__(self, model: keras.Model):
-        model.make_train_function()
-        self.model, self.times = model, ExecutionTimes()
-        train_function: Callable = model.train_function
-        self.last_step = self._step()
-
-        def timed_train_function(iterator):
-            started = time.perf_counter()
-            logs = train_function(iterator)
-            step = self._step()
-            elapsed = time.perf_counter() - started
-            self.times.calls += 1
-            if self.times.calls > WARM_UP_EXECUTIONS:
-                self.times.steps += step - self.last_step
-                self.times.seconds += elapsed
-            self.last_step = step
-            return logs
-
-        model.train_function = timed_train_function
-
-    def restart(self) -> ExecutionTimes:
-        """Start a new timing (its first calls are warm-up again); the one that ended."""
-        ended, self.times, self.last_step = self.times, ExecutionTimes(), self._step()
-        return ended
-
-    def _step(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())
+    def memory_seconds_per_step(self) -> float | None:
+        return statistics.median(self.memory) if self.memory else None
 
 
-class _StopAfter(keras.callbacks.Callback):
-    """Stops `fit` once `clock` has timed `steps` steps, or `seconds` of them over at least `MIN_TIMED_EXECUTIONS`
-    calls."""
-
-    def __init__(self, clock: ExecutionClock, seconds: float, steps: int):
-        super().__init__()
-        self.clock, self.seconds, self.steps = clock, seconds, steps
-
-    def on_train_batch_end(self, batch, logs=None):
-        times = self.clock.times
-        if times.steps >= self.steps or (times.seconds >= self.seconds and times.calls >= WARM_UP_EXECUTIONS
-                                         + MIN_TIMED_EXECUTIONS):
-            self.model.stop_training = True
-
-
-def memory_fed_times(model: keras.Model, clock: ExecutionClock, batches: list, seconds: float,
-                     steps: int) -> ExecutionTimes:
-    """Trains `model` from `batches` held in memory (`memory_feed`) until `clock` has timed `steps` steps or
-    `seconds` (at least `MIN_TIMED_EXECUTIONS` calls after the warm-up); the timing. The model's weights and step
-    counter move on: the caller restores the trained state afterwards."""
-    clock.restart()
+def paired_step_times(model: keras.Model, strategy: tf.distribute.Strategy, pipeline: tf.data.Dataset,
+                      batches: list, seconds: float, steps_per_epoch: int) -> PairedRounds:
+    """Alternating rounds of `model.train_function` calls fed from `pipeline` (a fresh iterator of the run's own
+    train dataset) and from `batches` held in memory (`memory_feed`), until the memory feed has had `seconds` and
+    at least `MIN_ROUNDS` rounds ran (module doc). The first round is one call on each feed; later ones an epoch
+    of calls (`epoch_calls`), fewer when `MIN_ROUNDS` rounds of that many would not fit `seconds` at the rate
+    measured so far. The first call on each iterator (tracing, the iterator's start, the first fill of its
+    buffers) is left out. The model's weights and step counter move on: the caller restores the trained state."""
+    feeds = {name: iter(strategy.experimental_distribute_dataset(dataset))
+             for name, dataset in (("pipeline", pipeline), ("memory", memory_feed(batches)))}
     steps_per_call = max(1, int(model.steps_per_execution))
-    calls = WARM_UP_EXECUTIONS + MIN_TIMED_EXECUTIONS + -(-max(steps, 1) // steps_per_call)
-    model.fit(memory_feed(batches), steps_per_epoch=calls * steps_per_call, epochs=1, verbose=0,
-              callbacks=[_StopAfter(clock, seconds, steps)])
-    return clock.restart()
+    for iterator in feeds.values():
+        timed_calls(model, iterator, 1)
+    rounds, calls, timed = PairedRounds(), 1, 0.0
+    while len(rounds.memory) < MIN_ROUNDS or timed < seconds:
+        order = ("pipeline", "memory") if len(rounds.memory) % 2 == 0 else ("memory", "pipeline")
+        for name in order:
+            getattr(rounds, name).append(timed_calls(model, feeds[name], calls))
+        call_seconds = rounds.memory[-1] * steps_per_call
+        timed += call_seconds * calls
+        affordable = int(seconds / MIN_ROUNDS / call_seconds) if call_seconds > 0 else calls
+        calls = max(1, min(epoch_calls(steps_per_epoch, steps_per_call), affordable))
+    return rounds
 
 
-def input_stall_fraction(run: ExecutionTimes, memory: ExecutionTimes) -> float | None:
-    """1 − t_memory / t_run (seconds per step), clipped into [0, 1]; None when either was not measured."""
-    run_step, memory_step = run.seconds_per_step(), memory.seconds_per_step()
-    if run_step is None or memory_step is None:
+def epoch_calls(steps_per_epoch: int, steps_per_call: int) -> int:
+    """Calls that cover an epoch of steps (so a pipeline round holds its per-epoch work), at most
+    `MAX_ROUND_CALLS`."""
+    return max(1, min(MAX_ROUND_CALLS, -(-max(steps_per_epoch, 1) // steps_per_call)))
+
+
+def timed_calls(model: keras.Model, iterator, calls: int) -> float:
+    """Host seconds per step of `calls` train-function calls on `iterator`; the step counter's read waits for the
+    calls' work to finish."""
+    first = int(model.optimizer.iterations.numpy())
+    started = time.perf_counter()
+    for _ in range(calls):
+        model.train_function(iterator)
+    steps = int(model.optimizer.iterations.numpy()) - first
+    return (time.perf_counter() - started) / max(steps, 1)
+
+
+def input_stall_fraction(rounds: PairedRounds) -> float | None:
+    """1 − the median over rounds of t_memory / t_pipeline, clipped into [0, 1]; None when nothing was timed."""
+    ratios = [memory / pipeline for pipeline, memory in zip(rounds.pipeline, rounds.memory, strict=True)
+              if pipeline > 0]
+    if not ratios:
         return None
-    return min(1.0, max(0.0, 1.0 - memory_step / run_step))
+    return min(1.0, max(0.0, 1.0 - statistics.median(ratios)))
 
 
 def step_examples_per_second(steps: float, global_batch_size: int, computed_seconds: float) -> float | None:

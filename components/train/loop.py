@@ -32,10 +32,9 @@ from components.train.callbacks import (
 from components.train.export import tft_output_dir
 from components.train.input import CachePlan, InputOptions, cache_plan, make_dataset
 from components.train.input_capacity import (
-    ExecutionClock,
     input_examples_per_second,
     input_stall_fraction,
-    memory_fed_times,
+    paired_step_times,
     step_examples_per_second,
 )
 from components.train.models import RankingModel, build_model
@@ -268,6 +267,7 @@ def fit_synchronous(
     done_steps = int(model.optimizer.iterations.numpy())
     if done_steps % plan.chunk_steps:
         raise RuntimeError(f"checkpoint at step {done_steps} is not on a chunk boundary of {plan.chunk_steps} steps")
+    pipeline = train_data
     if done_steps:  # resumed: the batches an uninterrupted run would see next (the same ones when deterministic)
         train_data = train_data.skip(done_steps)
 
@@ -280,8 +280,6 @@ def fit_synchronous(
     callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size))
     if tensorboard is not None:
         callbacks.append(tensorboard)
-    # the host's clock around every train-function call (input_capacity.py); not on TPU (untried there)
-    execution_clock = None if runtime.is_tpu or not held else ExecutionClock(model)
 
     if done_steps < plan.total_steps:
         model.fit(
@@ -295,16 +293,18 @@ def fit_synchronous(
     steps_per_second = clock.steady_steps_per_second()
     examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
     step_rate, stall = None, None
-    if execution_clock is not None and execution_clock.times.steps:
-        run_times = execution_clock.times
-        memory_times = memory_fed_times(model, execution_clock, held, training.input_capacity_seconds,
-                                        run_times.steps)
+    # after training, the run's pipeline against its batches held in memory, in alternating rounds by the host's
+    # clock around the train function (input_capacity.py); not on TPU (untried there)
+    if held and not runtime.is_tpu:
+        rounds = paired_step_times(model, runtime.strategy, pipeline, held, training.input_capacity_seconds,
+                                   plan.steps_per_epoch)
         manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()  # as trained
         if int(model.optimizer.iterations.numpy()) != plan.total_steps:
-            raise RuntimeError(f"the model restored after the memory-fed timing is at step "
+            raise RuntimeError(f"the model restored after the paired step timing is at step "
                                f"{int(model.optimizer.iterations.numpy())}, not the run's {plan.total_steps}")
-        step_rate = step_examples_per_second(memory_times.steps, training.global_batch_size, memory_times.seconds)
-        stall = input_stall_fraction(run_times, memory_times)
+        memory_step = rounds.memory_seconds_per_step()
+        step_rate = step_examples_per_second(1, training.global_batch_size, memory_step) if memory_step else None
+        stall = input_stall_fraction(rounds)
     return model, plan, FitResult(
         curve=[CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=eval_logloss)
                for step, loss, epoch, eval_logloss in curve.points],

@@ -117,8 +117,9 @@ class RunSummary(Contract):
     wall_time_seconds: float
     examples_per_second: float
     input_stall_fraction: float | None = Field(
-        None, description="share of step time the input cost: 1 − (step time fed from memory / the run's step time), "
-        "both by the host clock around the train function (components/train/input_capacity.py; None: not measured)",
+        None, description="share of step time the input cost: 1 − the median over alternating rounds of (step time "
+        "fed from memory / step time fed from the run's pipeline), by the host clock around the train function after "
+        "training (components/train/input_capacity.py; None: not measured)",
     )
     input_examples_per_second: float | None = Field(
         None, description="what the run's input pipeline delivered alone on this host, read for "
@@ -126,7 +127,8 @@ class RunSummary(Contract):
     )
     step_examples_per_second: float | None = Field(
         None, description="what the training step consumes when it never waits: examples per second of the same "
-        "model's steps fed from batches held in memory, after training (None: not measured)",
+        "model's steps fed from batches held in memory, after training (median of the paired rounds; None: not "
+        "measured)",
     )
     input_format: str | None = Field(None, description="'blocks' or 'tf.Example': the records the trainer read")
     input_cache_bytes: int = Field(0, description="memory the cached decoded train blocks take (0: not cached)")

@@ -1,21 +1,23 @@
-"""The input stall is 1 − t_memory / t_run from the host's clock around the train function: high when every batch
-waits on a slow input pipeline, near zero on a feed with nothing to wait for, and always a share in [0, 1]. (That the
-memory-fed timing leaves the trained model as it was is checked by the loop itself on every run: loop.py.)"""
+"""The input stall is 1 − the median over alternating rounds of t_memory / t_pipeline, from the host's clock around
+the train function: high when every batch waits on a slow input pipeline, near zero on a feed with nothing to wait
+for, and always a share in [0, 1]. (That the paired timing leaves the trained model as it was is checked by the loop
+itself on every run: loop.py.)"""
 
 import time
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from components.train.callbacks import stall_fraction
 from components.train.input_capacity import (
-    WARM_UP_EXECUTIONS,
-    ExecutionClock,
-    ExecutionTimes,
+    MIN_ROUNDS,
+    PairedRounds,
+    epoch_calls,
     input_examples_per_second,
     input_stall_fraction,
-    memory_fed_times,
+    paired_step_times,
 )
 
 
@@ -38,34 +40,41 @@ def slow(x, y):
     return tf.ensure_shape(tf.py_function(wait, [x], tf.float32), [4, 4]), y
 
 
-def stall_of(dataset: tf.data.Dataset) -> float:
-    """The stall of 12 steps trained from `dataset`, against the same model fed from its batches held in memory."""
+def stall_of(dataset: tf.data.Dataset, seconds: float = 0.0) -> tuple[float, PairedRounds]:
+    """The stall of `dataset` against the same model fed from its batches held in memory, in paired rounds."""
     held: list = []
     assert input_examples_per_second(dataset, 4, 0.01, held) is not None and held
     model = tiny_model()
-    clock = ExecutionClock(model)
-    model.fit(dataset, steps_per_epoch=12, epochs=1, verbose=0)
-    run = clock.times
-    assert run.calls == 6 and run.steps == 12 - 2 * WARM_UP_EXECUTIONS  # the first call (tracing) left out
-    memory = memory_fed_times(model, clock, held, seconds=0.0, steps=run.steps)
-    assert memory.steps >= 6  # at least MIN_TIMED_EXECUTIONS calls of 2 steps
-    fraction = input_stall_fraction(run, memory)
+    model.fit(dataset, steps_per_epoch=4, epochs=1, verbose=0)  # trained, as the loop's model is
+    rounds = paired_step_times(model, tf.distribute.get_strategy(), dataset, held, seconds, steps_per_epoch=12)
+    assert len(rounds.pipeline) == len(rounds.memory) >= MIN_ROUNDS
+    fraction = input_stall_fraction(rounds)
     assert fraction is not None and 0.0 <= fraction <= 1.0
-    return fraction
+    return fraction, rounds
 
 
 def test_a_slow_input_pipeline_shows_as_stall_and_a_memory_fed_one_does_not():
-    slow_input = stall_of(batches().map(slow))
-    cached_input = stall_of(batches().take(16).cache().repeat().prefetch(8))
+    slow_input, _ = stall_of(batches().map(slow))
+    cached_input, _ = stall_of(batches().take(16).cache().repeat().prefetch(8))
     assert slow_input > 0.5  # 50 ms a batch against a step of about a millisecond
     assert slow_input > cached_input
 
 
-def test_the_stall_is_the_share_a_feed_without_waits_would_save():
-    assert input_stall_fraction(ExecutionTimes(5, 100, 2.0), ExecutionTimes(5, 50, 0.5)) == 0.5
-    assert input_stall_fraction(ExecutionTimes(5, 100, 1.0), ExecutionTimes(5, 100, 1.2)) == 0.0  # noise: clipped
-    assert input_stall_fraction(ExecutionTimes(), ExecutionTimes(5, 100, 1.0)) is None  # nothing timed
-    assert ExecutionTimes(3, 0, 0.0).seconds_per_step() is None
+def test_rounds_run_until_the_memory_feed_had_its_seconds():
+    _, rounds = stall_of(batches().take(16).cache().repeat().prefetch(8), seconds=0.3)
+    steps_per_round = 2 * epoch_calls(12, 2)  # after the first round of one call: an epoch of calls, 2 steps each
+    assert sum(rounds.memory[1:]) * steps_per_round + rounds.memory[0] * 2 >= 0.3
+
+
+def test_the_stall_is_the_median_share_a_feed_without_waits_would_save():
+    # per round t_memory / t_pipeline: 0.5, 0.25, 1.0 -> median 0.5
+    assert input_stall_fraction(PairedRounds(pipeline=[2.0, 4.0, 1.0], memory=[1.0, 1.0, 1.0])) == 0.5
+    # one round slowed by a neighbour's job (the memory feed's 5.0) moves the median, not the mean, little
+    assert input_stall_fraction(PairedRounds(pipeline=[1.0, 1.0, 1.0], memory=[0.9, 5.0, 0.9])) == pytest.approx(0.1)
+    assert input_stall_fraction(PairedRounds(pipeline=[1.0], memory=[1.2])) == 0.0  # noise: clipped
+    assert input_stall_fraction(PairedRounds()) is None  # nothing timed
+    assert PairedRounds(memory=[3.0, 1.0, 2.0]).memory_seconds_per_step() == 2.0
+    assert epoch_calls(87, 8) == 11 and epoch_calls(10**6, 8) == 32 and epoch_calls(0, 8) == 1
 
 
 def test_the_held_batches_stay_within_their_byte_budget(monkeypatch):
