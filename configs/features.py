@@ -116,6 +116,11 @@ class HistoryFeature(StrictModel):
         10.0, gt=0, description="pseudo-impressions at prior_rate added to each window's click rate",
     )
     prior_rate: float = Field(0.01, gt=0, lt=1, description="the click rate an id with no history is smoothed to")
+    censored_windows: Literal["scale", "keep"] = Field(
+        "scale", description="a window reaching back before the first impression of the logs read (early examples, "
+        "whose history the logs do not hold): scale its impressions and clicks by window / hours covered (at least "
+        "1 h), the counts a full window would hold on average, as serving sees them; keep: the counts as they are",
+    )
 
     @field_validator("windows_hours")
     @classmethod

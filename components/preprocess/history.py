@@ -8,6 +8,13 @@ impression time `t`, over every trailing window `w`:
     rate_w        = (clicks_w + prior · prior_rate) / (#{those matured examples} + prior)
     seconds_since_previous = (t − the latest s < t) / 1000, or NEVER_SEEN_SECONDS
 
+A window that reaches back before the logs' first impression `t0` (an example early in the logs read) holds only
+the part of the id's history the logs cover. With `censored_windows: scale` (the default) its impressions and
+clicks are scaled by w / max(t − t0, min(w, 1 h)): the counts a full window holds on average, which is what serving
+(and every example a window's length into the logs) sees. Kept as they are, the first train day's counts are a
+fraction of the eval day's, and a model learns a relation between counts and clicks that does not hold where it is
+used (docs/history_features.md). The rate is a ratio of the same window's clicks and impressions: not scaled.
+
 Strictly before: an example never sees its own label, nor that of any example at the same or a later time, nor a
 label whose attribution window was still open at `t` (a click that might still come is unknown at serving time).
 So shuffling the labels within a day leaves every history feature of earlier examples unchanged, and flipping an
@@ -16,7 +23,7 @@ example's own label never changes its own features (tests/components/preprocess/
 In Beam, one composite transform per history feature, chained:
 
     examples ─► key by the id (pair) ─► GroupByKey ─► per id: sort by time, one sweep with prefix sums ─► examples
-                                                                                        (+ that feature's columns)
+    examples ─► earliest impression time t0 ─────────────────────────┘ (side input)        (+ that feature's columns)
 
 An id's examples are sorted in one worker's memory (a very hot id on Dataflow needs a worker that holds its
 examples); an example whose id is missing gets the no-history values (0 impressions, the prior rate, never seen).
@@ -55,9 +62,20 @@ def no_history(feature: HistoryFeature) -> dict[str, float]:
     return values | {f"{feature.name}_seconds_since_previous": float(NEVER_SEEN_SECONDS)}
 
 
+def coverage_scale(feature: HistoryFeature, window_hours: float, t: int, log_start_ms: int | None) -> float:
+    """What a window's counts at time `t` are multiplied by: window / hours the logs cover before `t` (at least
+    1 h, at most the window) under `censored_windows: scale`; 1 for a window the logs cover, or with `keep`."""
+    if feature.censored_windows == "keep" or log_start_ms is None:
+        return 1.0
+    window_ms = window_hours * MS_PER_HOUR
+    covered = max(t - log_start_ms, min(window_ms, MS_PER_HOUR))
+    return window_ms / covered if covered < window_ms else 1.0
+
+
 def with_history(examples: Iterable[dict[str, Any]], feature: HistoryFeature, label: str,
-                 attribution_ms: int) -> list[dict[str, Any]]:
-    """One id's examples, each with `feature`'s columns computed from the examples before it (module doc)."""
+                 attribution_ms: int, log_start_ms: int | None = None) -> list[dict[str, Any]]:
+    """One id's examples, each with `feature`'s columns computed from the examples before it; `log_start_ms`: the
+    first impression time of the logs read, for `censored_windows` (module doc; None: no window is censored)."""
     ordered = sorted(examples, key=lambda e: e[TIMESTAMP_MS])
     times = [e[TIMESTAMP_MS] for e in ordered]
     clicks_before = [0.0, *accumulate(float(e[label] > 0) for e in ordered)]  # clicks_before[i]: Σ label of 0..i-1
@@ -73,9 +91,10 @@ def with_history(examples: Iterable[dict[str, Any]], feature: HistoryFeature, la
             impressions = max(earlier - start, 0)
             known = max(min(matured, earlier) - start, 0)
             clicks = clicks_before[start + known] - clicks_before[start] if known else 0.0
+            scale = coverage_scale(feature, window, t, log_start_ms)
             columns |= {
-                f"{feature.name}_impressions_{window:g}h": float(impressions),
-                f"{feature.name}_clicks_{window:g}h": clicks,
+                f"{feature.name}_impressions_{window:g}h": impressions * scale,
+                f"{feature.name}_clicks_{window:g}h": clicks * scale,
                 f"{feature.name}_rate_{window:g}h": (clicks + prior * feature.prior_rate) / (known + prior),
             }
         since = (t - times[earlier - 1]) / 1000 if earlier else float(NEVER_SEEN_SECONDS)
@@ -95,11 +114,17 @@ class AddHistory(beam.PTransform):
     def expand(self, examples: beam.PCollection) -> beam.PCollection:
         feature, label, attribution_ms = self.feature, self.label_key, self.attribution_ms
         keyed = examples | "KeyById" >> beam.Map(lambda e: (history_key(e, feature), e)).with_output_types(Any)
+        log_start = beam.pvalue.AsSingleton(
+            examples
+            | "ImpressionTimes" >> beam.Map(lambda e: e[TIMESTAMP_MS])
+            | "LogStart" >> beam.CombineGlobally(lambda times: min(times, default=None))
+        )
         swept = (
             keyed
             | "WithId" >> beam.Filter(lambda pair: pair[0] is not None)
             | "GroupById" >> beam.GroupByKey()
-            | "SweepInTimeOrder" >> beam.FlatMap(lambda pair: with_history(pair[1], feature, label, attribution_ms))
+            | "SweepInTimeOrder" >> beam.FlatMap(
+                lambda pair, start: with_history(pair[1], feature, label, attribution_ms, start), log_start)
         )
         defaults = (
             keyed

@@ -44,7 +44,8 @@ def by_id(rows):
 
 
 def all_history(examples, feature=USER):
-    """The pure computation over every id, as the Beam transform groups it."""
+    """The pure computation over every id, as the Beam transform groups it (the logs start at the first example)."""
+    log_start = min(e["timestamp_ms"] for e in examples)
     groups = defaultdict(list)
     out = []
     for e in examples:
@@ -54,7 +55,7 @@ def all_history(examples, feature=USER):
         else:
             groups[key].append(e)
     for rows in groups.values():
-        out += with_history(rows, feature, LABEL, TASK.attribution_window_seconds * 1000)
+        out += with_history(rows, feature, LABEL, TASK.attribution_window_seconds * 1000, log_start)
     return by_id(out)
 
 
@@ -64,7 +65,7 @@ def history_columns(row, feature=USER):
 
 def test_counts_clicks_and_rates_come_from_earlier_examples_whose_label_was_known():
     rows = all_history([example(0, 0.0, 1), example(1, 0.5, 0), example(2, 2.0, 1), example(3, 2.0, 0),
-                        example(4, 25.0, 0)])
+                        example(4, 25.0, 0)], USER.model_copy(update={"censored_windows": "keep"}))
     first = rows["imp-0"]
     assert first["user_history_impressions_24h"] == 0 and first["user_history_rate_24h"] == pytest.approx(0.01)
     assert first["user_history_seconds_since_previous"] == NEVER_SEEN_SECONDS
@@ -79,6 +80,22 @@ def test_counts_clicks_and_rates_come_from_earlier_examples_whose_label_was_know
     late = rows["imp-4"]  # 25 h: the 24 h window starts at 1:00, so only the two at 2:00 fall in it
     assert late["user_history_impressions_24h"] == 2 and late["user_history_clicks_24h"] == 1
     assert late["user_history_seconds_since_previous"] == 23 * 3600
+
+
+def test_a_window_reaching_back_before_the_logs_is_scaled_to_the_counts_a_full_window_holds():
+    """The logs start at 0:00: at 6:00 a 24 h window covers 6 h of them, so its counts are scaled by 4 (the rate, a
+    ratio, is not); from 24:00 on the window is covered and its counts are as they are; within the first hour the
+    scale is at most the window in hours."""
+    log = [example(0, 0.0, 0, user="u0"), example(1, 1.0, 1), example(2, 2.0, 0), example(3, 6.0, 0),
+           example(4, 30.0, 0), example(5, 0.5, 0)]
+    scaled, kept = all_history(log), all_history(log, USER.model_copy(update={"censored_windows": "keep"}))
+    at_six, at_six_kept = scaled["imp-3"], kept["imp-3"]
+    assert at_six_kept["user_history_impressions_24h"] == 3 and at_six_kept["user_history_clicks_24h"] == 1
+    assert at_six["user_history_impressions_24h"] == 3 * 4 and at_six["user_history_clicks_24h"] == 1 * 4
+    assert at_six["user_history_rate_24h"] == at_six_kept["user_history_rate_24h"]
+    assert at_six["user_history_impressions_1h"] == at_six_kept["user_history_impressions_1h"]  # 6 h in: covered
+    assert history_columns(scaled["imp-4"]) == history_columns(kept["imp-4"])  # 30 h in: every window covered
+    assert scaled["imp-1"]["user_history_impressions_24h"] == 24 * kept["imp-1"]["user_history_impressions_24h"]
 
 
 def random_log(seed=0, days=3, per_day=300):
@@ -216,8 +233,9 @@ def test_preprocess_writes_history_columns_as_numeric_inputs(tmp_path, config_fo
     raw = [{"impression_id": r["impression_id"], "timestamp_ms": int(datetime.fromisoformat(
         r["timestamp"].replace("Z", "+00:00")).timestamp() * 1000), "user_id": r["user_id"], "ad_id": "a1",
         "label_engagement": float(i % 3 == 0)} for i, r in enumerate(rows)]
-    expected = with_history([e for e in raw if e["user_id"] == "u0"], feature, "label_engagement", 3_600_000)
-    expected += with_history([e for e in raw if e["user_id"] == "u1"], feature, "label_engagement", 3_600_000)
+    log_start = min(e["timestamp_ms"] for e in raw)  # the 24 h windows of the first day's examples are scaled
+    expected = [row for user in ("u0", "u1") for row in with_history(
+        [e for e in raw if e["user_id"] == user], feature, "label_engagement", 3_600_000, log_start)]
     expected_inputs = sorted(
         (round(math.log1p(e["user_recent_impressions_24h"]), 5), round(math.log1p(e["user_recent_clicks_24h"]), 5),
          round(math.log(e["user_recent_rate_24h"] / feature.prior_rate), 5)) for e in expected)
