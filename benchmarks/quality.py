@@ -49,7 +49,7 @@ from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.pa
 
 from components.evaluate import metrics  # noqa: E402
 from components.logs.click_log import ClickLogSpec, write_click_log  # noqa: E402
-from components.logs.synthetic import generate_logs  # noqa: E402
+from components.logs.synthetic import generate_logs, read_ground_truth  # noqa: E402
 from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
@@ -209,6 +209,29 @@ def describe(values: list[float]) -> str:
     return f"{np.mean(values):.5f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.5f}"
 
 
+def history_effects_worth(logs_dir: Path, config: AdrankConfig, task: str) -> str | None:
+    """On the eval days of history-shaped synthetic logs, what knowing each history effect exactly is worth: the
+    Bayes floor (one intercept refitted) against the floor without the effect (ground_truth.json), as a share of
+    the floor. No model can gain more from history features than these; None for logs without history effects."""
+    truth = read_ground_truth(logs_dir)
+    eval_days = truth["days"][-config.split.eval_days:] if truth else []
+    records = [day["tasks"].get(task, {}) for day in eval_days]
+    if not records or any("bayes_logloss_without" not in record for record in records):
+        return None
+    weights = [day["examples"] for day in eval_days]
+
+    def mean(values):
+        return sum(v * w for v, w in zip(values, weights, strict=True)) / sum(weights)
+
+    floor = mean([record["bayes_logloss_refitted"] for record in records])
+    effects = ", ".join(
+        f"without {effect} {without:.5f} (+{without / floor - 1:.1%})"
+        for effect in records[0]["bayes_logloss_without"]
+        for without in [mean([record["bayes_logloss_without"][effect] for record in records])])
+    return (f"history effects on the eval days (ground truth, one intercept refitted): Bayes floor {floor:.5f}; "
+            f"{effects}: the most that knowing each exactly is worth")
+
+
 def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, examples: str, seeds: int,
             plain_epochs: int | None, plain_examples: str | None = None) -> dict:
     """adrank on `examples` vs the plain model on `plain_examples` (default: the same examples): printed, and
@@ -234,6 +257,8 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
     shift = split["eval"].label_rates[task] / split["train"].label_rates[task] if split["train"].label_rates[task] else 1.0
     print(f"eval/train positive rate {shift:.2f}: a model calibrated on the train split predicts ~{1 / shift:.2f} "
           f"of the eval rate (base-rate shift between days)")
+    if (worth := history_effects_worth(Path(examples).parent / "logs", config, task)) is not None:
+        print(worth)
     print(f"adrank: {config.model.kind} dim {config.model.embedding_dim} deep {config.model.deep_layers}, "
           f"batch {config.training.global_batch_size}, {resolved_epochs} epochs, effective lr {learning_rate:g}, "
           f"tables: {config.training.embedding_optimizer}, shuffle buffer {config.training.shuffle_buffer:,}")

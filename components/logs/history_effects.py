@@ -10,7 +10,7 @@ what they were without them):
 - **ad fatigue**: the log-odds fall by `ad_fatigue · log1p(k)` where `k` is how often this user was shown this ad
   before (over the whole log, in time order): the first exposure works best.
 
-`HistoryEffects` keeps the state across days; the generator calls `logit_shift` once per day, with the day's
+`HistoryEffects` keeps the state across days; the generator calls `logit_shifts` once per day, with the day's
 impressions in time order, on its own random stream.
 """
 
@@ -30,10 +30,11 @@ class HistoryEffects:
         self.propensity: dict[int, float] = {}
         self.exposures: dict[tuple[int, int], int] = defaultdict(int)
 
-    def logit_shift(self, user: np.ndarray, ad: np.ndarray) -> np.ndarray:
-        """Per impression of one day (in time order), the shift of its engagement log-odds."""
+    def logit_shifts(self, user: np.ndarray, ad: np.ndarray) -> dict[str, np.ndarray]:
+        """Per impression of one day (in time order), the shift of its engagement log-odds by each effect that is
+        on: `propensity`, `fatigue` (ground_truth.json's floors without each come from these)."""
         spec = self.spec
-        shift = np.zeros(len(user))
+        shifts: dict[str, np.ndarray] = {}
         if spec.user_propensity_std > 0:
             for u in np.unique(user):
                 previous = self.propensity.get(int(u))
@@ -43,11 +44,11 @@ class HistoryEffects:
                 else:
                     value = spec.persistence * previous + innovation
                 self.propensity[int(u)] = value
-            shift += np.array([self.propensity[int(u)] for u in user])
+            shifts["propensity"] = np.array([self.propensity[int(u)] for u in user], dtype=float)
         if spec.ad_fatigue > 0:
             seen = np.empty(len(user))
             for row, pair in enumerate(zip(user.tolist(), ad.tolist())):
                 seen[row] = self.exposures[pair]
                 self.exposures[pair] += 1
-            shift -= spec.ad_fatigue * np.log1p(seen)
-        return shift
+            shifts["fatigue"] = -spec.ad_fatigue * np.log1p(seen)
+        return shifts

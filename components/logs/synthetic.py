@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +159,8 @@ class _Day:
     marginal: dict[str, np.ndarray]
     happened: dict[str, np.ndarray]
     delays_ms: dict[str, np.ndarray]
+    # per history effect (history_effects.py), each event's true probability had the effect been left out
+    marginal_without: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def _simulate_day(rng: np.random.Generator, world: _World, history: HistoryEffects, config: PreprocessStepConfig,
@@ -171,15 +173,18 @@ def _simulate_day(rng: np.random.Generator, world: _World, history: HistoryEffec
     ad = rng.choice(world.population.ads, size=n, p=_zipf_weights(world.ad_ranks, spec.ad_zipf_exponent))
     placement = rng.choice(len(PLACEMENTS), size=n, p=PLACEMENT_WEIGHTS)
     base_logit: float | np.ndarray = spec.swipe_base_logit + world.base_logit_shift
-    if spec.history.enabled:  # per impression: what the user and the ad did before (history_effects.py)
-        base_logit = base_logit + history.logit_shift(user, ad)
+    shifts = history.logit_shifts(user, ad) if spec.history.enabled else {}  # what the user and the ad did before
+    if shifts:
+        base_logit = base_logit + sum(shifts.values())
     marginal = world.population.event_probabilities(user, ad, placement, base_logit)
+    marginal_without = {effect: world.population.event_probabilities(user, ad, placement, base_logit - shift)
+                        for effect, shift in shifts.items()}
     happened = _draw_event_chain(rng, marginal)
     delays_ms = {
         event: np.rint(rng.exponential(MEAN_DELAY_SECONDS[event] * 1000.0, size=n)).astype(np.int64)
         for event in MEAN_DELAY_SECONDS
     }
-    return _Day(day_index, date, timestamps, user, ad, placement, marginal, happened, delays_ms)
+    return _Day(day_index, date, timestamps, user, ad, placement, marginal, happened, delays_ms, marginal_without)
 
 
 def _append_impressions(day: _Day, population: Population, impression_lines: list[str],
@@ -235,6 +240,13 @@ class _SplitLabels:
                 self.labels[split][task.name].append(labels[mask])
                 self.probabilities[split][task.name].append(probability[mask])
             day_tasks[task.name] = _bayes(labels, probability) | {"positives": int(labels.sum())}
+            without = {effect: _refitted_logloss(labels, label_probability(
+                           marginal[event_type], event_type, task.attribution_window_seconds))
+                       for effect, marginal in day.marginal_without.items()}
+            if without:  # the most that knowing each history effect exactly is worth on this day, against the
+                # floor with the same intercept refit (which on a finite day can go below the floor itself)
+                day_tasks[task.name]["bayes_logloss_without"] = without
+                day_tasks[task.name]["bayes_logloss_refitted"] = _refitted_logloss(labels, probability)
         return day_tasks
 
     def truth(self, config: PreprocessStepConfig) -> dict[str, dict]:
@@ -312,6 +324,20 @@ def _bayes(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
         "positive_rate": float(labels.mean()) if labels.size else float("nan"),
         "mean_probability": float(probabilities.mean()) if labels.size else float("nan"),
     }
+
+
+def _refitted_logloss(labels: np.ndarray, probabilities: np.ndarray, iterations: int = 25) -> float:
+    """Log-loss of `probabilities` with the one intercept added to their log-odds that fits `labels` best (Newton's
+    method): a floor without an effect, where a model still learns the effect's average."""
+    p = np.clip(probabilities, EPSILON, 1 - EPSILON)
+    logit, intercept = np.log(p) - np.log1p(-p), 0.0
+    for _ in range(iterations):
+        q = 1.0 / (1.0 + np.exp(-(logit + intercept)))
+        curvature = float(np.sum(q * (1 - q)))
+        if curvature <= 0:
+            break
+        intercept -= float(np.sum(q - labels)) / curvature
+    return _bayes(labels, 1.0 / (1.0 + np.exp(-(logit + intercept))))["bayes_logloss"]
 
 
 def _zipf_weights(ranks: np.ndarray, exponent: float) -> np.ndarray:
