@@ -12,6 +12,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -229,7 +230,7 @@ class _SplitLabels:
         """Label the day's impressions per task (the event, within its attribution window); the day's Bayes
         floor and positives per task. A burn-in day (`split.history_burn_in_days`) is in no split."""
         in_eval = day.timestamps >= boundary
-        day_tasks = {}
+        day_tasks: dict[str, dict[str, Any]] = {}
         for task in config.tasks:
             event_type = task.event_type
             assert event_type is not None  # _check_tasks_label_events
@@ -239,7 +240,7 @@ class _SplitLabels:
             for split, mask in (("train", ~in_eval & (not burn_in)), ("eval", in_eval)):
                 self.labels[split][task.name].append(labels[mask])
                 self.probabilities[split][task.name].append(probability[mask])
-            day_tasks[task.name] = _bayes(labels, probability) | {"positives": int(labels.sum())}
+            day_tasks[task.name] = {**_bayes(labels, probability), "positives": int(labels.sum())}
             without = {effect: _refitted_logloss(labels, label_probability(
                            marginal[event_type], event_type, task.attribution_window_seconds))
                        for effect, marginal in day.marginal_without.items()}
