@@ -107,6 +107,7 @@ def paired_step_times(model: keras.Model, strategy: tf.distribute.Strategy, pipe
     feeds = {name: iter(strategy.experimental_distribute_dataset(dataset))
              for name, dataset in (("pipeline", pipeline), ("memory", memory_feed(batches)))}
     steps_per_call = max(1, int(model.steps_per_execution))
+    model.make_train_function()  # `fit` made it, unless the run resumed at its last step and trained none
     for iterator in feeds.values():
         timed_calls(model, iterator, 1)
     rounds, calls, timed = PairedRounds(), 1, 0.0
