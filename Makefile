@@ -7,6 +7,8 @@ UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
 CONFIG ?=
 CONFIG_FLAG := $(if $(CONFIG),--config $(CONFIG),)
 PYTEST_ARGS ?=
+# `make test` processes (pytest-xdist); 0 runs the tests in this one process
+TEST_WORKERS ?= 2
 DAYS ?= 3
 
 .DEFAULT_GOAL := help
@@ -35,8 +37,8 @@ typecheck: install ## mypy over configs, components, pipelines and ops (settings
 lint: install ## ruff over the whole tree (rules in pyproject.toml [tool.ruff]; `ruff check --fix` sorts imports)
 	$(BIN)/ruff check .
 
-test: install ## run the test suite (without the tests marked long)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install ## run the test suite (without the tests marked long) on TEST_WORKERS processes, a test file per process at a time
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-long: install ## run the tests marked long: several whole-DAG runs each (daily replay, kill and resume)
 	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
