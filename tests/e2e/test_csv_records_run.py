@@ -11,7 +11,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO_CONFIG = "configs/examples/click_log.yaml"
 SAMPLE = "configs/examples/data/click_log_sample.csv"
 FAST = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1", "training.epochs=1",
-        "promotion.enabled=false", "preprocess.output_shards=1"]
+        "promotion.enabled=false", "preprocess.output_shards=1",
+        "training.input_capacity_seconds=0.25"]
 
 
 def dead_letters(run_dir) -> list[dict]:

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO_CONFIG = "configs/examples/click_log.yaml"
 FAST = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1", "training.epochs=1",
-        "promotion.enabled=false"]
+        "promotion.enabled=false", "training.input_capacity_seconds=0.25"]
 LEARNED = ["training.global_batch_size=256",
            "features.0.encoding=learned_hash", "features.0.hash_buckets=300", "features.0.dedicated_rows=100",
            "features.4={name: channel, kind: categorical, encoding: learned_hash, hash_buckets: 40}",
