@@ -73,7 +73,7 @@ def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_run
     assert first.status == "succeeded", [(t.task, t.reason) for t in first.tasks if t.reason]
     assert second.status == "succeeded", [(t.task, t.reason) for t in second.tasks if t.reason]
     assert first.job_name != second.job_name and first.job_uuid != second.job_uuid
-    trained = [t for t in first.tasks if t.display_name.startswith("train")]
+    trained = [t for t in first.tasks if t.display_name.startswith("train ·")]  # the steps, not the loop
     assert [t.display_name for t in trained] == ["train · cpu · run 1"]
 
     first_preprocess = _by_display_name(first)["preprocess"]
