@@ -21,6 +21,20 @@ def test_auc_counts_ordered_pairs_and_ties():
     assert math.isnan(metrics.auc([1, 1], [0.2, 0.3]))
 
 
+def test_average_ranks_share_tied_ranks_like_scipy():
+    from scipy.stats import rankdata
+
+    assert metrics.average_ranks(np.array([0.3, 0.1, 0.3, 0.2, 0.3])).tolist() == [4.0, 1.0, 4.0, 2.0, 4.0]
+    rng = np.random.default_rng(0)
+    for values in (rng.integers(0, 20, 500).astype(float), rng.random(500), np.ones(7), np.array([5.0])):
+        np.testing.assert_array_equal(metrics.average_ranks(values), rankdata(values))
+    # and the AUC they give equals the count of ordered pairs (ties one half) on data with many ties
+    labels, scores = rng.integers(0, 2, 300), rng.integers(0, 10, 300) / 10
+    positives, negatives = scores[labels == 1], scores[labels == 0]
+    pairs = (positives[:, None] > negatives[None, :]).sum() + 0.5 * (positives[:, None] == negatives[None, :]).sum()
+    assert metrics.auc(labels, scores) == pytest.approx(pairs / (positives.size * negatives.size))
+
+
 def test_normalized_entropy_is_one_for_the_base_rate():
     labels = np.array([1, 0, 0, 0])
     assert metrics.normalized_entropy(labels, np.full(4, 0.25)) == pytest.approx(1.0)
