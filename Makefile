@@ -38,7 +38,7 @@ lint: install ## ruff over the whole tree (rules in pyproject.toml [tool.ruff]; 
 	$(BIN)/ruff check .
 
 test: install ## run the test suite (without the tests marked long) on TEST_WORKERS processes, a test file per process at a time
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-long: install ## run the tests marked long: several whole-DAG runs each (daily replay, kill and resume)
 	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)

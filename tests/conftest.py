@@ -26,6 +26,14 @@ def _load_fake_module():
 vertex_fake = _load_fake_module()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whole-DAG test files (marked e2e) first, the rest in their order. `make test` runs two workers, one file
+    per worker at a time, in this order (`--dist loadfile --no-loadscope-reorder`; xdist would otherwise put the
+    files with most tests first), and the file whose fixture runs the whole DAG takes minutes: started last, it
+    would leave the other core idle while it ran."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+
+
 @pytest.fixture
 def fake_vertex():
     """(fake, endpoint): the double serving on 127.0.0.1 for this test; GCS bucket creation is patched out, the
