@@ -27,7 +27,7 @@ from input_pipeline import examples_for, write_examples
 
 from components.preprocess.manifest import BLOCK_HEADER_BYTES
 from components.train import input as reader
-from components.train.packed_batch import packed_labels
+from components.train.input import packed_labels
 
 
 def examples_per_second(data: tf.data.Dataset, seconds: float, per_call: int = 8) -> float:

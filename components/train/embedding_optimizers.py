@@ -31,10 +31,16 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from components.train.optimization import (
+    EMBEDDING_OPTIMIZERS,
+    LinearWarmup,
+    embedding_learning_rate,
+    make_optimizer,
+    scaled_learning_rate,
+)
 from components.train.table_kernels import busy_table, xla_allowed
 from components.train.table_placement import host_variables
-
-EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
+from configs.training import TrainingConfig
 
 
 @tf.function(jit_compile=True)
@@ -362,15 +368,14 @@ def _elements(shape) -> int:
     return count
 
 
-def tpu_table_optimizer(kind: str, learning_rate: Any) -> keras.optimizers.Optimizer:
-    """The same setting for `keras_rs` TableConfig on TPU (the TPU embedding API applies it, sparsely there too).
+def make_embedding_optimizer(training: TrainingConfig) -> SparseEmbeddingOptimizer:
+    """`training.embedding_optimizer` at the tables' warmed-up rate (`optimization.embedding_learning_rate`)."""
+    kwargs: dict[str, Any] = {"learning_rate": LinearWarmup(embedding_learning_rate(training), training.warmup_steps)}
+    if training.gradient_clip_norm is not None:
+        kwargs["global_clipnorm"] = training.gradient_clip_norm
+    return SparseEmbeddingOptimizer(training.embedding_optimizer, **kwargs)
 
-    The TPU embedding API has no row-wise Adagrad, so `rowwise_adagrad` maps to its full Adagrad;
-    `lazy_adam` maps to Keras Adam, which keras-rs turns into the TPU API's Adam (lazy by default)."""
-    if kind == "sgd":
-        return keras.optimizers.SGD(learning_rate=learning_rate)
-    if kind in ("adagrad", "rowwise_adagrad"):
-        return keras.optimizers.Adagrad(learning_rate=learning_rate)
-    if kind == "lazy_adam":
-        return keras.optimizers.Adam(learning_rate=learning_rate)
-    raise ValueError(f"training.embedding_optimizer '{kind}' is not one of {list(EMBEDDING_OPTIMIZERS)}")
+
+def make_optimizers(training: TrainingConfig) -> tuple[keras.optimizers.Optimizer, SparseEmbeddingOptimizer]:
+    """(dense optimizer, sparse embedding-table optimizer `training.embedding_optimizer`)."""
+    return make_optimizer(training, scaled_learning_rate(training)), make_embedding_optimizer(training)

@@ -41,7 +41,7 @@ import tensorflow as tf
 
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
-from components.train.packed_batch import LABEL_PREFIX, column_offsets, packed_labels
+from components.train.packed_batch import LABEL_PREFIX, PACKED_FLOAT32, PACKED_INT64, column_offsets, label_columns
 
 log = logging.getLogger(__name__)
 # The block files' read buffer: 1 MiB whatever the record size. Reading 4 MiB records (1,000 features) alone, a
@@ -425,6 +425,21 @@ def _kept(ints, floats, keep):
         return ints, floats
     rows = keep(ints)
     return tf.boolean_mask(ints, rows), tf.boolean_mask(floats, rows)
+
+
+def packed_labels(layout: BlockLayout, tasks: list[str]):
+    """A batch's two matrices → `(features, {task: label[batch, 1]})`: the matrices pass through untouched as the
+    packed features (the model splits them, `components.train.packed_batch`); each task's label is its column, as
+    float32."""
+    columns = label_columns(layout, tasks)
+
+    def to_packed(ints: tf.Tensor, floats: tf.Tensor):
+        matrices = {"int64": ints, "float32": floats}
+        labels = {task: tf.cast(matrices[dtype][:, column:column + 1], tf.float32)
+                  for task, (dtype, column) in columns.items()}
+        return {PACKED_INT64: ints, PACKED_FLOAT32: floats}, labels
+
+    return to_packed
 
 
 def _columns_to_features(layout: BlockLayout, manifest: Manifest):

@@ -1,5 +1,7 @@
-"""Optimizers: a dense one for every dense weight, a sparse one for the embedding tables (see
-`embedding_optimizers`). Large-batch learning rates are scaled with the global batch and warmed up:
+"""Learning rates and the dense optimizer, shared by both training lanes (Keras only, no backend). Each lane updates the
+embedding tables its own way (the TensorFlow lane: `embedding_optimizers`; the JAX lane:
+`components.train.jax_lane.sparse_updates`) at `embedding_learning_rate`. Large-batch learning rates are scaled with
+the global batch and warmed up:
 
     scale = 1                 (none)
             B / B_ref         (linear, Goyal et al., 2017)
@@ -14,7 +16,6 @@ from typing import Any
 
 import keras
 
-from components.train.embedding_optimizers import SparseEmbeddingOptimizer, tpu_table_optimizer
 from configs.training import TrainingConfig
 
 
@@ -67,18 +68,20 @@ def embedding_learning_rate(training: TrainingConfig) -> float:
     return scaled_learning_rate(training) if rate is None else rate
 
 
-def make_embedding_optimizer(training: TrainingConfig) -> SparseEmbeddingOptimizer:
-    kwargs: dict[str, Any] = {"learning_rate": LinearWarmup(embedding_learning_rate(training), training.warmup_steps)}
-    if training.gradient_clip_norm is not None:
-        kwargs["global_clipnorm"] = training.gradient_clip_norm
-    return SparseEmbeddingOptimizer(training.embedding_optimizer, **kwargs)
+EMBEDDING_OPTIMIZERS: tuple[str, ...] = ("lazy_adam", "rowwise_adagrad", "adagrad", "sgd")
 
 
-def make_optimizers(training: TrainingConfig) -> tuple[keras.optimizers.Optimizer, SparseEmbeddingOptimizer]:
-    """(dense optimizer, sparse embedding-table optimizer `training.embedding_optimizer`)."""
-    return make_optimizer(training, scaled_learning_rate(training)), make_embedding_optimizer(training)
+def table_config_optimizer(training: TrainingConfig) -> keras.optimizers.Optimizer:
+    """`training.embedding_optimizer` as the keras-rs TableConfig optimizer an embedding API applies itself (the TPU
+    embedding API on the TensorFlow lane, SparseCore on the JAX lane; sparsely there too).
 
-
-def tpu_embedding_optimizer(training: TrainingConfig) -> keras.optimizers.Optimizer:
-    """`training.embedding_optimizer` as the keras-rs TableConfig optimizer the TPU embedding API applies."""
-    return tpu_table_optimizer(training.embedding_optimizer, embedding_learning_rate(training))
+    The TPU embedding API has no row-wise Adagrad, so `rowwise_adagrad` maps to its full Adagrad; `lazy_adam` maps to
+    Keras Adam, which keras-rs turns into the embedding API's Adam (lazy by default)."""
+    kind, learning_rate = training.embedding_optimizer, embedding_learning_rate(training)
+    if kind == "sgd":
+        return keras.optimizers.SGD(learning_rate=learning_rate)
+    if kind in ("adagrad", "rowwise_adagrad"):
+        return keras.optimizers.Adagrad(learning_rate=learning_rate)
+    if kind == "lazy_adam":
+        return keras.optimizers.Adam(learning_rate=learning_rate)
+    raise ValueError(f"training.embedding_optimizer '{kind}' is not one of {list(EMBEDDING_OPTIMIZERS)}")

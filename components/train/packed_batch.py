@@ -10,14 +10,16 @@ and label in name order, then the holdout bucket. Handing the step two tensors i
 point: a tf.data element of ~1,000 tensors costs more per batch than reading the blocks (docs/input.md). The model
 splits the matrices into its per-feature inputs at the start of its call, inside the step's graph (on a TPU or GPU,
 on the device; on TPU inside the replica step, before the embedding lookup), with one gather and one split per
-dtype whatever the number of features:
+dtype for the scalar features whatever their number, and one slice per list feature:
 
-    picked  = gather(matrix, [scalar feature columns ‖ list feature columns], axis=1)
-    scalars = unstack(picked[:, :S], axis=1)         lists = split(picked[:, S:], widths, axis=1)
+    scalars = unstack(take(matrix, [scalar feature columns], axis=1), axis=1)
+    list f  = matrix[:, start_f : start_f + length_f]                (a list's columns are adjacent)
 
 `PackedLayout` says which columns are which feature; it is learned from the manifest (the block layout and the
 transformed feature spec), never from a batch, and it lists no label column: the model cannot read a label. It is
-part of the model's config (plain data, no variables, so checkpoints are unchanged).
+part of the model's config (plain data, no variables, so checkpoints are unchanged). The split is written with
+`keras.ops` (static shapes kept), so both training lanes' models run it; how a lane's reader makes the batch is its
+own (the TensorFlow lane: `components.train.input`; the JAX lane: `components.train.jax_lane.block_reader`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import tensorflow as tf
+import keras
 
 from components.preprocess.manifest import BlockLayout, Manifest
 
@@ -54,25 +56,15 @@ class PackedColumns:
     scalars: tuple[tuple[str, int], ...] = ()
     lists: tuple[tuple[str, int, int], ...] = ()
 
-    @property
-    def columns(self) -> list[int]:
-        """The columns the model reads, scalars first, then every list's columns."""
-        return [column for _, column in self.scalars] + [
-            start + i for _, start, length in self.lists for i in range(length)]
-
-    def split(self, matrix: tf.Tensor) -> dict[str, tf.Tensor]:
+    def split(self, matrix: Any) -> dict[str, Any]:
         """{feature: [batch] (scalar) or [batch, length] (list)} from `matrix` [batch, width], static shapes kept."""
-        if not self.scalars and not self.lists:
-            return {}
-        picked = tf.gather(matrix, self.columns, axis=1)
-        sizes = [len(self.scalars)] if self.scalars else []
-        sizes += [length for _, _, length in self.lists]
-        pieces = tf.split(picked, sizes, axis=1, num=len(sizes)) if len(sizes) > 1 else [picked]
-        features: dict[str, tf.Tensor] = {}
+        features: dict[str, Any] = {}
         if self.scalars:
+            picked = keras.ops.take(matrix, [column for _, column in self.scalars], axis=1)
             features.update(zip([name for name, _ in self.scalars],
-                                tf.unstack(pieces.pop(0), num=len(self.scalars), axis=1)))
-        features.update(zip([name for name, _, _ in self.lists], pieces))
+                                keras.ops.unstack(picked, num=len(self.scalars), axis=1)))
+        for name, start, length in self.lists:
+            features[name] = matrix[:, start:start + length]
         return features
 
     def to_config(self) -> dict[str, Any]:
@@ -120,7 +112,7 @@ class PackedLayout:
         return cls(*(PackedColumns(layout.width(dtype), tuple(by_dtype[dtype][0]), tuple(by_dtype[dtype][1]))
                      for dtype in ("int64", "float32")))
 
-    def split(self, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def split(self, features: Mapping[str, Any]) -> dict[str, Any]:
         """A packed batch's features → {feature: tensor} as the per-example parse gives them."""
         return {**self.int64.split(features[PACKED_INT64]), **self.float32.split(features[PACKED_FLOAT32])}
 
@@ -137,22 +129,14 @@ def is_packed(features: Mapping[str, Any]) -> bool:
     return PACKED_INT64 in features and PACKED_FLOAT32 in features
 
 
-def packed_labels(layout: BlockLayout, tasks: list[str]):
-    """A batch's two matrices → `(features, {task: label[batch, 1]})`: the matrices pass through untouched as the
-    packed features (the model splits them); each task's label is its column, as float32."""
+def label_columns(layout: BlockLayout, tasks: list[str]) -> dict[str, tuple[str, int]]:
+    """task → (dtype of the matrix holding its label, column); a ValueError naming a label the layout lacks."""
     offsets = {dtype: column_offsets(layout, dtype) for dtype in ("int64", "float32")}
-    label_columns = {}
+    columns = {}
     for task in tasks:
         name = f"{LABEL_PREFIX}{task}"
         found = [(dtype, offsets[dtype][name][0]) for dtype in offsets if name in offsets[dtype]]
         if not found:
             raise ValueError(f"the block layout has no column for label '{name}'")
-        label_columns[task] = found[0]
-
-    def to_packed(ints: tf.Tensor, floats: tf.Tensor):
-        matrices = {"int64": ints, "float32": floats}
-        labels = {task: tf.cast(matrices[dtype][:, column:column + 1], tf.float32)
-                  for task, (dtype, column) in label_columns.items()}
-        return {PACKED_INT64: ints, PACKED_FLOAT32: floats}, labels
-
-    return to_packed
+        columns[task] = found[0]
+    return columns

@@ -22,7 +22,6 @@ from components.train.input import InputOptions, make_dataset
 from components.train.input_capacity import input_examples_per_second, step_examples_per_second
 from components.train.loop import (
     FitResult,
-    StepPlan,
     checkpoint_manager,
     compiled_model,
     input_format,
@@ -31,8 +30,10 @@ from components.train.loop import (
     warm_start_model,
 )
 from components.train.models import RankingModel
+from components.train.step_plan import StepPlan
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint, WarmStartSummary
+from components.train.tf_step import apply_split_gradients, table_gradients_summed, variable_groups
 from configs.training import ResolvedTarget
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest
     """The `tf.function` a worker runs per step: one batch, the summed task losses, the split table/dense update;
     it returns (loss, gradient norm, seconds waiting for the batch, seconds computing the step)."""
     losses = {task: keras.losses.BinaryCrossentropy() for task in manifest.tasks}
-    tables, dense = model.variable_groups()
+    tables, dense = variable_groups(model)
 
     @tf.function
     def worker_step(iterator):
@@ -134,8 +135,8 @@ def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest
             with tf.GradientTape() as tape:
                 predictions = model(features, training=True)
                 loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
-            gradients = model.table_gradients_summed(tape.gradient(loss, tables + dense), tables)
-            model.apply_split_gradients(gradients, tables, dense)
+            gradients = table_gradients_summed(model, tape.gradient(loss, tables + dense), tables)
+            apply_split_gradients(model, gradients, tables, dense)
             return loss, gradient_norm(gradients, rows_summed=True)
 
         # The worker stamps the time before and after taking its batch and after the step's updates: the

@@ -20,12 +20,13 @@ import tensorflow as tf
 from components.evaluate.task_metrics import task_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
 from components.train.export import export_serving_model, servable_copy, tft_output_dir
-from components.train.loop import calibration_holdout, fit_synchronous
+from components.train.loop import fit_synchronous
 from components.train.models import RankingModel
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
 from components.train.posthoc_calibration import Calibrator, checked_calibrator
 from components.train.predictions import predict_split, prediction_batch_size
+from components.train.step_plan import calibration_holdout
 from components.train.strategy import (
     Runtime,
     local_cluster_for,

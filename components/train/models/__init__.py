@@ -1,17 +1,16 @@
-"""Ranking models (Keras 3): DCN-v2, PLE and a logistic-regression baseline, built from the config."""
+"""Ranking models (Keras 3, backend-neutral): DCN-v2, PLE and a logistic-regression baseline, built from the config
+with the embedding tables the training lane makes (`make_tables`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
+
+import keras_rs
 
 from components.preprocess.manifest import Manifest
-from components.train.embedding import (
-    EmbeddingTables,
-    FeatureEmbedding,
-    TPUFeatureEmbedding,
-    feature_configs,
-    numeric_features,
-)
+from components.train.embedding_tables import EmbeddingTables, feature_configs, numeric_features
 from components.train.models.base import RankingModel
 from components.train.models.cross import CrossLayer
 from components.train.models.dcn import DCN
@@ -19,8 +18,9 @@ from components.train.models.linear import LogisticRegression
 from components.train.models.mlp import MLP
 from components.train.models.ple import CGC, PLE
 from components.train.packed_batch import PackedLayout
-from components.train.table_placement import TablePlacement
 from configs.training import ModelConfig
+
+TableFactory = Callable[[dict[str, keras_rs.layers.FeatureConfig]], EmbeddingTables]
 
 __all__ = ["CGC", "DCN", "MLP", "PLE", "CrossLayer", "LogisticRegression", "RankingModel", "build_model"]
 
@@ -36,23 +36,21 @@ def prior_logits(manifest: Manifest) -> dict[str, float]:
 
 
 def build_model(
-    model: ModelConfig, manifest: Manifest, per_replica_batch: int, tpu_embedding: bool = False,
-    embedding_optimizer="adam", placement: TablePlacement | None = None,
+    model: ModelConfig, manifest: Manifest, per_replica_batch: int, make_tables: TableFactory,
+    table_optimizer: Any = "adam",
 ) -> RankingModel:
     """The configured model, its tables sized from the transform output (the manifest).
 
-    `tpu_embedding` chooses the tables' implementation (`components.train.embedding`): the TPU embedding API,
-    whose TableConfig optimizer is `embedding_optimizer`, or stacked variables updated by the model's sparse
-    embedding optimizer, which `placement` puts on the host or splits over parameter servers."""
+    `make_tables` makes the tables' implementation from the feature configs (each lane has its own: the TensorFlow
+    lane's `components.train.embedding.table_factory`, the JAX lane's `components.train.jax_lane.embedding`);
+    `table_optimizer` is the TableConfig optimizer an embedding API applies itself (the TPU embedding API, SparseCore).
+    """
     dim = 1 if model.kind == "linear" else model.embedding_dim
     configs = feature_configs(
-        manifest, dim, per_replica_batch, embedding_optimizer, initializer=model.embedding_initializer,
+        manifest, dim, per_replica_batch, table_optimizer, initializer=model.embedding_initializer,
         shared_tables=model.shared_tables,
     )
-    embedding: EmbeddingTables = (
-        TPUFeatureEmbedding(configs, name="embedding") if tpu_embedding
-        else FeatureEmbedding(configs, placement=placement, name="embedding")
-    )
+    embedding = make_tables(configs)
     common = dict(
         embedding=embedding,
         numeric_features=[f.name for f in numeric_features(manifest)],

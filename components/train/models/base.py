@@ -8,10 +8,13 @@ static, from the manifest, and part of the model's config.
 
 Subclasses implement `body(x0) -> {task: logit[batch, 1]}`; each task's logit is offset by a fixed prior
 log-odds log(r / (1 - r)) of its train positive rate r (`model.output_bias: label_rate`), so an untrained model
-already predicts the base rate instead of 0.5 and training spends no steps pulling the bias there. Training applies two optimizers: a sparse one
-for the embedding tables (only looked-up rows change; see `embedding_optimizers`) and one for every dense
-weight. The tables are behind one interface (`components.train.embedding.EmbeddingTables`): the model never asks
-where they live (stacked variables on CPU/GPU/parameter servers, the TPU embedding API) or how they are updated.
+already predicts the base rate instead of 0.5 and training spends no steps pulling the bias there. The tables are
+behind one interface (`components.train.embedding_tables.EmbeddingTables`): the model never asks where they live
+(stacked variables, the TPU embedding API, SparseCore) or how they are updated.
+
+The model is backend-neutral (Keras 3 and `keras.ops` only): how a step trains it is each lane's — the TensorFlow
+lane binds its `GradientTape` step with sparse table updates (`components.train.tf_step`) to the model it trains with
+Keras `fit`; the JAX lane runs its own jitted step over the model's stateless call (`components.train.jax_lane`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
 
-from components.train.embedding import EmbeddingTables, deserialize_embedding, serialize_embedding
-from components.train.embedding_optimizers import gradient_norm
+from components.train.embedding_tables import EmbeddingTables, deserialize_embedding, serialize_embedding
 from components.train.packed_batch import PackedLayout, is_packed
-from components.train.table_placement import table_shards
 
 
 class RankingModel(keras.Model):
@@ -52,7 +52,7 @@ class RankingModel(keras.Model):
         return self.embedding.feature_configs
 
     # -- forward ---------------------------------------------------------------------------------
-    def features(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def features(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """One tensor per transformed feature: `inputs` itself, or a packed batch split by the model's layout."""
         if not is_packed(inputs):
             return inputs
@@ -61,7 +61,7 @@ class RankingModel(keras.Model):
                              "no blocks): read the split with InputOptions(packed=False)")
         return self.packed_layout.split(inputs)
 
-    def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
+    def call(self, inputs: dict[str, Any], training: bool = False) -> dict[str, Any]:
         inputs = self.features(inputs)  # first: on TPU the split runs inside the replica step, before the lookup
         ids = {name: inputs[name] for name in self.feature_configs}
         parts = [self.embedding.concatenated(ids)]  # one [batch, Σ dims] block, however the tables are kept
@@ -75,68 +75,14 @@ class RankingModel(keras.Model):
             for task in self.tasks
         }
 
-    def body(self, x0, training: bool = False) -> dict[str, tf.Tensor]:
+    def body(self, x0, training: bool = False) -> dict[str, Any]:
         raise NotImplementedError
 
-    # -- training --------------------------------------------------------------------------------
+    # -- training (each lane's step reads these) -------------------------------------------------
     def compile(self, embedding_optimizer: keras.optimizers.Optimizer | None = None, **kwargs):
+        """Keras `compile`, plus the optimizer of the embedding tables where a lane updates them apart."""
         super().compile(**kwargs)
         self.embedding_optimizer = embedding_optimizer
-
-    def variable_groups(self) -> tuple[list, list]:
-        """(embedding-table variables, each table's shards where the strategy split it; every other trainable
-        variable)."""
-        table_ids = {id(v) for v in self.embedding.trainable_variables}
-        tables = [shard for v in self.trainable_variables if id(v) in table_ids for shard in table_shards(v)]
-        dense = [v for v in self.trainable_variables if id(v) not in table_ids]
-        return tables, dense
-
-    def _sparse_table_optimizer(self) -> keras.optimizers.Optimizer | None:
-        """The sparse embedding optimizer when it updates the tables apart from the dense weights, else None."""
-        return self.embedding_optimizer if self.embedding.sparse_optimizer_updates else None
-
-    def build_optimizers(self) -> None:
-        """Create optimizer slots now (under the strategy scope), each for its own variable group."""
-        tables, dense = self.variable_groups()
-        sparse = self._sparse_table_optimizer()
-        if sparse is None:
-            self.optimizer.build(tables + dense)
-        else:
-            self.optimizer.build(dense)
-            sparse.build(tables)
-
-    def table_gradients_summed(self, gradients: list, tables: list) -> list:
-        """Gradients ordered as `tables + dense`, the tables' as the optimizer updating them takes them (for the
-        norm and the update alike)."""
-        summed = self.embedding.summed_table_gradients(gradients[: len(tables)], tables, self.embedding_optimizer)
-        return summed + list(gradients[len(tables) :])
-
-    def apply_split_gradients(self, gradients: list, tables: list, dense: list) -> None:
-        """Apply gradients ordered as `tables + dense`: embedding tables with the embedding optimizer when it
-        updates them, everything else with the dense optimizer."""
-        sparse = self._sparse_table_optimizer()
-        if sparse is None:
-            self.optimizer.apply_gradients(zip(gradients, tables + dense))
-        else:
-            with sparse.rows_summed():
-                sparse.apply_gradients(zip(gradients[: len(tables)], tables))
-            self.optimizer.apply_gradients(zip(gradients[len(tables) :], dense))
-
-    def train_step(self, data):
-        x, y = data
-        with tf.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self._compute_loss(x=x, y=y, y_pred=y_pred, training=True)
-            self._loss_tracker.update_state(
-                unscaled_for_distribution(loss), sample_weight=tf.shape(y_pred[self.tasks[0]])[0]
-            )
-        tables, dense = self.variable_groups()
-        gradients = self.table_gradients_summed(tape.gradient(loss, tables + dense), tables)
-        self.apply_split_gradients(gradients, tables, dense)
-        logs = self.compute_metrics(x, y, y_pred)
-        # The clipped log-loss can stay finite while gradients are NaN: report their norm too.
-        logs["gradient_norm"] = gradient_norm(gradients, rows_summed=True)  # from the summed rows
-        return logs
 
     # -- memory ----------------------------------------------------------------------------------
     def table_memory(self) -> list[dict[str, Any]]:
@@ -152,10 +98,3 @@ class RankingModel(keras.Model):
             "prior_logits": self.prior_logits,
             "packed_layout": self.packed_layout.to_config() if self.packed_layout is not None else None,
         }
-
-
-def unscaled_for_distribution(loss: tf.Tensor) -> tf.Tensor:
-    """The step's loss as the mean over the global batch: under a strategy with several replicas in sync Keras
-    scales each replica's loss by 1 / replicas (so that summed gradients average), which the loss tracker undoes."""
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    return loss * tf.cast(replicas, loss.dtype) if replicas > 1 else loss

@@ -61,12 +61,13 @@ from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model
 from components.train.training_run import train
 from components.train.warm_start import transform_vocabularies, write_state
+from components.train.embedding import table_factory
 print("STEP", os.getpid(), flush=True)
 config = with_targets(small_config(epochs=1, ps_table_shard_bytes=1024),
                       {"name": "cpu-ps", "kind": "cpu-ps", "local_cluster": {"workers": 2, "parameter_servers": 2}})
 # a champion's warm-start state (an untrained model of the same shape is enough to carry rows and weights from)
 manifest = Manifest.read(sys.argv[1])
-champion = build_model(config.model, manifest, 8)
+champion = build_model(config.model, manifest, 8, table_factory())
 champion(next(iter(make_dataset(sys.argv[1], manifest, "eval", InputOptions(8, training=False))))[0])
 write_state(champion, manifest, transform_vocabularies(tft_output_dir(sys.argv[1], manifest)), sys.argv[3])
 summary = train(config, "cpu-ps", 0, sys.argv[1], sys.argv[2], warm_start_from=sys.argv[3])

@@ -7,13 +7,8 @@ import pytest
 import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
-from components.train.embedding import (
-    FeatureEmbedding,
-    TPUFeatureEmbedding,
-    deserialize_embedding,
-    feature_configs,
-    serialize_embedding,
-)
+from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
+from components.train.embedding_tables import deserialize_embedding, feature_configs, serialize_embedding
 from components.train.loop import compiled_model
 from components.train.strategy import placement_rule, runtime_for
 from components.train.table_placement import TablePlacement, partitioned_table, table_partitioner, table_shards

@@ -5,7 +5,8 @@ import tensorflow as tf
 from config_fixture import small_config, with_targets
 
 from components.preprocess.manifest import Manifest
-from components.train.embedding import TPUFeatureEmbedding, check_static_shapes, feature_configs
+from components.train.embedding import TPUFeatureEmbedding, table_factory
+from components.train.embedding_tables import check_static_shapes, feature_configs
 from components.train.models import build_model
 from components.train.optimization import batch_scale
 from components.train.strategy import HardwareUnavailableError, runtime_for
@@ -23,7 +24,7 @@ from configs.training import ModelConfig, TrainingConfig
 )
 def test_models_round_trip_their_config_and_predict_per_task(examples_dir, model):
     manifest = Manifest.read(examples_dir)
-    built = build_model(model, manifest, per_replica_batch=8)
+    built = build_model(model, manifest, per_replica_batch=8, make_tables=table_factory())
     features = {
         "user_id": tf.constant([1, 2], tf.int64), "ad_id": tf.constant([3, 4], tf.int64),
         "user_interests": tf.constant([[1, 0, 0, 0], [2, 3, 0, 0]], tf.int64), "ad_bid": tf.constant([0.1, 0.2]),
@@ -80,7 +81,8 @@ def test_training_loss_is_computed_from_logits_not_clipped_probabilities(example
     """A confident wrong prediction (logit −30, label 1) costs 30 nats; from clipped probabilities it would
     cost −log(1e-7) ≈ 16.1 with a zero gradient, which stalls learning on rare positives."""
     manifest = Manifest.read(examples_dir)
-    model = build_model(ModelConfig(kind="dcn", output_bias="zero"), manifest, per_replica_batch=2)
+    model = build_model(ModelConfig(kind="dcn", output_bias="zero"), manifest, per_replica_batch=2,
+                        make_tables=table_factory())
     model.compile(optimizer=keras.optimizers.Adam(0.0), loss={t: keras.losses.BinaryCrossentropy() for t in manifest.tasks})
     features = {
         "user_id": tf.constant([1, 2], tf.int64), "ad_id": tf.constant([3, 4], tf.int64),
@@ -105,7 +107,7 @@ def test_an_untrained_model_predicts_each_tasks_train_positive_rate(examples_dir
         "user_interests": tf.constant([[1, 0, 0, 0], [2, 3, 0, 0], [0, 0, 0, 0], [4, 0, 0, 0]], tf.int64),
         "ad_bid": tf.constant([0.1, 0.2, -0.3, 0.0]),
     }
-    model = build_model(ModelConfig(kind=kind), manifest, per_replica_batch=4)
+    model = build_model(ModelConfig(kind=kind), manifest, per_replica_batch=4, make_tables=table_factory())
     outputs = model(features)
     for task in manifest.tasks:
         assert model.prior_logits[task] == pytest.approx(np.log(rates[task] / (1 - rates[task])), rel=1e-6)
@@ -115,5 +117,6 @@ def test_an_untrained_model_predicts_each_tasks_train_positive_rate(examples_dir
     assert float(np.mean(outputs[rare])) == pytest.approx(rates[rare], rel=0.5)
     clone = type(model).from_config(model.get_config())
     assert clone.prior_logits == pytest.approx(model.prior_logits)
-    zero = build_model(ModelConfig(kind=kind, output_bias="zero"), manifest, per_replica_batch=4)
+    zero = build_model(ModelConfig(kind=kind, output_bias="zero"), manifest, per_replica_batch=4,
+                       make_tables=table_factory())
     assert float(np.mean(zero(features)[manifest.tasks[0]])) == pytest.approx(0.5, abs=0.15)

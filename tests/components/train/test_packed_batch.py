@@ -13,6 +13,7 @@ from fixture_data import write_transformed_examples
 
 from components.evaluate import metrics as ranking_metrics
 from components.preprocess.manifest import Manifest
+from components.train.embedding import table_factory
 from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model
 from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, PackedLayout, is_packed
@@ -109,7 +110,7 @@ def test_the_layout_lists_no_label_and_survives_the_config(blocks_dir):
 @pytest.mark.parametrize("kind", ["dcn", "ple", "linear"])
 def test_every_model_predicts_the_same_from_a_packed_batch_and_from_features(blocks_dir, kind):
     directory, manifest = blocks_dir
-    model = build_model(ModelConfig(kind=kind), manifest, per_replica_batch=32)
+    model = build_model(ModelConfig(kind=kind), manifest, per_replica_batch=32, make_tables=table_factory())
     options = InputOptions(batch_size=32, training=False, drop_remainder=False)
     features, _ = next(iter(make_dataset(directory, manifest, "eval", options)))
     packed, _ = next(iter(make_dataset(directory, manifest, "eval", InputOptions(**{**options.__dict__,
@@ -126,7 +127,8 @@ def test_every_model_predicts_the_same_from_a_packed_batch_and_from_features(blo
 
 def test_a_model_without_a_block_layout_refuses_a_packed_batch(blocks_dir):
     directory, manifest = blocks_dir
-    model = build_model(ModelConfig(kind="dcn"), manifest.model_copy(update={"block_layout": None}), 32)
+    model = build_model(ModelConfig(kind="dcn"), manifest.model_copy(update={"block_layout": None}), 32,
+                        table_factory())
     packed, _ = next(iter(make_dataset(directory, manifest, "eval", InputOptions(32, training=False, packed=True))))
     with pytest.raises(ValueError, match="without a block layout"):
         model(packed)
@@ -134,7 +136,7 @@ def test_a_model_without_a_block_layout_refuses_a_packed_batch(blocks_dir):
 
 def test_keras_fit_trains_from_packed_batches(blocks_dir):
     directory, manifest = blocks_dir
-    model = build_model(ModelConfig(kind="dcn"), manifest, per_replica_batch=32)
+    model = build_model(ModelConfig(kind="dcn"), manifest, per_replica_batch=32, make_tables=table_factory())
     model.compile(optimizer=keras.optimizers.Adam(0.01),
                   loss={task: keras.losses.BinaryCrossentropy() for task in manifest.tasks})
     data = make_dataset(directory, manifest, "train", InputOptions(32, training=True, seed=1, repeat=True,

@@ -10,8 +10,9 @@ from components.train.embedding_optimizers import (
     SparseEmbeddingOptimizer,
     gradient_norm,
     sum_duplicate_rows,
-    tpu_table_optimizer,
 )
+from components.train.optimization import table_config_optimizer
+from configs.training import TrainingConfig
 
 ROWS, DIM = 10, 4
 # rows 7, 8, 9 are in no batch; ids repeat inside a batch
@@ -130,7 +131,8 @@ def test_unknown_embedding_optimizer_is_a_clear_error():
     ],
 )
 def test_the_setting_maps_to_the_tpu_embedding_api_optimizer(kind, tpu_class):
-    tpu = to_tf_tpu_optimizer(tpu_table_optimizer(kind, 0.02))
+    tpu = to_tf_tpu_optimizer(table_config_optimizer(
+        TrainingConfig(embedding_optimizer=kind, learning_rate=0.02, learning_rate_scaling="none")))
     assert isinstance(tpu, tpu_class)
     assert tpu.learning_rate == pytest.approx(0.02)
     if kind == "lazy_adam":

@@ -1,6 +1,6 @@
 import pytest
 
-from components.train.loop import StepPlan, chunks_per_epoch_for, steps_per_execution_for
+from components.train.step_plan import StepPlan, chunks_per_epoch_for, steps_per_execution_for
 from configs.training import TrainingConfig
 
 

@@ -13,18 +13,19 @@ import tensorflow as tf
 from fixture_transform import raw_example, write_transformed_with_tft
 
 from components.preprocess.manifest import Manifest
+from components.train.embedding import table_factory
 from components.train.export import export_serving_model, servable_copy
 from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model
-from components.train.optimization import tpu_embedding_optimizer
+from components.train.optimization import table_config_optimizer
 from configs.training import ModelConfig, TrainingConfig
 
 BATCH = 64  # TPU lookups have static shapes: the per-replica batch is fixed in the embedding configs
 
 
 def trained_through_the_tpu_path(examples_dir, manifest):
-    model = build_model(ModelConfig(), manifest, per_replica_batch=BATCH, tpu_embedding=True,
-                        embedding_optimizer=tpu_embedding_optimizer(TrainingConfig()))
+    model = build_model(ModelConfig(), manifest, per_replica_batch=BATCH, make_tables=table_factory(tpu_embedding=True),
+                        table_optimizer=table_config_optimizer(TrainingConfig()))
     assert type(model.embedding).__name__ == "TPUFeatureEmbedding"
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss={t: keras.losses.BinaryCrossentropy() for t in manifest.tasks})
     data = make_dataset(examples_dir, manifest, "train",
@@ -66,7 +67,7 @@ def test_a_tpu_path_model_exports_a_cpu_servable_model_that_predicts_the_same(tm
     np.testing.assert_allclose(odd["engagement"].numpy(), trained[:7], atol=1e-5)
 
     # the same serving contract as a CPU-trained model's export
-    cpu_model = build_model(ModelConfig(), manifest, per_replica_batch=BATCH)
+    cpu_model = build_model(ModelConfig(), manifest, per_replica_batch=BATCH, make_tables=table_factory())
     cpu_model(next(iter(eval_data))[0])
     export_serving_model(cpu_model, manifest, examples_dir, tmp_path / "cpu_export")
     cpu_loaded = tf.saved_model.load(str(tmp_path / "cpu_export"))

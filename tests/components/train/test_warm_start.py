@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.train.embedding import table_factory
 from components.train.models import build_model
 from components.train.warm_start import WarmStartUnavailable, apply_state, write_state
 from configs.training import ModelConfig
@@ -28,7 +29,8 @@ def _model(manifest: Manifest, seed: int):
     import keras
 
     keras.utils.set_random_seed(seed)
-    model = build_model(ModelConfig(kind="dcn", embedding_dim=4, cross_layers=1, deep_layers=[8]), manifest, 4)
+    model = build_model(ModelConfig(kind="dcn", embedding_dim=4, cross_layers=1, deep_layers=[8]), manifest, 4,
+                        table_factory())
     inputs = {f.name: np.zeros((4, f.length) if f.length > 1 else (4,), "int64" if f.dtype == "int64" else "float32")
               for f in manifest.features}
     model(inputs)
