@@ -94,7 +94,7 @@ def write_examples(directory: Path, features: int, examples: int, block_examples
                 writer.write(record)
         ints, floats = example_matrices(layout, rows[part], holdout_buckets(serialized[part]))
         name = f"train/blocks-{shard:05d}-of-{FILES:05d}.blocks"
-        (directory / name).write_bytes(b"".join(encode_blocks(layout, ints, floats)))
+        (directory / name).write_bytes(b"".join(encode_blocks(layout, ints, floats, name)))
         files[name] = len(rows[part])
     manifest = Manifest(
         tasks=[TASK],

@@ -38,15 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from training_setup import training_bench  # puts the repo on sys.path
 
 from components.train.callbacks import StepClock
-from components.train.input_capacity import (
-    input_examples_per_second,
-    input_stall_fraction,
-    memory_feed,
-    paired_step_times,
-    timed_calls,
-)
+from components.train.input_capacity import input_stall_fraction
 from components.train.loop import compiled_model
 from components.train.strategy import runtime_for
+from components.train.tf_input_capacity import input_examples_per_second, memory_feed, paired_step_times, timed_calls
 
 
 class InGraphStallMeter:

@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from training_setup import examples_per_second, training_bench  # puts the repo on sys.path
 
-from components.train.input_capacity import memory_feed
 from components.train.loop import compiled_model
 from components.train.strategy import runtime_for
+from components.train.tf_input_capacity import memory_feed
 
 
 def main() -> None:

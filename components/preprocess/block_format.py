@@ -3,14 +3,20 @@ packed row-major matrix per dtype, so that reading a batch is a few memory copie
 feature per example (docs/input.md has the measurements that chose it).
 
     record = header ‖ int64 [block_examples, W_int] ‖ float32 [block_examples, W_float]     (little-endian)
-    header = int64 rows ‖ int64 block index in its file ‖ farmhash64 fingerprint of the payload (8 bytes)
+    header = fingerprint (8 bytes) ‖ int64 rows ‖ int64 block index in its file
+    fingerprint = farmhash64(rows ‖ index ‖ payload) XOR farmhash64(file name ‖ "\n" ‖ layout)   (format 2)
 
 Columns are the transformed features and labels in name order (a list of length L is L adjacent columns), then
 `HOLDOUT_COLUMN`: the bucket of the example's serialized tf.Example under `tf.strings.to_hash_bucket_fast`, the
 same bucket the per-example path computes, so the calibration holdout holds the same examples in both formats.
 Every record of a file has the same length; a file's last block may hold fewer than `block_examples` rows (its
-`rows` says how many; the rest is zero padding). The fingerprint and the index make a corrupt, reordered or
-truncated block an error that names its file and block (`components.train.input`), never a short epoch.
+`rows` says how many; the rest is zero padding). The fingerprint covers the header's rows and index with the
+payload, and is salted with the file's name (as the manifest lists it) and the layout (`BlockLayout.canonical`), so a
+corrupt, reordered or truncated block, a block whose header was edited, a file swapped for another and a manifest whose
+layout was edited are each an error naming the file and block in both readers (the TensorFlow lane's
+`components.train.input`, the JAX lane's numpy `components.train.jax_lane.block_reader`), never a short or wrong
+epoch. The fingerprint is FarmHash64 as `tf.fingerprint` computes it; `pyfarmhash` computes the same value without
+TensorFlow, so writing and reading blocks needs no TensorFlow.
 """
 
 from __future__ import annotations
@@ -18,10 +24,17 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 
+import farmhash
 import numpy as np
 import tensorflow as tf
 
-from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockColumn, BlockLayout, TransformedFeatureSpec
+from components.preprocess.manifest import (
+    BLOCK_FORMAT,
+    BLOCK_HEADER_BYTES,
+    BlockColumn,
+    BlockLayout,
+    TransformedFeatureSpec,
+)
 
 HOLDOUT_COLUMN = "__holdout_bucket__"
 HOLDOUT_BUCKETS = 10_000
@@ -37,7 +50,7 @@ def block_layout(transformed_spec: Mapping[str, TransformedFeatureSpec], block_e
             raise ValueError(f"transformed feature '{name}' has dtype {spec.dtype}: blocks hold int64 and float32")
         columns.append(BlockColumn(name=name, dtype=spec.dtype, width=int(np.prod(spec.shape, dtype=np.int64))))
     columns.append(BlockColumn(name=HOLDOUT_COLUMN, dtype="int64", width=1))
-    return BlockLayout(block_examples=block_examples, columns=columns)
+    return BlockLayout(block_examples=block_examples, columns=columns, format=BLOCK_FORMAT)
 
 
 def holdout_buckets(serialized_examples: Sequence[bytes]) -> np.ndarray:
@@ -67,27 +80,36 @@ def example_matrices(layout: BlockLayout, examples: Sequence[Mapping[str, object
     return matrices["int64"], matrices["float32"]
 
 
-def payload_fingerprint(payload: bytes) -> bytes:
-    """farmhash64 of the payload as `tf.fingerprint` computes it (the reader recomputes it with the same op)."""
-    return tf.fingerprint(tf.constant([payload])).numpy()[0].tobytes()
+def file_salt(layout: BlockLayout, file_name: str) -> int:
+    """farmhash64 of the file's name (relative to the manifest, as its `files` lists it) and the layout: XORed into
+    every block fingerprint of that file, so a block read under another name or layout fails its check."""
+    return farmhash.fingerprint64(f"{file_name}\n{layout.canonical()}".encode())
 
 
-def encode_block(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, index: int) -> bytes:
-    """One record: `ints`/`floats` ([rows, W], rows ≤ block_examples) zero-padded to block_examples rows."""
+def block_fingerprint(checked: bytes | memoryview, salt: int) -> bytes:
+    """The 8 fingerprint bytes of a record whose bytes after the fingerprint (rows ‖ index ‖ payload) are `checked`
+    (read-only bytes-like: a memmap's slice is hashed in place)."""
+    return (farmhash.fingerprint64(checked) ^ salt).to_bytes(8, "little")
+
+
+def encode_block(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, index: int, salt: int) -> bytes:
+    """One record: `ints`/`floats` ([rows, W], rows ≤ block_examples) zero-padded to block_examples rows; `salt`:
+    its file's `file_salt`."""
     rows = ints.shape[0]
     if not 0 < rows <= layout.block_examples or floats.shape[0] != rows:
         raise ValueError(f"a block holds 1 to {layout.block_examples} rows, got {rows} and {floats.shape[0]}")
     padded_ints = np.zeros([layout.block_examples, layout.width("int64")], "<i8")
     padded_floats = np.zeros([layout.block_examples, layout.width("float32")], "<f4")
     padded_ints[:rows], padded_floats[:rows] = ints, floats
-    payload = padded_ints.tobytes() + padded_floats.tobytes()
-    record = struct.pack("<qq", rows, index) + payload_fingerprint(payload) + payload
-    assert len(record) == layout.record_bytes and BLOCK_HEADER_BYTES == 24
+    checked = struct.pack("<qq", rows, index) + padded_ints.tobytes() + padded_floats.tobytes()
+    record = block_fingerprint(checked, salt) + checked
+    assert len(record) == layout.record_bytes and BLOCK_HEADER_BYTES == 24 and layout.format == BLOCK_FORMAT
     return record
 
 
-def encode_blocks(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> list[bytes]:
-    """All rows as consecutive blocks: full ones, then the remainder (if any) as a partial last block."""
-    size = layout.block_examples
-    return [encode_block(layout, ints[start:start + size], floats[start:start + size], index)
+def encode_blocks(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, file_name: str) -> list[bytes]:
+    """All rows of the file `file_name` (relative to the manifest) as consecutive blocks: full ones, then the
+    remainder (if any) as a partial last block."""
+    size, salt = layout.block_examples, file_salt(layout, file_name)
+    return [encode_block(layout, ints[start:start + size], floats[start:start + size], index, salt)
             for index, start in enumerate(range(0, ints.shape[0], size))]

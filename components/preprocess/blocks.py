@@ -61,7 +61,7 @@ class _WriteBlockFile(beam.DoFn):
         floats = np.stack([row[2] for row in ordered])
         name = block_file(self.split, index, files)
         with FileSystems.create(f"{self.root}/{name}") as handle:
-            for record in encode_blocks(self.layout, ints, floats):
+            for record in encode_blocks(self.layout, ints, floats, name):
                 handle.write(record)
         yield Count("block_examples", self.split, name).key, len(ordered)
 

@@ -6,6 +6,7 @@ never from a second copy of the feature list.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Literal
@@ -52,6 +53,12 @@ class BlockLayout(Contract):
 
     block_examples: int = Field(ge=1, description="rows of every block; a file's last block may hold fewer")
     columns: list[BlockColumn]
+    format: int = Field(1, description="the record format (components/preprocess/block_format.py); manifests "
+                        "written before format 2 have none and read as 1, which the readers refuse")
+
+    def canonical(self) -> str:
+        """The layout as compact JSON with sorted keys: what each block's fingerprint is salted with."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def of_dtype(self, dtype: str) -> list[BlockColumn]:
         return [c for c in self.columns if c.dtype == dtype]
@@ -68,7 +75,8 @@ class BlockLayout(Contract):
         return BLOCK_HEADER_BYTES + self.block_examples * self.row_bytes
 
 
-BLOCK_HEADER_BYTES = 24  # int64 rows, int64 block index in its file, 8-byte farmhash64 fingerprint of the payload
+BLOCK_HEADER_BYTES = 24  # 8-byte salted farmhash64 fingerprint, int64 rows, int64 block index in its file
+BLOCK_FORMAT = 2  # the header above; format 1 (rows, index, fingerprint of the payload alone) is refused
 
 
 class SplitBlocks(Contract):

@@ -37,10 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
 
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
-from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest, SplitBlocks
+from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest
+from components.train.block_files import checked_block_files
 from components.train.packed_batch import LABEL_PREFIX, PACKED_FLOAT32, PACKED_INT64, column_offsets, label_columns
 
 log = logging.getLogger(__name__)
@@ -105,10 +107,6 @@ class InputOptions:
     # blocks: features are the batch's two packed matrices (`components.train.packed_batch`), which the model
     # splits in its graph, instead of one tensor per feature; per-example records ignore it (the model takes both)
     packed: bool = False
-
-
-class CorruptBlockFile(ValueError):
-    """A block file's size does not match the manifest (truncated or extended), or a block failed its check."""
 
 
 @dataclass(frozen=True)
@@ -209,41 +207,25 @@ def example_dataset(
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
 
 
-def block_files(examples_dir: str | Path, blocks: SplitBlocks, layout: BlockLayout) -> list[tuple[str, int]]:
-    """(path, blocks) of a split's block files, each checked against the manifest: a missing, truncated or
-    extended file is a `CorruptBlockFile` naming it and its first block that is not whole."""
-    checked = []
-    for name in sorted(blocks.files):
-        path = str(Path(examples_dir) / name)
-        expected = blocks.blocks_in(name)
-        if not tf.io.gfile.exists(path):
-            raise CorruptBlockFile(f"block file {path} is missing (the manifest lists {expected} blocks in it)")
-        size = tf.io.gfile.stat(path).length
-        if size != expected * layout.record_bytes:
-            whole = size // layout.record_bytes
-            what = "truncated" if size < expected * layout.record_bytes else "longer than the manifest says"
-            raise CorruptBlockFile(
-                f"block file {path} is {what}: {size:,} bytes, expected {expected} blocks of {layout.record_bytes:,} "
-                f"bytes; block {min(whole, expected)} is the first that is not whole — rerun preprocess")
-        checked.append((path, expected))
-    return checked
-
-
-def decode_block(layout: BlockLayout, path: tf.Tensor, index: tf.Tensor, record: tf.Tensor):
+def decode_block(layout: BlockLayout, path: tf.Tensor, salt: tf.Tensor, blocks: tf.Tensor, last_rows: tf.Tensor,
+                 index: tf.Tensor, record: tf.Tensor):
     """(int64 [block_examples, W_int], float32 [block_examples, W_float], rows) of one record — the whole padded
-    block, so shapes stay static — after checking its header and fingerprint; a mismatch fails the pipeline with
-    the file and the block index in the message. One copy of the record (`decode_raw` to bytes); the matrices are
-    bitcast views of it (little-endian, as the writer packs them), the fingerprint is hashed from it in place."""
+    block, so shapes stay static — after checking its fingerprint (salted with its file and layout: `salt`, 8 bytes)
+    and its header against the manifest (its index, and its rows: full but for the file's last block, `last_rows`);
+    a mismatch fails the pipeline with the file and the block index in the message. One copy of the record
+    (`decode_raw` to bytes); the matrices are bitcast views of it (little-endian, as the writer packs them), the
+    fingerprint is hashed from it in place."""
     size, ints_width, floats_width = layout.block_examples, layout.width("int64"), layout.width("float32")
     data = tf.io.decode_raw(record, tf.uint8)
-    header = tf.bitcast(tf.reshape(data[:16], [2, 8]), tf.int64)
+    header = tf.bitcast(tf.reshape(data[8:BLOCK_HEADER_BYTES], [2, 8]), tf.int64)
     rows, written_index = header[0], header[1]
     payload = data[BLOCK_HEADER_BYTES:]
-    computed = tf.reshape(tf.fingerprint(tf.expand_dims(payload, 0)), [8])
-    valid = tf.reduce_all(tf.equal(data[16:BLOCK_HEADER_BYTES], computed)) & (rows >= 1) & (rows <= size) & (
-        written_index == index)
+    computed = tf.bitwise.bitwise_xor(tf.reshape(tf.fingerprint(tf.expand_dims(data[8:], 0)), [8]), salt)
+    expected_rows = tf.where(index == blocks - 1, last_rows, tf.constant(size, tf.int64))
+    valid = tf.reduce_all(tf.equal(data[:8], computed)) & (rows == expected_rows) & (written_index == index)
     check = tf.debugging.Assert(valid, ["corrupt block: file", path, "block", index, "(header rows", rows,
-                                        "index", written_index, "or its fingerprint does not match) — rerun preprocess"])
+                                        "index", written_index, "where the manifest says rows", expected_rows,
+                                        "index", index, "or its fingerprint does not match) — rerun preprocess"])
     with tf.control_dependencies([check]):
         int_bytes = size * ints_width * 8
         ints = tf.bitcast(tf.reshape(payload[:int_bytes], [size * ints_width, 8]), tf.int64)
@@ -271,7 +253,8 @@ def block_dataset(
     assert layout is not None and blocks is not None
     if sys.byteorder != "little":
         raise RuntimeError("the block reader bitcasts little-endian records: it needs a little-endian host")
-    files = block_files(examples_dir, blocks, layout)
+    files = checked_block_files(examples_dir, blocks, layout, tf.io.gfile.exists,
+                                lambda path: tf.io.gfile.stat(path).length)
     if not files:
         raise FileNotFoundError(f"the {split} split has no block files in {examples_dir}")
     batch_size = options.batch_size
@@ -282,26 +265,28 @@ def block_dataset(
     if options.training and not options.cache and (warning := shuffle_coverage_warning(
             manifest, split, options.shuffle_buffer)):
         log.warning(warning)
-    paths = [path for path, _ in files]
+    paths = [f.path for f in files]
+    described = (paths, np.array([list(f.salt.to_bytes(8, "little")) for f in files], np.uint8),
+                 np.array([f.blocks for f in files], np.int64), np.array([f.last_rows for f in files], np.int64))
     record_bytes, seed = layout.record_bytes, options.seed
-    window = window_blocks(layout, sum(n for _, n in files), options)
+    window = window_blocks(layout, sum(f.blocks for f in files), options)
     keep = _holdout_rows(layout, options)
 
-    def records_of(path):  # every file's size was checked against the manifest above
+    def records_of(path, salt, blocks, last_rows):  # every file's size was checked against the manifest above
         records = tf.data.FixedLengthRecordDataset(path, record_bytes, buffer_size=READ_BUFFER_BYTES)
-        return records.enumerate().map(lambda index, record: (path, index, record))
+        return records.enumerate().map(lambda index, record: (path, salt, blocks, last_rows, index, record))
 
     def decoded_blocks(files_ds: tf.data.Dataset) -> tf.data.Dataset:
         records = files_ds.interleave(records_of, cycle_length=min(options.cycle_length, len(paths)),
                                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return records.map(lambda path, index, record: decode_block(layout, path, index, record),
+        return records.map(lambda *fields: decode_block(layout, *fields),
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     # A cache holds the blocks in file order (the same whichever iterator completes it), for training as one
     # element [blocks, block_examples, W] per dtype: every epoch permutes it with one gather per dtype.
     cached = None
     if options.cache:
-        cached = decoded_blocks(tf.data.Dataset.from_tensor_slices(paths))
+        cached = decoded_blocks(tf.data.Dataset.from_tensor_slices(described))
         cached = (cached.batch(window) if options.training else cached).cache()
 
     def permuted(epoch_seed: tf.Tensor):
@@ -324,13 +309,13 @@ def block_dataset(
         before (a shuffle's reshuffle seeds are shared by a dataset's iterators)."""
         epoch_seed = tf.constant(seed, tf.int64) * 1_000_003 + number
         if not options.training:
-            blocks = cached if cached is not None else decoded_blocks(tf.data.Dataset.from_tensor_slices(paths))
+            blocks = cached if cached is not None else decoded_blocks(tf.data.Dataset.from_tensor_slices(described))
             return blocks.map(lambda ints, floats, rows: _kept(ints[:rows], floats[:rows], keep),
                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         if cached is not None:
             windows = cached
         else:
-            files_ds = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths), seed=epoch_seed)
+            files_ds = tf.data.Dataset.from_tensor_slices(described).shuffle(len(paths), seed=epoch_seed)
             blocks = decoded_blocks(files_ds)
             if window > 1:
                 blocks = blocks.shuffle(window, seed=epoch_seed)
@@ -342,7 +327,7 @@ def block_dataset(
     if options.repeat and options.training:
         # the next epoch is read while this one is consumed (one epoch ahead, in order: an epoch yields at most
         # `block_length` runs, so the interleave takes every run of one epoch before the next one's)
-        runs_per_epoch = 1 if cached is not None else -(-sum(n for _, n in files) // window)
+        runs_per_epoch = 1 if cached is not None else -(-sum(f.blocks for f in files) // window)
         runs = epochs.interleave(epoch, cycle_length=2, block_length=runs_per_epoch, num_parallel_calls=2,
                                  deterministic=True)
     else:

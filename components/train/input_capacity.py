@@ -33,11 +33,8 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import keras
-import tensorflow as tf
 
 WARM_UP_BATCHES = 2
 HELD_BATCHES = 32  # distinct batches the memory feed cycles through
@@ -46,48 +43,10 @@ MAX_ROUND_CALLS = 32  # calls on each feed in one round, at most
 MIN_ROUNDS = 3  # the paired timing runs at least this many rounds, whatever its time budget
 
 
-def input_examples_per_second(dataset: tf.data.Dataset, batch_size: int, seconds: float,
-                              held: list | None = None) -> float | None:
-    """Examples/s `dataset` delivers alone over `seconds` (after `WARM_UP_BATCHES`); None when `seconds` is 0 or
-    the dataset ends before the measurement does. `held`: the first batches read are appended to it (up to
-    `HELD_BATCHES` and `HELD_BYTES`), for `memory_feed`."""
-    if seconds <= 0:
-        return None
-    iterator = iter(dataset)
-    try:
-        for _ in range(WARM_UP_BATCHES):
-            batch = next(iterator)
-            if held is not None:
-                held.append(batch)
-        limit = 0 if held is None else held_batches(batch)
-        batches, started = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - started) < seconds:
-            batch = next(iterator)
-            if held is not None and len(held) < limit:
-                held.append(batch)
-            batches += 1
-    except StopIteration:
-        return None
-    return batches * batch_size / elapsed if elapsed > 0 else None
-
-
-def held_batches(batch) -> int:
-    """How many batches like `batch` the memory feed holds: `HELD_BATCHES`, fewer when they would pass `HELD_BYTES`."""
-    size = sum(t.shape.num_elements() * t.dtype.size for t in tf.nest.flatten(batch))
-    return max(1, min(HELD_BATCHES, HELD_BYTES // max(1, size)))
-
-
-def memory_feed(batches: list) -> tf.data.Dataset:
-    """`batches` served again and again from memory, prefetched: a feed with nothing to wait for (one slice per
-    batch, the least tf.data can do)."""
-    stacked = tf.nest.map_structure(lambda *tensors: tf.stack(tensors), *batches)
-    return tf.data.Dataset.from_tensor_slices(stacked).repeat().prefetch(tf.data.AUTOTUNE)
-
-
 @dataclass
 class PairedRounds:
     """Host seconds per step of each round's calls, fed from the run's pipeline and from memory
-    (`paired_step_times`)."""
+    (`paired_rounds`)."""
 
     pipeline: list[float] = field(default_factory=list)
     memory: list[float] = field(default_factory=list)
@@ -96,25 +55,18 @@ class PairedRounds:
         return statistics.median(self.memory) if self.memory else None
 
 
-def paired_step_times(model: keras.Model, strategy: tf.distribute.Strategy, pipeline: tf.data.Dataset,
-                      batches: list, seconds: float, steps_per_epoch: int) -> PairedRounds:
-    """Alternating rounds of `model.train_function` calls fed from `pipeline` (a fresh iterator of the run's own
-    train dataset) and from `batches` held in memory (`memory_feed`), until the memory feed has had `seconds` and
-    at least `MIN_ROUNDS` rounds ran (module doc). The first round is one call on each feed; later ones an epoch
-    of calls (`epoch_calls`), fewer when `MIN_ROUNDS` rounds of that many would not fit `seconds` at the rate
-    measured so far. The first call on each iterator (tracing, the iterator's start, the first fill of its
-    buffers) is left out. The model's weights and step counter move on: the caller restores the trained state."""
-    feeds = {name: iter(strategy.experimental_distribute_dataset(dataset))
-             for name, dataset in (("pipeline", pipeline), ("memory", memory_feed(batches)))}
-    steps_per_call = max(1, int(model.steps_per_execution))
-    model.make_train_function()  # `fit` made it, unless the run resumed at its last step and trained none
-    for iterator in feeds.values():
-        timed_calls(model, iterator, 1)
+def paired_rounds(timed_calls: Callable[[str, int], float], seconds: float, steps_per_call: int,
+                  steps_per_epoch: int) -> PairedRounds:
+    """Alternating rounds of train-function calls on the feeds "pipeline" and "memory" (`timed_calls(feed, calls)`:
+    host seconds per step of `calls` calls on that feed), until the memory feed has had `seconds` and at least
+    `MIN_ROUNDS` rounds ran (module doc). The first round is one call on each feed; later ones an epoch of calls
+    (`epoch_calls`), fewer when `MIN_ROUNDS` rounds of that many would not fit `seconds` at the rate measured so far.
+    Each lane's caller leaves out the first call on each feed (tracing, the feed's start) before calling this."""
     rounds, calls, timed = PairedRounds(), 1, 0.0
     while len(rounds.memory) < MIN_ROUNDS or timed < seconds:
         order = ("pipeline", "memory") if len(rounds.memory) % 2 == 0 else ("memory", "pipeline")
         for name in order:
-            getattr(rounds, name).append(timed_calls(model, feeds[name], calls))
+            getattr(rounds, name).append(timed_calls(name, calls))
         call_seconds = rounds.memory[-1] * steps_per_call
         timed += call_seconds * calls
         affordable = int(seconds / MIN_ROUNDS / call_seconds) if call_seconds > 0 else calls
@@ -126,17 +78,6 @@ def epoch_calls(steps_per_epoch: int, steps_per_call: int) -> int:
     """Calls that cover an epoch of steps (so a pipeline round holds its per-epoch work), at most
     `MAX_ROUND_CALLS`."""
     return max(1, min(MAX_ROUND_CALLS, -(-max(steps_per_epoch, 1) // steps_per_call)))
-
-
-def timed_calls(model: keras.Model, iterator, calls: int) -> float:
-    """Host seconds per step of `calls` train-function calls on `iterator`; the step counter's read waits for the
-    calls' work to finish."""
-    first = int(model.optimizer.iterations.numpy())
-    started = time.perf_counter()
-    for _ in range(calls):
-        model.train_function(iterator)
-    steps = int(model.optimizer.iterations.numpy()) - first
-    return (time.perf_counter() - started) / max(steps, 1)
 
 
 def input_stall_fraction(rounds: PairedRounds) -> float | None:

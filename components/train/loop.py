@@ -33,18 +33,14 @@ from components.train.embedding import table_factory
 from components.train.embedding_optimizers import make_optimizers
 from components.train.export import tft_output_dir
 from components.train.input import CachePlan, InputOptions, cache_plan, make_dataset
-from components.train.input_capacity import (
-    input_examples_per_second,
-    input_stall_fraction,
-    paired_step_times,
-    step_examples_per_second,
-)
+from components.train.input_capacity import input_stall_fraction, step_examples_per_second
 from components.train.models import RankingModel, build_model
 from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
 from components.train.step_plan import StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
 from components.train.summary import CurvePoint, WarmStartSummary
+from components.train.tf_input_capacity import input_examples_per_second, paired_step_times
 from components.train.tf_step import bind_train_step, build_optimizers
 from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
 from configs.training import ResolvedTarget, TrainingConfig

@@ -19,7 +19,7 @@ from components.preprocess.manifest import Manifest
 from components.train.callbacks import NonFiniteLossError, TrainingProgress, stall_fraction
 from components.train.embedding_optimizers import gradient_norm
 from components.train.input import InputOptions, make_dataset
-from components.train.input_capacity import input_examples_per_second, step_examples_per_second
+from components.train.input_capacity import step_examples_per_second
 from components.train.loop import (
     FitResult,
     checkpoint_manager,
@@ -33,6 +33,7 @@ from components.train.models import RankingModel
 from components.train.step_plan import StepPlan
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint, WarmStartSummary
+from components.train.tf_input_capacity import input_examples_per_second
 from components.train.tf_step import apply_split_gradients, table_gradients_summed, variable_groups
 from configs.training import ResolvedTarget
 

@@ -80,7 +80,7 @@ def write_transformed_examples(
                 shard_rows = rows[shard::shards]
                 ints, floats = example_matrices(layout(tasks, block_examples), shard_rows,
                                                 holdout_buckets([_example(row) for row in shard_rows]))
-                (directory / name).write_bytes(b"".join(encode_blocks(layout(tasks, block_examples), ints, floats)))
+                (directory / name).write_bytes(b"".join(encode_blocks(layout(tasks, block_examples), ints, floats, name)))
                 files[name] = len(shard_rows)
             blocks = SplitBlocks(files=files, block_examples=block_examples)
         splits[split] = SplitInfo(

@@ -12,8 +12,8 @@ import tensorflow as tf
 from fixture_data import write_transformed_examples
 
 from components.preprocess.manifest_markdown import manifest_markdown
+from components.train.block_files import CorruptBlockFile
 from components.train.input import (
-    CorruptBlockFile,
     InputOptions,
     block_dataset,
     cache_plan,

@@ -11,14 +11,8 @@ import pytest
 import tensorflow as tf
 
 from components.train.callbacks import stall_fraction
-from components.train.input_capacity import (
-    MIN_ROUNDS,
-    PairedRounds,
-    epoch_calls,
-    input_examples_per_second,
-    input_stall_fraction,
-    paired_step_times,
-)
+from components.train.input_capacity import MIN_ROUNDS, PairedRounds, epoch_calls, input_stall_fraction
+from components.train.tf_input_capacity import input_examples_per_second, paired_step_times
 
 
 def tiny_model() -> keras.Model:
