@@ -30,8 +30,6 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("ops.commands.", "*"): "each CLI sub-command loads its implementation when it runs",
     # a local cluster's server process must ask to die with its parent before the seconds-long TensorFlow import
     ("components.train.local_cluster", "components.train.ps_server"): "server start-up: die with the parent first",
-    # tensorflow_transform (and Beam behind it) only when a run has a tf.Transform output to read
-    ("components.train.warm_start", "components.preprocess.vocabulary"): "tensorflow_transform, only when used",
     # google-cloud-aiplatform only for the Vertex registry
     ("components.registry.champion", "components.registry.vertex"): "Vertex client, only on the vertex backend",
     ("components.registry.promote_challenger", "components.registry.vertex"): "Vertex client, only on the vertex backend",
@@ -161,9 +159,10 @@ def allowed_lazy(found: Import) -> bool:
 def test_the_scan_sees_every_package_and_resolves_submodule_imports():
     modules = adrank_modules()
     assert {name.split(".")[0] for name in modules} == set(PACKAGES)
-    task_imports = {found.imported for found in all_imports() if found.importer == "components.train.training_run"}
-    assert "components.train.loop" in task_imports  # `from components.train.loop import ...`
-    assert "components.train.models" in task_imports  # a package's __init__ exports names
+    imported_by = {importer: {found.imported for found in all_imports() if found.importer == importer}
+                   for importer in ("components.train.training_run", "components.train.loop")}
+    assert "components.train.loop" in imported_by["components.train.training_run"]  # `from components.train.loop import`
+    assert "components.train.models" in imported_by["components.train.loop"]  # a package's __init__ exports names
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == [["a", "b", "c"], ["e"]]
     assert import_cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
 

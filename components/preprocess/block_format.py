@@ -15,8 +15,9 @@ payload, and is salted with the file's name (as the manifest lists it) and the l
 corrupt, reordered or truncated block, a block whose header was edited, a file swapped for another and a manifest whose
 layout was edited are each an error naming the file and block in both readers (the TensorFlow lane's
 `components.train.input`, the JAX lane's numpy `components.train.jax_lane.block_reader`), never a short or wrong
-epoch. The fingerprint is FarmHash64 as `tf.fingerprint` computes it; `pyfarmhash` computes the same value without
-TensorFlow, so writing and reading blocks needs no TensorFlow.
+epoch. The fingerprint (and the holdout bucket) is FarmHash64 as `tf.fingerprint` (`tf.strings.to_hash_bucket_fast`)
+computes it; `pyfarmhash` computes the same value without TensorFlow, so writing and reading blocks needs no
+TensorFlow.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from collections.abc import Mapping, Sequence
 
 import farmhash
 import numpy as np
-import tensorflow as tf
 
 from components.preprocess.manifest import (
     BLOCK_FORMAT,
@@ -54,10 +54,10 @@ def block_layout(transformed_spec: Mapping[str, TransformedFeatureSpec], block_e
 
 
 def holdout_buckets(serialized_examples: Sequence[bytes]) -> np.ndarray:
-    """`tf.strings.to_hash_bucket_fast(record, HOLDOUT_BUCKETS)` of each serialized example (one op for all)."""
-    if not serialized_examples:
-        return np.zeros([0], np.int64)
-    return tf.strings.to_hash_bucket_fast(list(serialized_examples), HOLDOUT_BUCKETS).numpy().astype(np.int64)
+    """`tf.strings.to_hash_bucket_fast(record, HOLDOUT_BUCKETS)` of each serialized example: FarmHash64 of its bytes
+    modulo the buckets, computed with `pyfarmhash` (the same value, no TensorFlow)."""
+    return np.fromiter((farmhash.fingerprint64(record) % HOLDOUT_BUCKETS for record in serialized_examples),
+                       np.int64, count=len(serialized_examples))
 
 
 def example_matrices(layout: BlockLayout, examples: Sequence[Mapping[str, object]],
@@ -86,9 +86,8 @@ def file_salt(layout: BlockLayout, file_name: str) -> int:
     return farmhash.fingerprint64(f"{file_name}\n{layout.canonical()}".encode())
 
 
-def block_fingerprint(checked: bytes | memoryview, salt: int) -> bytes:
-    """The 8 fingerprint bytes of a record whose bytes after the fingerprint (rows ‖ index ‖ payload) are `checked`
-    (read-only bytes-like: a memmap's slice is hashed in place)."""
+def block_fingerprint(checked: bytes, salt: int) -> bytes:
+    """The 8 fingerprint bytes of a record whose bytes after the fingerprint (rows ‖ index ‖ payload) are `checked`."""
     return (farmhash.fingerprint64(checked) ^ salt).to_bytes(8, "little")
 
 

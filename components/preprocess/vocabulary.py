@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -32,9 +31,13 @@ import tensorflow_transform as tft
 from tensorflow_transform.analyzers import get_empy_vocabulary_dummy_value
 from tensorflow_transform.beam.experimental.analyzer_impls import PTransformAnalyzer
 
-VOCABULARIES_FILE = "vocabularies"
-KEY_SEPARATOR = b":"  # feature names are [a-z][a-z0-9_]*: the first ':' ends the name
-TRAILER = b":"  # the last line; a header line is the bare feature name, so no key equals a header
+from components.preprocess.vocabulary_file import (
+    KEY_SEPARATOR,
+    TRAILER,
+    VOCABULARIES_FILE,
+    sizes_from_lines,
+    tokens_from_lines,
+)
 
 
 @dataclass(frozen=True)
@@ -175,12 +178,9 @@ def vocabulary_sizes(tft_output: tft.TFTransformOutput) -> dict[str, int]:
         lines = tft_output.vocabulary_by_name(VOCABULARIES_FILE)
     except ValueError:
         return {}
-    sizes = Counter(line.split(KEY_SEPARATOR, 1)[0].decode() for line in lines if KEY_SEPARATOR in line and line != TRAILER)
-    return dict(sizes)
+    return sizes_from_lines(lines)
 
 
 def feature_vocabulary(tft_output: tft.TFTransformOutput, feature_name: str) -> list[bytes]:
     """One feature's vocabulary, id order."""
-    prefix = feature_name.encode() + KEY_SEPARATOR
-    lines = tft_output.vocabulary_by_name(VOCABULARIES_FILE)
-    return [line[len(prefix):] for line in lines if line.startswith(prefix)]
+    return tokens_from_lines(tft_output.vocabulary_by_name(VOCABULARIES_FILE), feature_name)

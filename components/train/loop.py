@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
+from components.preprocess.vocabulary_file import transform_vocabularies
 from components.train.callbacks import (
     EpochEvaluation,
     LossCurve,
@@ -27,7 +28,6 @@ from components.train.callbacks import (
     StepClock,
     StopOnNonFiniteLoss,
     TensorBoardScalars,
-    TrainingProgress,
 )
 from components.train.embedding import table_factory
 from components.train.embedding_optimizers import make_optimizers
@@ -42,7 +42,8 @@ from components.train.strategy import Runtime, table_placement
 from components.train.summary import CurvePoint, WarmStartSummary
 from components.train.tf_input_capacity import input_examples_per_second, paired_step_times
 from components.train.tf_step import bind_train_step, build_optimizers
-from components.train.warm_start import WarmStartUnavailable, apply_state, transform_vocabularies
+from components.train.training_progress import TrainingProgress
+from components.train.warm_start import WarmStartUnavailable, apply_state
 from configs.training import ResolvedTarget, TrainingConfig
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.train.callbacks import NonFiniteLossError, TrainingProgress, stall_fraction
+from components.train.callbacks import NonFiniteLossError, stall_fraction
 from components.train.embedding_optimizers import gradient_norm
 from components.train.input import InputOptions, make_dataset
 from components.train.input_capacity import step_examples_per_second
@@ -35,6 +35,7 @@ from components.train.strategy import Runtime
 from components.train.summary import CurvePoint, WarmStartSummary
 from components.train.tf_input_capacity import input_examples_per_second
 from components.train.tf_step import apply_split_gradients, table_gradients_summed, variable_groups
+from components.train.training_progress import TrainingProgress
 from configs.training import ResolvedTarget
 
 log = logging.getLogger(__name__)

@@ -11,15 +11,8 @@ from components.evaluate import metrics as ranking_metrics
 from components.preprocess.manifest import Manifest
 from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel
+from components.train.run_evaluation import prediction_batch_size
 from configs.training import TrainingConfig
-
-PREDICTION_BATCH_FLOOR = 1024  # predicting needs no gradients, so a small training batch need not slow it down
-
-
-def prediction_batch_size(training: TrainingConfig) -> int:
-    """The batch the trainer predicts in (eval metrics, the per-epoch eval loss, calibration data): the training
-    batch, but never fewer than `PREDICTION_BATCH_FLOOR` examples."""
-    return max(training.global_batch_size, PREDICTION_BATCH_FLOOR)
 
 
 def predict_split(

@@ -14,19 +14,16 @@ import time
 from pathlib import Path
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from components.evaluate.task_metrics import task_metrics
-from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
+from components.preprocess.manifest import Manifest
+from components.preprocess.vocabulary_file import transform_vocabularies
 from components.train.export import export_serving_model, servable_copy, tft_output_dir
 from components.train.loop import fit_synchronous
-from components.train.models import RankingModel
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
-from components.train.posthoc_calibration import Calibrator, checked_calibrator
-from components.train.predictions import predict_split, prediction_batch_size
-from components.train.step_plan import calibration_holdout
+from components.train.predictions import predict_split
+from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
 from components.train.strategy import (
     Runtime,
     local_cluster_for,
@@ -34,9 +31,8 @@ from components.train.strategy import (
     runtime_for,
     serve_parameter_server_task,
 )
-from components.train.summary import EmbeddingTableMemory, RunSummary, TaskMetrics
+from components.train.summary import EmbeddingTableMemory, RunSummary
 from components.train.table_rows_check import check_table_rows
-from components.train.warm_start import transform_vocabularies
 from components.train.warm_start import write_state as write_warm_start_state
 from configs.slices import TrainStepConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
@@ -88,10 +84,15 @@ def train(
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
                                                   warm_start_from)
 
-    calibrators, calibration_skipped = fit_calibrators(model, manifest, examples_dir, resolved.training)
-    task_metrics = evaluate(model, manifest, examples_dir, resolved.training, calibrators)
+    def predict(split: str, batch_size: int, holdout_fraction: float, holdout: str):
+        return predict_split(model, manifest, examples_dir, split, batch_size, holdout_fraction, holdout)
+
+    calibrators, calibration_skipped = fit_calibrators(predict, manifest, resolved.training)
+    task_metrics = evaluate(predict, manifest, resolved.training, calibrators)
     exported_uri = export_run_model(model, runtime, manifest, examples_dir, model_dir, model_uri, calibrators)
-    curve = curve_with_final_eval(fit_result, task_metrics, resolved.training.epochs)
+    curve = curve_with_final_eval(fit_result.curve, task_metrics, resolved.training.epochs)
+    if fit_result.tensorboard is not None and curve:
+        fit_result.tensorboard.write_eval(curve[-1].step, curve[-1].eval_logloss)
     return RunSummary(
         target=resolved.target.name,
         target_kind=resolved.target.kind,
@@ -144,21 +145,6 @@ def export_run_model(model, runtime, manifest: Manifest, examples_dir: str, mode
     return str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
 
-def curve_with_final_eval(fit_result, task_metrics: dict, epochs: int) -> list:
-    """The fit's per-epoch curve with the final evaluation's log-loss on its last point (and in TensorBoard).
-
-    The curve follows the model's own output epoch by epoch: before the calibration step, if there is one."""
-    curve = list(fit_result.curve)
-    eval_logloss = float(np.mean([m.logloss if m.uncalibrated_logloss is None else m.uncalibrated_logloss
-                                  for m in task_metrics.values()]))
-    if curve:
-        last_epoch = curve[-1].epoch if curve[-1].epoch is not None else epochs
-        curve[-1] = curve[-1].model_copy(update={"eval_logloss": eval_logloss, "epoch": last_epoch})
-    if fit_result.tensorboard is not None and curve:
-        fit_result.tensorboard.write_eval(curve[-1].step, eval_logloss)
-    return curve
-
-
 # -- set-up ---------------------------------------------------------------------------------------
 def reproducible_where_possible(resolved: ResolvedTarget) -> ResolvedTarget:
     """`training.deterministic` (on by default) as this target can have it: asynchronous parameter-server training
@@ -198,53 +184,3 @@ def _gpus_have_bfloat16(runtime: Runtime) -> bool:
         if tuple(capability) < (8, 0):
             return False
     return True
-
-
-def fit_calibrators(
-    model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig
-) -> tuple[dict[str, Calibrator], dict[str, str]]:
-    """Per task, `training.calibration` fitted and shrunk by its evidence, kept only where it lowers log-loss on
-    examples neither it nor the model was fitted on (`components.train.posthoc_calibration.checked_calibrator`):
-    (calibrators kept, why each other task's step was skipped). Both empty when calibration is none.
-
-    holdout: fitted on the hashed slice of train held out of training, checked by cross-fitting over it.
-    latest_train_days: fitted on the latest train days the model trained on, checked on their held-out part.
-    """
-    if training.calibration == "none":
-        return {}, {}
-    batch_size = prediction_batch_size(training)
-    fraction = calibration_holdout(training)
-    check: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None
-    if training.calibration_data == "latest_train_days":
-        if CALIBRATION_SPLIT not in manifest.splits:
-            raise ValueError("training.calibration_data is latest_train_days, but these examples have no calibration "
-                             "split: preprocess them with split.calibration_days ≥ 1")
-        fit = predict_split(model, manifest, examples_dir, CALIBRATION_SPLIT, batch_size, fraction, holdout="exclude")
-        check = predict_split(model, manifest, examples_dir, CALIBRATION_SPLIT, batch_size, fraction, holdout="only")
-    else:
-        fit = predict_split(model, manifest, examples_dir, "train", batch_size, holdout_fraction=fraction)
-    kept: dict[str, Calibrator] = {}
-    skipped: dict[str, str] = {}
-    for task in manifest.tasks:
-        calibrator, reason = checked_calibrator(
-            training.calibration, (fit[0][task], fit[1][task]),
-            None if check is None else (check[0][task], check[1][task]), training.calibration_shrinkage_positives,
-        )
-        if calibrator is None:
-            skipped[task] = f"{reason}: serving the model's own output (set training.calibration: none)"
-            log.warning("calibration step for %s skipped: %s", task, skipped[task])
-        else:
-            kept[task] = calibrator
-    return kept, skipped
-
-
-def evaluate(model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig,
-             calibrators: dict[str, Calibrator] | None = None) -> dict[str, TaskMetrics]:
-    """Eval-split metrics of what serving returns: the model's output, calibrated when a calibrator is given."""
-    labels, probabilities = predict_split(model, manifest, examples_dir, "eval", prediction_batch_size(training))
-    calibrators = calibrators or {}
-    return {
-        task: task_metrics(labels[task], calibrators[task].apply(probabilities[task]), probabilities[task])
-        if task in calibrators else task_metrics(labels[task], probabilities[task])
-        for task in manifest.tasks
-    }

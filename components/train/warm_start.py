@@ -23,7 +23,6 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
 from components.train.summary import TableCarryOver, WarmStartSummary
@@ -41,18 +40,6 @@ class WarmStartUnavailable(RuntimeError):
 
 
 # -- row keys --------------------------------------------------------------------------------------
-def transform_vocabularies(tft_output_dir: str | None) -> dict[str, list[bytes]]:
-    """Every vocabulary feature's tokens in id order, from the tf.Transform output (none without one)."""
-    if tft_output_dir is None:
-        return {}
-    import tensorflow_transform as tft
-
-    from components.preprocess.vocabulary import feature_vocabulary, vocabulary_sizes
-
-    output = tft.TFTransformOutput(tft_output_dir)
-    return {name: feature_vocabulary(output, name) for name in vocabulary_sizes(output)}
-
-
 def table_row_keys(model, manifest: Manifest, vocabularies: dict[str, list[bytes]]) -> dict[str, list[str]]:
     """Per embedding table, what each row means (see the module docstring)."""
     features_of: dict[str, list[str]] = {}
@@ -86,7 +73,7 @@ def write_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]],
     directory = Path(export_dir) / STATE_DIR
     directory.mkdir(parents=True, exist_ok=True)
     np.savez(directory / TABLES_FILE, allow_pickle=False, **model.embedding.table_values())
-    np.savez(directory / DENSE_FILE, **{f"w{i}": v.numpy() for i, v in enumerate(_dense_variables(model))})
+    np.savez(directory / DENSE_FILE, **{f"w{i}": np.asarray(v.value) for i, v in enumerate(_dense_variables(model))})
     (directory / KEYS_FILE).write_text(json.dumps({
         "tables": table_row_keys(model, manifest, vocabularies),
         "dense_paths": [v.path for v in _dense_variables(model)],
@@ -140,7 +127,7 @@ def apply_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]],
         if tuple(old.shape) != tuple(variable.shape):
             skipped.append(variable.path)
             continue
-        variable.assign(tf.cast(old, variable.dtype))
+        variable.assign(np.asarray(old).astype(variable.dtype))
         copied_dense += 1
     summary = WarmStartSummary(source=str(source_dir), tables=carried, dense_copied=copied_dense,
                                dense_skipped=skipped)

@@ -60,7 +60,8 @@ from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model
 from components.train.training_run import train
-from components.train.warm_start import transform_vocabularies, write_state
+from components.preprocess.vocabulary_file import transform_vocabularies
+from components.train.warm_start import write_state
 from components.train.embedding import table_factory
 print("STEP", os.getpid(), flush=True)
 config = with_targets(small_config(epochs=1, ps_table_shard_bytes=1024),

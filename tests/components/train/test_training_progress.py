@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from components.log_records import record_fields
-from components.train.callbacks import TrainingProgress
+from components.train.training_progress import TrainingProgress
 
 
 def _lines(caplog) -> list[str]:

@@ -1,0 +1,93 @@
+"""Where a training run's wall time went: every second in one of a few phases, so the headline throughput (training
+steps only) and the overhead around it are read side by side.
+
+    start-up      imports, reading the manifest, building the model, the first execution of the train step
+                  (tracing and compilation)
+    input wait    time the training loop waited for its next batch (the reader's queue was empty)
+    training      the train step's steady state: executions after the first, input waits taken out
+    evaluation    per-epoch evaluation, the final evaluation and the calibration step's predictions
+    checkpoints   writing (and restoring) checkpoints
+    input check   measuring the input alone and the paired-rounds stall (`input_capacity`)
+    export        writing the serving model and its warm-start state
+    other         whatever else the run did (the difference to its wall time: progress lines, summaries)
+
+`RunClock.phase(name)` times a block into one phase; the steady training rate is the steps trained in the training
+phase over its seconds. Both lanes read the host's clock at execution boundaries only (never inside a step: a
+device step is asynchronous and a per-step host sync would itself slow it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+
+from pydantic import Field
+
+from components.contract import Contract
+
+PHASES = ("startup", "input_wait", "training", "evaluation", "checkpoints", "input_check", "export")
+
+
+class TimeSplit(Contract):
+    """A run's wall time by phase, in seconds (`components.train.run_clock`); `other` is what no phase holds."""
+
+    startup: float = 0.0
+    input_wait: float = 0.0
+    training: float = 0.0
+    evaluation: float = 0.0
+    checkpoints: float = 0.0
+    input_check: float = 0.0
+    export: float = 0.0
+    other: float = 0.0
+    steady_steps: int = Field(0, description="train steps inside `training` (the first execution is start-up)")
+
+    @property
+    def wall(self) -> float:
+        return sum(getattr(self, phase) for phase in PHASES) + self.other
+
+    def overhead_share(self) -> float | None:
+        """The share of the run's wall time that was not training steps."""
+        return None if self.wall <= 0 else 1.0 - self.training / self.wall
+
+    def with_export(self, seconds: float) -> TimeSplit:
+        """This split with `seconds` of export added (an export step that ran after the training process)."""
+        return self.model_copy(update={"export": self.export + seconds})
+
+
+class RunClock:
+    """Accumulates a run's phases from its start (`started`, a `time.perf_counter()` value)."""
+
+    def __init__(self, started: float | None = None):
+        self.started = time.perf_counter() if started is None else started
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.steady_steps = 0
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        begun = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - begun)
+
+    def add(self, name: str, seconds: float) -> None:
+        if name not in self.seconds:
+            raise ValueError(f"unknown run phase {name!r}; phases: {PHASES}")
+        self.seconds[name] += max(0.0, seconds)
+
+    def training_steps(self, steps: int, seconds: float, waited: float) -> None:
+        """`steps` steady steps took `seconds` of which `waited` waiting for input."""
+        self.steady_steps += steps
+        self.add("input_wait", waited)
+        self.add("training", seconds - waited)
+
+    def steady_examples_per_second(self, global_batch_size: int) -> float:
+        """Examples/s of the training phase alone (0 when no steady step was timed)."""
+        seconds = self.seconds["training"]
+        return self.steady_steps * global_batch_size / seconds if seconds > 0 and self.steady_steps else 0.0
+
+    def split(self) -> TimeSplit:
+        wall = time.perf_counter() - self.started
+        accounted = sum(self.seconds.values())
+        return TimeSplit(**self.seconds, other=max(0.0, wall - accounted), steady_steps=self.steady_steps)
