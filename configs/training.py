@@ -26,6 +26,8 @@ BATCH_REASON = "examples in one step; a batch this large fits no accelerator's m
 MAX_STEPS = 10**9
 BYTES_REASON = "bytes of one table (1 TiB); above it no host or parameter server holds the table"
 LayerWidths = list[Annotated[int, Field(ge=1, le=MAX_LAYER_WIDTH)]]
+# machine-type prefixes whose TPUs Vertex documents for JAX and PyTorch only (TPU v6e, Trillium)
+TENSORFLOW_REFUSED_MACHINES = ("ct6e-",)
 
 
 class ModelConfig(StrictModel):
@@ -197,6 +199,11 @@ class TargetConfig(StrictModel):
 
     name: str = Field(description="also the adrank-target label on Vertex and part of the training job's name")
     kind: Literal["cpu", "gpu", "tpu", "cpu-ps"] = "cpu"
+    backend: Literal["tensorflow", "jax"] = Field(
+        "tensorflow", description="the training lane: tensorflow (tf.distribute, the TPU embedding API on TPU v2-v5e, "
+        "parameter servers) or jax (a jitted step with sparse row updates; keras-rs on SparseCore for TPU v5p/v6e; "
+        "the only lane Vertex offers on TPU v6e). The model classes are the same (docs/backends.md)",
+    )
     global_batch_size: Annotated[int | None, at_most(MAX_BATCH_SIZE, BATCH_REASON)] = Field(
         None, ge=1, description="overrides training.global_batch_size")
     price_per_hour: float = Field(0.0, ge=0, description="USD per hour of the whole machine set, for cost")
@@ -226,6 +233,19 @@ class TargetConfig(StrictModel):
     def _local_cluster_is_for_parameter_servers(self) -> TargetConfig:
         if self.local_cluster is not None and self.kind != "cpu-ps":
             raise ValueError(f"local_cluster is for 'cpu-ps' targets, not '{self.kind}'")
+        return self
+
+    @model_validator(mode="after")
+    def _backend_fits_the_hardware(self) -> TargetConfig:
+        """The lanes reach different hardware (docs/backends.md): no JAX parameter servers; TPU v6e (`ct6e-*`), which
+        Vertex trains with JAX and PyTorch only, never on the TensorFlow lane."""
+        if self.backend == "jax" and self.kind == "cpu-ps":
+            raise ValueError("backend: jax has no parameter servers (asynchronous training is TensorFlow's "
+                             "ParameterServerStrategy): use kind: cpu for a JAX target, or backend: tensorflow")
+        machine = self.vertex.machine.machine_type if self.vertex is not None else ""
+        if self.backend == "tensorflow" and machine.startswith(TENSORFLOW_REFUSED_MACHINES):
+            raise ValueError(f"vertex.machine.machine_type {machine} is TPU v6e (Trillium), which Vertex trains with "
+                             "JAX and PyTorch only (TensorFlow's TPU build stopped at 2.20): set backend: jax")
         return self
 
     def local_cluster_shape(self) -> LocalClusterShape:

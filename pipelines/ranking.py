@@ -9,7 +9,11 @@ spec depends only on the config, the backend and the pipeline, never on the envi
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +29,7 @@ from pipelines.fan_in import TRAINING_RUNS, run_label, training_run_items
 from pipelines.placement import Backend
 from pipelines.steps import (
     champion_step,
+    export_step,
     generate_logs_step,
     join_experiment_step,
     model_version_step,
@@ -37,11 +42,16 @@ from pipelines.steps import (
 )
 
 TRAIN_DISPLAY_NAME = "train"  # every target's training task; the engine adds the run's label (`cpu · run 1`)
+EXPORT_DISPLAY_NAME = "export"  # a JAX target's export task (the serving model, written by TensorFlow)
 
 
 def train_display_name(target: str, run_index: int) -> str:
     """How the local engine names a training run's task: `train · cpu · run 1`."""
     return f"{TRAIN_DISPLAY_NAME} · {run_label(target, run_index)}"
+
+
+# the device kinds the local machine has ('CPU', 'GPU'), per lane or for both; None: probed when needed
+LocalDevices = dict[str, set[str]] | set[str] | frozenset[str] | None
 
 
 @dataclass(frozen=True)
@@ -52,21 +62,26 @@ class TargetSelection:
     skipped: list[SkippedTarget]
 
 
-def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None) -> TargetSelection:
-    """Every target on Vertex. Locally: `cpu` targets and `cpu-ps` targets (the train step starts its own
-    parameter-server cluster on 127.0.0.1), `gpu` targets when this machine has a GPU; `tpu` targets never
-    (this machine has no TPU). A target that allows a CPU fallback runs on the CPU instead of being skipped.
+def targets_for(config: AdrankConfig, backend: Backend,
+                local_devices: LocalDevices = None) -> TargetSelection:
+    """Every target on Vertex. Locally: `cpu` targets (on either lane) and `cpu-ps` targets (the train step starts
+    its own parameter-server cluster on 127.0.0.1), `gpu` targets when the target's lane sees a GPU on this machine;
+    `tpu` targets never (this machine has no TPU). A target that allows a CPU fallback runs on the CPU instead of
+    being skipped.
 
-    `local_devices` is the set of device kinds present ('CPU', 'GPU'); it is probed only when the
-    config has a GPU target, so the CPU-only DAG never touches the accelerator stack at build time.
+    `local_devices`: the device kinds present ('CPU', 'GPU') per lane (a set: the same for both); each lane is
+    probed only when the config has a GPU target on it, so the CPU-only DAG never touches the accelerator stack at
+    build time.
     """
     if backend == "vertex":
         return TargetSelection(list(config.targets), [])
-    if local_devices is None:
-        local_devices = local_device_kinds() if any(t.kind == "gpu" for t in config.targets) else {"CPU"}
     runnable, skipped = [], []
     for target in config.targets:
-        reason = _local_skip_reason(target.kind, local_devices)
+        seen = (local_devices if isinstance(local_devices, (set, frozenset))
+                else (local_devices or {}).get(target.backend))
+        if seen is None:
+            seen = local_device_kinds(target.backend) if target.kind == "gpu" else {"CPU"}
+        reason = _local_skip_reason(target.kind, target.backend, seen)
         if reason is None or target.allow_cpu_fallback:
             runnable.append(target)
         else:
@@ -74,19 +89,24 @@ def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] 
     return TargetSelection(runnable, skipped)
 
 
-def _local_skip_reason(kind: str, local_devices: set[str]) -> str | None:
-    """Why a target of `kind` cannot train on the local backend of this machine; None when it can."""
+def _local_skip_reason(kind: str, lane: str, local_devices: set[str] | frozenset[str]) -> str | None:
+    """Why a target of `kind` on `lane` cannot train on the local backend of this machine; None when it can."""
     if kind == "tpu":
         return "the local backend has no TPU (its steps run on this machine); compile for Vertex to train it"
     if kind == "gpu" and "GPU" not in local_devices:
-        return "this machine has no GPU (TensorFlow sees none)"
+        return f"this machine has no GPU ({'TensorFlow' if lane == 'tensorflow' else 'JAX'} sees none)"
     return None
 
 
-def local_device_kinds() -> set[str]:
-    import tensorflow as tf
-
-    return {"CPU"} | ({"GPU"} if tf.config.list_physical_devices("GPU") else set())
+@functools.lru_cache(maxsize=None)
+def local_device_kinds(lane: str = "tensorflow") -> frozenset[str]:
+    """The device kinds `lane` sees on this machine, asked once per process in a process of its own (Keras's backend
+    and JAX's or TensorFlow's devices stay out of this one)."""
+    probe = ("import tensorflow as tf; print(bool(tf.config.list_physical_devices('GPU')))" if lane == "tensorflow"
+             else "import jax\ntry:\n    print(bool(jax.devices('gpu')))\nexcept RuntimeError:\n    print(False)")
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return frozenset({"CPU"} | ({"GPU"} if completed.stdout.strip().endswith("True") else set()))
 
 
 PipelineKind = Literal["benchmark", "retraining"]
@@ -104,7 +124,7 @@ class TrainingPlan:
 
 
 def training_plan(config: AdrankConfig, backend: Backend, pipeline: PipelineKind = "benchmark",
-                  local_devices: set[str] | None = None) -> TrainingPlan:
+                  local_devices: LocalDevices = None) -> TrainingPlan:
     """The benchmark trains every runnable target `runs_per_target` times and promotes only with
     `benchmark.promote`; the retraining pipeline trains `retraining.target` once (the seed of run
     `retraining.run_index`) and promotes (both: when `promotion.enabled`)."""
@@ -128,7 +148,7 @@ def training_plan(config: AdrankConfig, backend: Backend, pipeline: PipelineKind
                         config.promotion.enabled and config.benchmark.promote)
 
 
-def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None,
+def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: LocalDevices = None,
                     window_end: str = "", pipeline: PipelineKind = "benchmark"):
     """The `pipeline` ("benchmark" or "retraining") for `backend`.
 
@@ -154,6 +174,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     generate_logs_op = component(generate_logs_step)
     preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
     train_op = component(train_step)
+    export_op = component(export_step)
     record_run_op = component(record_run_step)
     report_op = component(report_step)
     report_config = ReportStepConfig.of(config, plan.skipped)
@@ -190,6 +211,8 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
 
         with dsl.ParallelFor(training_runs, name="training runs") as run:
             def train(target: TargetConfig) -> dsl.PipelineTask:
+                """The target's training task; for a JAX target its export task after it (a TensorFlow step that
+                writes the serving model from the trained weights), whose summary is the run's."""
                 task = placement.training_component(train_op, target, config, backend)(
                     train_config_json=TrainStepConfig.of(config, target.name).to_json(),
                     target=target.name,
@@ -198,7 +221,13 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                     **warm_start,
                 ).set_display_name(TRAIN_DISPLAY_NAME)
                 tasks.append(task)
-                return task
+                if target.backend == "tensorflow":
+                    return task
+                export = export_op(target=target.name, run_index=run.run_index,
+                                   examples=preprocess.outputs["examples"], trained=task.outputs["model"],
+                                   trained_summary=task.outputs["summary"]).set_display_name(EXPORT_DISPLAY_NAME)
+                tasks.append(export)
+                return export
 
             summary = _by_target(run.target, plan.targets, train)
             record = record_run_op(target=run.target, run_index=run.run_index, summary=summary)

@@ -104,17 +104,50 @@ def train_step(
     """`run_index`: the run's index from 0, as decimal text (a field of the training-runs loop's item, which KFP
     types as a string). `warm_start_from`: the champion's model directory (`training.warm_start: champion`), ""
     to start cold."""
-    from components.evaluate.experiment_keys import training_figures, training_key
     from components.log_records import configure_step_logging
-    from components.train.training_run import train
+    from components.train.lanes import train
     from configs.slices import TrainStepConfig
+    from pipelines.steps import record_training_metrics
     configure_step_logging()
 
     index = int(run_index)
     run = train(TrainStepConfig.model_validate_json(train_config_json), target, index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
     run.write(summary.path)
-    # keys unique per target, run and task: a Vertex Experiment row merges every Metrics artifact of the run
+    record_training_metrics(target, index, run, metrics)
+
+
+def export_step(
+    target: str,
+    run_index: str,
+    examples: Input[Dataset],
+    trained: Input[Model],
+    trained_summary: Input[Artifact],
+    model: Output[Model],
+    summary: Output[Artifact],
+    metrics: Output[Metrics],
+):
+    """A run trained without TensorFlow (a JAX target): its serving SavedModel written by this TensorFlow step from
+    the trained weights (`components.train.export_trained`), and its summary completed with it."""
+    from components.log_records import configure_step_logging
+    from components.train.export_trained import export_trained_run
+    from components.train.summary import RunSummary
+    from components.train.trained_weights import TRAINED_WEIGHTS_DIR
+    from pipelines.steps import record_training_metrics
+    configure_step_logging()
+
+    index = int(run_index)
+    run = export_trained_run(RunSummary.read(trained_summary.path), f"{trained.path}/{TRAINED_WEIGHTS_DIR}",
+                             examples.path, model.path, model.uri)
+    run.write(summary.path)
+    record_training_metrics(target, index, run, metrics)
+
+
+def record_training_metrics(target: str, index: int, run, metrics) -> None:
+    """A training run's figures as a Metrics artifact, keys unique per target, run and task: a Vertex Experiment row
+    merges every Metrics artifact of the run."""
+    from components.evaluate.experiment_keys import training_figures, training_key
+
     for key, value in training_figures(target, index, run).items():
         metrics.log_metric(key, value)
     metrics.metadata[training_key(target, index, "device_kind")] = run.hardware.device_kind

@@ -34,6 +34,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("components.registry.champion", "components.registry.vertex"): "Vertex client, only on the vertex backend",
     ("components.registry.promote_challenger", "components.registry.vertex"): "Vertex client, only on the vertex backend",
     ("ops.local_dag", "pipelines.ranking"): "KFP and the DAG, only when a run starts",
+    # Keras picks its backend once per process: a lane's trainer loads only after the step chose the backend
+    ("components.train.lanes", "components.train.jax_lane.training_run"): "Keras's backend is chosen first",
+    ("components.train.lanes", "components.train.training_run"): "Keras's backend is chosen first",
 }
 
 # Function-level imports in modules outside components/train that issue 20's other parts own, found when this test

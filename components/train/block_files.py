@@ -1,6 +1,7 @@
 """A split's block files as the manifest describes them, checked before either lane's reader opens one: the format,
 every file present, and every file exactly as long as the manifest's blocks (the readers then check each block's
-fingerprint and header: `components.preprocess.block_format`)."""
+fingerprint and header: `components.preprocess.block_format`); and what a split's decoded blocks take in memory, which
+decides whether a run caches them (`training.cache`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.preprocess.block_format import file_salt
-from components.preprocess.manifest import BLOCK_FORMAT, BlockLayout, SplitBlocks
+from components.preprocess.manifest import BLOCK_FORMAT, BlockLayout, Manifest, SplitBlocks
 
 
 class CorruptBlockFile(ValueError):
@@ -57,3 +58,34 @@ def checked_block_files(examples_dir: str | Path, blocks: SplitBlocks, layout: B
         last_rows = blocks.files[name] - (expected - 1) * blocks.block_examples
         checked.append(BlockFile(name, path, expected, last_rows, file_salt(layout, name)))
     return checked
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    """Whether a run caches its split's decoded blocks and what that takes (`training.cache`)."""
+
+    cache: bool
+    bytes: int  # decoded blocks of the split, padding included; 0 when nothing is cached
+    reason: str
+
+
+def split_bytes(manifest: Manifest, split: str) -> int | None:
+    """Memory the decoded blocks of `split` take (padding included), or None without blocks."""
+    blocks = manifest.splits[split].blocks
+    if blocks is None or manifest.block_layout is None:
+        return None
+    return blocks.blocks * manifest.block_layout.block_examples * manifest.block_layout.row_bytes
+
+
+def cache_plan(manifest: Manifest, split: str, mode: str, budget_bytes: int) -> CachePlan:
+    """`mode` auto: cache when the split's decoded blocks fit `budget_bytes`; memory: always; none: never.
+    Per-example records are never cached (their parse, the expensive part, runs after the shuffle)."""
+    size = split_bytes(manifest, split)
+    if mode == "none":
+        return CachePlan(False, 0, "training.cache is none")
+    if size is None:
+        return CachePlan(False, 0, "the split has per-example records only: nothing to cache")
+    if mode == "auto" and size > budget_bytes:
+        return CachePlan(False, 0, f"the {split} split's blocks take {size / 2**20:,.0f} MiB, above "
+                                   f"training.cache_memory_mb {budget_bytes / 2**20:,.0f}")
+    return CachePlan(True, size, f"{size / 2**20:,.1f} MiB of decoded {split} blocks cached after the first epoch")

@@ -12,6 +12,8 @@ import keras
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from components.train.failures import NonFiniteLossError
+
 log = logging.getLogger(__name__)
 
 # TensorBoard's scalar plugin reads float32 rank-0 tensors tagged with this plugin name; writing them with
@@ -19,10 +21,6 @@ log = logging.getLogger(__name__)
 SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
 )
-
-
-class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or infinite."""
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):

@@ -20,8 +20,12 @@ import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
+from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
 from components.train.input import feature_spec
+from components.train.models import DCN, PLE, LogisticRegression
 from components.train.posthoc_calibration import Calibrator
+from components.train.run_paths import tft_output_dir
+from components.train.trained_weights import dense_variables
 
 
 def raw_serving_spec(raw_spec: dict, tasks: list[str]) -> dict:
@@ -114,32 +118,51 @@ def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, ex
     return Path(export_dir)
 
 
+# a JAX lane's tables → the TensorFlow implementation that concatenates the features in the same order, so the dense
+# weights after the tables mean the same: sparse-row tables are stacked per group like `FeatureEmbedding`; keras-rs on
+# SparseCore orders them as the configs, like `TPUFeatureEmbedding` (ordinary variables outside a TPU strategy)
+SERVING_TABLES = {"sparse_rows": FeatureEmbedding.kind, "sparsecore": TPUFeatureEmbedding.kind}
+
+
 def servable_copy(model, strategy: tf.distribute.Strategy, manifest: Manifest):
     """`model` (trained under `strategy`, e.g. on a TPU) as the same model on the default device, in float32.
 
-    The copy is built from `model.get_config()` outside the training strategy, where every embedding
-    implementation keeps its tables as ordinary variables on the default device (CPU); the tables are read back
-    with `model.embedding.table_values()` under `strategy` (on a TPU this gathers every SparseCore shard),
-    every other weight is copied in order (same architecture, same order, shapes checked).
-    """
+    The tables are read back with `model.embedding.table_values()` under `strategy` (on a TPU this gathers every
+    SparseCore shard); the copy is `rebuilt_model` from the config and every other weight."""
     with strategy.scope():
         tables = model.embedding.table_values()
+    dense = dense_variables(model)
+    return rebuilt_model(type(model).__name__, model.get_config(), [v.path for v in dense],
+                         [np.asarray(v.value if hasattr(v, "value") else v) for v in dense], tables, manifest)
+
+
+def rebuilt_model(model_class: str, config: dict, dense_paths: list[str], dense_values: list[np.ndarray],
+                  tables: dict[str, np.ndarray], manifest: Manifest):
+    """A trained model rebuilt in this process, in float32, its tables ordinary variables on the default device
+    whatever held them in training (the TPU embedding API, SparseCore, parameter servers, the JAX lane): the class
+    from its name, built from `config` with this lane's implementation of the same concatenation order
+    (`SERVING_TABLES`), every dense weight copied in order (paths and shapes checked), the tables assigned by name."""
+    classes = {cls.__name__: cls for cls in (DCN, PLE, LogisticRegression)}
+    if model_class not in classes:
+        raise ValueError(f"unknown model class {model_class!r}; one of {sorted(classes)}")
+    embedding = config["embedding"]
+    kind = SERVING_TABLES.get(embedding["kind"], embedding["kind"])
+    stacked = {"kind": kind, "config": {"feature_configs": embedding["config"]["feature_configs"],
+                                        "name": embedding["config"].get("name", "embedding")}}
     saved_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("float32")  # serving on CPU: no bfloat16 compute
     try:
-        copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+        copy = classes[model_class].from_config({**config, "embedding": stacked, "dtype": "float32"})
         copy(example_batch(copy, manifest))
     finally:
         keras.mixed_precision.set_global_policy(saved_policy)
-
-    table_variables = {id(v) for v in model.embedding.weights}
-    trained = [v for v in model.weights if id(v) not in table_variables]
-    copy_tables = {id(v) for v in copy.embedding.weights}
-    rebuilt = [v for v in copy.weights if id(v) not in copy_tables]
-    if [tuple(v.shape) for v in trained] != [tuple(v.shape) for v in rebuilt]:
-        raise RuntimeError("the servable copy's weights do not line up with the trained model's")
-    for source, target in zip(trained, rebuilt):
-        target.assign(np.asarray(source.value if hasattr(source, "value") else source))
+    rebuilt = dense_variables(copy)
+    if [v.path for v in rebuilt] != list(dense_paths) or [tuple(v.shape) for v in rebuilt] != [
+            tuple(np.shape(value)) for value in dense_values]:
+        raise RuntimeError("the rebuilt model's weights do not line up with the trained model's: "
+                           f"{[v.path for v in rebuilt]} vs {list(dense_paths)}")
+    for variable, value in zip(rebuilt, dense_values):
+        variable.assign(np.asarray(value, np.float32))
     copy.embedding.assign_tables(tables)
     return copy
 
@@ -150,13 +173,3 @@ def example_batch(model, manifest: Manifest) -> dict[str, tf.Tensor]:
     batch = next(iter(configs.values())).input_shape[0]
     batch_spec = feature_spec(manifest, with_labels=False)
     return {name: tf.zeros([batch, *spec.shape], spec.dtype) for name, spec in batch_spec.items()}
-
-
-def tft_output_dir(examples_dir: str | Path, manifest: Manifest) -> str | None:
-    """The tf.Transform output directory (holding `transform_fn/` and `transformed_metadata/`), if written."""
-    path = Path(examples_dir) / manifest.transform_fn_dir
-    if (path / "transform_fn").is_dir():
-        return str(path)
-    if (path / "saved_model.pb").is_file() and (path.parent / "transformed_metadata").is_dir():
-        return str(path.parent)
-    return None

@@ -109,37 +109,6 @@ class InputOptions:
     packed: bool = False
 
 
-@dataclass(frozen=True)
-class CachePlan:
-    """Whether a run caches its split's decoded blocks and what that takes (`training.cache`)."""
-
-    cache: bool
-    bytes: int  # decoded blocks of the split, padding included; 0 when nothing is cached
-    reason: str
-
-
-def split_bytes(manifest: Manifest, split: str) -> int | None:
-    """Memory the decoded blocks of `split` take (padding included), or None without blocks."""
-    blocks = manifest.splits[split].blocks
-    if blocks is None or manifest.block_layout is None:
-        return None
-    return blocks.blocks * manifest.block_layout.block_examples * manifest.block_layout.row_bytes
-
-
-def cache_plan(manifest: Manifest, split: str, mode: str, budget_bytes: int) -> CachePlan:
-    """`mode` auto: cache when the split's decoded blocks fit `budget_bytes`; memory: always; none: never.
-    Per-example records are never cached (their parse, the expensive part, runs after the shuffle)."""
-    size = split_bytes(manifest, split)
-    if mode == "none":
-        return CachePlan(False, 0, "training.cache is none")
-    if size is None:
-        return CachePlan(False, 0, "the split has per-example records only: nothing to cache")
-    if mode == "auto" and size > budget_bytes:
-        return CachePlan(False, 0, f"the {split} split's blocks take {size / 2**20:,.0f} MiB, above "
-                                   f"training.cache_memory_mb {budget_bytes / 2**20:,.0f}")
-    return CachePlan(True, size, f"{size / 2**20:,.1f} MiB of decoded {split} blocks cached after the first epoch")
-
-
 def make_dataset(
     examples_dir: str | Path,
     manifest: Manifest,

@@ -10,17 +10,16 @@ Both loops, Keras `fit` here (one device, mirrored replicas, TPU) and the parame
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
 from components.preprocess.vocabulary_file import transform_vocabularies
+from components.train.block_files import CachePlan, cache_plan
 from components.train.callbacks import (
     EpochEvaluation,
     LossCurve,
@@ -32,11 +31,12 @@ from components.train.callbacks import (
 from components.train.embedding import table_factory
 from components.train.embedding_optimizers import make_optimizers
 from components.train.export import tft_output_dir
-from components.train.input import CachePlan, InputOptions, cache_plan, make_dataset
+from components.train.input import InputOptions, make_dataset
 from components.train.input_capacity import input_stall_fraction, step_examples_per_second
 from components.train.models import RankingModel, build_model
 from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
+from components.train.run_paths import TENSORBOARD_ENV, checkpoint_dir
 from components.train.step_plan import StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
 from components.train.summary import CurvePoint, WarmStartSummary
@@ -48,8 +48,6 @@ from configs.training import ResolvedTarget, TrainingConfig
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_DIR = "checkpoints"
-TENSORBOARD_ENV = "AIP_TENSORBOARD_LOG_DIR"
 
 
 def train_input_options(training: TrainingConfig, seed: int, cache: bool = False) -> InputOptions:
@@ -117,17 +115,6 @@ def warm_start_model(model: RankingModel, examples_dir: str, manifest: Manifest,
     except WarmStartUnavailable as error:
         log.warning("training cold: %s", error)
         return None
-
-
-def checkpoint_dir(model_dir: str) -> str:
-    """Locally checkpoints live in the model dir. On Vertex they go under the preemption-safe
-    `AIP_CHECKPOINT_DIR`, nested by this run's model dir (its own output artifact, the same when the job
-    restarts): a task resumes its own checkpoints, never those of another run sharing the variable."""
-    shared = os.environ.get("AIP_CHECKPOINT_DIR")
-    if not shared:
-        return str(Path(model_dir) / CHECKPOINT_DIR)
-    run_key = hashlib.sha256(str(model_dir).rstrip("/").encode()).hexdigest()[:16]
-    return f"{shared.rstrip('/')}/run-{run_key}"
 
 
 def checkpoint_manager(model: RankingModel, model_dir: str) -> tf.train.CheckpointManager:

@@ -16,8 +16,9 @@ import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.train.callbacks import NonFiniteLossError, stall_fraction
+from components.train.callbacks import stall_fraction
 from components.train.embedding_optimizers import gradient_norm
+from components.train.failures import NonFiniteLossError
 from components.train.input import InputOptions, make_dataset
 from components.train.input_capacity import step_examples_per_second
 from components.train.loop import (

@@ -62,6 +62,7 @@ class RunClock:
         self.started = time.perf_counter() if started is None else started
         self.seconds = dict.fromkeys(PHASES, 0.0)
         self.steady_steps = 0
+        self._startup_closed = False
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -75,6 +76,13 @@ class RunClock:
         if name not in self.seconds:
             raise ValueError(f"unknown run phase {name!r}; phases: {PHASES}")
         self.seconds[name] += max(0.0, seconds)
+
+    def close_startup(self) -> None:
+        """Everything since `started` that no phase holds yet was start-up (imports, the manifest, building the model
+        and its state): called once, just before the first execution."""
+        if not self._startup_closed:
+            self.add("startup", time.perf_counter() - self.started - sum(self.seconds.values()))
+            self._startup_closed = True
 
     def training_steps(self, steps: int, seconds: float, waited: float) -> None:
         """`steps` steady steps took `seconds` of which `waited` waiting for input."""

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from components.contract import Contract
 from components.train.posthoc_calibration import Calibrator
+from components.train.run_clock import TimeSplit
 
 SUMMARY_FILE = "run_summary.json"
 
@@ -96,9 +97,21 @@ class EmbeddingTableMemory(Contract):
     devices: list[str] = Field(default_factory=list)
 
 
+class TablePlacementSeen(Contract):
+    """Where the run's embedding tables lived and who updated them, read from the runtime (never from the target):
+    the TPU embedding API or SparseCore (`embedding_hardware`: the accelerator's embedding hardware held them) or
+    ordinary arrays updated by the trainer's sparse row updates."""
+
+    implementation: str = Field(description="e.g. 'stacked variables, sparse optimizer', 'TPU embedding API', "
+                                "'SparseCore (keras-rs DistributedEmbedding)', 'stacked arrays, sparse row updates'")
+    embedding_hardware: bool = Field(description="whether the tables were on the accelerator's embedding hardware")
+    detail: str = ""
+
+
 class RunSummary(Contract):
     target: str
     target_kind: str
+    backend: str = Field("tensorflow", description="the training lane: tensorflow or jax (targets[].backend)")
     run_index: int
     seed: int
     hardware: HardwareSeen
@@ -115,7 +128,12 @@ class RunSummary(Contract):
     dropped_steps: int = Field(0, description="full batches of the epochs left untrained by chunking (normally 0)")
     train_examples: int
     wall_time_seconds: float
-    examples_per_second: float
+    examples_per_second: float = Field(description="steady-state training throughput: train steps only, after the "
+                                       "first execution (tracing, compilation), evaluation, checkpoints and input "
+                                       "checks timed apart (time_split)")
+    time_split: TimeSplit | None = Field(None, description="the run's wall time by phase (components/train/"
+                                         "run_clock.py); None: written before it was recorded")
+    table_placement: TablePlacementSeen | None = Field(None, description="where the tables lived, from the runtime")
     input_stall_fraction: float | None = Field(
         None, description="share of step time the input cost: 1 − the median over alternating rounds of (step time "
         "fed from memory / step time fed from the run's pipeline), by the host clock around the train function after "

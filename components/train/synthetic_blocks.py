@@ -20,7 +20,7 @@ import numpy as np
 from components.preprocess.block_format import block_layout, encode_blocks, holdout_buckets
 from components.preprocess.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 
-TASK = "click"
+TASK = "click"  # the default task
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class BlockShape:
     numeric: list[str] = field(default_factory=list)
     lists: tuple[tuple[str, int, int], ...] = ()
     positive_rate: float = 0.1
+    task: str = TASK
 
 
 def criteo_shape(rows: int) -> BlockShape:
@@ -63,7 +64,7 @@ def write_blocks(directory: str | Path, shape: BlockShape, train: int, eval_exam
     features += [FeatureInfo(name=n, kind="numeric", dtype="float32") for n in shape.numeric]
     spec = {f.name: TransformedFeatureSpec(dtype=f.dtype, shape=[f.length] if f.kind == "categorical_list" else [])
             for f in features}
-    spec[f"label_{TASK}"] = TransformedFeatureSpec(dtype="float32", shape=[])
+    spec[f"label_{shape.task}"] = TransformedFeatureSpec(dtype="float32", shape=[])
     layout = block_layout(spec, block_examples)
     bias = float(np.log(shape.positive_rate / (1 - shape.positive_rate)))
     splits = {}
@@ -83,7 +84,7 @@ def write_blocks(directory: str | Path, shape: BlockShape, train: int, eval_exam
         for k, name in enumerate(shape.numeric):
             columns[name] = rng.normal(0.0, 1.0, count).astype(np.float32)
             logit += weights[k] * columns[name]
-        columns[f"label_{TASK}"] = (rng.random(count) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
+        columns[f"label_{shape.task}"] = (rng.random(count) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
         ints, floats = _matrices(layout, columns, count, rng)
         written = {}
         (directory / split).mkdir(parents=True, exist_ok=True)
@@ -92,12 +93,12 @@ def write_blocks(directory: str | Path, shape: BlockShape, train: int, eval_exam
             rows = slice(part, None, files)
             (directory / name).write_bytes(b"".join(encode_blocks(layout, ints[rows], floats[rows], name)))
             written[name] = len(ints[rows])
-        labels = columns[f"label_{TASK}"]
-        splits[split] = SplitInfo(examples=count, label_rates={TASK: float(labels.mean())},
+        labels = columns[f"label_{shape.task}"]
+        splits[split] = SplitInfo(examples=count, label_rates={shape.task: float(labels.mean())},
                                   file_pattern=f"{split}/part-*.tfrecord.gz",
                                   blocks=SplitBlocks(files=written, block_examples=block_examples),
-                                  positives={TASK: int(labels.sum())})
-    manifest = Manifest(tasks=[TASK], features=features, splits=splits, feature_spec=spec, block_layout=layout)
+                                  positives={shape.task: int(labels.sum())})
+    manifest = Manifest(tasks=[shape.task], features=features, splits=splits, feature_spec=spec, block_layout=layout)
     manifest.write(directory)
     return manifest
 

@@ -34,6 +34,7 @@ class SparseRowTables(EmbeddingTables):
 
     kind = "sparse_rows"
     warm_startable = True
+    sparse_rows = True  # the trainer gathers the rows and updates them (`rows_given`, `sparse_updates`)
 
     def __init__(self, feature_configs: dict[str, keras_rs.layers.FeatureConfig | dict], **kwargs):
         kwargs.setdefault("autocast", False)  # a mixed policy must not cast whole tables each step

@@ -25,7 +25,7 @@ import numpy as np
 from components.train.jax_lane import sparse_updates
 from components.train.jax_lane.embedding import SparseRowTables
 from components.train.models.base import RankingModel
-from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64
+from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, PackedColumns
 from configs.training import TrainingConfig
 
 
@@ -72,10 +72,13 @@ class TrainStep:
 
     def __post_init__(self):
         tables = self.model.embedding
-        if not isinstance(tables, SparseRowTables):
-            raise TypeError(f"the JAX step updates SparseRowTables, not {type(tables).__name__}")
-        positions = {id(v): i for i, v in enumerate(self.model.non_trainable_variables)}
-        self.table_positions = [positions[id(v)] for v in tables.group_tables]
+        self.sparse_rows = isinstance(tables, SparseRowTables)
+        if self.sparse_rows:
+            positions = {id(v): i for i, v in enumerate(self.model.non_trainable_variables)}
+            self.table_positions = [positions[id(v)] for v in tables.group_tables]
+        elif not hasattr(tables, "host_preprocess"):
+            raise TypeError(f"the JAX step trains SparseRowTables or tables formatted on the host (SparseCore), not "
+                            f"{type(tables).__name__}")
         self._loss = keras.losses.BinaryCrossentropy()
         self.run = jax.jit(self._execution, donate_argnums=(0,))
 
@@ -87,7 +90,7 @@ class TrainStep:
         tables = self.model.embedding
         slots = [[jnp.asarray(s) for s in sparse_updates.init_slots(self.training.embedding_optimizer,
                                                                      (group.rows, group.embedding_dim))]
-                 for group in tables.groups]
+                 for group in tables.groups] if self.sparse_rows else []
         return TrainState(
             trainable=[v.value for v in self.model.trainable_variables],
             non_trainable=[v.value for v in self.model.non_trainable_variables],
@@ -109,7 +112,18 @@ class TrainStep:
             variable.assign(value)
 
     # -- one step, one execution ------------------------------------------------------------------------------
-    def _one_step(self, state: TrainState, batch: tuple[Any, Any]) -> tuple[TrainState, None]:
+    def host_inputs(self, ints: np.ndarray) -> Any:
+        """For tables formatted on the host (SparseCore): an execution's ids [K, B, W_int] formatted step by step and
+        stacked along K (run on the reader's thread); None for sparse-row tables."""
+        if self.sparse_rows:
+            return None
+        layout = self.model.packed_layout.int64
+        steps = [self.model.embedding.host_preprocess(numpy_ids(layout, ints[k])) for k in range(ints.shape[0])]
+        return jax.tree_util.tree_map(lambda *parts: np.stack(parts), *steps)
+
+    def _one_step(self, state: TrainState, batch: tuple) -> tuple[TrainState, None]:
+        if not self.sparse_rows:
+            return self._one_step_host_formatted(state, batch)
         ints, floats = batch
         x = {PACKED_INT64: ints, PACKED_FLOAT32: floats}
         y = self.labels.labels(ints, floats)
@@ -151,8 +165,34 @@ class TrainStep:
             nonfinite_step=nonfinite_step,
         ), None
 
-    def _execution(self, state: TrainState, ints: Any, floats: Any) -> TrainState:
-        state, _ = jax.lax.scan(self._one_step, state, (ints, floats))
+    def _one_step_host_formatted(self, state: TrainState, batch: tuple) -> tuple[TrainState, None]:
+        """A step whose tables are trainable variables the embedding API updates itself (SparseCore): its custom
+        gradient writes each table's new value, which the optimizer's stateless apply assigns
+        (`overwrite_with_gradient`)."""
+        ints, floats, preprocessed = batch
+        x = {PACKED_INT64: ints, PACKED_FLOAT32: floats}
+        y = self.labels.labels(ints, floats)
+        tables = self.model.embedding
+
+        def loss_of(trainable):
+            with tables.inputs_given(preprocessed):
+                predictions, non_trainable = self.model.stateless_call(trainable, state.non_trainable, x,
+                                                                       training=True)
+            return sum(self._loss(y[task], predictions[task]) for task in self.model.tasks), non_trainable
+
+        (loss, non_trainable), gradients = jax.value_and_grad(loss_of, has_aux=True)(state.trainable)
+        trainable, optimizer_values = self.optimizer.stateless_apply(state.optimizer, gradients, state.trainable)
+        finite = jnp.isfinite(loss)
+        nonfinite_step = jnp.where((state.nonfinite_step < 0) & ~finite, state.step + 1, state.nonfinite_step)
+        return TrainState(
+            trainable=trainable, non_trainable=list(non_trainable), optimizer=optimizer_values, table_slots=[],
+            step=state.step + 1, loss_sum=state.loss_sum + loss.astype(jnp.float32), loss_steps=state.loss_steps + 1,
+            nonfinite_step=nonfinite_step,
+        ), None
+
+    def _execution(self, state: TrainState, ints: Any, floats: Any, preprocessed: Any = None) -> TrainState:
+        batches = (ints, floats) if preprocessed is None else (ints, floats, preprocessed)
+        state, _ = jax.lax.scan(self._one_step, state, batches)
         return state
 
 
@@ -165,6 +205,13 @@ def read_and_reset_loss(state: TrainState) -> tuple[TrainState, float | None, in
     state.loss_sum = jnp.zeros_like(state.loss_sum)
     state.loss_steps = jnp.zeros_like(state.loss_steps)
     return state, mean, nonfinite
+
+
+def numpy_ids(layout: PackedColumns, ints: np.ndarray) -> dict[str, np.ndarray]:
+    """A packed batch's id features ({feature: [B] or [B, length]}) split on the host, as the model's layout says."""
+    ids = {name: ints[:, column] for name, column in layout.scalars}
+    ids.update({name: ints[:, start:start + length] for name, start, length in layout.lists})
+    return ids
 
 
 def data_sharding(devices: list) -> Any:

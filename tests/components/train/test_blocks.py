@@ -12,15 +12,8 @@ import tensorflow as tf
 from fixture_data import write_transformed_examples
 
 from components.preprocess.manifest_markdown import manifest_markdown
-from components.train.block_files import CorruptBlockFile
-from components.train.input import (
-    InputOptions,
-    block_dataset,
-    cache_plan,
-    example_dataset,
-    make_dataset,
-    split_bytes,
-)
+from components.train.block_files import CorruptBlockFile, cache_plan, split_bytes
+from components.train.input import InputOptions, block_dataset, example_dataset, make_dataset
 
 TRAIN, BLOCK = 1000, 16
 

@@ -6,7 +6,7 @@ from config_fixture import small_config
 from fixture_data import write_transformed_examples
 
 from components.train import callbacks
-from components.train.callbacks import NonFiniteLossError
+from components.train.failures import NonFiniteLossError
 from components.train.loop import checkpoint_dir
 from components.train.training_run import train
 
