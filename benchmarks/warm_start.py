@@ -33,7 +33,8 @@ from components.logs.synthetic import generate_logs  # noqa: E402
 from components.preprocess.manifest import Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.registry.scoring import EvalSplit, ServingModel, paired_logloss  # noqa: E402
-from components.train.training_run import SAVED_MODEL_DIR, train  # noqa: E402
+from components.train.export import SAVED_MODEL_DIR  # noqa: E402
+from components.train.training_run import train  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 

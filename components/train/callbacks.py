@@ -1,5 +1,7 @@
-"""Keras callbacks of a training run: checkpoints, a NaN stop, the loss curve with per-epoch evaluation,
-TensorBoard scalars, the step clock and progress lines. Keras's 'epoch' here is a chunk of the run (see `StepPlan`)."""
+"""Keras callbacks of a TensorFlow-lane training run: checkpoints, a NaN stop, the loss curve with per-epoch evaluation,
+TensorBoard scalars and the step clock, each timing its work into the run's clock. Keras's 'epoch' here is a chunk of
+the run (see `StepPlan`). None implements `on_train_batch_end`: Keras then hands batch ends to a thread, without
+waiting for the device after every execution."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from components.train.failures import NonFiniteLossError
+from components.train.run_clock import RunClock
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +27,11 @@ SCALAR_METADATA = summary_pb2.SummaryMetadata(
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
-    """Raises (not just stops) so the run fails with a clear error instead of saving a broken model."""
+    """Raises (not just stops) so the run fails with a clear error instead of saving a broken model; checked at the
+    end of each chunk, before its checkpoint (the chunk's mean loss is NaN when any of its steps' was), so no
+    execution waits for the host."""
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
         loss, gradient_norm = logs.get("loss"), logs.get("gradient_norm")
         loss_finite = loss is None or math.isfinite(float(loss))
@@ -34,20 +39,22 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             step = int(self.model.optimizer.iterations.numpy())
             what = f"training loss is {float(loss)}" if not loss_finite else f"gradient norm is {float(gradient_norm)}"
             raise NonFiniteLossError(
-                f"{what} at step {step} (non-finite loss); lower the learning rate, enable "
+                f"{what} by step {step} (non-finite loss); lower the learning rate, enable "
                 "gradient_clip_norm, or check the input features"
             )
 
 
 class SaveCheckpoint(keras.callbacks.Callback):
-    """Saves model and optimizer state at the end of each chunk ('epoch' of fit), numbered by step."""
+    """Saves model and optimizer state at the end of each chunk ('epoch' of fit), numbered by step (timed as the
+    run's checkpoints)."""
 
-    def __init__(self, manager: tf.train.CheckpointManager):
+    def __init__(self, manager: tf.train.CheckpointManager, clock: RunClock):
         super().__init__()
-        self.manager = manager
+        self.manager, self.clock = manager, clock
 
     def on_epoch_end(self, epoch, logs=None):
-        self.manager.save(checkpoint_number=int(self.model.optimizer.iterations.numpy()))
+        with self.clock.phase("checkpoints"):
+            self.manager.save(checkpoint_number=int(self.model.optimizer.iterations.numpy()))
 
 
 class EpochEvaluation(keras.callbacks.Callback):
@@ -56,19 +63,21 @@ class EpochEvaluation(keras.callbacks.Callback):
     1-based epoch number as `epoch`, so over- and underfitting are visible epoch by epoch."""
 
     def __init__(self, ends_epoch: Callable[[int], bool], chunks_per_epoch: int, last_chunk: int,
-                 eval_logloss: Callable[[], float]):
+                 eval_logloss: Callable[[], float], clock: RunClock):
         super().__init__()
         self.ends_epoch = ends_epoch
         self.chunks_per_epoch = chunks_per_epoch
         self.last_chunk = last_chunk
         self.eval_logloss = eval_logloss
+        self.clock = clock
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is None or not self.ends_epoch(epoch):
             return
         logs["epoch"] = (epoch + 1) // self.chunks_per_epoch
         if epoch != self.last_chunk:
-            logs["eval_logloss"] = float(self.eval_logloss())
+            with self.clock.phase("evaluation"):
+                logs["eval_logloss"] = float(self.eval_logloss())
 
 
 class LossCurve(keras.callbacks.Callback):
@@ -111,27 +120,41 @@ class TensorBoardScalars(keras.callbacks.Callback):
 
 
 class StepClock(keras.callbacks.Callback):
-    """Steady-state step time: starts after the first execution (tracing, warm-up), stops at the end."""
+    """The steady training time of a Keras `fit`, into the run's clock (`components.train.run_clock`): per chunk,
+    from its start (from the run's second execution in the chunk that holds the first: tracing and compilation are
+    start-up) to its end, read when the chunk's last execution has finished. Put it first in the callbacks, so its
+    `on_epoch_end` runs before the checkpoint and the evaluation. It reads the host clock at execution starts
+    (`on_train_batch_begin`, which Keras calls without waiting for the device) and the step counter at chunk
+    boundaries only: no callback here implements `on_train_batch_end`, so Keras dispatches batch ends without a
+    host sync per execution."""
 
-    def __init__(self):
+    def __init__(self, clock: RunClock):
         super().__init__()
-        self.first_step: int | None = None
-        self.started: float | None = None
-        self.last_step = 0
-        self.stopped: float | None = None
+        self.clock = clock
+        self.executions = 0
+        self.chunk_started = 0.0
+        self.chunk_step = 0
+        self.steady_from: tuple[float, int] | None = None  # (time, step) where the second execution began
 
-    def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if self.started is None:
-            self.started, self.first_step = time.perf_counter(), step
-        self.last_step, self.stopped = step, time.perf_counter()
+    def on_epoch_begin(self, epoch, logs=None):
+        self.chunk_started = time.perf_counter()
+        self.chunk_step = int(self.model.optimizer.iterations.numpy())
 
-    def steady_steps_per_second(self) -> float | None:
-        if self.started is None or self.stopped is None or self.first_step is None:
-            return None
-        if self.last_step <= self.first_step:
-            return None
-        return (self.last_step - self.first_step) / (self.stopped - self.started)
+    def on_train_batch_begin(self, batch, logs=None):
+        self.executions += 1
+        if self.executions == 2:
+            self.steady_from = (time.perf_counter(), self.chunk_step + int(batch))
+
+    def on_epoch_end(self, epoch, logs=None):
+        ended, step = time.perf_counter(), int(self.model.optimizer.iterations.numpy())
+        started, first_step = self.chunk_started, self.chunk_step
+        if self.steady_from is None:  # the run's first execution was this chunk's only one: all start-up
+            self.clock.add("startup", ended - started)
+            return
+        if self.steady_from[0] > started:  # this chunk held the first execution
+            self.clock.add("startup", self.steady_from[0] - started)
+            started, first_step = self.steady_from
+        self.clock.training_steps(step - first_step, ended - started, 0.0)
 
 
 def stall_fraction(waited_seconds: float, computed_seconds: float) -> float | None:

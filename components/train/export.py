@@ -20,12 +20,14 @@ import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
+from components.preprocess.vocabulary_file import transform_vocabularies
 from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
 from components.train.input import feature_spec
 from components.train.models import DCN, PLE, LogisticRegression
 from components.train.posthoc_calibration import Calibrator
 from components.train.run_paths import tft_output_dir
 from components.train.trained_weights import dense_variables
+from components.train.warm_start import write_state
 
 
 def raw_serving_spec(raw_spec: dict, tasks: list[str]) -> dict:
@@ -121,7 +123,18 @@ def export_serving_model(model, manifest: Manifest, examples_dir: str | Path, ex
 # a JAX lane's tables → the TensorFlow implementation that concatenates the features in the same order, so the dense
 # weights after the tables mean the same: sparse-row tables are stacked per group like `FeatureEmbedding`; keras-rs on
 # SparseCore orders them as the configs, like `TPUFeatureEmbedding` (ordinary variables outside a TPU strategy)
+SAVED_MODEL_DIR = "saved_model"
 SERVING_TABLES = {"sparse_rows": FeatureEmbedding.kind, "sparsecore": TPUFeatureEmbedding.kind}
+
+
+def write_serving_model(model, manifest: Manifest, examples_dir: str | Path, model_dir: str | Path,
+                        model_uri: str | None, calibrators: dict[str, Calibrator] | None = None) -> str:
+    """The run's serving model and its warm-start state under `<model_dir>/saved_model`; the URI a summary records
+    (`<model_uri>/saved_model` when the step's output has one, else the local path). Both lanes export here."""
+    export_dir = Path(model_dir) / SAVED_MODEL_DIR
+    export_serving_model(model, manifest, examples_dir, export_dir, calibrators)
+    write_state(model, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)), export_dir)
+    return str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
 
 
 def servable_copy(model, strategy: tf.distribute.Strategy, manifest: Manifest):

@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
 from components.preprocess.manifest import Manifest
-from components.preprocess.vocabulary_file import transform_vocabularies
-from components.train.export import export_serving_model, rebuilt_model
-from components.train.run_paths import tft_output_dir
+from components.train.export import rebuilt_model, write_serving_model
 from components.train.summary import RunSummary
 from components.train.trained_weights import TrainedWeights
-from components.train.warm_start import write_state
 
 log = logging.getLogger(__name__)
-
-SAVED_MODEL_DIR = "saved_model"
-
 
 def export_trained_run(summary: RunSummary, trained_dir: str, examples_dir: str, model_dir: str,
                        model_uri: str | None = None) -> RunSummary:
@@ -32,14 +25,12 @@ def export_trained_run(summary: RunSummary, trained_dir: str, examples_dir: str,
     manifest = Manifest.read(examples_dir)
     model = rebuilt_model(weights.model_class, weights.config, weights.dense_paths, weights.dense, weights.tables,
                           manifest)
-    export_dir = Path(model_dir) / SAVED_MODEL_DIR
-    export_serving_model(model, manifest, examples_dir, export_dir, summary.calibrators)
-    write_state(model, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)), export_dir)
+    uri = write_serving_model(model, manifest, examples_dir, model_dir, model_uri, summary.calibrators)
     seconds = time.perf_counter() - started
     log.info("exported the %s-trained %s model of %s run %d in %.1f s", summary.backend, summary.model_kind,
              summary.target, summary.run_index + 1, seconds)
     return summary.model_copy(update={
-        "model_uri": str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}",
+        "model_uri": uri,
         "wall_time_seconds": summary.wall_time_seconds + seconds,
         "time_split": summary.time_split.with_export(seconds) if summary.time_split is not None else None,
     })

@@ -36,6 +36,7 @@ from components.train.input_capacity import input_stall_fraction, step_examples_
 from components.train.models import RankingModel, build_model
 from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
+from components.train.run_clock import RunClock
 from components.train.run_paths import TENSORBOARD_ENV, checkpoint_dir
 from components.train.step_plan import StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
@@ -150,10 +151,11 @@ def compiled_model(
 # -- the synchronous fit -------------------------------------------------------------------------------
 def fit_synchronous(
     resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int,
-    warm_start_from: str | None = None,
+    warm_start_from: str | None = None, clock: RunClock | None = None,
 ) -> tuple[RankingModel, StepPlan, FitResult]:
     """Keras `fit` over the plan's chunks ('epochs' of fit), resuming from the latest checkpoint; a fresh run
-    with `warm_start_from` starts from the champion's weights."""
+    with `warm_start_from` starts from the champion's weights. `clock` gets the run's phases (a fresh one without)."""
+    clock = clock or RunClock()
     training = resolved.training
     if training.global_batch_size % runtime.replicas:
         raise ValueError(
@@ -167,8 +169,9 @@ def fit_synchronous(
     # so reading the training one for a fixed time would change the order the run then trains on; the batches it
     # holds feed the step from memory after training (the step's rate and the input stall)
     held: list = []
-    input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
-                                           training.global_batch_size, training.input_capacity_seconds, held)
+    with clock.phase("input_check"):
+        input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
+                                               training.global_batch_size, training.input_capacity_seconds, held)
     sample_features, _ = next(iter(train_data.take(1)))
     # Keras 3.15's multi-step loop fails under MirroredStrategy on CPU/GPU ("You must feed a value for
     # placeholder ... while/cond"), so several synchronous replicas run one step per execution.
@@ -177,7 +180,8 @@ def fit_synchronous(
         model = compiled_model(resolved, runtime, manifest, sample_features, steps_per_execution)
         manager = checkpoint_manager(model, model_dir)
         if manager.latest_checkpoint:
-            manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            with clock.phase("checkpoints"):
+                manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             log.info("resumed from %s", manager.latest_checkpoint)
         warm_start = None
         if warm_start_from and not manager.latest_checkpoint:
@@ -189,16 +193,20 @@ def fit_synchronous(
     if done_steps:  # resumed: the batches an uninterrupted run would see next (the same ones when deterministic)
         train_data = train_data.skip(done_steps)
 
-    curve, clock, tensorboard = LossCurve(), StepClock(), tensorboard_scalars()
-    callbacks: list[keras.callbacks.Callback] = [StopOnNonFiniteLoss(), SaveCheckpoint(manager)]
+    curve, tensorboard = LossCurve(), tensorboard_scalars()
+    # the step clock first: its chunk ends before the checkpoint and the evaluation are timed
+    callbacks: list[keras.callbacks.Callback] = [StepClock(clock), StopOnNonFiniteLoss(), SaveCheckpoint(manager, clock)]
     if plan.epochs > 1:
         eval_split = EvalSplit(model, manifest, examples_dir, training)
-        callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss))
-    callbacks += [curve, clock]
-    callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size))
+        callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss,
+                                         clock))
+    callbacks.append(curve)
+    callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps,
+                                      training.global_batch_size))
     if tensorboard is not None:
         callbacks.append(tensorboard)
 
+    clock.close_startup()
     if done_steps < plan.total_steps:
         model.fit(
             train_data,
@@ -208,21 +216,23 @@ def fit_synchronous(
             callbacks=callbacks,
             verbose=0,
         )
-    steps_per_second = clock.steady_steps_per_second()
-    examples_per_second = steps_per_second * training.global_batch_size if steps_per_second else 0.0
     step_rate, stall = None, None
     # after training, the run's pipeline against its batches held in memory, in alternating rounds by the host's
     # clock around the train function (input_capacity.py); not on TPU (untried there)
     if held and not runtime.is_tpu:
-        rounds = paired_step_times(model, runtime.strategy, pipeline, held, training.input_capacity_seconds,
-                                   plan.steps_per_epoch)
-        manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()  # as trained
+        with clock.phase("input_check"):
+            rounds = paired_step_times(model, runtime.strategy, pipeline, held, training.input_capacity_seconds,
+                                       plan.steps_per_epoch)
+        with clock.phase("checkpoints"):
+            manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()  # as trained
         if int(model.optimizer.iterations.numpy()) != plan.total_steps:
             raise RuntimeError(f"the model restored after the paired step timing is at step "
                                f"{int(model.optimizer.iterations.numpy())}, not the run's {plan.total_steps}")
         memory_step = rounds.memory_seconds_per_step()
         step_rate = step_examples_per_second(1, training.global_batch_size, memory_step) if memory_step else None
         stall = input_stall_fraction(rounds)
+    clock.input_wait_share(stall)  # the TensorFlow step takes its batches inside: the stall's share of steady time
+    examples_per_second = clock.steady_examples_per_second(training.global_batch_size)
     return model, plan, FitResult(
         curve=[CurvePoint(step=step, loss=loss, epoch=epoch, eval_logloss=eval_logloss)
                for step, loss, epoch, eval_logloss in curve.points],

@@ -31,6 +31,7 @@ from components.train.loop import (
     warm_start_model,
 )
 from components.train.models import RankingModel
+from components.train.run_clock import RunClock
 from components.train.step_plan import StepPlan
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint, WarmStartSummary
@@ -44,20 +45,22 @@ log = logging.getLogger(__name__)
 
 def fit_parameter_server(
     resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str, seed: int,
-    warm_start_from: str | None = None,
+    warm_start_from: str | None = None, clock: RunClock | None = None,
 ) -> tuple[RankingModel, StepPlan, FitResult]:
     """The coordinator's loop over the plan's chunks, resuming from the latest checkpoint; a fresh run with
     `warm_start_from` first sets the variables on the parameter servers from the champion's state (the chief
     reads and assigns each table shard through the embedding interface, as the synchronous path does)."""
     training = resolved.training
+    clock = clock or RunClock()
     strategy = runtime.strategy
     plan = StepPlan.for_run(manifest, training)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     cache = train_cache(manifest, training)
     options = train_input_options(training, seed, cache.cache)
     # one input pipeline (each worker reads its own, alike) alone on this host, before the workers start
-    input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
-                                           training.global_batch_size, training.input_capacity_seconds)
+    with clock.phase("input_check"):
+        input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
+                                               training.global_batch_size, training.input_capacity_seconds)
     per_worker_iterator = _per_worker_iterator(coordinator, strategy, examples_dir, manifest, options)
     model, manager, warm_start = _model_on_parameter_servers(resolved, runtime, manifest, examples_dir, model_dir,
                                                              warm_start_from)
@@ -71,23 +74,36 @@ def fit_parameter_server(
     timing = _LoopTiming(loop_started=time.perf_counter())
     progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
     progress.begin(done)
+    clock.close_startup()
     for _chunk in range(done // plan.chunk_steps, plan.chunks):
+        chunk_started = time.perf_counter()
         results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
         coordinator.join()
         done += plan.chunk_steps
         fetched = [r.fetch() for r in results]
+        # the first chunk (tracing the worker function, the workers' first batches) is start-up
+        if timing.steady_started is None:
+            clock.add("startup", time.perf_counter() - chunk_started)
+        else:
+            clock.training_steps(plan.chunk_steps, time.perf_counter() - chunk_started, 0.0)
         _set_step_count(model, done)
         mean_loss = _finite_mean_loss(fetched, done)
         curve.append(CurvePoint(step=done, loss=mean_loss, epoch=None, eval_logloss=None))  # the last: train() adds both
-        manager.save(checkpoint_number=done)
+        with clock.phase("checkpoints"):
+            manager.save(checkpoint_number=done)
         log.info("parameter-server loop: step %d, mean loss %.4f", done, mean_loss)
         progress.steps_done(done)
         progress.chunk_done(done, loss=mean_loss)
         timing.chunk_done(fetched, plan.chunk_steps)
-    examples_per_second, waited, computed, timed_steps = timing.figures(plan.chunk_steps, training.global_batch_size)
+    _, waited, computed, timed_steps = timing.figures(plan.chunk_steps, training.global_batch_size)
+    stall = stall_fraction(waited, computed)
+    clock.input_wait_share(stall)
+    examples_per_second = clock.steady_examples_per_second(training.global_batch_size)
+    if not examples_per_second:  # a one-chunk run: its only chunk, start-up included, is what there is
+        examples_per_second = timing.figures(plan.chunk_steps, training.global_batch_size)[0]
     return model, plan, FitResult(
         curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
-        input_stall_fraction=stall_fraction(waited, computed),
+        input_stall_fraction=stall,
         input_examples_per_second=input_rate,
         # per worker: each step's compute on the worker that ran it (one worker's rate when it never waits)
         step_examples_per_second=step_examples_per_second(timed_steps, training.global_batch_size, computed),

@@ -3,7 +3,9 @@ steps only) and the overhead around it are read side by side.
 
     start-up      imports, reading the manifest, building the model, the first execution of the train step
                   (tracing and compilation)
-    input wait    time the training loop waited for its next batch (the reader's queue was empty)
+    input wait    time the steady training waited for input: the JAX lane's loop blocked on an empty reader queue;
+                  on the TensorFlow lane, whose step takes its batches inside the step function, the paired-rounds
+                  input stall's share of the steady time (`input_capacity`)
     training      the train step's steady state: executions after the first, input waits taken out
     evaluation    per-epoch evaluation, the final evaluation and the calibration step's predictions
     checkpoints   writing (and restoring) checkpoints
@@ -11,8 +13,9 @@ steps only) and the overhead around it are read side by side.
     export        writing the serving model and its warm-start state
     other         whatever else the run did (the difference to its wall time: progress lines, summaries)
 
-`RunClock.phase(name)` times a block into one phase; the steady training rate is the steps trained in the training
-phase over its seconds. Both lanes read the host's clock at execution boundaries only (never inside a step: a
+`RunClock.phase(name)` times a block into one phase; the steady training rate (the headline examples/s) is the steps
+trained in steady state over the training and input-wait seconds: what the hardware and its input delivered, with
+evaluation, checkpoints and start-up apart. Both lanes read the host's clock at execution boundaries only (never inside a step: a
 device step is asynchronous and a per-step host sync would itself slow it).
 """
 
@@ -90,9 +93,18 @@ class RunClock:
         self.add("input_wait", waited)
         self.add("training", seconds - waited)
 
+    def input_wait_share(self, stall: float | None) -> None:
+        """Move `stall` (a share of the steady time, the TensorFlow lane's paired-rounds stall) from training to input
+        wait; nothing without a stall figure."""
+        if stall is None:
+            return
+        waited = self.seconds["training"] * min(1.0, max(0.0, stall))
+        self.seconds["training"] -= waited
+        self.seconds["input_wait"] += waited
+
     def steady_examples_per_second(self, global_batch_size: int) -> float:
-        """Examples/s of the training phase alone (0 when no steady step was timed)."""
-        seconds = self.seconds["training"]
+        """Examples/s of the steady training, input waits included (0 when no steady step was timed)."""
+        seconds = self.seconds["training"] + self.seconds["input_wait"]
         return self.steady_steps * global_batch_size / seconds if seconds > 0 and self.steady_steps else 0.0
 
     def split(self) -> TimeSplit:

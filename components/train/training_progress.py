@@ -40,6 +40,7 @@ class TrainingProgress(keras.callbacks.Callback):
         self.steady: tuple[float, int] | None = None  # (time, step) when the first execution ended
         self.last_line: tuple[float, int] = (clock(), 0)
         self.figures: dict[str, float | int | None] = {}  # those of the last `line`
+        self.chunk_step = 0  # the step the current chunk ('epoch' of fit) started at
 
     def say(self, text: str, **values: float | int | None) -> None:
         self.logger.info(text, extra=progress(**values))
@@ -72,9 +73,15 @@ class TrainingProgress(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.begin(self._step())
 
-    def on_train_batch_end(self, batch, logs=None):
-        if self.steady is None or self.clock() - self.last_line[0] >= self.interval_seconds:
-            self.steps_done(self._step())  # the step counter is read only when it is needed
+    def on_epoch_begin(self, epoch, logs=None):
+        self.chunk_step = self._step()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        """An execution starts at step `chunk_step + batch`: the previous one's steps are done (told without reading
+        the device's step counter, so no execution waits for the host)."""
+        step = self.chunk_step + int(batch)
+        if step > self.chunk_step and (self.steady is None or self.clock() - self.last_line[0] >= self.interval_seconds):
+            self.steps_done(step)
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}

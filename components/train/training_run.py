@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from pathlib import Path
 
 import keras
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.preprocess.vocabulary_file import transform_vocabularies
-from components.train.export import export_serving_model, servable_copy, tft_output_dir
+from components.train.export import servable_copy, write_serving_model
 from components.train.loop import fit_synchronous
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
 from components.train.predictions import predict_split
+from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
 from components.train.strategy import (
     Runtime,
@@ -31,15 +30,13 @@ from components.train.strategy import (
     runtime_for,
     serve_parameter_server_task,
 )
-from components.train.summary import EmbeddingTableMemory, RunSummary
+from components.train.summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.table_rows_check import check_table_rows
-from components.train.warm_start import write_state as write_warm_start_state
 from configs.slices import TrainStepConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target
 
 log = logging.getLogger(__name__)
 
-SAVED_MODEL_DIR = "saved_model"
 LOCAL_CLUSTER_LOG_DIR = "cluster_logs"  # each local ps/worker server's output, under the model dir
 
 
@@ -51,8 +48,11 @@ def train(
     model_dir: str,
     model_uri: str | None = None,
     warm_start_from: str | None = None,
+    started: float | None = None,
 ) -> RunSummary:
     """Train `target_name`'s model once (seed = config.seed + run_index) and summarize the run.
+
+    `started`: when the step began (`time.perf_counter()`, before its imports), so start-up counts them.
 
     `warm_start_from`: the champion's exported model directory (`training.warm_start: champion`); a fresh run
     starts from its weights (`components.train.warm_start`), a resumed one from its own checkpoint.
@@ -65,8 +65,9 @@ def train(
     cluster = local_cluster_for(config.target(target_name), Path(model_dir) / LOCAL_CLUSTER_LOG_DIR)
     if cluster is not None:  # a cpu-ps target with no cluster around it (local backend): start one, then train
         with cluster:         # as its chief; no server outlives this call (components/train/local_cluster.py)
-            return train(config, target_name, run_index, examples_dir, model_dir, model_uri, warm_start_from)
-    started = time.perf_counter()
+            return train(config, target_name, run_index, examples_dir, model_dir, model_uri, warm_start_from,
+                         started)
+    clock = RunClock(started)
     resolved = reproducible_where_possible(resolve_target(config.model, config.training, config.target(target_name)))
     seed = config.seed + run_index
     seed_everything(seed, resolved.training.deterministic)
@@ -79,23 +80,27 @@ def train(
 
     if runtime.is_parameter_server:
         model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed,
-                                                       warm_start_from)
+                                                       warm_start_from, clock)
     else:
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
-                                                  warm_start_from)
+                                                  warm_start_from, clock)
 
     def predict(split: str, batch_size: int, holdout_fraction: float, holdout: str):
         return predict_split(model, manifest, examples_dir, split, batch_size, holdout_fraction, holdout)
 
-    calibrators, calibration_skipped = fit_calibrators(predict, manifest, resolved.training)
-    task_metrics = evaluate(predict, manifest, resolved.training, calibrators)
-    exported_uri = export_run_model(model, runtime, manifest, examples_dir, model_dir, model_uri, calibrators)
+    with clock.phase("evaluation"):
+        calibrators, calibration_skipped = fit_calibrators(predict, manifest, resolved.training)
+        task_metrics = evaluate(predict, manifest, resolved.training, calibrators)
+    with clock.phase("export"):
+        exported_uri = export_run_model(model, runtime, manifest, examples_dir, model_dir, model_uri, calibrators)
     curve = curve_with_final_eval(fit_result.curve, task_metrics, resolved.training.epochs)
     if fit_result.tensorboard is not None and curve:
         fit_result.tensorboard.write_eval(curve[-1].step, curve[-1].eval_logloss)
+    split = clock.split()
     return RunSummary(
         target=resolved.target.name,
         target_kind=resolved.target.kind,
+        backend="tensorflow",
         run_index=run_index,
         seed=seed,
         hardware=runtime.hardware_seen(),
@@ -111,8 +116,10 @@ def train(
         steps_per_execution=plan.steps_per_execution,
         dropped_steps=plan.dropped_steps,
         train_examples=manifest.splits["train"].examples,
-        wall_time_seconds=time.perf_counter() - started,
+        wall_time_seconds=split.wall,
         examples_per_second=fit_result.examples_per_second,
+        time_split=split,
+        table_placement=table_placement_seen(model, runtime),
         input_stall_fraction=fit_result.input_stall_fraction,
         input_examples_per_second=fit_result.input_examples_per_second,
         step_examples_per_second=fit_result.step_examples_per_second,
@@ -130,19 +137,31 @@ def train(
 
 
 # -- after the fit ---------------------------------------------------------------------------------
+def table_placement_seen(model, runtime: Runtime) -> TablePlacementSeen:
+    """Where the run's tables lived, read from the strategy it ran under: on a TPU, whether the TPU embedding API held
+    them (keras-rs's TensorFlow `DistributedEmbedding` under a `TPUStrategy` with the TPU embedding feature) or they
+    fell back to ordinary variables."""
+    if runtime.is_tpu:
+        feature = getattr(runtime.strategy.extended, "tpu_hardware_feature", None)
+        support = getattr(feature, "embedding_feature", None)
+        unsupported = support is None or "UNSUPPORTED" in str(support)
+        return TablePlacementSeen(
+            implementation="TPU embedding API" if not unsupported else "keras-rs DistributedEmbedding, ordinary "
+            "variables", embedding_hardware=not unsupported, detail=f"TPU embedding feature: {support}")
+    where = ("row-range shards on the parameter servers" if runtime.is_parameter_server
+             else f"stacked variables on the {runtime.device_kind}")
+    return TablePlacementSeen(implementation=f"{where}, sparse optimizer", embedding_hardware=False)
+
+
 def export_run_model(model, runtime, manifest: Manifest, examples_dir: str, model_dir: str, model_uri: str | None,
                      calibrators) -> str:
     """Export the serving model (and its warm-start state) under `model_dir`; the URI the summary records.
 
     A TPU or parameter-server run exports the same model rebuilt on this host, its tables read back through the
     embedding interface (from the TPU embedding layer; from the ps tasks, whole however TensorFlow split them)."""
-    export_dir = Path(model_dir) / SAVED_MODEL_DIR
     rebuilt = runtime.is_tpu or runtime.is_parameter_server
     servable = servable_copy(model, runtime.strategy, manifest) if rebuilt else model
-    export_serving_model(servable, manifest, examples_dir, export_dir, calibrators)
-    write_warm_start_state(servable, manifest, transform_vocabularies(tft_output_dir(examples_dir, manifest)),
-                           export_dir)
-    return str(export_dir) if model_uri is None else f"{model_uri.rstrip('/')}/{SAVED_MODEL_DIR}"
+    return write_serving_model(servable, manifest, examples_dir, model_dir, model_uri, calibrators)
 
 
 # -- set-up ---------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def test_a_keras_fit_prints_a_start_line_interim_lines_and_each_epoch_end(caplog
     data = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(4).repeat()
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse", steps_per_execution=2)
-    progress = TrainingProgress(total_steps=24, steps_per_epoch=12, global_batch_size=4, interval_seconds=5,
+    progress = TrainingProgress(total_steps=24, steps_per_epoch=12, global_batch_size=4, interval_seconds=2,
                                 clock=lambda: float(next(ticks)), logger=logging.getLogger("progress"))
     # chunks of 6 steps, 2 per epoch (as StepPlan groups them): only chunks that end an epoch print "done"
     model.fit(data, steps_per_epoch=6, epochs=4, callbacks=[progress], verbose=0)
