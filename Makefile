@@ -19,7 +19,7 @@ help: ## list the verbs
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "uv==$(UV_VERSION)"
-	$(BIN)/uv pip install --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -r requirements.lock
 	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
 	touch $@
 

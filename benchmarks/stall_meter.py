@@ -40,6 +40,7 @@ from training_setup import training_bench  # puts the repo on sys.path
 from components.train.callbacks import StepClock
 from components.train.input_capacity import input_stall_fraction
 from components.train.loop import compiled_model
+from components.train.run_clock import RunClock
 from components.train.strategy import runtime_for
 from components.train.tf_input_capacity import input_examples_per_second, memory_feed, paired_step_times, timed_calls
 
@@ -127,10 +128,10 @@ def main() -> None:
     def wall_per_step(model, data) -> float:
         """Seconds per step from the end of the first execution (a new iterator's start: tracing is long done) to
         the end of the last, by the host clock in a plain callback (`StepClock`)."""
-        step_clock = StepClock()
-        fit(model, data, [step_clock])
-        steps_per_second = step_clock.steady_steps_per_second()
-        assert steps_per_second is not None
+        run_clock = RunClock()
+        fit(model, data, [StepClock(run_clock)])
+        steps_per_second = run_clock.steady_examples_per_second(1)
+        assert steps_per_second > 0
         return 1 / steps_per_second
 
     # the in-graph meter with tf.timestamp first: op determinism (turned on below, as a default run has it)

@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT))
 from components.preprocess.manifest import Manifest  # noqa: E402
 from components.train.callbacks import StepClock  # noqa: E402
 from components.train.input import InputOptions, example_dataset, make_dataset  # noqa: E402
+from components.train.run_clock import RunClock  # noqa: E402
 from configs import load_config  # noqa: E402
 from configs.training import ResolvedTarget, resolve_target  # noqa: E402
 
@@ -72,9 +73,9 @@ def examples_per_second(model, data, steps: int, batch: int) -> float:
     cached split is read and permuted): timing the whole call would count that once-a-run cost in every reading
     and made the block reader look 3x slower than memory at 200 steps (docs/input.md, "The input stall")."""
     model.fit(data, steps_per_epoch=min(steps, 16), epochs=1, verbose=0)  # trace and warm up
-    clock = StepClock()
-    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[clock])
-    steps_per_second = clock.steady_steps_per_second()
-    if steps_per_second is None:
+    clock = RunClock()
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[StepClock(clock)])
+    rate = clock.steady_examples_per_second(batch)
+    if rate <= 0:
         raise ValueError(f"{steps} steps are too few to time after the first execution")
-    return steps_per_second * batch
+    return rate

@@ -123,6 +123,19 @@ class TrainingConfig(StrictModel):
         10_000, "steps run in one call between progress and checkpoint checks")] = Field(8, ge=1)
     checkpoints_per_epoch: Annotated[int, at_most(
         1_000, "each checkpoint writes every variable; more is a typo")] = Field(1, ge=1)
+    checkpoint_every_minutes: float | None = Field(
+        None, gt=0, le=24 * 60, description="write a chunk's checkpoint only when this many minutes have passed since "
+        "the last one (the run's last chunk is always written); None: after every chunk. A resumed run continues "
+        "from the last one written",
+    )
+    eval_every_epochs: Annotated[int, at_most(10_000, "epochs between evaluations")] = Field(
+        1, ge=1, description="evaluate on the eval split after every this many epochs (the curve's points; the final "
+        "evaluation always runs); at most `epochs`",
+    )
+    eval_sample_examples: Annotated[int | None, at_most(10**9, "eval examples read between epochs")] = Field(
+        None, ge=1, description="between epochs, evaluate on the eval split's first this many examples (a bounded "
+        "cost per epoch); the final evaluation reads the whole split. None: the whole split every time",
+    )
     deterministic: bool = Field(
         True, description="op determinism (tf.config.experimental.enable_op_determinism): the same config and seed "
         "give the same eval log-loss on the same machine, so two configs can be compared run by run; false: "
@@ -168,6 +181,14 @@ class TrainingConfig(StrictModel):
         "calibration follows the most recent base rate (the closest day to the one served next when the click "
         "rate drifts)",
     )
+
+    @model_validator(mode="after")
+    def _cadence_within_the_run(self) -> TrainingConfig:
+        if self.eval_every_epochs > self.epochs:
+            raise ValueError(f"training.eval_every_epochs: {self.eval_every_epochs} is beyond the run's {self.epochs} "
+                             f"epochs (training.epochs), so no evaluation between epochs would run; at most "
+                             f"{self.epochs}")
+        return self
 
 
 def _overrides_of(model: type[StrictModel], name: str, exclude: tuple[str, ...] = ()) -> type[StrictModel]:

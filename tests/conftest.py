@@ -26,6 +26,18 @@ def _load_fake_module():
 vertex_fake = _load_fake_module()
 
 
+JAX_LANE_TESTS = Path(__file__).parent / "jax_lane"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/jax_lane runs in a process of its own (Keras on JAX, no TensorFlow: its conftest says why), so a run that
+    does not name it leaves it out; tests/components/train/test_jax_lane_suite.py runs it."""
+    if collection_path == JAX_LANE_TESTS and not any(
+            Path(arg.split("::")[0]).resolve().is_relative_to(JAX_LANE_TESTS) for arg in config.args):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Whole-DAG test files (marked e2e) first, the rest in their order. `make test` runs two workers, one file
     per worker at a time, in this order (`--dist loadfile --no-loadscope-reorder`; xdist would otherwise put the

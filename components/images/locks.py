@@ -5,10 +5,13 @@
 | `requirements.lock` | `requirements.in` | the dev venv, the `cpu` image (also the Dataflow worker and KFP launcher image) |
 | `requirements-gpu.lock` | `requirements-gpu.in` | the `gpu` image: the cpu lock plus TensorFlow's CUDA/cuDNN wheels |
 | `requirements-tpu.lock` | `requirements-tpu.in` | the `tpu` image: `tensorflow-tpu` + `libtpu` instead of `tensorflow` |
+| `requirements-jax-tpu.lock` | `requirements-jax-tpu.in` | the `jax-tpu` image (Python 3.12): the JAX lane, `jax[tpu]`, `jax-tpu-embedding` |
+| `requirements-jax-gpu.lock` | `requirements-jax-gpu.in` | the `jax-gpu` image (Python 3.12): the JAX lane, `jax[cuda12]` |
 
 The gpu and tpu locks are resolved with the cpu lock as constraints, so every package they share
 with the tested dev environment has the same version; the tpu lock only lets the TensorFlow packages
-differ (`TPU_REPLACES`). `tensorflow-tpu` is a different distribution of the same `tensorflow` module,
+differ (`TPU_REPLACES`). The JAX locks are resolved on their own for Python 3.12 (jax 0.11 and jax-tpu-embedding need
+it; the dev venv tests the JAX lane on Python 3.11's jax 0.10), and must not pin TensorFlow. `tensorflow-tpu` is a different distribution of the same `tensorflow` module,
 so `requirements-tpu.overrides` removes the `tensorflow` requirement that tensorflow-transform,
 tfx-bsl and tf-keras declare; otherwise the CPU wheel would be installed over the TPU build.
 
@@ -34,6 +37,8 @@ COMPILE_COMMAND = "make lock"
 # Packages the TPU lock may pin differently from the cpu lock: TensorFlow's TPU build is one minor
 # release behind (`tensorflow-tpu` 2.21 is not published), and these follow TensorFlow's version.
 TPU_REPLACES = frozenset({"tensorflow", "tf-keras"})
+JAX_PYTHON_VERSION = "3.12"
+NO_TENSORFLOW = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-tpu", "tf-keras"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class Lock:
     constrained_by_cpu_lock: bool = False
     may_differ_from_cpu: frozenset[str] = frozenset()
     must_not_pin: frozenset[str] = frozenset()
+    python_version: str = PYTHON_VERSION
+    base_stage: str = "lock"  # the Dockerfile stage the image's stage starts from
 
     def read(self, root: Path = REPO) -> dict[str, str]:
         return read_pins(root / self.path)
@@ -61,6 +68,11 @@ LOCKS = (
     Lock("tpu", "requirements-tpu.in", "requirements-tpu.lock", "x86_64-manylinux_2_31",
          overrides="requirements-tpu.overrides", constrained_by_cpu_lock=True, may_differ_from_cpu=TPU_REPLACES,
          must_not_pin=frozenset({"tensorflow"})),
+    # the JAX lane's images: Python 3.12, no TensorFlow (libtpu publishes manylinux_2_31 wheels only)
+    Lock("jax-tpu", "requirements-jax-tpu.in", "requirements-jax-tpu.lock", "x86_64-manylinux_2_31",
+         must_not_pin=NO_TENSORFLOW, python_version=JAX_PYTHON_VERSION, base_stage="lock_jax"),
+    Lock("jax-gpu", "requirements-jax-gpu.in", "requirements-jax-gpu.lock", "x86_64-manylinux_2_28",
+         must_not_pin=NO_TENSORFLOW, python_version=JAX_PYTHON_VERSION, base_stage="lock_jax"),
 )
 CPU_LOCK = LOCKS[0]
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;#]+)")
@@ -81,7 +93,7 @@ def read_pins(path: Path) -> dict[str, str]:
 
 
 def _resolution_flags(lock: Lock, root: Path) -> list[str]:
-    flags = ["--python-version", PYTHON_VERSION, "--python-platform", lock.platform]
+    flags = ["--python-version", lock.python_version, "--python-platform", lock.platform]
     if lock.overrides:
         flags += ["--override", str(root / lock.overrides)]
     return flags
@@ -131,10 +143,12 @@ def compile_locks(uv: list[str], root: Path = REPO) -> None:
 
 def consistency_problems(lock: Lock, root: Path = REPO) -> list[str]:
     """Where the lock leaves the cpu lock's versions beyond what it may, or pins what it must not."""
+    own = lock.read(root)
+    problems = [f"{lock.path}: pins {name}=={own[name]}, which the {lock.target} image must not install"
+                for name in sorted(lock.must_not_pin & own.keys())]
     if not lock.constrained_by_cpu_lock:
-        return []
-    cpu, own = CPU_LOCK.read(root), lock.read(root)
-    problems = []
+        return problems
+    cpu = CPU_LOCK.read(root)
     for name, version in sorted(cpu.items()):
         if name in lock.may_differ_from_cpu:
             continue
@@ -142,8 +156,6 @@ def consistency_problems(lock: Lock, root: Path = REPO) -> list[str]:
             problems.append(f"{lock.path}: lacks {name}=={version}, which {CPU_LOCK.path} pins")
         elif own[name] != version:
             problems.append(f"{lock.path}: {name}=={own[name]} but {CPU_LOCK.path} pins {name}=={version}")
-    for name in sorted(lock.must_not_pin & own.keys()):
-        problems.append(f"{lock.path}: pins {name}=={own[name]}, which the {lock.target} image must not install")
     return problems
 
 

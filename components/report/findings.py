@@ -73,6 +73,37 @@ def input_bound(target: TargetSummary) -> str | None:
             f"host's cores with the step. What would fix it: {'; or '.join(fixes)}.")
 
 
+OVERHEAD_DOMINATES = 0.5  # a target whose training steps are less than this share of its run time gets a finding
+
+
+def time_overhead(target: TargetSummary) -> str | None:
+    """A sentence when training steps were less than half of a target's run time: where the rest went, largest
+    first, with the config key that controls each phase a user can shorten."""
+    split = target.time_split
+    if split is None or split.wall <= 0 or split.training / split.wall >= OVERHEAD_DOMINATES:
+        return None
+    knobs = {"evaluation": "training.eval_every_epochs, training.eval_sample_examples",
+             "checkpoints": "training.checkpoints_per_epoch, training.checkpoint_every_minutes",
+             "input_check": "training.input_capacity_seconds", "input_wait": "the input (see its stall)",
+             "startup": "fixed per run: imports, building the model, compiling the step",
+             "export": "fixed per run", "other": "progress lines and summaries"}
+    phases = sorted(((getattr(split, phase), phase) for phase in knobs), reverse=True)
+    parts = [f"{phase.replace('_', ' ')} {seconds / split.wall:.0%} ({knobs[phase]})"
+             for seconds, phase in phases[:3] if seconds / split.wall >= 0.05]
+    return (f"{target.name}: training steps were {split.training / split.wall:.0%} of each run's "
+            f"{split.wall:.0f} s; the rest: {'; '.join(parts)}. examples/s counts the training steps alone.")
+
+
+def tables_off_the_hardware(target: TargetSummary) -> str | None:
+    """A sentence when a TPU target's tables were not on the TPU's embedding hardware (read from the runtime)."""
+    if target.kind != "tpu" or target.tables_on_embedding_hardware is not False:
+        return None
+    return (f"{target.name}: its embedding tables were not on the TPU's embedding hardware "
+            f"({'; '.join(target.table_placement)}): they were ordinary variables in the TensorCores' memory. TPU "
+            "v5e has no SparseCore; TPU v5p, v6e and TPU7x have, reached through the JAX lane (backend: jax, "
+            "docs/backends.md).")
+
+
 def synchronous_vs_asynchronous(summary: BenchmarkSummary, target: TargetSummary) -> str | None:
     """For a parameter-server target compared with a synchronous baseline: in words, whether their log-loss
     differs significantly, which trains faster, and what each costs per run and per million examples."""
@@ -152,11 +183,13 @@ def findings(summary: BenchmarkSummary) -> list[str]:
         lines.append(f"The best run exported no model; promotion uses the best exported run, {e.target} run "
                      f"{e.run_index + 1} (log-loss {e.logloss:.5f}).")
     lines += [sentence for target in targets if (sentence := input_bound(target))]
+    lines += [sentence for target in targets if (sentence := tables_off_the_hardware(target))]
+    lines += [sentence for target in targets if (sentence := time_overhead(target))]
     lines += skipped_target_lines(summary)
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""
         lines.append(
-            f"{target.name}: {target.runs} run(s) on {', '.join(target.hardware_seen)}; "
+            f"{target.name} ({target.backend}): {target.runs} run(s) on {', '.join(target.hardware_seen)}; "
             f"log-loss {target.logloss_mean:.5f}{std}."
         )
     return lines

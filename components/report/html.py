@@ -18,6 +18,7 @@ from components.report.table import (
     per_target_table,
     skipped_targets_table,
     statistics_table,
+    time_split_table,
 )
 from components.tables import Table, html_table
 
@@ -100,6 +101,7 @@ SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], s
     "findings": _findings,
     "targets": lambda summary, figures: _table(per_target_table(summary)),
     "skipped_targets": _skipped,
+    "time_split": _optional(time_split_table),
     "figures": _figures,
     "statistics": _statistics,
     "eval_curve": _optional(eval_curve_table),

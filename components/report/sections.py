@@ -21,6 +21,10 @@ REPORT_SECTIONS: tuple[ReportSection, ...] = (
     ReportSection("targets", "Targets"),
     ReportSection("skipped_targets", "Skipped targets",
                   "Configured targets this DAG did not train on this backend or machine."),
+    ReportSection("time_split", "Where the time went",
+                  "Mean seconds per run in each phase, and its share of the run. examples/s counts the steady "
+                  "training steps alone (input waits included; start-up, evaluation, checkpoints and export apart), as "
+                  "published accelerator throughputs do. Tables: where the runtime says the embedding tables lived."),
     ReportSection("figures", "Figures"),
     ReportSection("statistics", "Log-loss statistics per task",
                   "Standard deviation over repeated identical runs (different seeds); 95% CI of the mean from "

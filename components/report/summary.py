@@ -15,6 +15,7 @@ from components.contract import Contract
 from components.evaluate.run_statistics import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
+from components.train.run_clock import TimeSplit
 from components.train.summary import RunSummary
 from configs.loader import format_validation_error
 from configs.report import SkippedTarget
@@ -38,6 +39,7 @@ class TaskStats(Contract):
 class TargetSummary(Contract):
     name: str
     kind: str
+    backend: str = Field("tensorflow", description="the training lane of the runs (targets[].backend)")
     global_batch_size: int
     learning_rate: float = Field(description="effective (batch-scaled) peak learning rate of the runs")
     learning_rate_note: str = Field("", description="how it was scaled, e.g. '0.001 × sqrt(1024/512)'")
@@ -72,6 +74,11 @@ class TargetSummary(Contract):
     )
     input_format: str | None = Field(None, description="the records the runs read: blocks or tf.Example")
     input_cache_mib: float = Field(0.0, description="memory of the cached train blocks (0: not cached)")
+    time_split: TimeSplit | None = Field(None, description="mean seconds per phase over the runs that recorded one")
+    table_placement: list[str] = Field(default_factory=list, description="where the runs' tables lived (from the "
+                                       "runtime), each distinct placement once")
+    tables_on_embedding_hardware: bool | None = Field(
+        None, description="whether every run's tables were on the accelerator's embedding hardware (None: unknown)")
 
 
 class TaskFloor(Contract):
@@ -83,6 +90,7 @@ class TaskFloor(Contract):
 
 class RunRow(Contract):
     target: str
+    backend: str = "tensorflow"
     run_index: int
     seed: int
     hardware: str
@@ -106,6 +114,8 @@ class RunRow(Contract):
     dropped_steps: int = 0
     eval_curve: list[tuple[int, float]] = Field(default_factory=list, description="(epoch, eval log-loss)")
     model_uri: str | None
+    time_split: TimeSplit | None = None
+    table_placement: str | None = None
 
 
 class BestRun(Contract):
@@ -282,6 +292,23 @@ def calibration_step_stats(runs: list[RunSummary], task: str) -> dict:
             for i in range(len(curves[0]))
         ]
     return stats
+def mean_time_split(runs: list[RunSummary]) -> TimeSplit | None:
+    """Each phase's seconds averaged over the runs that recorded a split."""
+    splits = [r.time_split for r in runs if r.time_split is not None]
+    if not splits:
+        return None
+    fields = [name for name in TimeSplit.model_fields if name != "steady_steps"]
+    mean = {name: sum(getattr(split, name) for split in splits) / len(splits) for name in fields}
+    return TimeSplit(**mean, steady_steps=round(sum(split.steady_steps for split in splits) / len(splits)))
+
+
+def placement_label(run: RunSummary) -> str | None:
+    placement = run.table_placement
+    if placement is None:
+        return None
+    return placement.implementation + (f" ({placement.detail})" if placement.detail else "")
+
+
 def mean_input_stall(runs: list[RunSummary]) -> float | None:
     return _mean_measured([r.input_stall_fraction for r in runs])
 
@@ -307,9 +334,11 @@ def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary])
     throughput = describe([r.examples_per_second for r in runs])
     wall = describe([r.wall_time_seconds for r in runs])
     ci = primary.logloss
+    placements = [r.table_placement for r in runs if r.table_placement is not None]
     return TargetSummary(
         name=name,
         kind=target.kind,
+        backend=runs[0].backend,
         global_batch_size=runs[0].global_batch_size,
         learning_rate=runs[0].learning_rate,
         learning_rate_note=learning_rate_note(runs[0]),
@@ -336,6 +365,9 @@ def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary])
         step_examples_per_second_mean=_mean_measured([r.step_examples_per_second for r in runs]),
         input_format=runs[0].input_format,
         input_cache_mib=max(r.input_cache_bytes for r in runs) / 2**20,
+        time_split=mean_time_split(runs),
+        table_placement=sorted({label for r in runs if (label := placement_label(r))}),
+        tables_on_embedding_hardware=all(p.embedding_hardware for p in placements) if placements else None,
     )
 
 
@@ -350,5 +382,5 @@ def _run_row(run: RunSummary) -> RunRow:
         calibration={t: m.calibration for t, m in run.metrics.items()},
         calibration_skipped=dict(run.calibration_skipped), deterministic=run.deterministic,
         learning_rate=run.learning_rate, dropped_steps=run.dropped_steps, eval_curve=eval_curve(run),
-        model_uri=run.model_uri,
+        model_uri=run.model_uri, backend=run.backend, time_split=run.time_split, table_placement=placement_label(run),
     )

@@ -15,6 +15,7 @@ from components.report.table import (
     per_target_table,
     skipped_targets_table,
     statistics_table,
+    time_split_table,
 )
 from components.tables import Table, markdown_table
 
@@ -65,6 +66,7 @@ SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], s
     "findings": lambda summary, figures: "\n".join(f"- {line}" for line in findings(summary)),
     "targets": lambda summary, figures: markdown_table(per_target_table(summary)),
     "skipped_targets": _optional(skipped_targets_table),
+    "time_split": _optional(time_split_table),
     "figures": _figures,
     "statistics": lambda summary, figures: markdown_table(statistics_table(summary)),
     "eval_curve": _optional(eval_curve_table),

@@ -7,7 +7,7 @@ from components.tables import Table
 
 
 def per_target_table(summary: BenchmarkSummary) -> Table:
-    header = ["target", "kind", "ran on", "runs", "batch", "learning rate", "log-loss mean ± std", "95% CI", "AUC",
+    header = ["target", "kind", "lane", "ran on", "runs", "batch", "learning rate", "log-loss mean ± std", "95% CI", "AUC",
               "examples/s", "rel. speed", "input stall", "input ex/s alone", "step ex/s", "cost/run", "$/M examples", "rel. cost",
               "tables + slots MiB"]
     rows = []
@@ -15,6 +15,7 @@ def per_target_table(summary: BenchmarkSummary) -> Table:
         rows.append([
             t.name + (" (baseline)" if t.name == summary.baseline_target else ""),
             t.kind,
+            t.backend,
             ", ".join(t.hardware_seen),
             str(t.runs),
             f"{t.global_batch_size:,}",
@@ -33,6 +34,28 @@ def per_target_table(summary: BenchmarkSummary) -> Table:
             f"{t.embedding_memory_mib:,.1f}" if t.embedding_memory_mib is not None else "—",
         ])
     return Table(header, rows)
+
+
+TIME_PHASES = (("startup", "start-up"), ("input_wait", "input wait"), ("training", "training steps"),
+               ("evaluation", "evaluation"), ("checkpoints", "checkpoints"), ("input_check", "input check"),
+               ("export", "export"), ("other", "other"))
+
+
+def time_split_table(summary: BenchmarkSummary) -> Table | None:
+    """Where each target's run time went (mean seconds per phase and its share of the run, `RunSummary.time_split`),
+    and where its tables lived; None when no run recorded a split."""
+    rows = []
+    for t in summary.targets.values():
+        split = t.time_split
+        if split is None:
+            continue
+        wall = split.wall or 1.0
+        rows.append([t.name, f"{split.wall:.1f}"]
+                    + [f"{getattr(split, phase):.1f} ({getattr(split, phase) / wall:.0%})" for phase, _ in TIME_PHASES]
+                    + ["; ".join(t.table_placement) or "—"])
+    if not rows:
+        return None
+    return Table(["target", "run s"] + [label + " s" for _, label in TIME_PHASES] + ["tables"], rows)
 
 
 def statistics_table(summary: BenchmarkSummary) -> Table:
@@ -70,13 +93,15 @@ def eval_curve_table(summary: BenchmarkSummary) -> Table | None:
 
 def per_run_table(summary: BenchmarkSummary) -> Table:
     tasks = list(summary.tasks)
-    header = ["target", "run", "seed", "hardware seen", "strategy", "replicas", "batch", "lr", "steps",
-              "dropped steps", "wall s", "examples/s", "input stall", "input ex/s alone", "step ex/s"] + [f"log-loss {t}" for t in tasks] + [
+    header = ["target", "lane", "run", "seed", "hardware seen", "strategy", "replicas", "batch", "lr", "steps",
+              "dropped steps", "wall s", "training s", "examples/s", "input stall", "input ex/s alone",
+              "step ex/s"] + [f"log-loss {t}" for t in tasks] + [
               f"AUC {t}" for t in tasks] + ["model"]
     rows = [
-        [r.target, str(r.run_index + 1), str(r.seed), r.hardware, r.strategy, str(r.replicas),
+        [r.target, r.backend, str(r.run_index + 1), str(r.seed), r.hardware, r.strategy, str(r.replicas),
          f"{r.global_batch_size:,}", f"{r.learning_rate:.3g}", f"{r.steps:,}", f"{r.dropped_steps:,}",
-         f"{r.wall_time_seconds:.1f}", f"{r.examples_per_second:,.0f}",
+         f"{r.wall_time_seconds:.1f}", f"{r.time_split.training:.1f}" if r.time_split else "—",
+         f"{r.examples_per_second:,.0f}",
          _share(r.input_stall_fraction), _rate(r.input_examples_per_second), _rate(r.step_examples_per_second)]
         + [f"{r.logloss[t]:.5f}" for t in tasks] + [f"{r.auc[t]:.4f}" for t in tasks]
         + ["exported" if r.model_uri else "not exported"]

@@ -16,6 +16,7 @@ from tensorflow.core.framework import summary_pb2
 
 from components.train.failures import NonFiniteLossError
 from components.train.run_clock import RunClock
+from components.train.step_plan import CheckpointCadence
 
 log = logging.getLogger(__name__)
 
@@ -45,37 +46,40 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
 
 class SaveCheckpoint(keras.callbacks.Callback):
-    """Saves model and optimizer state at the end of each chunk ('epoch' of fit), numbered by step (timed as the
-    run's checkpoints)."""
+    """Saves model and optimizer state at the end of a chunk ('epoch' of fit) when the cadence says so, numbered by
+    step (timed as the run's checkpoints)."""
 
-    def __init__(self, manager: tf.train.CheckpointManager, clock: RunClock):
+    def __init__(self, manager: tf.train.CheckpointManager, clock: RunClock, cadence: CheckpointCadence,
+                 last_chunk: int):
         super().__init__()
-        self.manager, self.clock = manager, clock
+        self.manager, self.clock, self.cadence, self.last_chunk = manager, clock, cadence, last_chunk
 
     def on_epoch_end(self, epoch, logs=None):
-        with self.clock.phase("checkpoints"):
-            self.manager.save(checkpoint_number=int(self.model.optimizer.iterations.numpy()))
+        if self.cadence.due(epoch == self.last_chunk):
+            with self.clock.phase("checkpoints"):
+                self.manager.save(checkpoint_number=int(self.model.optimizer.iterations.numpy()))
 
 
 class EpochEvaluation(keras.callbacks.Callback):
-    """After each chunk that ends a training epoch (`ends_epoch(chunk)`), except the run's last (the final
-    evaluation measures that one), puts the eval log-loss into the chunk's logs as `eval_logloss` and its
-    1-based epoch number as `epoch`, so over- and underfitting are visible epoch by epoch."""
+    """After each chunk that ends a training epoch (`ends_epoch(chunk)`), puts its 1-based epoch number into the
+    chunk's logs as `epoch` and, every `every_epochs` epochs but the run's last (the final evaluation measures that
+    one), the eval log-loss as `eval_logloss`, so over- and underfitting are visible epoch by epoch."""
 
     def __init__(self, ends_epoch: Callable[[int], bool], chunks_per_epoch: int, last_chunk: int,
-                 eval_logloss: Callable[[], float], clock: RunClock):
+                 eval_logloss: Callable[[], float], clock: RunClock, every_epochs: int = 1):
         super().__init__()
         self.ends_epoch = ends_epoch
         self.chunks_per_epoch = chunks_per_epoch
         self.last_chunk = last_chunk
         self.eval_logloss = eval_logloss
         self.clock = clock
+        self.every_epochs = every_epochs
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is None or not self.ends_epoch(epoch):
             return
         logs["epoch"] = (epoch + 1) // self.chunks_per_epoch
-        if epoch != self.last_chunk:
+        if epoch != self.last_chunk and logs["epoch"] % self.every_epochs == 0:
             with self.clock.phase("evaluation"):
                 logs["eval_logloss"] = float(self.eval_logloss())
 

@@ -38,7 +38,7 @@ from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
 from components.train.run_clock import RunClock
 from components.train.run_paths import TENSORBOARD_ENV, checkpoint_dir
-from components.train.step_plan import StepPlan, calibration_holdout
+from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
 from components.train.summary import CurvePoint, WarmStartSummary
 from components.train.tf_input_capacity import input_examples_per_second, paired_step_times
@@ -195,11 +195,13 @@ def fit_synchronous(
 
     curve, tensorboard = LossCurve(), tensorboard_scalars()
     # the step clock first: its chunk ends before the checkpoint and the evaluation are timed
-    callbacks: list[keras.callbacks.Callback] = [StepClock(clock), StopOnNonFiniteLoss(), SaveCheckpoint(manager, clock)]
+    callbacks: list[keras.callbacks.Callback] = [
+        StepClock(clock), StopOnNonFiniteLoss(),
+        SaveCheckpoint(manager, clock, CheckpointCadence(training.checkpoint_every_minutes), plan.chunks - 1)]
     if plan.epochs > 1:
         eval_split = EvalSplit(model, manifest, examples_dir, training)
         callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss,
-                                         clock))
+                                         clock, training.eval_every_epochs))
     callbacks.append(curve)
     callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps,
                                       training.global_batch_size))

@@ -48,16 +48,19 @@ def labels_and_probabilities(data, predict, tasks: list[str]) -> tuple[dict[str,
 
 
 class EvalSplit:
-    """The eval split's mean log-loss over tasks, with one traced prediction function reused every epoch."""
+    """The eval split's mean log-loss over tasks, with one traced prediction function reused every epoch: over the
+    split's first `training.eval_sample_examples` examples when set (a bounded cost per epoch), else all of it."""
 
     def __init__(self, model: RankingModel, manifest: Manifest, examples_dir: str, training: TrainingConfig):
+        batch = prediction_batch_size(training)
         self.data = make_dataset(
             examples_dir,
             manifest,
             "eval",
-            InputOptions(batch_size=prediction_batch_size(training), training=False, drop_remainder=False,
-                         deterministic=True, packed=True),
+            InputOptions(batch_size=batch, training=False, drop_remainder=False, deterministic=True, packed=True),
         )
+        if training.eval_sample_examples is not None:
+            self.data = self.data.take(-(-training.eval_sample_examples // batch))
         self.tasks = list(manifest.tasks)
         self.predict = tf.function(lambda features: model(features, training=False))
 

@@ -3,6 +3,9 @@ chunk a whole number of executions (`steps_per_execution` steps per call of the 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from components.preprocess.manifest import Manifest
 from configs.training import TrainingConfig
 
@@ -75,3 +78,20 @@ def calibration_holdout(training: TrainingConfig) -> float:
     if training.calibration == "none":
         return 0.0
     return training.calibration_holdout_fraction
+
+
+class CheckpointCadence:
+    """Whether a chunk's end writes a checkpoint: every chunk, or (`training.checkpoint_every_minutes`) the first
+    chunk end at least that many minutes after the last checkpoint; the run's last chunk always. Both lanes ask it."""
+
+    def __init__(self, every_minutes: float | None, clock: Callable[[], float] = time.monotonic):
+        self.every_seconds = None if every_minutes is None else every_minutes * 60.0
+        self.clock = clock
+        self.last = clock()
+
+    def due(self, last_chunk: bool) -> bool:
+        now = self.clock()
+        if last_chunk or self.every_seconds is None or now - self.last >= self.every_seconds:
+            self.last = now
+            return True
+        return False

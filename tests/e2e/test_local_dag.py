@@ -19,13 +19,13 @@ TINY = [
 @pytest.fixture(scope="module")
 def three_target_run(tmp_path_factory):
     """3 targets × 2 runs, two tasks: DCN-v2 at batch 256 synchronously and on its own parameter-server cluster
-    (cpu-ps: 1 worker, 1 ps; tests/components/train covers 2 workers and 2 ps), and PLE at batch 512 (5 epochs),
-    fanned out and in; a TPU target is skipped."""
+    (cpu-ps: 1 worker, 1 ps; tests/components/train covers 2 workers and 2 ps), and PLE at batch 512 (5 epochs) on
+    the JAX lane (its export step writes the serving model), fanned out and in; a TPU target is skipped."""
     runs_dir = tmp_path_factory.mktemp("runs")
     overrides = TINY + [
         "runs_per_target=2",
         "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
-        "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
+        "{name: cpu-ple, kind: cpu, backend: jax, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
         "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38, "
         "local_cluster: {workers: 1, parameter_servers: 1}}, "
         "{name: tpu-v5e, kind: tpu, price_per_hour: 1.2}]",  # PLE: 16 steps an epoch at batch 512 on this tiny log
@@ -70,6 +70,14 @@ def test_summary_has_every_run_between_the_floors(three_target_run):
         assert target["examples_per_second_mean"] > 0
         assert target["hardware_seen"] and all("CPU" in h for h in target["hardware_seen"])
     assert summary["targets"]["cpu-ple"]["global_batch_size"] == 512
+    assert {name: t["backend"] for name, t in summary["targets"].items()} == {
+        "cpu": "tensorflow", "cpu-ple": "jax", "cpu-ps": "tensorflow"}
+    for run in summary["runs"]:  # every run's time accounted for, and a served model from either lane
+        split = run["time_split"]
+        phases = sum(value for name, value in split.items() if name != "steady_steps")
+        assert phases == pytest.approx(run["wall_time_seconds"], rel=1e-6) and split["training"] > 0, run
+        assert run["model_uri"] and run["table_placement"], run
+    assert {r["strategy"] for r in summary["runs"] if r["target"] == "cpu-ple"} == {"jax.jit on one device"}
     assert len(summary["runs"]) == 6
     assert {r["strategy"] for r in summary["runs"] if r["target"] == "cpu-ps"} == {"ParameterServerStrategy"}
     for run in summary["runs"]:  # every run measured its input stall: a share of step time
@@ -91,6 +99,7 @@ def test_summary_has_every_run_between_the_floors(three_target_run):
     assert "cpu-ple" in html and "data:image/png;base64," in html and "conversion" in html
     markdown = (runs_dir / "tiny" / "report.md").read_text()
     assert "cpu-ple" in markdown and "Skipped tpu-v5e (tpu)" in markdown
+    assert "## Where the time went" in markdown and "stacked arrays on the CPU, sparse row updates" in markdown
     assert "Synchronous cpu vs asynchronous cpu-ps (parameter servers)" in markdown
     for figure in ("logloss_per_run.png", "throughput.png", "cost.png", "training_curves.png"):  # beside report.md
         assert f"]({figure})" in markdown and (runs_dir / "tiny" / figure).read_bytes().startswith(b"\x89PNG")

@@ -1,5 +1,5 @@
 """`adrank retrain --days 3` as a user runs it: three tiny days, each reading its own lookback window, warm-started
-from the champion, promoted into the replay's registry, and a day-series report."""
+from the champion, promoted into the replay's registry, and a day-series report; trained on the JAX lane."""
 
 import datetime as dt
 import json
@@ -14,7 +14,9 @@ TINY_DAYS = [
     "logs.synthetic.advertisers=10", "logs.lookback_days=2", "preprocess.direct_running_mode=in_memory",
     "preprocess.direct_num_workers=1", "preprocess.output_shards=1", "training.epochs=1",
     "training.global_batch_size=256", "runs_per_target=1", "training.warm_start=champion",
-    "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}]",
+    # the JAX lane: its export step writes the champion's serving model and warm-start state, which promotion serves
+    # and the next day's JAX run starts from
+    "targets=[{name: cpu-jax, kind: cpu, backend: jax, price_per_hour: 0.38}]", "retraining.target=cpu-jax",
 ]
 
 

@@ -45,7 +45,7 @@ def test_each_target_installs_exactly_its_lock_then_the_package():
     assert set(LOCK_BY_TARGET) <= set(stages)
     for target, lock in LOCK_BY_TARGET.items():
         text = stages[target]
-        assert text.startswith("FROM lock AS")
+        assert text.startswith(f"FROM {lock.base_stage} AS")
         installs = re.findall(r"(?:uv )?pip install ([^&\n]*)", text)
         # the lock exactly, resolving nothing (the tpu lock only resolves with its overrides),
         # then the package without its dependencies
@@ -57,6 +57,8 @@ def test_each_target_installs_exactly_its_lock_then_the_package():
         for package_dir in ("configs", "components", "pipelines", "ops"):
             assert f"COPY {package_dir} ./{package_dir}" in text
     assert "COPY requirements.lock ./" in stages["lock"]
+    assert "${JAX_PYTHON_VERSION}" in stages["lock_jax"] and "KERAS_BACKEND=jax" in stages["lock_jax"]
+    assert _arg_defaults()["JAX_PYTHON_VERSION"] == locks.JAX_PYTHON_VERSION
 
 
 def test_the_cpu_image_boots_as_a_dataflow_worker_with_the_locked_beam():
@@ -117,6 +119,17 @@ def test_gpu_and_tpu_locks_keep_the_dev_environment_except_tensorflow():
     tpu_minor = tuple(int(part) for part in tpu["tensorflow-tpu"].split(".")[:2])
     assert cpu_minor[0] == tpu_minor[0] and 0 <= cpu_minor[1] - tpu_minor[1] <= 1
     assert tpu["tf-keras"].split(".")[:2] == tpu["tensorflow-tpu"].split(".")[:2]
+
+
+def test_the_jax_locks_hold_the_jax_lane_and_no_tensorflow():
+    jax_tpu, jax_gpu = (LOCK_BY_TARGET[t].read() for t in ("jax-tpu", "jax-gpu"))
+    for pins in (jax_tpu, jax_gpu):
+        assert not locks.NO_TENSORFLOW & pins.keys()
+        assert {"jax", "jaxlib", "keras", "keras-rs", "kfp", "pydantic", "pyfarmhash"} <= pins.keys()
+        assert pins["keras"] == LOCK_BY_TARGET["cpu"].read()["keras"]  # the model classes see the same Keras
+    assert "libtpu" in jax_tpu and "jax-tpu-embedding" in jax_tpu
+    assert any(name.startswith("jax-cuda12") for name in jax_gpu)
+    assert "/lib/libtpu.so" in _stages()["jax-tpu"] and "/lib/libtpu.so" in _stages()["tpu"]
 
 
 def test_a_drifted_pin_is_reported(tmp_path):

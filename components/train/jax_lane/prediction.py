@@ -31,15 +31,20 @@ class SplitPredictor:
         self._predict = jax.jit(predict)
         self.state: TrainState | None = None
 
-    def predict_split(self, split: str, batch_size: int, holdout_fraction: float = 0.0,
-                      holdout: str = "only") -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """(labels, probabilities) per task over `split` (its held-out slice, or the rest), in file order."""
+    def predict_split(self, split: str, batch_size: int, holdout_fraction: float = 0.0, holdout: str = "only",
+                      limit: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """(labels, probabilities) per task over `split` (its held-out slice, or the rest), in file order; with
+        `limit`, over its first whole batches holding at least that many examples."""
         if self.state is None:
             raise RuntimeError("the predictor has no state: set `state` to the trained state first")
         reader = BlockSplit(self.examples_dir, self.manifest, split, Holdout(holdout_fraction, holdout == "only"))
         labels: dict[str, list] = {task: [] for task in self.tasks}
         probabilities: dict[str, list] = {task: [] for task in self.tasks}
+        read = 0
         for ints, floats, rows in sequential_batches(reader, batch_size):
+            if limit is not None and read >= limit:
+                break
+            read += rows
             outputs = self._predict(self.state.trainable, self.state.non_trainable, ints, floats)
             batch_labels = self.labels.labels(ints, floats)
             for task in self.tasks:
@@ -48,7 +53,8 @@ class SplitPredictor:
         return ({task: np.concatenate(v) if v else np.zeros(0, np.float32) for task, v in labels.items()},
                 {task: np.concatenate(v) if v else np.zeros(0, np.float32) for task, v in probabilities.items()})
 
-    def eval_logloss(self, batch_size: int) -> float:
-        """The eval split's log-loss, the mean over tasks."""
-        labels, probabilities = self.predict_split("eval", batch_size)
+    def eval_logloss(self, batch_size: int, limit: int | None = None) -> float:
+        """The eval split's log-loss (over its first `limit` examples, in whole batches, when given), the mean over
+        tasks."""
+        labels, probabilities = self.predict_split("eval", batch_size, limit=limit)
         return float(np.mean([ranking_metrics.logloss(labels[t], probabilities[t]) for t in self.tasks]))

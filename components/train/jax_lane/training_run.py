@@ -57,14 +57,14 @@ from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, label_co
 from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
-from components.train.step_plan import StepPlan, calibration_holdout
+from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.table_rows_check import check_table_rows
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR, dense_variables, trained_weights
 from components.train.training_progress import TrainingProgress
 from components.train.warm_start import WarmStartUnavailable, apply_state
 from configs.slices import TrainStepConfig
-from configs.training import resolve_target
+from configs.training import TrainingConfig, resolve_target
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
 
     model = build_model(resolved.model, manifest, training.global_batch_size, lane_tables(runtime),
                         table_config_optimizer(training))
-    model(zero_batch(train_split, training.global_batch_size))
+    model(symbolic_batch(train_split, training.global_batch_size))
     trainer = TrainStep(model, make_optimizer(training, scaled_learning_rate(training)), training,
                         LabelColumns(label_columns(manifest.block_layout, manifest.tasks)),
                         LinearWarmup(embedding_learning_rate(training), training.warmup_steps))
@@ -134,12 +134,11 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
         held = [to_device(execution) for execution in held]
 
     predictor = SplitPredictor(model, manifest, examples_dir, trainer.labels)
-    batch = prediction_batch_size(training)
     progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
     curve: list[CurvePoint] = []
     if done_steps < plan.total_steps:
-        state = fit(trainer, state, Prefetcher(rows_from(done_steps).executions(), to_device), plan, done_steps,
-                    clock, checkpoints, predictor, batch, progress, curve)
+        state = fit(trainer, state, Prefetcher(rows_from(done_steps).executions(), to_device), plan, training,
+                    done_steps, clock, checkpoints, predictor, progress, curve)
 
     stall = step_rate = None
     if held:
@@ -179,12 +178,15 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
 
 
 # -- the fit ----------------------------------------------------------------------------------------------------
-def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan, done_steps: int, clock: RunClock,
-        checkpoints: StateCheckpoints, predictor: SplitPredictor, batch: int, progress: TrainingProgress,
-        curve: list[CurvePoint]) -> TrainState:
+def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan, training: TrainingConfig,
+        done_steps: int, clock: RunClock, checkpoints: StateCheckpoints, predictor: SplitPredictor,
+        progress: TrainingProgress, curve: list[CurvePoint]) -> TrainState:
     """Train the plan's chunks from `done_steps` on; the host reads the device at chunk ends only (loss, non-finite
-    marker), and the clock times each chunk's executions apart from the first (tracing and compilation: start-up)."""
+    marker), and the clock times each chunk's executions apart from the first (tracing and compilation: start-up).
+    Checkpoints and evaluations between epochs follow the config's cadences (`training.checkpoint_every_minutes`,
+    `eval_every_epochs`, `eval_sample_examples`)."""
     executions = plan.chunk_steps // plan.steps_per_execution
+    cadence, batch = CheckpointCadence(training.checkpoint_every_minutes), prediction_batch_size(training)
     step, first = done_steps, True
     clock.close_startup()
     progress.begin(step)
@@ -211,15 +213,17 @@ def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan,
                 raise NonFiniteLossError(f"training loss or gradient norm is not finite at step {nonfinite} "
                                          "(non-finite loss); lower the learning rate, enable gradient_clip_norm, or "
                                          "check the input features")
-            with clock.phase("checkpoints"):
-                checkpoints.save(state, step)
+            if cadence.due(chunk == plan.chunks - 1):
+                with clock.phase("checkpoints"):
+                    checkpoints.save(state, step)
             epoch = eval_logloss = None
             if plan.ends_epoch(chunk):
                 epoch = (chunk + 1) // plan.chunks_per_epoch
-                if chunk != plan.chunks - 1:  # the final evaluation measures the last one
+                # the final evaluation measures the last one
+                if chunk != plan.chunks - 1 and epoch % training.eval_every_epochs == 0:
                     with clock.phase("evaluation"):
                         predictor.state = state
-                        eval_logloss = predictor.eval_logloss(batch)
+                        eval_logloss = predictor.eval_logloss(batch, training.eval_sample_examples)
             curve.append(CurvePoint(step=step, loss=loss if loss is not None else float("nan"), epoch=epoch,
                                     eval_logloss=eval_logloss))
             progress.chunk_done(step, loss, eval_logloss)
@@ -288,10 +292,11 @@ def lane_tables(runtime: JaxRuntime):
     return lambda configs: SparseRowTables(configs, name="embedding")
 
 
-def zero_batch(split: BlockSplit, batch: int) -> dict:
-    """A packed batch of zeros in the blocks' shapes: enough to build the model."""
-    return {PACKED_INT64: np.zeros((batch, split.ints_width), np.int32),
-            PACKED_FLOAT32: np.zeros((batch, split.floats_width), np.float32)}
+def symbolic_batch(split: BlockSplit, batch: int) -> dict:
+    """A packed batch of symbolic tensors in the blocks' shapes: calling the model on it builds every weight without
+    running (and compiling) its ops one by one."""
+    return {PACKED_INT64: keras.KerasTensor((batch, split.ints_width), "int32"),
+            PACKED_FLOAT32: keras.KerasTensor((batch, split.floats_width), "float32")}
 
 
 def replicated(state: TrainState, runtime: JaxRuntime) -> TrainState:
