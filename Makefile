@@ -49,6 +49,9 @@ compile: install ## compile the Vertex pipeline spec (CONFIG=configs/vertex.yaml
 bench: install ## print the benchmark figures
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
+device-kit: install ## gather what the lent GPU machine lacks for the device check into build/device (docs/backends.md)
+	$(BIN)/python benchmarks/device_check.py kit --out build/device
+
 lock: ## re-resolve every lock: requirements.lock, requirements-gpu.lock, requirements-tpu.lock
 	$(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"
 	$(PYTHON) components/images/locks.py compile --uv "$(PYTHON) -m uv"
@@ -62,4 +65,4 @@ images: ## build and push the cpu/gpu/tpu container images with Cloud Build (CON
 clean: ## remove build outputs and local runs (keeps .venv)
 	rm -rf build runs .pytest_cache
 
-.PHONY: help install run retrain typecheck lint test test-long compile bench lock locks-check images clean
+.PHONY: help install run retrain typecheck lint test test-long compile bench device-kit lock locks-check images clean
