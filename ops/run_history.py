@@ -9,6 +9,7 @@ from pathlib import Path
 
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.summary import BenchmarkSummary
+from components.report.table import time_split_table
 from components.tables import Table, text_table
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 
@@ -149,6 +150,10 @@ def format_run(run_dir: Path) -> str:
             ])
         lines.append(text_table(Table(
             ["target", "ran on", "runs", "log-loss mean", "std", "AUC", "examples/s", "$/M examples"], rows)))
+        split = time_split_table(summary)
+        if split is not None:  # where each target's run time went (the examples/s above: training steps only)
+            lines.append("\nwhere the time went (mean seconds per run):")
+            lines.append(text_table(split))
         floor = f", Bayes floor {summary.bayes_logloss:.5f}" if summary.bayes_logloss is not None else ""
         lines.append(f"\nconstant-CTR log-loss {summary.constant_ctr_logloss:.5f}{floor}")
         lines.append(f"report: {(run_dir / 'report.html').resolve()}")

@@ -22,8 +22,11 @@ def default_dict() -> dict:
 def test_embedded_default_loads():
     config = load_config()
     assert config.name == "adrank-local"
-    # synchronous vs asynchronous on this machine's CPU; a GPU target when there is one; TPU listed as skipped
-    assert [t.kind for t in config.targets] == ["cpu", "cpu-ps", "gpu", "tpu"]
+    # synchronous on both lanes vs asynchronous on this machine's CPU; a GPU target when there is one; TPU listed as
+    # skipped
+    assert [(t.kind, t.backend) for t in config.targets] == [("cpu", "tensorflow"), ("cpu", "jax"),
+                                                             ("cpu-ps", "tensorflow"), ("gpu", "tensorflow"),
+                                                             ("tpu", "tensorflow")]
     assert config.target("cpu-ps").local_cluster_shape().model_dump() == {"workers": 2, "parameter_servers": 1}
     assert any(f.kind == "categorical_list" for f in config.features)
 
@@ -75,7 +78,7 @@ def test_effective_batch_size_is_the_targets_own_else_the_training_sections():
 
 @pytest.mark.parametrize("override, message", [
     ("training.epochs", "expected dotted.key=value"),
-    ("targets.7.name=x", "must be an index below 4"),
+    ("targets.7.name=x", "must be an index below 5"),
     ("runs_per_target=0", "runs_per_target: Input should be greater than or equal to 1"),
     ("training.bogus=1", "training.bogus: unknown key"),
 ])

@@ -35,8 +35,8 @@ def test_a_table_too_big_for_a_small_machine_is_refused_naming_the_machine():
 
 @pytest.mark.parametrize("explicit", [
     ["training.max_embedding_memory_gb=8"],
-    # configs/local.yaml has four targets (cpu, cpu-ps, gpu, tpu-v5e): each target's own limit
-    [f"targets.{i}.training.max_embedding_memory_gb=8" for i in range(4)],
+    # configs/local.yaml has five targets (cpu, cpu-jax, cpu-ps, gpu, tpu-v5e): each target's own limit
+    [f"targets.{i}.training.max_embedding_memory_gb=8" for i in range(5)],
 ])
 def test_a_limit_the_config_sets_is_kept(explicit):
     check_local_embedding_memory(load_config(overrides=[*BIG_TABLE, *explicit]), memory_gib=4.0)

@@ -158,3 +158,19 @@ def test_a_learned_hash_table_counts_its_rows_in_the_memory_estimate():
     estimate = estimate_embedding_memory(config.features, config.model, config.training)
     (table,) = [t for t in estimate.tables if t.feature == config.features[0].name]
     assert table.rows == 12345 and table.size_field == "features.0.hash_buckets"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["targets.2.backend=jax"], r"targets\.2: backend: jax has no parameter servers"),  # cpu-ps
+    (["targets.0.kind=tpu", "targets.0.vertex={machine: {machine_type: ct6e-standard-4t, tpu_topology: 2x2}}"],
+     r"targets\.0: vertex\.machine\.machine_type ct6e-standard-4t is TPU v6e .* JAX and PyTorch only.*backend: jax"),
+    (["training.eval_every_epochs=5"], r"training\.eval_every_epochs: 5 is beyond the run's 3 epochs"),
+    (["training.eval_every_epochs=0"], r"training\.eval_every_epochs: Input should be greater than or equal to 1"),
+    (["training.checkpoint_every_minutes=0"], r"training\.checkpoint_every_minutes: Input should be greater than 0"),
+    (["training.eval_sample_examples=0"], r"training\.eval_sample_examples: Input should be greater than or equal"),
+])
+def test_a_lane_or_cadence_that_cannot_run_fails_at_load_naming_the_field(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(overrides=overrides)
+    if overrides == ["targets.2.backend=jax"]:  # the same target on the JAX lane as a synchronous CPU target loads
+        assert load_config(overrides=["targets.2.backend=jax", "targets.2.kind=cpu", "targets.2.local_cluster=null"])

@@ -34,14 +34,15 @@ def test_local_compile_fans_out_over_every_run_and_in_with_collected(tmp_path):
         "generate logs", "preprocess", "report", "training runs"]
     # one loop over every (target, run), its items a pipeline input whose default the config gives
     items = spec["root"]["inputDefinitions"]["parameters"][TRAINING_RUNS]["defaultValue"]
-    assert items == training_run_items([(t, i) for t in ("cpu", "cpu-ps") for i in range(4)])
+    assert items == training_run_items([(t, i) for t in ("cpu", "cpu-jax", "cpu-ps") for i in range(4)])
     assert [item["display_name"] for item in items[:2]] == ["cpu · run 1", "cpu · run 2"]
     (loop_key, loop), = tasks_named(spec, "training runs")
     assert loop["parameterIterator"]["items"] == {"inputParameter": f"pipelinechannel--{TRAINING_RUNS}"}
     # a branch per target, chosen by the item's target; each trains that target with the item's run index
     branches = training_branches(spec)
     assert {target: condition for target, (condition, _) in branches.items()} == {
-        "cpu": f"{TARGET_FIELD} == 'cpu'", "cpu-ps": f"!({TARGET_FIELD} == 'cpu')"}
+        "cpu": f"{TARGET_FIELD} == 'cpu'", "cpu-jax": f"!({TARGET_FIELD} == 'cpu') && {TARGET_FIELD} == 'cpu-jax'",
+        "cpu-ps": f"!({TARGET_FIELD} == 'cpu') && !({TARGET_FIELD} == 'cpu-jax')"}
     for _, train in branches.values():
         assert train["inputs"]["parameters"]["run_index"]["parameterExpressionSelector"] == \
             'parseJson(string_value)["run_index"]'
@@ -50,8 +51,13 @@ def test_local_compile_fans_out_over_every_run_and_in_with_collected(tmp_path):
     oneof = record["inputs"]["artifacts"]["summary"]["taskOutputArtifact"]
     branch_group = spec["components"][f"comp-{oneof['producerTask']}"]["dag"]
     selectors = branch_group["outputs"]["artifacts"][oneof["outputArtifactKey"]]["artifactSelectors"]
-    assert len(selectors) == 2 and {s["outputArtifactKey"] for s in selectors} == {
-        "pipelinechannel--train-step-summary", "pipelinechannel--train-step-2-summary"}
+    # the JAX target's branch hands on its export step's summary (the serving model written by TensorFlow)
+    assert len(selectors) == 3 and {s["outputArtifactKey"] for s in selectors} == {
+        "pipelinechannel--train-step-summary", "pipelinechannel--export-step-summary",
+        "pipelinechannel--train-step-3-summary"}
+    (_, export), = tasks_named(spec, "export")
+    assert export["inputs"]["artifacts"]["trained"]["taskOutputArtifact"] == {
+        "outputArtifactKey": "model", "producerTask": "train-step-2"}
     # dsl.Collected: the report takes every run's record as one list, a signature fixed whatever the config
     report = spec["root"]["dag"]["tasks"]["report-step"]
     collected = report["inputs"]["artifacts"]["runs"]["taskOutputArtifact"]
