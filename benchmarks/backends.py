@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))  # (not benchmarks/: its modules would shadow libraries' imports of the same names)
 
 from components.train.synthetic_blocks import BlockShape, write_blocks  # noqa: E402
 
@@ -77,9 +76,10 @@ def lane_job(job: dict) -> dict:
 def plain_keras_rate(examples: str, epochs: int) -> float:
     """Examples/s of the plain Keras DCN-v2 fitted on the train split (numpy arrays, the default batch): its second
     epoch (the first traces and compiles)."""
+    import importlib.util
+
     import keras
     import numpy as np
-    from plain_keras import plain_keras_dcn
 
     from components.preprocess.manifest import Manifest
     from components.train.jax_lane.block_reader import BlockSplit
@@ -94,8 +94,11 @@ def plain_keras_rate(examples: str, epochs: int) -> float:
     features |= {name: floats[:, column] for name, column in layout.float32.scalars}
     labels = {task: (floats if dtype == "float32" else ints)[:, column:column + 1].astype("float32")
               for task, (dtype, column) in label_columns(manifest.block_layout, manifest.tasks).items()}
+    spec = importlib.util.spec_from_file_location("plain_keras", Path(__file__).with_name("plain_keras.py"))
+    plain_keras = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plain_keras)
     config = load_config(None)
-    model = plain_keras_dcn(manifest, config.model.embedding_dim, config.model.cross_layers, config.model.deep_layers,
+    model = plain_keras.plain_keras_dcn(manifest, config.model.embedding_dim, config.model.cross_layers, config.model.deep_layers,
                             learning_rate=config.training.learning_rate)
     seconds: list[float] = []
 

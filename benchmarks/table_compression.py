@@ -14,7 +14,7 @@ variants are kept and reused, and so is each variant's measurement once all its 
 stopped by a time limit) prints the whole table at the end. Prints, per variant, table rows, log-loss mean ± std,
 its ratio to the full vocabulary, AUC and calibration, next to the constant-rate log-loss and the Bayes floor.
 
-    .venv/bin/python benchmarks/compression.py [--seeds 3] [--fractions 0.01,0.05,0.2] [--features user_id,ad_id]
+    .venv/bin/python benchmarks/table_compression.py [--seeds 3] [--fractions 0.01,0.05,0.2] [--features user_id,ad_id]
                                                [--impressions-per-day N] [--work DIR] [--set dotted.key=value ...]
 """
 
