@@ -5,7 +5,8 @@ picks its backend once per process, and the JAX lane runs without TensorFlow).
 
 Prints, per lane and seed, the eval log-loss and AUC, the run's headline examples/s (steady training steps) and the
 step's own rate fed from memory; each lane's mean with Welch's test of the log-loss; the table-scaling figure (each
-lane's steady examples/s with its largest table at each of `--table-rows`, as a ratio to the smallest); and a plain
+lane's steady examples/s with one table (dim 32) of each of `--table-rows` rows, as a ratio to the smallest: the
+TensorFlow lane's rows points of benchmarks/embeddings.py); and a plain
 Keras DCN-v2 (`plain_keras.py`: `Embedding` per feature, `fit`) on each backend at the same batch on the same
 examples. Without --examples it writes synthetic blocks in the default config's shape (its features and sizes;
 components/train/synthetic_blocks.py).
@@ -38,13 +39,24 @@ def default_shape(user_rows: int) -> BlockShape:
                       task="engagement")
 
 
-def lane_config(lane: str, user_rows: int, epochs: int):
-    """The default config trained by one target of `lane`, user_id hashed into `user_rows` buckets."""
+def table_shape(rows: int) -> BlockShape:
+    """One table of `rows` rows (and two numeric inputs): `benchmarks/embeddings.py`'s rows points, where the
+    TensorFlow lane's step cost was measured flat in table rows."""
+    return BlockShape(categorical={"item": rows}, numeric=["x0", "x1"], positive_rate=0.2, task="engagement")
+
+
+def lane_config(lane: str, user_rows: int, epochs: int, table_rows: int | None = None):
+    """The default config trained by one target of `lane`, user_id hashed into `user_rows` buckets; with
+    `table_rows`, the features of `table_shape` at embedding dim 32 instead."""
     from configs import load_config
 
     config = load_config(None)
     values = config.model_dump()
     values["features"][0]["hash_buckets"] = user_rows
+    if table_rows is not None:
+        values["features"] = [{"name": "item", "kind": "categorical", "encoding": "hash", "hash_buckets": table_rows},
+                              {"name": "x0", "kind": "numeric"}, {"name": "x1", "kind": "numeric"}]
+        values["model"]["embedding_dim"] = 32
     values["training"].update(epochs=epochs, input_capacity_seconds=1.0)
     values["targets"] = [{"name": "bench", "kind": "cpu", "backend": lane, "price_per_hour": 0.38}]
     values["retraining"] = {**values["retraining"], "target": "bench"}
@@ -67,7 +79,7 @@ def lane_job(job: dict) -> dict:
                                 "step_examples_per_second": run.step_examples_per_second,
                                 "hardware": run.hardware.strategy})
     for rows, directory in job["scaling"].items():
-        scaled = TrainStepConfig.of(lane_config(job["lane"], int(rows), 1), "bench")
+        scaled = TrainStepConfig.of(lane_config(job["lane"], job["user_rows"], 2, table_rows=int(rows)), "bench")
         results["scaling"][rows] = lanes.train(scaled, "bench", 0, directory, tempfile.mkdtemp()).examples_per_second
     results["plain"] = plain_keras_rate(job["examples"], job["epochs"])
     return results
@@ -133,7 +145,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--train", type=int, default=43_008, help="synthetic train examples (default make run's)")
     parser.add_argument("--table-rows", type=int, nargs="*", default=[1_000, 4_000_000],
-                        help="user_id table rows of the scaling points (synthetic blocks each)")
+                        help="rows of the one table of the scaling points (synthetic blocks each)")
     args = parser.parse_args()
     if args.lane_job:
         print(json.dumps(lane_job(json.loads(args.lane_job))))
@@ -147,7 +159,7 @@ def main() -> None:
     scaling = {}
     for rows in args.table_rows:
         scaling[str(rows)] = str(work / f"rows-{rows}")
-        write_blocks(scaling[str(rows)], default_shape(rows), 16_384, 2_048, seed=7, block_examples=512)
+        write_blocks(scaling[str(rows)], table_shape(rows), 32_768, 2_048, seed=7, block_examples=512)
     job = {"examples": examples, "seeds": args.seeds, "epochs": args.epochs, "user_rows": user_rows,
            "scaling": scaling}
     results = {lane: run_lane(lane, job) for lane in LANES}
@@ -173,7 +185,7 @@ def report(results: dict, table_rows: list[int]) -> None:
     print(f"examples/s: jax {rates['jax']:,.0f} vs tensorflow {rates['tensorflow']:,.0f} "
           f"({rates['jax'] / rates['tensorflow']:.2f}x)")
     smallest = str(min(table_rows))
-    print("\ntable scaling (steady examples/s, user_id table rows; ratio to the smallest):")
+    print("\ntable scaling (steady examples/s with one table of N rows, dim 32; ratio to the smallest):")
     for lane in LANES:
         base = results[lane]["scaling"][smallest]
         points = ", ".join(f"{int(rows):,} rows {rate:,.0f} ({rate / base:.2f}x)"

@@ -64,6 +64,9 @@ class ServingModule(tf.Module):
                  calibrators: dict[str, Calibrator] | None = None):
         super().__init__()
         self.model = model
+        # every weight the signatures read, tracked by this module itself: Keras tracks a model built by calling it
+        # once (not by `fit`) in ways TensorFlow's exporter does not follow into nested containers (PLE's experts)
+        self.weights = [v.value if isinstance(v, keras.Variable) else v for v in model.weights]
         self.calibrators = dict(calibrators or {})
         self.tasks = list(manifest.tasks)
         self.feature_names = [f.name for f in manifest.features]

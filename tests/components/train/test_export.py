@@ -30,3 +30,27 @@ def test_serving_signature_on_raw_examples_matches_the_evaluation_path(tmp_path)
     evaluated = np.concatenate(evaluated)
     assert served.shape == evaluated.shape == (len(raw_eval_rows),)
     np.testing.assert_allclose(served, evaluated, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["dcn", "ple"])
+def test_a_model_rebuilt_from_its_weights_exports_and_serves_what_it_predicts(examples_dir, tmp_path, kind):
+    """The export step's path (a JAX run's weights, a TPU run's copy): built by one call, never by `fit`, PLE's nested
+    experts included, every weight tracked by the exported module."""
+    from components.train.embedding import table_factory
+    from components.train.export import example_batch, export_serving_model, rebuilt_model
+    from components.train.models import build_model
+    from components.train.trained_weights import dense_variables
+    from configs.training import ModelConfig
+
+    manifest = Manifest.read(examples_dir)
+    trained = build_model(ModelConfig(kind=kind), manifest, 64, table_factory())
+    batch = example_batch(trained, manifest)
+    trained(batch)
+    dense = dense_variables(trained)
+    copy = rebuilt_model(type(trained).__name__, trained.get_config(), [v.path for v in dense],
+                         [np.asarray(v.value) for v in dense], trained.embedding.table_values(), manifest)
+    export_serving_model(copy, manifest, examples_dir, tmp_path / "saved_model")
+    serve = tf.saved_model.load(str(tmp_path / "saved_model")).signatures["serving_transformed"]
+    features, _ = next(iter(make_dataset(examples_dir, manifest, "eval", InputOptions(64, training=False))))
+    np.testing.assert_allclose(serve(**features)["engagement"].numpy(),
+                               np.asarray(trained(features)["engagement"]).reshape(-1), rtol=1e-5, atol=1e-6)
