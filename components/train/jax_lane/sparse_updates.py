@@ -14,8 +14,10 @@ unique id i only (lr = the scheduled rate, t = step + 1):
 with the TensorFlow lane's constants (ε 1e-7, β 0.9 / 0.999, accumulators starting at 0.1) and its clipping: the
 tables' gradients clipped by their own global norm, over the summed rows.
 
-Unique ids come from one sort of the batch's ids (`jnp.unique` with a static size, the unused slots pointing past the
-table, where reads fill 0 and writes are dropped). A busy table (rows ≤ 4 × ids: thousands of features over small
+Unique ids come from one sort of the batch's ids (a static size: the unused slots point past the table, where reads
+fill 0 and writes are dropped). Lazy Adam keeps m and v side by side in one [rows, 2 × dim] slot, so a step reads and
+writes each touched row's moments with one gather and one scatter (on a CPU each indexed op costs tens of µs whatever
+its size). A busy table (rows ≤ 4 × ids: thousands of features over small
 tables) is summed into a dense [rows, dim] gradient that is exactly 0 on rows not looked up and updated in one pass
 over the table (lazy Adam masked to the rows present), which is cheaper than sorting that many ids. Under `jax.jit`
 with the state donated, XLA writes the scattered rows in place.
@@ -54,7 +56,7 @@ def init_slots(kind: str, table_shape: tuple[int, int]) -> list[np.ndarray]:
         return [np.full((rows, dim), INITIAL_ACCUMULATOR, np.float32)]
     if kind == "rowwise_adagrad":
         return [np.full((rows, 1), INITIAL_ACCUMULATOR, np.float32)]
-    return [np.zeros((rows, dim), np.float32), np.zeros((rows, dim), np.float32)]
+    return [np.zeros((rows, 2 * dim), np.float32)]  # lazy Adam: [m ‖ v] per row
 
 
 def slot_bytes(kind: str, table_shape: tuple[int, int]) -> int:
@@ -84,8 +86,11 @@ def sum_rows(ids: Any, row_gradients: Any, rows: int) -> SummedRows:
         summed = jnp.zeros((rows, row_gradients.shape[1]), row_gradients.dtype).at[ids].add(row_gradients)
         present = jnp.zeros((rows, 1), bool).at[ids].set(True)
         return SummedRows(summed, present=present)
-    unique, inverse = jnp.unique(ids, size=count, fill_value=rows, return_inverse=True)
-    summed = jax.ops.segment_sum(row_gradients, jnp.reshape(inverse, (-1,)), num_segments=count)
+    sorted_ids, order = jax.lax.sort((ids, jax.lax.iota(ids.dtype, count)), num_keys=1, is_stable=False)
+    starts = jnp.concatenate([jnp.ones((1,), bool), sorted_ids[1:] != sorted_ids[:-1]])
+    segment = jnp.cumsum(starts) - 1  # each sorted position's unique id, in order
+    summed = jax.ops.segment_sum(row_gradients[order], segment, num_segments=count, indices_are_sorted=True)
+    unique = jnp.full((count,), rows, ids.dtype).at[segment].set(sorted_ids, mode="drop")
     return SummedRows(summed, ids=unique)
 
 
@@ -129,12 +134,13 @@ def apply(kind: str, table: Any, slots: list[Any], summed: SummedRows, learning_
         accumulator = rows_of(slots[0]) + jnp.mean(jnp.square(g), axis=1, keepdims=True)
         update = learning_rate * g / (jnp.sqrt(accumulator) + EPSILON)
         return table.at[ids].add(-update, mode="drop"), [slots[0].at[ids].set(accumulator, mode="drop")]
-    momentum, velocity = slots
-    m = BETA_1 * rows_of(momentum) + (1.0 - BETA_1) * g
-    v = BETA_2 * rows_of(velocity) + (1.0 - BETA_2) * jnp.square(g)
+    moments = rows_of(slots[0])
+    dim = g.shape[1]
+    m = BETA_1 * moments[:, :dim] + (1.0 - BETA_1) * g
+    v = BETA_2 * moments[:, dim:] + (1.0 - BETA_2) * jnp.square(g)
     update = adam_step_size(learning_rate, step) * m / (jnp.sqrt(v) + EPSILON)
-    return table.at[ids].add(-update, mode="drop"), [momentum.at[ids].set(m, mode="drop"),
-                                                      velocity.at[ids].set(v, mode="drop")]
+    return table.at[ids].add(-update, mode="drop"), [slots[0].at[ids].set(jnp.concatenate([m, v], axis=1),
+                                                                           mode="drop")]
 
 
 def _apply_dense(kind: str, table: Any, slots: list[Any], g: Any, present: Any, learning_rate: Any,
@@ -149,8 +155,9 @@ def _apply_dense(kind: str, table: Any, slots: list[Any], g: Any, present: Any, 
     if kind == "rowwise_adagrad":
         accumulator = slots[0] + jnp.mean(jnp.square(g), axis=1, keepdims=True)
         return table - learning_rate * g / (jnp.sqrt(accumulator) + EPSILON), [accumulator]
-    momentum, velocity = slots
+    dim = g.shape[1]
+    momentum, velocity = slots[0][:, :dim], slots[0][:, dim:]
     m = jnp.where(present, BETA_1 * momentum + (1.0 - BETA_1) * g, momentum)
     v = jnp.where(present, BETA_2 * velocity + (1.0 - BETA_2) * jnp.square(g), velocity)
     update = jnp.where(present, adam_step_size(learning_rate, step) * m / (jnp.sqrt(v) + EPSILON), 0.0)
-    return table - update, [m, v]
+    return table - update, [jnp.concatenate([m, v], axis=1)]
