@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -70,6 +71,7 @@ from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolve
 from ops.spec_executor.processes import ProcessTable
 from ops.spec_executor.run_record import DONE, RUN_RECORD, SpecRun, TaskRecord, left_running, mark_interrupted
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
+from ops.spec_executor.task_code import task_code_digest
 from ops.spec_executor.task_events import TaskEvents, read_task_line
 
 __all__ = ["RUN_RECORD", "JobBusy", "RunSpecOptions", "SpecRun", "TaskRecord", "run_spec"]
@@ -166,6 +168,11 @@ class _JobWalk:
     def cloud(self) -> bool:
         """A `gs://` pipeline root (a compiled Vertex spec): tasks get local paths for its URIs (storage)."""
         return self.context.pipeline_root.startswith("gs://")
+
+    @functools.cached_property
+    def task_code(self) -> str:
+        """The digest of the code every task of this job runs (`task_code`), computed once, when a key needs it."""
+        return task_code_digest(REPO_ROOT)
 
     @property
     def tmp_dir(self) -> Path:
@@ -360,8 +367,8 @@ class _JobWalk:
                 self.notify(path, record, executor_input)
                 return
             # paths under the root in their portable form: a moved or copied root keeps its keys
-            key = cache_key(self.spec.name, task, self.storage.portable(executor_input)) if self.uses_cache(task) \
-                else None
+            key = cache_key(self.spec.name, task, self.storage.portable(executor_input), self.task_code) \
+                if self.uses_cache(task) else None
             cache = ExecutionCache(self.storage.root, self.spec.name)
             hit = cache.lookup(key, self.cached_file_check()) if key else None
             if hit is not None:

@@ -1,6 +1,7 @@
 """Steps die with their run: kill -9 or SIGTERM `adrank run` during preprocess or training, and no step process
 of that run is left; a SIGTERM removes the steps' temp directory and marks run.json interrupted on disk (after a
-kill -9 nothing can: the temp directory, inside the run's directory, goes when the run is resumed)."""
+kill -9 nothing can: the temp directory, inside the run's directory, goes when the run is resumed). A code edit
+between a kill and `--resume` runs the finished steps again."""
 
 import json
 import os
@@ -15,6 +16,8 @@ import pytest
 from e2e_cli import sets
 
 from ops.local_dag import TASK_STARTED
+from ops.spec_executor.run_record import RUN_RECORD
+from tests.support.checkout import checkout_environment, copy_checkout
 
 # whole-DAG runs killed midway (make test-long); benchmarks/resume.py measures the same kill -9 of adrank run
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
@@ -27,11 +30,13 @@ TINY = [
 ]
 
 
-def start_run(tmp_path: Path, run_id: str) -> subprocess.Popen:
+def start_run(tmp_path: Path, run_id: str, environ: dict[str, str] | None = None,
+              resume: bool = False) -> subprocess.Popen:
+    which = ["--resume", run_id] if resume else ["--run-id", run_id, *sets(TINY)]
     return subprocess.Popen(
-        [sys.executable, "-m", "ops.cli", "run", "--runs-dir", str(tmp_path / "runs"), "--run-id", run_id,
-         *sets(TINY)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"TMPDIR": str(tmp_path / "tmp")},
+        [sys.executable, "-m", "ops.cli", "run", "--runs-dir", str(tmp_path / "runs"), *which], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=(os.environ if environ is None else environ) | {"TMPDIR": str(tmp_path / "tmp")},
     )
 
 
@@ -118,3 +123,59 @@ def test_sigterm_stops_the_run_and_marks_it_interrupted_on_disk(tmp_path):
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and record["failure_reason"] == "interrupted (SIGTERM)"
     assert record["failed_step"].startswith("train")
+
+
+def ended_step_of_new_attempt(run: subprocess.Popen, run_dir: Path, display_name: str, known: set[str],
+                              timeout: float = 600) -> tuple[str, str]:
+    """(job, state) once the step `display_name` has ended in an engine job of the run not in `known` (an attempt
+    started after those), the attempt still running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run.poll() is None, run.communicate()
+        for record in (run_dir / "spec-runs").glob(f"*/{RUN_RECORD}"):
+            if record.parent.name in known:
+                continue
+            try:
+                tasks = json.loads(record.read_text())["tasks"]
+            except (OSError, ValueError, KeyError):
+                continue
+            ended = [t["state"] for t in tasks if t["display_name"] == display_name and t["state"] != "running"]
+            if ended:
+                return record.parent.name, ended[0]
+        time.sleep(0.2)
+    raise AssertionError(f"step {display_name} did not end within {timeout} s")
+
+
+def stop(run: subprocess.Popen, run_dir: Path, sig: int) -> None:
+    run.send_signal(sig)
+    run.communicate(timeout=60)
+    deadline = time.monotonic() + 20
+    while step_processes_of(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def test_a_code_edit_between_a_kill_and_a_resume_runs_the_finished_step_again(tmp_path):
+    """From a copy of the checkout: `adrank run` killed -9 once its first step (generate logs) has finished; a
+    resume with the code unchanged reuses that step; after a one-line edit to a module of the copy, the next
+    resume runs it again (the engine's cache key holds a digest of the checkout's code). Each resume is stopped
+    once the step has ended: what follows is the resume tests' (test_resume.py)."""
+    (tmp_path / "tmp").mkdir()
+    checkout = copy_checkout(tmp_path / "checkout")
+    environ = checkout_environment(checkout, dict(os.environ))
+    run_dir = tmp_path / "runs" / "edited"
+    run = start_run(tmp_path, "edited", environ)
+    first, state = ended_step_of_new_attempt(run, run_dir, "generate logs", set())
+    assert state == "succeeded"
+    stop(run, run_dir, signal.SIGKILL)
+
+    unchanged = start_run(tmp_path, "edited", environ, resume=True)
+    second, state = ended_step_of_new_attempt(unchanged, run_dir, "generate logs", {first})
+    assert state == "cached"
+    stop(unchanged, run_dir, signal.SIGTERM)
+
+    module = checkout / "components" / "logs" / "synthetic.py"
+    module.write_text(module.read_text() + "# an edit between a kill and a resume\n")
+    edited = start_run(tmp_path, "edited", environ, resume=True)
+    _, state = ended_step_of_new_attempt(edited, run_dir, "generate logs", {first, second})
+    assert state == "succeeded"
+    stop(edited, run_dir, signal.SIGTERM)

@@ -49,7 +49,7 @@ CPU_PS_BRANCH = "inputs.parameter_values['pipelinechannel--training_runs-loop-it
 
 def _compile(output: Path, overrides: list[str]) -> Path:
     args = [arg for override in overrides for arg in ("--set", override)]
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output", str(output),
                  *args]) == 0
     return output
 

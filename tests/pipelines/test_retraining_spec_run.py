@@ -35,7 +35,7 @@ TINY_RETRAINING = [
 def compile_retraining(output: Path, overrides: list[str]) -> Path:
     args = [arg for override in overrides for arg in ("--set", override)]
     assert main(["compile", "--pipeline", "retraining", "--config", str(VERTEX_CONFIG), "--backend", "vertex",
-                 "--output", str(output), *args]) == 0
+                 "--allow-image-tags", "--output", str(output), *args]) == 0
     return output
 
 
