@@ -11,6 +11,7 @@ from kfp import compiler
 from components.images.digests import ImageDigests
 from configs import AdrankConfig
 from ops.image_pins import ImageTagsOnCachedSteps, pin_images, refuse_tags_on_cached_steps
+from ops.spec_executor.machines import local_device_kinds
 from pipelines.placement import Backend
 from pipelines.ranking import PipelineKind, create_pipeline
 
@@ -35,7 +36,8 @@ def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path, pipel
         for line in pinned.notes():
             echo(line)
         config = pinned.config
-    compiler.Compiler().compile(create_pipeline(config, backend, pipeline=pipeline), str(output))
+    devices = local_device_kinds() if backend == "local" else None  # nvidia-smi, not an import of TensorFlow
+    compiler.Compiler().compile(create_pipeline(config, backend, devices, pipeline=pipeline), str(output))
     if pinned is not None and not allow_image_tags:
         try:
             refuse_tags_on_cached_steps(output, pinned)

@@ -4,7 +4,8 @@ too many columns and a 1 MB id are dead letters that say why, and a misspelt col
 import json
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

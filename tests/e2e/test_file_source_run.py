@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
-from e2e_cli import adrank, sets
 
 from components.preprocess.manifest import Manifest
 from components.train.summary import RunSummary
+from tests.support.cli import adrank, sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

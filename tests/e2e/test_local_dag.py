@@ -4,7 +4,9 @@ import json
 import math
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
+from tests.support.console import NATIVE_LINE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -41,6 +43,12 @@ def test_run_prints_the_report_path_last(three_target_run):
     last = result.stdout.strip().splitlines()[-1]
     assert last == f"report: {(runs_dir / 'tiny' / 'report.html').resolve()}"
     assert "skipped target tpu-v5e (tpu): the local backend has no TPU" in result.stdout
+
+
+def test_the_console_shows_no_native_start_up_lines(three_target_run):
+    """TensorFlow's C++ start-up lines (every step imports it) stay in the steps' logs; the console has none."""
+    _, result = three_target_run
+    assert not NATIVE_LINE.search(result.stdout + result.stderr), result.stderr
 
 
 def test_run_shows_each_step_and_what_it_is_doing(three_target_run):

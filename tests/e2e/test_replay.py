@@ -5,7 +5,8 @@ import datetime as dt
 import json
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.long]  # benchmarks/daily_replay.py runs it too
 
@@ -98,7 +99,7 @@ def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_
     import sys
     import time
 
-    from test_run_interruption import step_processes_of, wait_for_step
+    from tests.support.step_processes import step_processes_of, wait_for_step
 
     runs_dir = tmp_path / "runs"
     first = subprocess.Popen([sys.executable, "-m", "ops.cli", "retrain", "--days", "2", "--runs-dir", "runs",

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_cli import adrank, sets
-from test_run_interruption import step_processes_of, wait_for_step
+
+from tests.support.cli import adrank, sets
+from tests.support.step_processes import step_processes_of, wait_for_step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.long]  # benchmarks/resume.py runs it too
 

@@ -5,7 +5,6 @@ between a kill and `--resume` runs the finished steps again."""
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -13,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_cli import sets
 
-from ops.local_dag import TASK_STARTED
 from ops.spec_executor.run_record import RUN_RECORD
 from tests.support.checkout import checkout_environment, copy_checkout
+from tests.support.cli import sets
+from tests.support.step_processes import alive_in_groups, step_processes_of, wait_for_step, wait_until_gone
 
 # whole-DAG runs killed midway (make test-long); benchmarks/resume.py measures the same kill -9 of adrank run
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
@@ -38,53 +37,6 @@ def start_run(tmp_path: Path, run_id: str, environ: dict[str, str] | None = None
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=(os.environ if environ is None else environ) | {"TMPDIR": str(tmp_path / "tmp")},
     )
-
-
-def step_processes_of(run_dir: Path) -> dict[int, int]:
-    """pid → process group of every kfp step executor whose command line names this run's directory."""
-    found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "kfp.dsl.executor_main" in command and str(run_dir) in command:
-                found[int(proc.name)] = os.getpgid(int(proc.name))
-        except OSError:
-            continue
-    return found
-
-
-def alive_in_groups(groups: set[int]) -> list[int]:
-    alive = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                stat = (proc / "stat").read_text()
-                fields = stat[stat.rindex(")") + 2:].split()
-                if int(fields[2]) in groups and fields[0] != "Z":
-                    alive.append(int(proc.name))
-            except (OSError, ValueError):
-                continue
-    return alive
-
-
-def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:
-    """Wait until `task` is executing (pipeline.log says so, `ops.local_dag.TASK_STARTED`, and its executor process
-    exists). `task`: how its path's last part starts (`train` for `for-loop-1/iteration-0/…/train-step`, a
-    training run's task inside the training-runs loop and its target's branch)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert run.poll() is None, run.communicate()
-        log = run_dir / "pipeline.log"
-        if log.exists() and re.search(rf"^{re.escape(TASK_STARTED)}(\S*/)?{re.escape(task)}",
-                                      log.read_text(errors="replace"), re.MULTILINE):
-            executors = step_processes_of(run_dir)
-            if executors:
-                time.sleep(3)  # let the step get going (Beam / TensorFlow started)
-                return step_processes_of(run_dir) or executors
-        time.sleep(0.5)
-    raise AssertionError(f"task {task} did not start within {timeout} s")
 
 
 def assert_nothing_left(run_dir: Path, groups: set[int], tmp: Path) -> None:
@@ -149,9 +101,7 @@ def ended_step_of_new_attempt(run: subprocess.Popen, run_dir: Path, display_name
 def stop(run: subprocess.Popen, run_dir: Path, sig: int) -> None:
     run.send_signal(sig)
     run.communicate(timeout=60)
-    deadline = time.monotonic() + 20
-    while step_processes_of(run_dir) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until_gone(run_dir)
 
 
 def test_a_code_edit_between_a_kill_and_a_resume_runs_the_finished_step_again(tmp_path):

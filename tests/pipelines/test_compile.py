@@ -13,7 +13,7 @@ from configs.slices import ReportStepConfig
 from ops.cli import main
 from pipelines.fan_in import TRAINING_RUNS, training_run_items
 from pipelines.ranking import create_pipeline, targets_for, train_display_name
-from tests.pipelines.compiled_spec import tasks_named, training_branches
+from tests.support.compiled_spec import tasks_named, training_branches
 
 TARGET_FIELD = "inputs.parameter_values['pipelinechannel--training_runs-loop-item-subvar-target']"
 

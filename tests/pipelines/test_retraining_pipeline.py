@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks
 from google.protobuf import json_format
 
 from configs import load_config
 from ops.cli import main
 from pipelines.ranking import create_pipeline
+from tests.support.compiled_spec import spec_tasks
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 # What differs on every run: in a cached task's inputs, any of these keeps Vertex's cache from ever matching.

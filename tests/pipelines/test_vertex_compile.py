@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks, training_branches
 
 from components.preprocess.options import compiled_beam_args
 from configs import load_config
 from ops.cli import main
+from tests.support.compiled_spec import spec_tasks, training_branches
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 IMAGES = "us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-{}:0.1.0"
