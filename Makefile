@@ -43,8 +43,8 @@ lint: install ## ruff over the whole tree (rules in pyproject.toml [tool.ruff]; 
 test: install ## run the test suite (without the tests marked long) on TEST_WORKERS processes, a test file per process at a time
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-test-long: install ## run the tests marked long: several whole-DAG runs each (daily replay, kill and resume)
-	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
+test-long: install ## run the tests marked long (whole-DAG runs: daily replay, kill and resume) on TEST_WORKERS processes
+	$(BIN)/python -m pytest -m long -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 compile: install ## compile the Vertex pipeline spec (CONFIG=configs/vertex.yaml)
 	$(BIN)/adrank compile --config $(or $(CONFIG),configs/vertex.yaml) --backend vertex --output build/ranking.yaml

@@ -26,12 +26,33 @@ def _load_fake_module():
 vertex_fake = _load_fake_module()
 
 
+# The test files that run whole DAGs, longest first (seconds of `make test` / `make test-long` on the shared 2-core
+# host, 2026-11-28, before the byte-code fix). `make test` and `make test-long` run two workers, one file per worker
+# at a time (`--dist loadfile`), in the order below (`--no-loadscope-reorder`): the longest files start first, so no
+# worker is left with a long file while the other has finished (xdist's own order puts the files with most tests
+# first). A new file that runs a whole DAG belongs in this list, by its measured time.
+LONGEST_FIRST = (
+    "tests/e2e/test_resume.py",  # 552 s (long): five runs killed and resumed
+    "tests/e2e/test_replay.py",  # 439 s (long): a 3-day replay, a 2-day replay killed and resumed
+    "tests/e2e/test_local_dag.py",  # 450 s: 3 targets x 2 runs (make test); a failed run (long, 82 s)
+    "tests/e2e/test_run_interruption.py",  # 223 s (long): runs killed in preprocess and training, a code edit
+    "tests/pipelines/test_retraining_spec_run.py",  # 174 s (long): the retraining spec twice, a failing day
+    "tests/pipelines/test_compiled_spec_run.py",  # 172 s (long) + the production spec resolved (make test)
+    "tests/components/preprocess/test_wide_and_windowed.py",  # 125 s (long): 1,000 features through preprocess
+    "tests/components/train/test_distributed.py",  # 110 s (long) + 61 s: cpu-ps clusters, mirrored CPUs
+    "tests/e2e/test_file_source_run.py",  # 101 s (long) + 31 s: the click-log example
+    "tests/e2e/test_csv_records_run.py",  # 81 s (long) + 31 s
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Whole-DAG test files (marked e2e) first, the rest in their order. `make test` runs two workers, one file
-    per worker at a time, in this order (`--dist loadfile --no-loadscope-reorder`; xdist would otherwise put the
-    files with most tests first), and the file whose fixture runs the whole DAG takes minutes: started last, it
-    would leave the other core idle while it ran."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+    """The files of `LONGEST_FIRST` first, in its order, then the rest as collected."""
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+
+    def order(item: pytest.Item) -> int:
+        return rank.get(item.nodeid.split("::", 1)[0], len(rank))
+
+    items.sort(key=order)
 
 
 @pytest.fixture
