@@ -7,15 +7,13 @@ import pytest
 
 from tests.support.cli import adrank, sets
 from tests.support.console import NATIVE_LINE
+from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS, tiny_logs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TINY = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=4000", "logs.synthetic.users=400",
-    "logs.synthetic.ads=80", "logs.synthetic.advertisers=12", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "training.epochs=3", "training.global_batch_size=256",
-    "training.input_capacity_seconds=0.25",  # measured all the same (3 paired rounds at least), in less time
-]
+# twice the tiny logs (the floors between the Bayes and the constant-CTR log-loss hold for both tasks), 3 epochs
+TINY = [*tiny_logs(4000, users=400, ads=80, advertisers=12), *IN_MEMORY_BEAM, "training.epochs=3",
+        "training.global_batch_size=256", *SHORT_MEASUREMENTS]
 
 
 @pytest.fixture(scope="module")

@@ -17,16 +17,14 @@ from ops.spec_executor.run_record import RUN_RECORD
 from tests.support.checkout import checkout_environment, copy_checkout
 from tests.support.cli import sets
 from tests.support.step_processes import alive_in_groups, step_processes_of, wait_for_step, wait_until_gone
+from tests.support.tiny_config import IN_MEMORY_BEAM, tiny_logs
 
 # whole-DAG runs killed midway (make test-long); benchmarks/resume.py measures the same kill -9 of adrank run
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
-TINY = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=3000", "logs.synthetic.users=300",
-    "logs.synthetic.ads=60", "logs.synthetic.advertisers=10", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "training.epochs=30", "training.global_batch_size=64",
-    "promotion.enabled=false",
-]
+# 30 epochs at batch 64: training lasts long enough to be killed in
+TINY = [*tiny_logs(3000, users=300, ads=60, advertisers=10), *IN_MEMORY_BEAM, "training.epochs=30",
+        "training.global_batch_size=64", "promotion.enabled=false"]
 
 
 def start_run(tmp_path: Path, run_id: str, environ: dict[str, str] | None = None,
