@@ -1,5 +1,6 @@
 """Fixtures shared across the test tree: the recording Vertex REST double on 127.0.0.1 (`fake_vertex`), used by the
-ops tests (submit, schedule, runs) and the registry tests (promotion into the Vertex Model Registry)."""
+ops tests (submit, schedule, runs) and the registry tests (promotion into the Vertex Model Registry); the session
+fixtures of tests/support/fixtures.py (`shared_runs`, `three_target_run`); the order whole-DAG files run in."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def _load_fake_module():
 
 
 vertex_fake = _load_fake_module()
+
+pytest_plugins = ["tests.support.fixtures"]  # session fixtures any test file may use: shared whole-DAG runs
 
 
 # The test files that run whole DAGs, longest first (seconds of `make test` / `make test-long` on the shared 2-core

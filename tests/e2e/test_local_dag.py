@@ -1,4 +1,5 @@
-"""The whole DAG on the local engine, as a user runs it: `adrank run`, then the review commands."""
+"""The whole DAG on the local engine, as a user runs it: `adrank run`, then the review commands. The run is
+`three_target_run` (tests/support/fixtures.py), made once per session for every file that reads it."""
 
 import json
 import math
@@ -11,29 +12,9 @@ from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS, tiny_l
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-# twice the tiny logs (the floors between the Bayes and the constant-CTR log-loss hold for both tasks), 3 epochs
+# the run `test_a_failed_run_names_the_step_and_the_reason` breaks
 TINY = [*tiny_logs(4000, users=400, ads=80, advertisers=12), *IN_MEMORY_BEAM, "training.epochs=3",
         "training.global_batch_size=256", *SHORT_MEASUREMENTS]
-
-
-@pytest.fixture(scope="module")
-def three_target_run(tmp_path_factory):
-    """3 targets × 2 runs, two tasks: DCN-v2 at batch 256 synchronously and on its own parameter-server cluster
-    (cpu-ps: 1 worker, 1 ps; tests/components/train covers 2 workers and 2 ps), and PLE at batch 512 (5 epochs),
-    fanned out and in; a TPU target is skipped."""
-    runs_dir = tmp_path_factory.mktemp("runs")
-    overrides = TINY + [
-        "runs_per_target=2",
-        "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
-        "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
-        "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38, "
-        "local_cluster: {workers: 1, parameter_servers: 1}}, "
-        "{name: tpu-v5e, kind: tpu, price_per_hour: 1.2}]",  # PLE: 16 steps an epoch at batch 512 on this tiny log
-        "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
-        "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
-    ]
-    result = adrank("run", "--runs-dir", str(runs_dir), "--run-id", "tiny", *sets(overrides), cwd=runs_dir)
-    return runs_dir, result
 
 
 def test_run_prints_the_report_path_last(three_target_run):

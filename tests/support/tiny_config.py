@@ -4,6 +4,7 @@ spec), as `--set` overrides of the config a test starts from, and the pieces it 
 a later `--set` of a key wins, so the difference reads as what that test needs.
 
     TINY = tiny synthetic logs + Beam in memory + 1 short epoch + short input measurements + one cpu run, no promotion
+    THREE_TARGETS = the whole-DAG run several files read (`three_target_run`, tests/support/fixtures.py)
 """
 
 from __future__ import annotations
@@ -24,3 +25,20 @@ def tiny_logs(impressions_per_day: int = 2000, users: int = 200, ads: int = 40, 
 
 TINY = [*tiny_logs(), *IN_MEMORY_BEAM, "training.epochs=1", "training.global_batch_size=256", *SHORT_MEASUREMENTS,
         *ONE_CPU_RUN, "promotion.enabled=false"]
+
+
+# `three_target_run` (tests/support/fixtures.py): 3 targets x 2 runs, two tasks: DCN-v2 at batch 256 synchronously and
+# on its own parameter-server cluster (cpu-ps: 1 worker, 1 ps; tests/components/train covers 2 workers and 2 ps), and
+# PLE at batch 512 (5 epochs; 16 steps an epoch on these logs), fanned out and in; a TPU target is skipped. Twice the
+# tiny logs, 3 epochs: the log-loss floors (between the Bayes and the constant-CTR log-loss) hold for both tasks.
+THREE_TARGETS = [
+    *tiny_logs(4000, users=400, ads=80, advertisers=12), *IN_MEMORY_BEAM, "training.epochs=3",
+    "training.global_batch_size=256", *SHORT_MEASUREMENTS, "runs_per_target=2",
+    "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
+    "{name: cpu-ple, kind: cpu, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
+    "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38, "
+    "local_cluster: {workers: 1, parameter_servers: 1}}, "
+    "{name: tpu-v5e, kind: tpu, price_per_hour: 1.2}]",
+    "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
+    "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
+]
