@@ -29,22 +29,23 @@ vertex_fake = _load_fake_module()
 pytest_plugins = ["tests.support.fixtures"]  # session fixtures any test file may use: shared whole-DAG runs
 
 
-# The test files that run whole DAGs, longest first (seconds of `make test` / `make test-long` on the shared 2-core
-# host, 2026-11-28, before the byte-code fix). `make test` and `make test-long` run two workers, one file per worker
-# at a time (`--dist loadfile`), in the order below (`--no-loadscope-reorder`): the longest files start first, so no
-# worker is left with a long file while the other has finished (xdist's own order puts the files with most tests
-# first). A new file that runs a whole DAG belongs in this list, by its measured time.
+# The test files that run whole DAGs (or minutes of Beam), longest first: seconds of `make test` / `make test-long`
+# from a clean clone on the shared 2-core host (2026-11-27, byte-code compiled, two workers). Both targets run two
+# workers, one file per worker at a time (`--dist loadfile`), in this order (`--no-loadscope-reorder`): the longest
+# files start first, so no worker is left alone with a long file at the end (xdist's own order puts the files with
+# most tests first). `test_local_dag.py` is the longest of `make test` (its session run, `three_target_run`), so it
+# comes before every file `make test` runs. A new file that runs a whole DAG belongs here, by its measured time.
 LONGEST_FIRST = (
-    "tests/e2e/test_resume.py",  # 552 s (long): five runs killed and resumed
-    "tests/e2e/test_replay.py",  # 439 s (long): a 3-day replay, a 2-day replay killed and resumed
-    "tests/e2e/test_local_dag.py",  # 450 s: 3 targets x 2 runs (make test); a failed run (long, 82 s)
-    "tests/e2e/test_run_interruption.py",  # 223 s (long): runs killed in preprocess and training, a code edit
-    "tests/pipelines/test_retraining_spec_run.py",  # 174 s (long): the retraining spec twice, a failing day
-    "tests/pipelines/test_compiled_spec_run.py",  # 172 s (long) + the production spec resolved (make test)
-    "tests/components/preprocess/test_wide_and_windowed.py",  # 125 s (long): 1,000 features through preprocess
-    "tests/components/train/test_distributed.py",  # 110 s (long) + 61 s: cpu-ps clusters, mirrored CPUs
-    "tests/e2e/test_file_source_run.py",  # 101 s (long) + 31 s: the click-log example
-    "tests/e2e/test_csv_records_run.py",  # 81 s (long) + 31 s
+    "tests/e2e/test_resume.py",  # long 417 s: runs killed and resumed (training, preprocess, moved, tampered)
+    "tests/e2e/test_replay.py",  # long 369 s: a 3-day replay; a 2-day replay killed and resumed
+    "tests/e2e/test_local_dag.py",  # make test 220 s: three_target_run (3 targets x 2 runs); long 39 s: a failed run
+    "tests/components/preprocess/test_wide_and_windowed.py",  # long 164 s: 1,000 features through preprocess
+    "tests/pipelines/test_retraining_spec_run.py",  # long 131 s: the retraining spec twice, a failing day
+    "tests/e2e/test_run_interruption.py",  # long 120 s: runs killed in preprocess and training, a code edit
+    "tests/pipelines/test_compiled_spec_run.py",  # long 113 s: the compiled Vertex spec; make test 14 s
+    "tests/e2e/test_csv_records_run.py",  # long 45 s, make test 12 s
+    "tests/e2e/test_file_source_run.py",  # long 34 s, make test 11 s: the click-log example
+    "tests/components/train/test_distributed.py",  # long 22 s, make test 18 s: cpu-ps clusters, mirrored CPUs
 )
 
 
