@@ -44,7 +44,7 @@ def main() -> int:
     overrides = [*OVERRIDES, f"logs.synthetic.impressions_per_day={args.impressions_per_day}", *args.overrides]
     sets = [arg for override in overrides for arg in ("--set", override)]
     if adrank(["compile", "--pipeline", "retraining", "--config", str(ROOT / "configs" / "vertex.yaml"),
-               "--backend", "vertex", "--output", str(spec), *sets]) != 0:
+               "--backend", "vertex", "--allow-image-tags", "--output", str(spec), *sets]) != 0:
         return 1
 
     runs, walls = [], []

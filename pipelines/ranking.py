@@ -79,7 +79,7 @@ def _local_skip_reason(kind: str, local_devices: set[str]) -> str | None:
     if kind == "tpu":
         return "the local backend has no TPU (its steps run on this machine); compile for Vertex to train it"
     if kind == "gpu" and "GPU" not in local_devices:
-        return "this machine has no GPU (TensorFlow sees none)"
+        return "this machine has no GPU"
     return None
 
 

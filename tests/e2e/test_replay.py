@@ -5,17 +5,16 @@ import datetime as dt
 import json
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
+from tests.support.tiny_config import IN_MEMORY_BEAM, ONE_CPU_RUN, tiny_logs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.long]  # benchmarks/daily_replay.py runs it too
 
-TINY_DAYS = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000", "logs.synthetic.users=300", "logs.synthetic.ads=60",
-    "logs.synthetic.advertisers=10", "logs.lookback_days=2", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "preprocess.output_shards=1", "training.epochs=1",
-    "training.global_batch_size=256", "runs_per_target=1", "training.warm_start=champion",
-    "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}]",
-]
+# a 2-day lookback, each day warm-started from the champion and promoted
+TINY_DAYS = [*tiny_logs(users=300, ads=60, advertisers=10), "logs.lookback_days=2", *IN_MEMORY_BEAM,
+             "preprocess.output_shards=1", "training.epochs=1", "training.global_batch_size=256", *ONE_CPU_RUN,
+             "training.warm_start=champion"]
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +97,7 @@ def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_
     import sys
     import time
 
-    from test_run_interruption import step_processes_of, wait_for_step
+    from tests.support.step_processes import step_processes_of, wait_for_step
 
     runs_dir = tmp_path / "runs"
     first = subprocess.Popen([sys.executable, "-m", "ops.cli", "retrain", "--days", "2", "--runs-dir", "runs",

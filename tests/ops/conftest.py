@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-HERE = Path(__file__).parent
-REPO = HERE.parents[1]
-VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
+from tests.support.paths import REPO, VERTEX_CONFIG
+
+__all__ = ["REPO", "VERTEX_CONFIG"]  # what the ops tests import from here (tests.ops.conftest)
 
 
 @pytest.fixture

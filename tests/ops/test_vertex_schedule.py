@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ops.cli import main
-from tests.pipelines.compiled_spec import spec_tasks
+from tests.support.compiled_spec import spec_tasks
 
 SCHEDULES = r"/schedules$"
 PAST_START = ["--set", "vertex.schedule.start_time=2026-03-01T00:00:00Z"]

@@ -10,7 +10,7 @@ from ops.cli import main
 from ops.pipeline_compiler import compile_pipeline
 from ops.vertex.jobs import job_id, job_labels, submit_pipeline
 from ops.vertex.session import session_for
-from tests.pipelines.compiled_spec import spec_tasks
+from tests.support.compiled_spec import spec_tasks
 
 JOB_ID = re.compile(r"^adrank-daily-[0-9a-f]{8}-\d{8}-\d{6}$")
 

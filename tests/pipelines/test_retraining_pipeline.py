@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks
 from google.protobuf import json_format
 
 from configs import load_config
 from ops.cli import main
 from pipelines.ranking import create_pipeline
+from tests.support.compiled_spec import spec_tasks
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 # What differs on every run: in a cached task's inputs, any of these keeps Vertex's cache from ever matching.
@@ -32,7 +32,7 @@ def compiled(tmp_path_factory) -> tuple[dict, dict, str, str]:
     for pipeline in ("retraining", "benchmark"):
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", pipeline,
+            assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", pipeline, "--allow-image-tags",
                          "--output", str(directory / f"{pipeline}.yaml")]) == 0
         outputs[pipeline] = (yaml.safe_load((directory / f"{pipeline}.yaml").read_text()), printed.getvalue())
     return outputs["retraining"][0], outputs["benchmark"][0], outputs["retraining"][1], outputs["benchmark"][1]
@@ -142,7 +142,7 @@ def test_locally_the_retraining_pipeline_has_no_exit_handler_or_retries():
 ])
 def test_bad_input_fails_at_load_naming_the_field(tmp_path, capsys, overrides, field, message):
     args = [arg for override in overrides for arg in ("--set", override)]
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", *args,
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", *args, "--allow-image-tags",
                  "--output", str(tmp_path / "spec.yaml")]) == 2
     err = capsys.readouterr().err
     assert f"{field}: " in err and message in err, err
@@ -150,7 +150,8 @@ def test_bad_input_fails_at_load_naming_the_field(tmp_path, capsys, overrides, f
 
 
 def test_the_retraining_pipeline_needs_a_production_target(tmp_path, capsys):
-    args = ["--config", str(VERTEX_CONFIG), "--set", "retraining.target=null", "--set", "runs_per_target=1"]
+    args = ["--config", str(VERTEX_CONFIG), "--set", "retraining.target=null", "--set", "runs_per_target=1",
+            "--allow-image-tags"]
     assert main(["compile", *args, "--pipeline", "retraining", "--output", str(tmp_path / "r.yaml")]) == 2
     assert "error: retraining.target: config 'adrank-daily' names no production target" in capsys.readouterr().err
     assert main(["compile", *args, "--output", str(tmp_path / "b.yaml")]) == 0  # the benchmark needs none

@@ -15,16 +15,14 @@ import pytest
 from ops.cli import main
 from ops.spec_executor.runner import RunSpecOptions, run_spec
 from ops.spec_executor.storage import CloudStorageRoot
+from tests.support.paths import VERTEX_CONFIG
+from tests.support.tiny_config import tiny_logs
 
-REPO = Path(__file__).parents[2]
-VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
 PIPELINE_ROOT = "gs://adrank-prod-pipelines/root"
 SCHEDULED = dt.datetime(2026, 3, 4, 3, 0, tzinfo=dt.timezone.utc)
 # Three days of tiny synthetic logs before the scheduled time; the production target is the cpu machine.
 TINY_RETRAINING = [
-    "logs.source=synthetic", "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000",
-    "logs.synthetic.users=300", "logs.synthetic.ads=60", "logs.synthetic.advertisers=10",
-    "logs.synthetic.start_date=2026-03-01", "features.0.hash_buckets=1000", "preprocess.output_shards=1",
+    "logs.source=synthetic", *tiny_logs(users=300, ads=60, advertisers=10), "logs.synthetic.start_date=2026-03-01", "features.0.hash_buckets=1000", "preprocess.output_shards=1",
     "model.embedding_dim=8", "model.deep_layers=[16]", "model.cross_layers=1", "training.epochs=1",
     "training.global_batch_size=256", "training.shuffle_buffer=1000",
     "targets=[{name: cpu, kind: cpu, price_per_hour: 0.76, vertex: {machine: {machine_type: n1-standard-16}}}]",
@@ -35,7 +33,7 @@ TINY_RETRAINING = [
 def compile_retraining(output: Path, overrides: list[str]) -> Path:
     args = [arg for override in overrides for arg in ("--set", override)]
     assert main(["compile", "--pipeline", "retraining", "--config", str(VERTEX_CONFIG), "--backend", "vertex",
-                 "--output", str(output), *args]) == 0
+                 "--allow-image-tags", "--output", str(output), *args]) == 0
     return output
 
 

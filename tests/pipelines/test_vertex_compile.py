@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks, training_branches
 
 from components.preprocess.options import compiled_beam_args
 from configs import load_config
 from ops.cli import main
+from tests.support.compiled_spec import spec_tasks, training_branches
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 IMAGES = "us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-{}:0.1.0"
@@ -21,7 +21,8 @@ IMAGES = "us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-{}:0.1.0"
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> tuple[dict, str]:
     output = tmp_path_factory.mktemp("vertex") / "ranking.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output",
+                 str(output)]) == 0
     text = output.read_text()
     return yaml.safe_load(text), text
 
@@ -29,7 +30,8 @@ def compiled(tmp_path_factory) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def retraining(tmp_path_factory) -> dict:
     output = tmp_path_factory.mktemp("vertex") / "retraining.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", "--allow-image-tags", "--output",
+                 str(output)]) == 0
     return yaml.safe_load(output.read_text())
 
 
@@ -161,7 +163,7 @@ def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
     spec, _ = compiled
     assert "promote-step" not in spec_tasks(spec) and "report-step" in spec_tasks(spec)
     output = tmp_path / "promoting.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--set", "runs_per_target=1",
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--allow-image-tags", "--set", "runs_per_target=1",
                  "--set", "benchmark.promote=true"]) == 0
     assert "promote-step" in spec_tasks(yaml.safe_load(output.read_text()))
 
@@ -186,8 +188,8 @@ def test_promotion_outputs_its_figures_for_the_experiment_and_never_caches(retra
 
 def test_warm_start_from_the_champion_is_a_task_before_training(tmp_path):
     output = tmp_path / "warm.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
-                 "--set", "training.warm_start=champion"]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output",
+                 str(output), "--set", "training.warm_start=champion"]) == 0
     spec = yaml.safe_load(output.read_text())
     tasks = spec_tasks(spec)
     assert tasks["champion-step"]["cachingOptions"] == {}
@@ -205,7 +207,8 @@ def test_compiled_yaml_depends_only_on_config_and_holds_no_secrets(compiled, tmp
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "some-other-project")
     monkeypatch.setenv("ADRANK_IMAGE", "elsewhere/image:latest")
     again = tmp_path / "again.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(again)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output",
+                 str(again)]) == 0
     assert again.read_text() == text
     lowered = text.lower()
     for marker in ("private_key", "begin rsa", "begin private", "client_secret", "access_token", "password"):
