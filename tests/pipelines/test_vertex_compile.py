@@ -190,9 +190,11 @@ def test_two_compiles_in_two_processes_are_byte_identical(compiled, tmp_path):
 
     _, text = compiled
     output = tmp_path / "again.yaml"
-    subprocess.run([sys.executable, "-m", "ops.cli", "compile", "--config", str(VERTEX_CONFIG), "--output",
-                    str(output)], check=True, capture_output=True, cwd=Path(__file__).parents[2],
-                   env={**os.environ, "PYTHONHASHSEED": "12345"})
+    compile_there = ("import sys; from pathlib import Path; from configs import load_config; "
+                     "from ops.pipeline_compiler import compile_pipeline; "
+                     "compile_pipeline(load_config(sys.argv[1]), 'vertex', Path(sys.argv[2]))")
+    subprocess.run([sys.executable, "-c", compile_there, str(VERTEX_CONFIG), str(output)], check=True,
+                   capture_output=True, cwd=Path(__file__).parents[2], env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert output.read_text() == text
 
 
