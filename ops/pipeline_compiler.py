@@ -1,4 +1,11 @@
-"""Compile one of the pipelines for a backend into a pipeline-spec YAML file."""
+"""Compile one of the pipelines for a backend into a pipeline-spec YAML file, byte for byte the same in every process.
+
+KFP writes the spec itself with sorted keys, but the comment header it puts above it prints each input's default
+value from the protobuf `Struct` the spec holds, whose map order changes from process to process (the training
+runs' items printed their keys in a different order in two processes, whatever PYTHONHASHSEED). The header is
+written again here from the spec as written (KFP's own `extract_comments_from_pipeline_spec` over the sorted YAML),
+so two compiles of one config in two processes are byte-identical.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,9 @@ import logging
 from pathlib import Path
 from typing import Callable
 
+import yaml
 from kfp import compiler
+from kfp.compiler.pipeline_spec_builder import extract_comments_from_pipeline_spec
 
 from components.images.digests import ImageDigests
 from configs import AdrankConfig
@@ -36,8 +45,7 @@ def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path, pipel
         for line in pinned.notes():
             echo(line)
         config = pinned.config
-    devices = local_device_kinds() if backend == "local" else None  # nvidia-smi, not an import of TensorFlow
-    compiler.Compiler().compile(create_pipeline(config, backend, devices, pipeline=pipeline), str(output))
+    compile_spec(config, backend, pipeline, output)
     if pinned is not None and not allow_image_tags:
         try:
             refuse_tags_on_cached_steps(output, pinned)
@@ -45,3 +53,21 @@ def compile_pipeline(config: AdrankConfig, backend: Backend, output: Path, pipel
             output.unlink(missing_ok=True)
             raise
     return output
+
+
+def compile_spec(config: AdrankConfig, backend: Backend, pipeline: PipelineKind, output: Path) -> None:
+    """Write the spec of `config` (images already pinned) to `output`: bytes that depend only on the arguments."""
+    devices = local_device_kinds() if backend == "local" else None  # nvidia-smi, not an import of TensorFlow
+    compiler.Compiler().compile(create_pipeline(config, backend, devices, pipeline=pipeline), str(output))
+    write_stable_header(output)
+
+
+def write_stable_header(path: Path) -> None:
+    """Rewrite the comment header above the compiled spec from the spec's sorted YAML (see the module docstring)."""
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    body_start = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    body = "".join(lines[body_start:])
+    spec = next(yaml.load_all(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # libyaml: 10x faster
+    header = extract_comments_from_pipeline_spec(spec, spec.get("pipelineInfo", {}).get("description", ""))
+    path.write_text(header + body)

@@ -33,6 +33,8 @@ from pipelines.steps import (
     promote_step,
     record_run_step,
     report_step,
+    resolve_window_step,
+    run_directory_step,
     train_step,
 )
 
@@ -135,7 +137,8 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
     `window_end` (RFC 3339, local backend only): read the `logs.lookback_days` before it, as a scheduled Vertex
     run reads the days before its scheduled time (`adrank retrain` steps it one day at a time). On Vertex the
     pipeline takes a `window_end` parameter instead ("" by default: the run's scheduled time, see
-    `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits.
+    `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits; its first step
+    rounds what decides the window down to a UTC midnight (`add_window`), so a day's runs share their inputs.
 
     On Vertex every task gets the `retry` policy and, with `vertex.notify_emails`, the whole pipeline runs inside
     an exit handler that e-mails its final status (locally neither: a local run prints its failures itself)."""
@@ -168,12 +171,16 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         join = add_experiment_join(config, backend, component)
         if join is not None:
             tasks.append(join)
+        window = add_window(run_window_end, backend, component)
         preprocess_args = {
             "preprocess_config_json": preprocess_config_json,
-            "window_end": run_window_end,
-            "scheduled_time": placement.scheduled_time_argument(backend),
+            "window_end": window.outputs["window_end"] if window is not None else run_window_end,
             "beam_args_json": beam_args_json,
         }
+        if window is None:
+            preprocess_args["scheduled_time"] = placement.scheduled_time_argument(backend)
+        else:
+            tasks.append(window)
         if config.logs.source == "synthetic":
             logs = generate_logs_op(preprocess_config_json=preprocess_config_json).set_display_name("generate logs")
             tasks.append(logs)
@@ -189,8 +196,13 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         tasks += [champion] if champion is not None else []
 
         with dsl.ParallelFor(training_runs, name="training runs") as run:
+            directory = add_run_directory(config, window, run, component)
+            if directory is not None:
+                tasks.append(directory)
+
             def train(target: TargetConfig) -> dsl.PipelineTask:
-                task = placement.training_component(train_op, target, config, backend)(
+                output_directory = directory.output if directory is not None else None
+                task = placement.training_component(train_op, target, config, backend, output_directory)(
                     train_config_json=TrainStepConfig.of(config, target.name).to_json(),
                     target=target.name,
                     run_index=run.run_index,
@@ -276,6 +288,32 @@ def add_experiment_join(config: AdrankConfig, backend: Backend, component) -> ds
     return task
 
 
+def add_window(window_end, backend: Backend, component) -> dsl.PipelineTask | None:
+    """On Vertex, the run's first step: its window end and day from its `window_end` parameter or its scheduled
+    time (components.lineage.run_day), never cached (the time it falls back to changes); None locally, where the
+    window end is compiled in (`adrank retrain` steps it a day at a time)."""
+    if backend != "vertex":
+        return None
+    task = component(resolve_window_step)(window_end=window_end,
+                                          scheduled_time=placement.scheduled_time_argument(backend))
+    task.set_display_name("resolve window")
+    task.set_caching_options(False)
+    return task
+
+
+def add_run_directory(config: AdrankConfig, window: dsl.PipelineTask | None, run,
+                      component) -> dsl.PipelineTask | None:
+    """On Vertex, in the training-runs loop: the run's CustomJob output directory, per target, run index and day
+    (`placement.run_output_directory`: its own TensorBoard curves and checkpoints); None locally."""
+    if window is None:
+        return None
+    vertex = placement.require_vertex(config)
+    task = component(run_directory_step)(custom_jobs_dir=vertex.custom_job_output_directory, target=run.target,
+                                         run_index=run.run_index, day=window.outputs["day"])
+    task.set_display_name("run directory")
+    return task
+
+
 def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
     """The champion lookup before training when `training.warm_start: champion`, else None; `component` makes
     the KFP component."""
@@ -293,8 +331,9 @@ def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, back
     """Append the promotion step after `report` (and on Vertex the model version step after it); `component` makes
     the KFP component."""
     promote_op = component(promote_step)
+    job = {"pipeline_job_name": dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER} if backend == "vertex" else {}
     task = promote_op(promote_config_json=PromoteStepConfig.of(config).to_json(), backend=backend,
-                      summary_json=report.outputs["summary_json"], examples=examples)
+                      summary_json=report.outputs["summary_json"], examples=examples, **job)
     task.set_display_name("promote model")
     task.set_caching_options(False)  # it reads and writes the registry: never reuse yesterday's decision
     placement.place_promotion(task, backend)
@@ -302,8 +341,7 @@ def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, back
         return [task]
     # the registered version as the run's google.VertexModel, labelled and aliased
     version = component(model_version_step)(
-        promotion=task.outputs["promotion"], pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER,
-        create_time_utc=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
+        promotion=task.outputs["promotion"], pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER)
     version.set_display_name("model version")
     version.set_caching_options(False)
     return [task, version]

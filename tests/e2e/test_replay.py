@@ -53,7 +53,8 @@ def test_every_decision_agrees_with_its_own_figures(replay):
         assert low <= decision["difference"] <= high
         assert decision["difference"] == pytest.approx(decision["challenger_logloss"] - decision["champion_logloss"],
                                                        abs=1e-9)
-        assert decision["promoted"] is (high <= decision["tolerance"])
+        enough = decision["eval_positives"] >= decision["min_eval_positives"]  # else the champion stays
+        assert decision["promoted"] is (high <= decision["tolerance"] and enough)
         assert decision["eval_examples"] == day["eval_examples"]
 
 

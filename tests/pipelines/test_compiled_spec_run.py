@@ -84,7 +84,8 @@ def test_every_compiled_task_runs_to_the_report_and_promotion(executed):
     run, _, _ = executed
     states = {task.display_name: (task.state, task.reason) for task in run.tasks}
     assert states == {
-        "generate logs": ("succeeded", ""), "preprocess": ("succeeded", ""),
+        "resolve window": ("succeeded", ""), "generate logs": ("succeeded", ""), "preprocess": ("succeeded", ""),
+        "run directory · cpu-ps · run 1": ("succeeded", ""), "run directory · cpu · run 1": ("succeeded", ""),
         "train · cpu-ps · run 1": ("succeeded", ""), "train · cpu · run 1": ("succeeded", ""),
         "record run · cpu-ps · run 1": ("succeeded", ""), "record run · cpu · run 1": ("succeeded", ""),
         "report": ("succeeded", ""), "promote model": ("succeeded", ""),
@@ -155,9 +156,12 @@ def test_the_cpu_ps_custom_job_trains_as_a_chief_worker_ps_cluster(executed):
     resources = json.loads(ps_task.outputs["parameters"]["gcp_resources"])["resources"][0]
     assert resources["resourceType"] == "CustomJob"
     assert "/projects/adrank-prod/locations/us-central1/customJobs/" in resources["resourceUri"]
-    # AIP_CHECKPOINT_DIR: <baseOutputDirectory>/checkpoints, one directory per target compiled without job or task
-    # ids (a cached input); the chief nests its checkpoints by its own model artifact (run-<hash>)
-    checkpoints = storage.local_path(f"{PIPELINE_ROOT}/custom-jobs/cpu-ps/checkpoints")
+    # AIP_CHECKPOINT_DIR: <baseOutputDirectory>/checkpoints, the training run's own directory (target, day read, run
+    # index) without job or task ids (a cached input); the chief nests its checkpoints by its own model artifact
+    (directory,) = [t for t in run.tasks if t.display_name == "run directory · cpu-ps · run 1"]
+    base_output_directory = f"{PIPELINE_ROOT}/custom-jobs/cpu-ps/day-20260303/run-index-0"
+    assert directory.outputs["parameters"]["Output"] == base_output_directory
+    checkpoints = storage.local_path(f"{base_output_directory}/checkpoints")
     (run_dir,) = [path for path in checkpoints.iterdir() if path.is_dir()]
     assert run_dir.name.startswith("run-")
     assert any(path.is_file() for path in run_dir.rglob("*")), "the chief checkpoints to AIP_CHECKPOINT_DIR"

@@ -1,7 +1,9 @@
 """The compiled *retraining* pipeline of configs/vertex.yaml, executed here as Vertex executes it (`run-spec`):
-a re-run of the same scheduled day under another job id reuses the finished preprocess from the execution cache,
-exactly one training task runs, and a day that fails still runs the e-mail exit handler, which names the failed
-task. `benchmarks/retraining_spec.py` times the same flow (first run vs the cached re-run)."""
+a manual re-run of the scheduled day, with another job id and create time and no schedule time (the engine then
+fills the scheduled-time placeholder with the create time, as open-source KFP does), resolves the same window and
+reuses the finished preprocess from the execution cache; exactly one training task runs, in its own output
+directory; and a day that fails still runs the e-mail exit handler, which names the failed task.
+`benchmarks/retraining_spec.py` times the same flow (first run vs the cached re-run)."""
 
 from __future__ import annotations
 
@@ -37,9 +39,9 @@ def compile_retraining(output: Path, overrides: list[str]) -> Path:
     return output
 
 
-def options(root: Path, create_time: dt.datetime) -> RunSpecOptions:
+def options(root: Path, create_time: dt.datetime, schedule_time: dt.datetime | None = SCHEDULED) -> RunSpecOptions:
     return RunSpecOptions(root=root, project="adrank-prod", location="us-central1", pipeline_root=PIPELINE_ROOT,
-                          create_time=create_time, schedule_time=SCHEDULED, direct_running_mode="in_memory",
+                          create_time=create_time, schedule_time=schedule_time, direct_running_mode="in_memory",
                           direct_num_workers=1, sleep=lambda seconds: None)
 
 
@@ -55,13 +57,13 @@ def _promotion(root: Path, run) -> dict:
 
 @pytest.fixture(scope="module")
 def two_runs_of_one_day(tmp_path_factory):
-    """The scheduled run of 2026-03-04 and a manual re-run of the same day two hours later (another job id, create
-    time and task ids), under one Cloud Storage root, as Vertex would cache them."""
+    """The scheduled run of 2026-03-04 and a manual re-run of the same day hours later, which no schedule started
+    (another job id, create time and task ids), under one Cloud Storage root, as Vertex would cache them."""
     spec = compile_retraining(tmp_path_factory.mktemp("spec") / "retraining.yaml", TINY_RETRAINING)
     root = tmp_path_factory.mktemp("gcs")
     report = lambda line: print(line, file=sys.stderr)  # noqa: E731
     first = run_spec(spec, options(root, SCHEDULED + dt.timedelta(minutes=1)), report=report)
-    second = run_spec(spec, options(root, SCHEDULED + dt.timedelta(hours=2)), report=report)
+    second = run_spec(spec, options(root, SCHEDULED + dt.timedelta(hours=14), schedule_time=None), report=report)
     return spec, root, first, second
 
 
@@ -74,6 +76,14 @@ def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_run
     trained = [t for t in first.tasks if t.display_name.startswith("train ·")]  # the steps, not the loop
     assert [t.display_name for t in trained] == ["train · cpu · run 1"]
 
+    # both runs resolved the window themselves (never cached) to the same midnight: the day read is 2026-03-03
+    for run in (first, second):
+        window = _by_display_name(run)["resolve window"]
+        assert window.state == "succeeded"
+        assert window.outputs["parameters"] == {"window_end": "2026-03-04T00:00:00Z", "day": "20260303"}
+    directory = _by_display_name(first)["run directory · cpu · run 1"].outputs["parameters"]["Output"]
+    assert directory == f"{PIPELINE_ROOT}/custom-jobs/cpu/day-20260303/run-index-0"
+
     first_preprocess = _by_display_name(first)["preprocess"]
     second_preprocess = _by_display_name(second)["preprocess"]
     assert first_preprocess.state == "succeeded"
@@ -85,6 +95,8 @@ def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_run
     assert _by_display_name(second)["promote model"].state == "succeeded"
     decision = _promotion(root, second)
     assert decision["champion_status"] == "scored" and decision["champion_version"] == "1"
+    assert decision["day"] == "2026-03-03" and decision["eval_positives_by_task"]
+    assert decision["decided_by"] == second.job_name
 
 
 @pytest.mark.long

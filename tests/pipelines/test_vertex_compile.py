@@ -120,8 +120,6 @@ def test_custom_job_settings_come_from_config(compiled):
         assert job["network"] == "projects/123456789012/global/networks/adrank-vpc"
         assert job["encryption_spec_key_name"].endswith("/keyRings/adrank/cryptoKeys/pipelines")
         assert job["tensorboard"] == "projects/adrank-prod/locations/us-central1/tensorboards/1234567890"
-        # no job or task id: this is a cached task's input (the trainer nests checkpoints by its model artifact)
-        assert job["base_output_directory"] == f"gs://adrank-prod-pipelines/root/custom-jobs/{target}"
         assert job["labels"]["adrank-target"] == target and job["labels"]["team"] == "ads-ranking"
 
 
@@ -129,11 +127,17 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     spec, text = compiled
     task = spec_tasks(spec)["preprocess-files-step"]
     parameters = task["inputs"]["parameters"]
-    # the window ends at the run's scheduled time, or at the pipeline's window_end parameter (`adrank submit`)
-    assert parameters["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
-    assert parameters["window_end"] == {"componentInputParameter": "pipelinechannel--window_end"}
+    # the window ends at the pipeline's window_end parameter (`adrank submit`) or the run's scheduled time, rounded
+    # down to a UTC midnight by the uncached first step; preprocess gets only what it resolved
+    window = spec_tasks(spec)["resolve-window-step"]
+    assert window["inputs"]["parameters"]["scheduled_time"]["runtimeValue"]["constant"] == \
+        "{{$.pipeline_job_schedule_time_utc}}"
+    assert window["inputs"]["parameters"]["window_end"] == {"componentInputParameter": "pipelinechannel--window_end"}
+    assert window["cachingOptions"] == {}  # never cached: its fallback is the time it runs
+    assert parameters["window_end"] == {"taskOutputParameter": {"producerTask": "resolve-window-step",
+                                                                "outputParameterKey": "window_end"}}
+    assert "scheduled_time" not in parameters and "pipeline_job_id" not in parameters
     assert spec["root"]["inputDefinitions"]["parameters"]["window_end"]["defaultValue"] == ""
-    assert "pipeline_job_id" not in parameters
     config = load_config(VERTEX_CONFIG)
     args = json.loads(parameters["beam_args_json"]["runtimeValue"]["constant"])
     assert args == compiled_beam_args(config)
@@ -149,14 +153,51 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     assert "--job_name=adrank-daily-preprocess" in args  # the step appends a suffix made when it starts
 
 
-def test_each_target_has_one_output_directory_without_ids(compiled):
-    """Vertex derives AIP_CHECKPOINT_DIR from baseOutputDirectory: one per target, the same in every run (so the
-    cache key of a training task can match), with each run's checkpoints nested by its own model artifact."""
+def test_each_training_run_has_its_own_output_directory_without_ids(compiled):
+    """Vertex derives AIP_TENSORBOARD_LOG_DIR and AIP_CHECKPOINT_DIR from baseOutputDirectory: each training run's
+    is its own (target, run index, day), so each run's curves are its own in the Vertex UI, and holds no job or
+    task id (the cache key of a training task can match when the day is run again)."""
     spec, _ = compiled
-    directories = [_with_defaults(spec, task)["base_output_directory"] for task in _train_tasks(spec).values()]
-    assert len(directories) == len(load_config(VERTEX_CONFIG).targets)  # a target's runs share its branch's task
-    assert not any("{{" in directory for directory in directories)
-    assert len(set(directories)) == len(load_config(VERTEX_CONFIG).targets)
+    tasks = spec_tasks(spec)
+    directory = tasks["run-directory-step"]
+    assert directory["inputs"]["parameters"]["custom_jobs_dir"]["runtimeValue"]["constant"] == \
+        "gs://adrank-prod-pipelines/root/custom-jobs"
+    assert directory["inputs"]["parameters"]["run_index"]["parameterExpressionSelector"] == \
+        'parseJson(string_value)["run_index"]'
+    assert directory["inputs"]["parameters"]["target"]["parameterExpressionSelector"] == \
+        'parseJson(string_value)["target"]'
+    assert directory["inputs"]["parameters"]["day"] == {
+        "componentInputParameter": "pipelinechannel--resolve-window-step-day"}
+    trains = _train_tasks(spec)
+    assert len(trains) == len(load_config(VERTEX_CONFIG).targets)  # a target's runs share its branch's task
+    for task in trains.values():
+        assert task["inputs"]["parameters"]["base_output_directory"] == {
+            "componentInputParameter": "pipelinechannel--run-directory-step-Output"}
+    # the 25 runs of the compiled benchmark: 25 directories
+    from pipelines.placement import run_output_directory
+
+    runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
+    directories = {run_output_directory("gs://adrank-prod-pipelines/root/custom-jobs", run["target"],
+                                        run["run_index"], "20260303") for run in runs}
+    assert len(runs) == len(directories) == 25
+    assert "gs://adrank-prod-pipelines/root/custom-jobs/tpu-v3-8/day-20260303/run-index-4" in directories
+
+
+def test_two_compiles_in_two_processes_are_byte_identical(compiled, tmp_path):
+    """The header KFP writes above the spec printed the loop items' keys in an order that changed from process to
+    process; ops.pipeline_compiler writes it from the sorted spec."""
+    import os
+    import subprocess
+    import sys
+
+    _, text = compiled
+    output = tmp_path / "again.yaml"
+    compile_there = ("import sys; from pathlib import Path; from configs import load_config; "
+                     "from ops.pipeline_compiler import compile_pipeline; "
+                     "compile_pipeline(load_config(sys.argv[1]), 'vertex', Path(sys.argv[2]))")
+    subprocess.run([sys.executable, "-c", compile_there, str(VERTEX_CONFIG), str(output)], check=True,
+                   capture_output=True, cwd=Path(__file__).parents[2], env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert output.read_text() == text
 
 
 def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
