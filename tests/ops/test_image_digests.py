@@ -165,7 +165,7 @@ def test_compile_refuses_a_tag_that_a_cached_step_runs_unless_asked(tmp_path, ca
     err = capsys.readouterr().err.splitlines()[-1]
     assert err.startswith("adrank compile: error: cached steps would run images by tag, with no digest recorded: ")
     assert f"{REGISTRY}/adrank-cpu:0.1.0 (vertex.images.cpu, preprocess.dataflow.worker_image; run by preprocess, " \
-        "train, record run, report)" in err
+        "run directory, train, record run, report)" in err
     assert f"{REGISTRY}/adrank-gpu:0.1.0 (vertex.images.gpu; run by train)" in err
     assert "adrank-serving" not in err  # the promoted model's serving image: the promotion step is never cached
     assert "Record digests with `adrank images build`, or compile with --allow-image-tags" in err
