@@ -15,8 +15,10 @@ What it does, and what is real:
   challenger's log-loss is exactly 1.01 × the champion's ("1% worse"); for "1% better" the roles swap: the real
   model is the challenger against a blurred champion whose log-loss is the model's / 0.99;
 - the decision is the project's: streamed paired statistics (`components.registry.scoring.PairedAccumulator`,
-  batches of `promotion.scoring_batch_size`) and the rule (`components.registry.promotion_rule.judge`) under the
-  preset's promotion config (relative 0.001 by default) and under `promotion.logloss_tolerance: 0.001`.
+  batches of `promotion.scoring_batch_size`), the paired bootstrap-t interval
+  (`components.registry.paired_bootstrap`) and the rule (`components.registry.promotion_rule.judge`, which weighs
+  `promotion.min_eval_positives`) under the preset's promotion config (relative 0.001 by default) and under
+  `promotion.logloss_tolerance: 0.001`; `--set promotion.min_eval_positives=1` shows the interval alone deciding.
 
 Prints per day and case: eval examples and positives, the champion's log-loss, the paired difference relative to
 the champion with the upper end of its 95% CI, and the decision under each tolerance.
@@ -25,6 +27,7 @@ the champion with the upper end of its 95% CI, and the decision under each toler
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import glob
 import gzip
@@ -47,6 +50,7 @@ from components.logs.records import parse_timestamp  # noqa: E402
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, generate_logs  # noqa: E402
 from components.preprocess.join import EventTask, attribute  # noqa: E402
 from components.preprocess.parse import TIMESTAMP_MS  # noqa: E402
+from components.registry.paired_bootstrap import PairedBootstrap  # noqa: E402
 from components.registry.promotion_rule import judge  # noqa: E402
 from components.registry.scoring import PairedAccumulator, per_example_logloss  # noqa: E402
 from configs import load_config  # noqa: E402
@@ -138,13 +142,18 @@ def blur_to(p: np.ndarray, labels: np.ndarray, logloss: float) -> np.ndarray:
 
 
 def decide(challenger: np.ndarray, champion: np.ndarray, labels: np.ndarray, promotion: PromotionConfig):
-    accumulator = PairedAccumulator()
+    """The promotion step's figures and rule on prediction vectors: means streamed batch by batch, the 95% interval
+    from the paired bootstrap-t, the eval positives weighed (`promotion.min_eval_positives`)."""
+    accumulator, bootstrap = PairedAccumulator(), PairedBootstrap()
     for start in range(0, labels.size, promotion.scoring_batch_size):
         window = slice(start, start + promotion.scoring_batch_size)
-        accumulator.add(per_example_logloss(labels[window], challenger[window]),
-                        per_example_logloss(labels[window], champion[window]))
-    comparison = accumulator.comparison()
-    return comparison, judge(comparison, None, promotion)
+        challenger_losses = per_example_logloss(labels[window], challenger[window])
+        champion_losses = per_example_logloss(labels[window], champion[window])
+        accumulator.add(challenger_losses, champion_losses)
+        bootstrap.add(challenger_losses - champion_losses, labels[window])
+    comparison = dataclasses.replace(accumulator.comparison(),
+                                     difference_ci95=bootstrap.interval(promotion.bootstrap_resamples))
+    return comparison, judge(comparison, None, promotion, bootstrap.positives.count)
 
 
 def main() -> int:

@@ -1,7 +1,8 @@
 """What Vertex's execution cache saves a team when a day of the scheduled retraining pipeline is run again: the
 compiled retraining spec of configs/vertex.yaml (production target `cpu` here) executed by `adrank run-spec` for one
-scheduled day, then again under a new job id and create time with the same scheduled time (a manual re-run of a
-failed day, a catch-up), on one Cloud Storage stand-in root. The flow of tests/pipelines/test_retraining_spec_run.py.
+scheduled day, then again under a new job id, later that day and with no schedule time (a manual re-run of a failed
+day: its window is resolved from its create time, rounded down to the same midnight), on one Cloud Storage stand-in
+root. The flow of tests/pipelines/test_retraining_spec_run.py.
 
     .venv/bin/python benchmarks/retraining_spec.py [--impressions-per-day N] [--set dotted.key=value ...]
 
@@ -44,14 +45,15 @@ def main() -> int:
     overrides = [*OVERRIDES, f"logs.synthetic.impressions_per_day={args.impressions_per_day}", *args.overrides]
     sets = [arg for override in overrides for arg in ("--set", override)]
     if adrank(["compile", "--pipeline", "retraining", "--config", str(ROOT / "configs" / "vertex.yaml"),
-               "--backend", "vertex", "--output", str(spec), *sets]) != 0:
+               "--backend", "vertex", "--allow-image-tags", "--output", str(spec), *sets]) != 0:
         return 1
 
     runs, walls = [], []
-    for label, create_time in (("scheduled run", SCHEDULED), ("re-run, same day", SCHEDULED + dt.timedelta(hours=2))):
+    for label, create_time, schedule_time in (("scheduled run", SCHEDULED, SCHEDULED),
+                                              ("manual re-run, same day", SCHEDULED + dt.timedelta(hours=14), None)):
         options = RunSpecOptions(root=workdir / "gcs", project="adrank-prod", location="us-central1",
                                  pipeline_root="gs://adrank-prod-pipelines/root", create_time=create_time,
-                                 schedule_time=SCHEDULED, direct_num_workers=0)
+                                 schedule_time=schedule_time, direct_num_workers=0)
         started = time.perf_counter()
         run = run_spec(spec, options, report=lambda line: None)
         walls.append(time.perf_counter() - started)

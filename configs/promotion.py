@@ -25,7 +25,11 @@ class PromotionConfig(StrictModel):
     - `logloss_tolerance` (absolute nats): set it instead to keep a fixed threshold, right only where the
       log-loss level never moves (a frozen benchmark set).
 
-    Negative values mean "better by at least that much, with 95% confidence". Setting both is an error."""
+    Negative values mean "better by at least that much, with 95% confidence". Setting both is an error.
+
+    The interval is a paired bootstrap over the eval examples (`components.registry.paired_bootstrap`), which holds
+    when a few positives carry the difference; and below `min_eval_positives` positives of the task the rule judges,
+    no interval is trusted: the champion stays unless `on_few_positives: promote` says otherwise."""
 
     enabled: bool = True
     logloss_tolerance_relative: float | None = Field(
@@ -41,6 +45,21 @@ class PromotionConfig(StrictModel):
         "keep", description="when the default cannot be loaded or cannot read today's features: keep the default "
         "(registry unchanged, the decision and a console warning say why) or promote the challenger without a "
         "comparison (an explicit choice: the champion could not serve today's traffic either)",
+    )
+    min_eval_positives: int = Field(
+        100, ge=1, le=10_000_000,
+        description="fewest eval positives of the primary task a challenger may be promoted on over a champion: "
+        "below it a few examples carry the whole difference and no interval of it is trustworthy",
+    )
+    on_few_positives: Literal["keep", "promote"] = Field(
+        "keep", description="when the eval split has fewer than min_eval_positives positives: keep the champion "
+        "(the decision says why) or promote by the rule anyway (an explicit choice, e.g. for a rare event whose "
+        "every day is small)",
+    )
+    bootstrap_resamples: int = Field(
+        2000, ge=200, le=100_000,
+        description="resamples of the paired bootstrap behind the 95% interval (seeded: the same examples and "
+        "models give the same interval)",
     )
     scoring_batch_size: int = Field(
         4096, ge=1, le=1_000_000,

@@ -18,6 +18,8 @@ from configs.bounds import at_most
 from configs.vertex_names import (
     display_name_problem,
     experiment_name_problem,
+    model_id_from_name,
+    model_id_problem,
     network_problem,
     user_labels_problem,
 )
@@ -203,15 +205,53 @@ class ScheduleConfig(StrictModel):
 
 
 class ModelRegistryConfig(StrictModel):
-    """The Vertex Model Registry entry daily runs upload new versions to."""
+    """The Vertex Model Registry entry daily runs upload new versions to.
+
+    adrank finds the model by its resource name, `projects/P/locations/L/models/<model_id>`, which it sets itself
+    when it uploads the first version, never by display name (display names are not unique)."""
 
     model_display_name: str | None = Field(None, description="default: the pipeline name")
+    model_id: str | None = Field(
+        None, description="the model's id in its resource name; default: the display name in the id alphabet. "
+        "A model registered before adrank set ids has a number Vertex chose: name it here to keep promoting into it",
+    )
+    serving_image: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
     @field_validator("model_display_name")
     @classmethod
     def _filterable_model_name(cls, name: str | None) -> str | None:
         return _checked_display_name(name)
-    serving_image: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
+
+    @field_validator("model_id")
+    @classmethod
+    def _valid_model_id(cls, model_id: str | None) -> str | None:
+        problem = model_id is not None and model_id_problem(model_id)
+        if problem:
+            raise ValueError(problem)
+        return model_id
+
+    def display_name(self, pipeline_name: str) -> str:
+        return self.model_display_name or pipeline_name
+
+    def resolved_model_id(self, pipeline_name: str) -> str:
+        return self.model_id or model_id_from_name(self.display_name(pipeline_name))
+
+
+class RunCostConfig(StrictModel):
+    """What the estimate of a run's cost assumes beyond training (`adrank compile`, `submit`, `schedule
+    create|update`; `pipelines.run_cost`). Each figure left unset is a default, and the estimate says so."""
+
+    preprocess_expected_hours: float = Field(
+        1.0, gt=0, le=720, description="how long the preprocess step runs: the Dataflow job (priced at "
+        "preprocess.dataflow.max_workers workers for all of it, an upper bound) or the DirectRunner pod",
+    )
+    step_expected_hours: float = Field(
+        0.1, gt=0, le=720, description="how long each other CPU step runs (resolve window, report, promotion, ...)",
+    )
+    dataflow_worker_price_per_hour: float | None = Field(
+        None, ge=0, le=1000, description="USD per Dataflow worker hour; default: list prices for "
+        "preprocess.dataflow.machine_type (pipelines/list_prices.py)",
+    )
 
 
 class VertexConfig(StrictModel):
@@ -244,6 +284,7 @@ class VertexConfig(StrictModel):
     )
     schedule: ScheduleConfig = ScheduleConfig()
     model_registry: ModelRegistryConfig = ModelRegistryConfig()
+    cost: RunCostConfig = RunCostConfig()
     notify_emails: list[str] = Field(
         default_factory=list, max_length=MAX_NOTIFY_EMAILS,
         description="who is e-mailed when a pipeline run ends (GCPC's VertexNotificationEmailOp in an exit handler "

@@ -37,7 +37,8 @@ LABEL_VALUE = re.compile(r"^[a-z0-9_-]*$")
 # pipeline) and training CustomJob (pipelines.placement.custom_job_labels: pipeline, target, target kind);
 # user labels with these keys would be silently overwritten.
 RESERVED_LABEL_PREFIX = "adrank-"
-ADRANK_LABEL_COUNT = 4
+# on a submitted job: version, git, config, pipeline, the pipeline kind and the day it reads (ops.vertex.jobs)
+ADRANK_LABEL_COUNT = 6
 # documented in the PipelineJob reference: a user value for this key is overridden by Vertex
 VERTEX_RESERVED_LABEL_KEYS = ("vertex-ai-pipelines-run-billing-id",)
 
@@ -48,6 +49,9 @@ EXPERIMENT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TARGET_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 NETWORK = re.compile(r"^projects/(?P<project>[^/]+)/global/networks/(?P<network>[^/]+)$")
 NETWORK_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+# UploadModelRequest.model_id (documented: "up to 63 characters, and valid characters are [a-z0-9_-]. The first
+# character cannot be a number or hyphen"); an id Vertex chose itself is a number, which adrank may name too.
+MODEL_ID = re.compile(r"^(?:[a-z_][a-z0-9_-]{0,62}|[0-9]{1,63})$")
 
 # The job id ops.vertex.jobs.job_id builds: `<name>-<8 hex of the config hash>-<yyyymmdd-hhmmss>`.
 JOB_ID_SUFFIX_LENGTH = len("-12345678-20260302-030000")
@@ -160,3 +164,20 @@ def training_job_name_problem(pipeline_name: str, target_name: str) -> str:
         return (f"target '{target_name}' with pipeline name '{pipeline_name}' makes a {length}-character training "
                 f"job display name ('<name>{TRAINING_JOB_INFIX}<target>'), over Vertex's {DISPLAY_NAME_MAX}")
     return ""
+
+
+def model_id_problem(model_id: str) -> str:
+    """Why `model_id` cannot be the id of the registry model (`projects/P/locations/L/models/<id>`), or ""."""
+    if not MODEL_ID.match(model_id):
+        return (f"model id '{model_id}': up to 63 of lowercase letters, digits, '_' and '-', not starting with a "
+                "digit or '-' (Vertex's UploadModelRequest.model_id), or the number Vertex gave an existing model")
+    return ""
+
+
+def model_id_from_name(name: str) -> str:
+    """The model id adrank uses when the config names none: the display name in the id alphabet (lowercase, other
+    characters as '-', a leading digit or '-' prefixed with 'm-', at most 63 characters)."""
+    cleaned = re.sub(r"[^a-z0-9_-]", "-", name.lower())
+    if not cleaned or not re.match(r"[a-z_]", cleaned[0]):
+        cleaned = "m-" + cleaned
+    return cleaned[:63]

@@ -21,6 +21,12 @@ A record is rendered by its level and its structured fields (`components.log_rec
 
 The level also goes to the steps through `ADRANK_LOG_LEVEL` in the environment they inherit, so a quiet run's
 steps do not even write their progress records.
+
+Native libraries' start-up lines (TensorFlow's C++ logging: `All log messages before absl::InitializeLog()`,
+`Could not find cuda drivers`, `E0000 … failed call to cuInit`) are not records and never reach the console: an
+adrank command's own process imports no TensorFlow (a GPU is looked for with `nvidia-smi`,
+`ops.spec_executor.machines.local_device_kinds`), and what a step prints that is not a record stays in its log
+(tests/ops/test_console_log.py, tests/e2e/test_local_dag.py). A step that fails still names its error on the console.
 """
 
 from __future__ import annotations

@@ -5,14 +5,23 @@ Pinned: `vertex.images.{cpu,gpu,tpu}` (every step and training CustomJob), `prep
 (the Dataflow workers) and `vertex.model_registry.serving_image` (the promoted model's serving container). The
 config the user wrote is left as it is (its hash, the job labels and the job id do not change); only the copy
 the DAG is built from carries the digests, so a step's inputs, and its cache key, change with the image.
+
+A step Vertex may take from its cache must run an image by digest (`cached_steps_on_tags`): Vertex keys a cached
+execution by the image reference as compiled, so with a tag a re-pushed image (new code, same tag) would get the
+results of the old one. `adrank compile --backend vertex` refuses such a spec, naming the image, its tag and the
+cached steps that run it, unless asked (`--allow-image-tags`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from components.images.digests import ImageDigests
 from configs import AdrankConfig
+from ops.spec_executor.pipeline_spec import Dag, load_pipeline_spec
 
 
 @dataclass
@@ -60,3 +69,43 @@ def pin_images(config: AdrankConfig, digests: ImageDigests) -> PinnedImages:
             update={"dataflow": flow.model_copy(update={"worker_image": worker_image})})
     result.config = config.model_copy(update=update)
     return result
+
+
+class ImageTagsOnCachedSteps(ValueError):
+    """A compiled Vertex spec whose cached steps run images by tag (see the module docstring)."""
+
+
+def cached_steps_on_tags(spec_path: Path, unpinned: dict[str, str]) -> dict[str, list[str]]:
+    """Tag → the display names of the steps with caching on whose container, inputs or component (a custom job's
+    worker pools, a Dataflow worker image in the step's config) name it; `unpinned` is field → tag."""
+    spec = load_pipeline_spec(spec_path)
+    patterns = {tag: re.compile(rf"(?<![\w./:@-]){re.escape(tag)}(?![\w.-])") for tag in set(unpinned.values())}
+    found: dict[str, list[str]] = {}
+
+    def walk(dag: Dag) -> None:
+        for task in dag.order():
+            if task.dag is not None:
+                walk(task.dag)
+            elif task.enable_cache:
+                text = json.dumps([task.container, task.inputs, task.component])
+                for tag, pattern in patterns.items():
+                    if pattern.search(text) and task.display_name not in found.setdefault(tag, []):
+                        found[tag].append(task.display_name)
+
+    walk(spec.root)
+    return {tag: steps for tag, steps in sorted(found.items()) if steps}
+
+
+def refuse_tags_on_cached_steps(spec_path: Path, pinned: PinnedImages) -> None:
+    """`ImageTagsOnCachedSteps` naming each image left on its tag that a cached step of the spec runs: the tag, the
+    config fields that give it, the steps."""
+    on_tags = cached_steps_on_tags(spec_path, pinned.unpinned)
+    if not on_tags:
+        return
+    images = "; ".join(
+        f"{tag} ({', '.join(name for name, t in pinned.unpinned.items() if t == tag)}; run by {', '.join(steps)})"
+        for tag, steps in on_tags.items())
+    raise ImageTagsOnCachedSteps(
+        f"cached steps would run images by tag, with no digest recorded: {images}. Vertex keys a cached step by its "
+        "image reference, so after a tag is pushed again these steps would reuse results of the old image's code. "
+        "Record digests with `adrank images build`, or compile with --allow-image-tags to accept that")

@@ -50,6 +50,7 @@ from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyR
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
+from ops.spec_executor.machines import local_device_kinds
 from ops.spec_executor.pipeline_spec import load_pipeline_spec, planned_container_tasks
 from ops.spec_executor.run_record import RUN_RECORD, SpecRun, TaskRecord
 from ops.spec_executor.runner import RunSpecOptions, run_spec
@@ -219,10 +220,11 @@ def _run_dag(config: AdrankConfig, run_dir: Path, record: RunRecord, resume: boo
             environment=_step_environment(quiet),
         )
         try:
-            dag = create_pipeline(config, "local", window_end=window_end, pipeline=record.pipeline)
+            devices = local_device_kinds()  # nvidia-smi: this process imports no TensorFlow (a quiet console)
+            dag = create_pipeline(config, "local", devices, window_end=window_end, pipeline=record.pipeline)
             compiler.Compiler().compile(dag, str(spec_path))
             console.say(f"run {record.id}: {_container_count(spec_path)} steps, logs in {log_path}", progress=False)
-            for skipped in training_plan(config, "local", record.pipeline).skipped:
+            for skipped in training_plan(config, "local", record.pipeline, devices).skipped:
                 console.say(f"skipped target {skipped.name} ({skipped.kind}): {skipped.reason}", progress=False)
             with console.running():
                 job = run_spec(spec_path, options, report=console.engine_line)

@@ -62,6 +62,9 @@ def failure_notification(config: AdrankConfig) -> dsl.PipelineTask | None:
 # report reads one summary per training run and renders figures; promotion scores two models over the eval day.
 REPORT_RESOURCES = ("4", "16G")
 PROMOTION_RESOURCES = ("8", "32G")
+# The preprocess task: with DataflowRunner it launches and watches the Dataflow job; with DirectRunner it does the work.
+PREPROCESS_LAUNCHER_RESOURCES = ("2", "8G")
+PREPROCESS_DIRECT_RESOURCES = ("16", "64G")
 
 
 def place_report(task: dsl.PipelineTask, backend: Backend) -> dsl.PipelineTask:
@@ -76,8 +79,10 @@ def place_promotion(task: dsl.PipelineTask, backend: Backend) -> dsl.PipelineTas
     return task
 
 
-def training_component(component, target: TargetConfig, config: AdrankConfig, backend: Backend):
-    """Locally the plain training component; on Vertex a CustomJob running it on the target's machines."""
+def training_component(component, target: TargetConfig, config: AdrankConfig, backend: Backend,
+                       output_directory=None):
+    """Locally the plain training component; on Vertex a CustomJob running it on the target's machines, writing
+    under `output_directory` (the run's own, the output of the `run directory` step: `run_output_directory`)."""
     if backend != "vertex":
         return component
     from google_cloud_pipeline_components.v1.custom_job import create_custom_training_job_from_component
@@ -102,17 +107,28 @@ def training_component(component, target: TargetConfig, config: AdrankConfig, ba
     return functools.partial(
         custom_job_op,
         worker_pool_specs=worker_pool_specs(spec, container),
-        base_output_directory=custom_job_output_directory(vertex, target),
+        base_output_directory=(output_directory if output_directory is not None
+                               else f"{vertex.custom_job_output_directory}/{target.name}"),
     )
 
 
-def custom_job_output_directory(vertex: VertexConfig, target: TargetConfig) -> str:
-    """The CustomJob's `baseOutputDirectory`, one per target and the same in every run: it is a cached task's
-    input, so a job or task id in it would keep Vertex's cache from ever matching. Vertex derives
-    `AIP_CHECKPOINT_DIR` (`<dir>/checkpoints`) from it; the trainer nests its checkpoints in there by its own model
-    output artifact (`components.train.loop.checkpoint_dir`), which KFP places per job and task, so a restarted or
-    retried task resumes its own checkpoints and never another run's."""
-    return f"{vertex.custom_job_output_directory}/{target.name}"
+def run_output_directory(custom_jobs_dir: str, target: str, run_index: str, day: str) -> str:
+    """A training run's CustomJob `baseOutputDirectory`: `<custom-jobs dir>/<target>/day-<day>/run-index-<index>`
+    (`day`: the last day the run reads, `20260303`), one per training run of a day.
+
+    Vertex derives from it what it hands the trainer: `AIP_TENSORBOARD_LOG_DIR` (`<dir>/logs`), so each run's
+    TensorBoard scalars are that run's own curves in the Vertex UI (the runs of a target and the days of the
+    schedule never share a directory), and `AIP_CHECKPOINT_DIR` (`<dir>/checkpoints`), which the trainer nests by
+    its own model output artifact (`components.train.loop.checkpoint_dir`). It is a cached task's input, so it holds
+    no job or task id (they would keep Vertex's cache from ever matching): a re-run of the day finds the same
+    directory, and a retried task resumes its own checkpoints.
+
+    (A step computes it because KFP 2.16 cannot put a loop item's field into a string input: an f-string with
+    `run.run_index` compiles to a pipeline input the spec never declares.)"""
+    for name, value in (("target", target), ("run index", run_index), ("day", day)):
+        if not value or "/" in value:
+            raise ValueError(f"the training run's {name} {value!r} cannot name a directory")
+    return f"{custom_jobs_dir.rstrip('/')}/{target}/day-{day}/run-index-{run_index}"
 
 
 def place_preprocess(task: dsl.PipelineTask, config: AdrankConfig, backend: Backend) -> dsl.PipelineTask:
@@ -122,11 +138,15 @@ def place_preprocess(task: dsl.PipelineTask, config: AdrankConfig, backend: Back
     if backend != "vertex":
         return task
     require_vertex(config)
+    cpus, memory = preprocess_resources(config)
+    return task.set_cpu_limit(cpus).set_memory_limit(memory)
+
+
+def preprocess_resources(config: AdrankConfig) -> tuple[str, str]:
+    """(CPU, memory) the preprocess task asks for on Vertex."""
     if config.preprocess.runner == "DataflowRunner":
-        task.set_cpu_limit("2").set_memory_limit("8G")
-    else:
-        task.set_cpu_limit("16").set_memory_limit("64G")
-    return task
+        return PREPROCESS_LAUNCHER_RESOURCES
+    return PREPROCESS_DIRECT_RESOURCES
 
 
 def require_vertex(config: AdrankConfig) -> VertexConfig:

@@ -9,11 +9,7 @@ spec depends only on the config, the backend and the pipeline, never on the envi
 
 from __future__ import annotations
 
-import functools
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +34,8 @@ from pipelines.steps import (
     promote_step,
     record_run_step,
     report_step,
+    resolve_window_step,
+    run_directory_step,
     train_step,
 )
 
@@ -50,10 +48,6 @@ def train_display_name(target: str, run_index: int) -> str:
     return f"{TRAIN_DISPLAY_NAME} · {run_label(target, run_index)}"
 
 
-# the device kinds the local machine has ('CPU', 'GPU'), per lane or for both; None: probed when needed
-LocalDevices = dict[str, set[str]] | set[str] | frozenset[str] | None
-
-
 @dataclass(frozen=True)
 class TargetSelection:
     """The targets a DAG trains (`runnable`) and those it leaves out, each with the reason (`skipped`)."""
@@ -62,26 +56,21 @@ class TargetSelection:
     skipped: list[SkippedTarget]
 
 
-def targets_for(config: AdrankConfig, backend: Backend,
-                local_devices: LocalDevices = None) -> TargetSelection:
-    """Every target on Vertex. Locally: `cpu` targets (on either lane) and `cpu-ps` targets (the train step starts
-    its own parameter-server cluster on 127.0.0.1), `gpu` targets when the target's lane sees a GPU on this machine;
-    `tpu` targets never (this machine has no TPU). A target that allows a CPU fallback runs on the CPU instead of
-    being skipped.
+def targets_for(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None) -> TargetSelection:
+    """Every target on Vertex. Locally: `cpu` targets and `cpu-ps` targets (the train step starts its own
+    parameter-server cluster on 127.0.0.1), `gpu` targets when this machine has a GPU; `tpu` targets never
+    (this machine has no TPU). A target that allows a CPU fallback runs on the CPU instead of being skipped.
 
-    `local_devices`: the device kinds present ('CPU', 'GPU') per lane (a set: the same for both); each lane is
-    probed only when the config has a GPU target on it, so the CPU-only DAG never touches the accelerator stack at
-    build time.
+    `local_devices` is the set of device kinds present ('CPU', 'GPU'); it is probed only when the
+    config has a GPU target, so the CPU-only DAG never touches the accelerator stack at build time.
     """
     if backend == "vertex":
         return TargetSelection(list(config.targets), [])
+    if local_devices is None:
+        local_devices = local_device_kinds() if any(t.kind == "gpu" for t in config.targets) else {"CPU"}
     runnable, skipped = [], []
     for target in config.targets:
-        seen = (local_devices if isinstance(local_devices, (set, frozenset))
-                else (local_devices or {}).get(target.backend))
-        if seen is None:
-            seen = local_device_kinds(target.backend) if target.kind == "gpu" else {"CPU"}
-        reason = _local_skip_reason(target.kind, target.backend, seen)
+        reason = _local_skip_reason(target.kind, local_devices)
         if reason is None or target.allow_cpu_fallback:
             runnable.append(target)
         else:
@@ -89,24 +78,19 @@ def targets_for(config: AdrankConfig, backend: Backend,
     return TargetSelection(runnable, skipped)
 
 
-def _local_skip_reason(kind: str, lane: str, local_devices: set[str] | frozenset[str]) -> str | None:
-    """Why a target of `kind` on `lane` cannot train on the local backend of this machine; None when it can."""
+def _local_skip_reason(kind: str, local_devices: set[str]) -> str | None:
+    """Why a target of `kind` cannot train on the local backend of this machine; None when it can."""
     if kind == "tpu":
         return "the local backend has no TPU (its steps run on this machine); compile for Vertex to train it"
     if kind == "gpu" and "GPU" not in local_devices:
-        return f"this machine has no GPU ({'TensorFlow' if lane == 'tensorflow' else 'JAX'} sees none)"
+        return "this machine has no GPU"
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def local_device_kinds(lane: str = "tensorflow") -> frozenset[str]:
-    """The device kinds `lane` sees on this machine, asked once per process in a process of its own (Keras's backend
-    and JAX's or TensorFlow's devices stay out of this one)."""
-    probe = ("import tensorflow as tf; print(bool(tf.config.list_physical_devices('GPU')))" if lane == "tensorflow"
-             else "import jax\ntry:\n    print(bool(jax.devices('gpu')))\nexcept RuntimeError:\n    print(False)")
-    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    return frozenset({"CPU"} | ({"GPU"} if completed.stdout.strip().endswith("True") else set()))
+def local_device_kinds() -> set[str]:
+    import tensorflow as tf
+
+    return {"CPU"} | ({"GPU"} if tf.config.list_physical_devices("GPU") else set())
 
 
 PipelineKind = Literal["benchmark", "retraining"]
@@ -124,7 +108,7 @@ class TrainingPlan:
 
 
 def training_plan(config: AdrankConfig, backend: Backend, pipeline: PipelineKind = "benchmark",
-                  local_devices: LocalDevices = None) -> TrainingPlan:
+                  local_devices: set[str] | None = None) -> TrainingPlan:
     """The benchmark trains every runnable target `runs_per_target` times and promotes only with
     `benchmark.promote`; the retraining pipeline trains `retraining.target` once (the seed of run
     `retraining.run_index`) and promotes (both: when `promotion.enabled`)."""
@@ -148,14 +132,15 @@ def training_plan(config: AdrankConfig, backend: Backend, pipeline: PipelineKind
                         config.promotion.enabled and config.benchmark.promote)
 
 
-def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: LocalDevices = None,
+def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None,
                     window_end: str = "", pipeline: PipelineKind = "benchmark"):
     """The `pipeline` ("benchmark" or "retraining") for `backend`.
 
     `window_end` (RFC 3339, local backend only): read the `logs.lookback_days` before it, as a scheduled Vertex
     run reads the days before its scheduled time (`adrank retrain` steps it one day at a time). On Vertex the
     pipeline takes a `window_end` parameter instead ("" by default: the run's scheduled time, see
-    `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits.
+    `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits; its first step
+    rounds what decides the window down to a UTC midnight (`add_window`), so a day's runs share their inputs.
 
     On Vertex every task gets the `retry` policy and, with `vertex.notify_emails`, the whole pipeline runs inside
     an exit handler that e-mails its final status (locally neither: a local run prints its failures itself)."""
@@ -189,12 +174,16 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: Local
         join = add_experiment_join(config, backend, component)
         if join is not None:
             tasks.append(join)
+        window = add_window(run_window_end, backend, component)
         preprocess_args = {
             "preprocess_config_json": preprocess_config_json,
-            "window_end": run_window_end,
-            "scheduled_time": placement.scheduled_time_argument(backend),
+            "window_end": window.outputs["window_end"] if window is not None else run_window_end,
             "beam_args_json": beam_args_json,
         }
+        if window is None:
+            preprocess_args["scheduled_time"] = placement.scheduled_time_argument(backend)
+        else:
+            tasks.append(window)
         if config.logs.source == "synthetic":
             logs = generate_logs_op(preprocess_config_json=preprocess_config_json).set_display_name("generate logs")
             tasks.append(logs)
@@ -210,10 +199,15 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: Local
         tasks += [champion] if champion is not None else []
 
         with dsl.ParallelFor(training_runs, name="training runs") as run:
+            directory = add_run_directory(config, window, run, component)
+            if directory is not None:
+                tasks.append(directory)
+
             def train(target: TargetConfig) -> dsl.PipelineTask:
                 """The target's training task; for a JAX target its export task after it (a TensorFlow step that
                 writes the serving model from the trained weights), whose summary is the run's."""
-                task = placement.training_component(train_op, target, config, backend)(
+                output_directory = directory.output if directory is not None else None
+                task = placement.training_component(train_op, target, config, backend, output_directory)(
                     train_config_json=TrainStepConfig.of(config, target.name).to_json(),
                     target=target.name,
                     run_index=run.run_index,
@@ -305,6 +299,32 @@ def add_experiment_join(config: AdrankConfig, backend: Backend, component) -> ds
     return task
 
 
+def add_window(window_end, backend: Backend, component) -> dsl.PipelineTask | None:
+    """On Vertex, the run's first step: its window end and day from its `window_end` parameter or its scheduled
+    time (components.lineage.run_day), never cached (the time it falls back to changes); None locally, where the
+    window end is compiled in (`adrank retrain` steps it a day at a time)."""
+    if backend != "vertex":
+        return None
+    task = component(resolve_window_step)(window_end=window_end,
+                                          scheduled_time=placement.scheduled_time_argument(backend))
+    task.set_display_name("resolve window")
+    task.set_caching_options(False)
+    return task
+
+
+def add_run_directory(config: AdrankConfig, window: dsl.PipelineTask | None, run,
+                      component) -> dsl.PipelineTask | None:
+    """On Vertex, in the training-runs loop: the run's CustomJob output directory, per target, run index and day
+    (`placement.run_output_directory`: its own TensorBoard curves and checkpoints); None locally."""
+    if window is None:
+        return None
+    vertex = placement.require_vertex(config)
+    task = component(run_directory_step)(custom_jobs_dir=vertex.custom_job_output_directory, target=run.target,
+                                         run_index=run.run_index, day=window.outputs["day"])
+    task.set_display_name("run directory")
+    return task
+
+
 def add_champion(config: AdrankConfig, backend: Backend, component) -> dsl.PipelineTask | None:
     """The champion lookup before training when `training.warm_start: champion`, else None; `component` makes
     the KFP component."""
@@ -322,8 +342,9 @@ def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, back
     """Append the promotion step after `report` (and on Vertex the model version step after it); `component` makes
     the KFP component."""
     promote_op = component(promote_step)
+    job = {"pipeline_job_name": dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER} if backend == "vertex" else {}
     task = promote_op(promote_config_json=PromoteStepConfig.of(config).to_json(), backend=backend,
-                      summary_json=report.outputs["summary_json"], examples=examples)
+                      summary_json=report.outputs["summary_json"], examples=examples, **job)
     task.set_display_name("promote model")
     task.set_caching_options(False)  # it reads and writes the registry: never reuse yesterday's decision
     placement.place_promotion(task, backend)
@@ -331,8 +352,7 @@ def add_promotion(report: dsl.PipelineTask, examples, config: AdrankConfig, back
         return [task]
     # the registered version as the run's google.VertexModel, labelled and aliased
     version = component(model_version_step)(
-        promotion=task.outputs["promotion"], pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER,
-        create_time_utc=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
+        promotion=task.outputs["promotion"], pipeline_job_name=dsl.PIPELINE_JOB_RESOURCE_NAME_PLACEHOLDER)
     version.set_display_name("model version")
     version.set_caching_options(False)
     return [task, version]

@@ -14,7 +14,7 @@ and so its cache key on Vertex, change only when what it reads changes.
 """
 
 
-from typing import List
+from typing import List, NamedTuple
 
 from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output, OutputPath
@@ -182,7 +182,7 @@ def join_experiment_step(experiment: str, pipeline_job_name: str):
 
 def promote_step(promote_config_json: str, backend: str, summary_json: Input[Artifact], examples: Input[Dataset],
                  promotion: Output[Artifact], promotion_metrics: Output[Metrics], promotion_html: Output[HTML],
-                 promotion_markdown: Output[Markdown]):
+                 promotion_markdown: Output[Markdown], pipeline_job_name: str = ""):
     from components.log_records import configure_step_logging
     from components.registry.promote_challenger import promote_best_run
     from components.report.promotion_section import promotion_html as render_html
@@ -191,10 +191,10 @@ def promote_step(promote_config_json: str, backend: str, summary_json: Input[Art
     configure_step_logging()
 
     decision = promote_best_run(PromoteStepConfig.model_validate_json(promote_config_json), backend, summary_json.path,
-                                examples.path)
+                                examples.path, pipeline_job_name)
     decision.write(promotion.path)
     promotion.metadata.update({"version": decision.version or "", "promoted": decision.promoted,
-                               "reason": decision.reason})
+                               "reason": decision.reason, "day": decision.day or "", "reused": decision.reused})
     for name, value in decision.metrics().items():
         promotion_metrics.log_metric(name, value)
     with open(promotion_html.path, "w") as stream:
@@ -204,15 +204,41 @@ def promote_step(promote_config_json: str, backend: str, summary_json: Input[Art
         stream.write(render_markdown(decision))
 
 
-def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, create_time_utc: str,
-                       model_version: Output[VertexModel]):
+def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, model_version: Output[VertexModel]):
     """On Vertex: the version the promotion registered as this run's `google.VertexModel` (lineage), labelled
-    with the job and the decision, aliased `champion` and `champion-YYYYMMDD` when promoted."""
+    with the job and the decision, aliased `champion` and `champion-YYYYMMDD` (the day read) when promoted."""
     from components.lineage.model_version import record_model_version
     from components.log_records import configure_step_logging
     configure_step_logging()
 
-    record_model_version(promotion.path, pipeline_job_name, create_time_utc, model_version)
+    record_model_version(promotion.path, pipeline_job_name, model_version)
+
+
+def run_directory_step(custom_jobs_dir: str, target: str, run_index: str, day: str) -> str:
+    """On Vertex, before each training run: its CustomJob's output directory, one per target, run and day, where
+    Vertex puts its TensorBoard logs and checkpoints (pipelines.placement.run_output_directory)."""
+    from components.log_records import configure_step_logging
+    from pipelines.placement import run_output_directory
+    configure_step_logging()
+
+    return run_output_directory(custom_jobs_dir, target, run_index, day)
+
+
+# `NamedTuple("RunWindow", [...])`: KFP's spelling of a step with several output parameters (the function's source is
+# shipped alone, so the type cannot be a class defined beside it; mypy reads the call as an invalid annotation).
+def resolve_window_step(window_end: str, scheduled_time: str) -> NamedTuple(  # type: ignore[valid-type]
+        "RunWindow", [("window_end", str), ("day", str)]):
+    """On Vertex, first: the run's window end, a UTC midnight, from its `window_end` parameter, else its scheduled
+    time, else now, and its day, the last day it reads as `20260303` (components.lineage.run_day). Preprocess gets
+    only the window end, so every run of one day has the same inputs whatever its create time."""
+    import datetime as dt
+
+    from components.lineage.run_day import day_stamp, resolved_window_end, window_day
+    from components.log_records import configure_step_logging
+    configure_step_logging()
+
+    end = resolved_window_end(window_end, scheduled_time, dt.datetime.now(dt.timezone.utc))
+    return end, day_stamp(window_day(end))  # in the order of the outputs
 
 
 def champion_step(promote_config_json: str, backend: str) -> str:

@@ -1,5 +1,6 @@
 """Fixtures shared across the test tree: the recording Vertex REST double on 127.0.0.1 (`fake_vertex`), used by the
-ops tests (submit, schedule, runs) and the registry tests (promotion into the Vertex Model Registry)."""
+ops tests (submit, schedule, runs) and the registry tests (promotion into the Vertex Model Registry); the session
+fixtures of tests/support/fixtures.py (`shared_runs`, `three_target_run`); the order whole-DAG files run in."""
 
 from __future__ import annotations
 
@@ -25,6 +26,28 @@ def _load_fake_module():
 
 vertex_fake = _load_fake_module()
 
+pytest_plugins = ["tests.support.fixtures"]  # session fixtures any test file may use: shared whole-DAG runs
+
+
+# The test files that run whole DAGs (or minutes of Beam), longest first: seconds of `make test` / `make test-long`
+# from a clean clone on the shared 2-core host (2026-11-27, byte-code compiled, two workers). Both targets run two
+# workers, one file per worker at a time (`--dist loadfile`), in this order (`--no-loadscope-reorder`): the longest
+# files start first, so no worker is left alone with a long file at the end (xdist's own order puts the files with
+# most tests first). `test_local_dag.py` is the longest of `make test` (its session run, `three_target_run`), so it
+# comes before every file `make test` runs. A new file that runs a whole DAG belongs here, by its measured time.
+LONGEST_FIRST = (
+    "tests/e2e/test_resume.py",  # long 417 s: runs killed and resumed (training, preprocess, moved, tampered)
+    "tests/e2e/test_replay.py",  # long 369 s: a 3-day replay; a 2-day replay killed and resumed
+    "tests/e2e/test_local_dag.py",  # make test 220 s: three_target_run (3 targets x 2 runs); long 39 s: a failed run
+    "tests/components/preprocess/test_wide_and_windowed.py",  # long 164 s: 1,000 features through preprocess
+    "tests/pipelines/test_retraining_spec_run.py",  # long 131 s: the retraining spec twice, a failing day
+    "tests/e2e/test_run_interruption.py",  # long 120 s: runs killed in preprocess and training, a code edit
+    "tests/pipelines/test_compiled_spec_run.py",  # long 113 s: the compiled Vertex spec; make test 14 s
+    "tests/e2e/test_csv_records_run.py",  # long 45 s, make test 12 s
+    "tests/e2e/test_file_source_run.py",  # long 34 s, make test 11 s: the click-log example
+    "tests/components/train/test_distributed.py",  # long 22 s, make test 18 s: cpu-ps clusters, mirrored CPUs
+)
+
 
 JAX_LANE_TESTS = Path(__file__).parent / "jax_lane"
 
@@ -39,11 +62,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Whole-DAG test files (marked e2e) first, the rest in their order. `make test` runs two workers, one file
-    per worker at a time, in this order (`--dist loadfile --no-loadscope-reorder`; xdist would otherwise put the
-    files with most tests first), and the file whose fixture runs the whole DAG takes minutes: started last, it
-    would leave the other core idle while it ran."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+    """The files of `LONGEST_FIRST` first, in its order, then the rest as collected."""
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+
+    def order(item: pytest.Item) -> int:
+        return rank.get(item.nodeid.split("::", 1)[0], len(rank))
+
+    items.sort(key=order)
 
 
 @pytest.fixture

@@ -1,10 +1,14 @@
 """The promotion step's plain function: score the challenger and the champion on today's eval examples, register
-the challenger, and apply the promotion rule (`components.registry.promotion_rule`)."""
+the challenger, and apply the promotion rule (`components.registry.promotion_rule`). On Vertex a day already
+decided is not decided again (`components.registry.vertex`)."""
 
 from __future__ import annotations
 
 import logging
 
+from components.lineage.run_day import day_stamp, window_day
+from components.preprocess.manifest import Manifest
+from components.progress import progress
 from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion_rule import (
@@ -34,11 +38,13 @@ logger = logging.getLogger(__name__)
 class SameDayJudge:
     """Judges a champion model directory against the challenger, both scored on the same raw eval examples,
     streamed (`components.registry.scoring`). After a call, `challenger_logloss` is the challenger's figure on
-    those examples (measured in the same pass as the champion's when there is one)."""
+    those examples (measured in the same pass as the champion's when there is one). `positives`: the eval
+    positives of the primary task, which the rule weighs (`promotion.min_eval_positives`)."""
 
-    def __init__(self, split: EvalSplit, challenger_model_dir: str, promotion: PromotionConfig):
+    def __init__(self, split: EvalSplit, challenger_model_dir: str, promotion: PromotionConfig, positives: int):
         self.split = split
         self.promotion = promotion
+        self.positives = positives
         try:
             self.challenger = ServingModel(challenger_model_dir)
         except ModelUnscorable as error:  # the model this run exported: a failure of the run, not of the champion
@@ -62,21 +68,23 @@ class SameDayJudge:
             self._challenger_logloss = self._alone()
             return judge(None, None, self.promotion)
         try:
-            comparison = paired_logloss(self.split, self.challenger, ServingModel(champion_model_dir))
+            comparison = paired_logloss(self.split, self.challenger, ServingModel(champion_model_dir),
+                                        self.promotion.bootstrap_resamples)
         except ChallengerUnscorable as error:
             raise RuntimeError(f"the challenger cannot be scored: {error}") from error
         except ModelUnscorable as error:
             self._challenger_logloss = self._alone()
             return judge(None, str(error), self.promotion)
         self._challenger_logloss = comparison.challenger_logloss
-        return judge(comparison, None, self.promotion)
+        return judge(comparison, None, self.promotion, self.positives, self.split.task)
 
 
 def decision_record(model: str, version: str | None, verdict: Verdict, candidate: Candidate, counts: LabelCounts,
                     task: str, champion_version: str | None, promotion: PromotionConfig,
-                    challenger_logloss: float | None) -> PromotionDecision:
+                    challenger_logloss: float | None, day: str | None = None,
+                    model_resource_name: str | None = None, decided_by: str | None = None) -> PromotionDecision:
     """The record of one decision, with the tolerance, the difference and its interval in nats and relative to
-    the champion's log-loss on the same examples."""
+    the champion's log-loss on the same examples, and the eval positives of every task."""
     comparison = verdict.comparison
     champion_logloss = comparison.champion_logloss if comparison else None
     tolerance_relative = promotion.logloss_tolerance_relative
@@ -99,7 +107,11 @@ def decision_record(model: str, version: str | None, verdict: Verdict, candidate
         difference_ci95=comparison.difference_ci95 if comparison else None,
         relative_difference=relative_difference, relative_difference_ci95=relative_ci95,
         eval_examples=counts.examples, eval_positives=counts.positives, primary_task=task,
-        eval_examples_cap=promotion.max_eval_examples,
+        eval_positives_by_task=counts.positives_by_task or {task: counts.positives},
+        min_eval_positives=promotion.min_eval_positives,
+        interval_method=getattr(comparison, "interval_method", None) or None,
+        eval_examples_cap=promotion.max_eval_examples, day=day, model_resource_name=model_resource_name,
+        decided_by=decided_by or None,
     )
 
 
@@ -120,44 +132,73 @@ def warn_if_unscorable(decision: PromotionDecision) -> None:
     logger.warning(message)
 
 
+def run_day(manifest: Manifest) -> str | None:
+    """The last day of the window the run read (YYYY-MM-DD), from the examples' manifest; None for a run that read
+    every day (no window)."""
+    return window_day(manifest.window.end).isoformat() if manifest.window is not None else None
+
+
+def log_decision(decision: PromotionDecision) -> None:
+    """The decision on the console (a progress record: the step's log on Vertex), with the evidence it rests on."""
+    positives = ", ".join(f"{task} {count:,}" for task, count in decision.eval_positives_by_task.items())
+    outcome = "promoted" if decision.promoted else "not promoted"
+    if decision.reused:
+        outcome += f" (decided earlier for day {decision.day})"
+    logger.info(f"promotion: {outcome}, version {decision.version or '— (none registered)'}; eval positives: "
+                f"{positives}; {decision.reason}",
+                extra=progress(promoted=decision.promoted, version=decision.version, day=decision.day))
+    if decision.interval_method:
+        logger.info(f"promotion interval: {decision.interval_method}", extra=progress())
+
+
 def promote_best_run(config: PromoteStepConfig, backend: str, summary_json: str,
-                     examples_dir: str) -> PromotionDecision:
+                     examples_dir: str, pipeline_job_name: str = "") -> PromotionDecision:
     """`config`: the promotion step's slice of the config (name, the whole config's hash, promotion, vertex).
-    `examples_dir`: the preprocess output whose raw eval examples both models are scored on."""
+    `examples_dir`: the preprocess output whose raw eval examples both models are scored on.
+    `pipeline_job_name`: the Vertex job running the step (recorded as who decided the day)."""
+    decision = _decide(config, backend, summary_json, examples_dir, pipeline_job_name)
+    warn_if_unscorable(decision)
+    log_decision(decision)
+    return decision
+
+
+def _decide(config: PromoteStepConfig, backend: str, summary_json: str, examples_dir: str,
+            pipeline_job_name: str) -> PromotionDecision:
     candidate = read_candidate(summary_json)
     promotion = config.promotion
     split = EvalSplit.locate(examples_dir, candidate.primary_task, promotion.scoring_batch_size,
                              promotion.max_eval_examples)
-    counts = split.label_counts()
+    manifest = Manifest.read(examples_dir)
+    counts = split.label_counts(manifest.tasks)
     task = candidate.primary_task
+    day = run_day(manifest)
     model = config.name
+    resource_name = None
+    job = pipeline_job_name.rsplit("/", 1)[-1] if pipeline_job_name else None
     if backend == "vertex":
-        from components.registry.vertex import model_display_name
+        from components.registry.vertex import model_display_name, model_resource_name
 
-        model = model_display_name(config)
+        model, resource_name = model_display_name(config), model_resource_name(config)
     refused = one_class_reason(counts, task)
     if refused is not None:
         verdict = Verdict(False, refused, "none")
-        return decision_record(model, None, verdict, candidate, counts, task, None, promotion, None)
-    same_day = SameDayJudge(split, gcs_mount.container_path(candidate.model_uri), promotion)
+        return decision_record(model, None, verdict, candidate, counts, task, None, promotion, None, day,
+                               resource_name, job)
+    same_day = SameDayJudge(split, gcs_mount.container_path(candidate.model_uri), promotion, counts.positives)
+
+    def record(version: str, verdict: Verdict, champion_version: str | None) -> PromotionDecision:
+        return decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
+                               same_day.challenger_logloss, day, resource_name, job)
+
     if backend == "vertex":
-        from components.registry.vertex import register_version
+        from components.registry.vertex import JOB_LABEL, register_for_day
 
         labels = {"adrank-pipeline": config.name, "adrank-config": config.config_hash,
                   "adrank-target": candidate.target}
-        version, verdict, champion_version = register_version(config, candidate, labels, same_day)
-        decision = decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
-                                   same_day.challenger_logloss)
-        warn_if_unscorable(decision)
-        return decision
+        if job:
+            labels[JOB_LABEL] = job[:63].rstrip("-")
+        return register_for_day(config, candidate, labels, same_day, day_stamp(day) if day else None, record)
     registry = LocalModelRegistry(promotion.local_registry)
-
-    def record(version: str, verdict: Verdict, champion_version: str | None) -> dict:
-        return decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
-                               same_day.challenger_logloss).model_dump(mode="json")
-
-    version, verdict, champion_version = registry.register(model, candidate, same_day, record)
-    decision = decision_record(model, version, verdict, candidate, counts, task, champion_version, promotion,
-                               same_day.challenger_logloss)
-    warn_if_unscorable(decision)
-    return decision
+    version, verdict, champion_version = registry.register(
+        model, candidate, same_day, lambda *args: record(*args).model_dump(mode="json"))
+    return record(version, verdict, champion_version)

@@ -5,13 +5,18 @@ default is decided on figures measured on the same examples in the same run: the
 champion) and the challenger are both scored, through their raw serving signatures, on today's eval examples
 (`components.registry.scoring`), and the rule reads the paired difference:
 
-    promote  ⇔  upper end of the 95% CI of mean(ℓ_challenger − ℓ_champion)  ≤  tolerance
+    promote  ⇔  upper end of the 95% interval of mean(ℓ_challenger − ℓ_champion)  ≤  tolerance
+                and the primary task has at least promotion.min_eval_positives eval positives
     tolerance = promotion.logloss_tolerance_relative × mean(ℓ_champion)     (default: relative)
               | promotion.logloss_tolerance                                 (absolute nats, when set instead)
+    interval  = paired bootstrap over the eval examples (components.registry.paired_bootstrap)
 
 A relative tolerance means the same at every click rate: 0.001 nats is 0.3% of a 10%-click-rate log-loss but 13%
 of a 0.2%-install-rate one, so an absolute threshold waves through clearly worse models on low-rate tasks.
-The decision record carries the difference, its interval and the tolerance in both units.
+The decision record carries the difference, its interval (and how it was made) and the tolerance in both units,
+and the eval positives of every task: a day whose primary task has fewer than `promotion.min_eval_positives`
+positives keeps the champion (the decision says so) unless `promotion.on_few_positives: promote`, since a few
+examples then carry the whole difference and no interval of it is to be trusted.
 
 With no champion the challenger is promoted. A champion that cannot be loaded or cannot read today's raw
 features follows `promotion.on_unscorable_champion` (default `keep`). A model evaluated on a split with only one class is not
@@ -93,7 +98,19 @@ class PromotionDecision(Contract):
     eval_examples: int
     eval_examples_cap: int | None = Field(None, description="promotion.max_eval_examples when it applied")
     eval_positives: int
+    eval_positives_by_task: dict[str, int] = Field(
+        default_factory=dict, description="eval positives of every task (the primary one's is `eval_positives`)")
+    min_eval_positives: int | None = Field(None, description="promotion.min_eval_positives when decided")
+    interval_method: str | None = Field(None, description="how difference_ci95 was made")
     primary_task: str
+    day: str | None = Field(None, description="the last UTC day of the window the run read (YYYY-MM-DD): the key of "
+                            "the day's decision; None for a run that read every day")
+    model_resource_name: str | None = Field(
+        None, description="the registry model (Vertex: projects/P/locations/L/models/ID)")
+    decided_by: str | None = Field(
+        None, description="the pipeline job that took this day's decision, when known (Vertex)")
+    reused: bool = Field(False, description="this run found the day's decision already recorded and registered "
+                         "nothing new")
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2))
@@ -107,7 +124,7 @@ class PromotionDecision(Contract):
         values = {
             "challenger_logloss": self.challenger_logloss, "champion_logloss": self.champion_logloss,
             "difference": self.difference, "eval_examples": float(self.eval_examples),
-            "promoted": float(self.promoted),
+            "eval_positives": float(self.eval_positives), "promoted": float(self.promoted),
         }
         if self.difference_ci95 is not None:
             values["difference_ci95_low"], values["difference_ci95_high"] = self.difference_ci95
@@ -129,8 +146,10 @@ def relative(value: float, champion_logloss: float) -> float | None:
     return value / champion_logloss if champion_logloss > 0 else None
 
 
-def judge(comparison: PairedComparison | None, champion_error: str | None, promotion: PromotionConfig) -> Verdict:
-    """The rule. `comparison` None and no error: there is no champion yet."""
+def judge(comparison: PairedComparison | None, champion_error: str | None, promotion: PromotionConfig,
+          positives: int | None = None, task: str = "") -> Verdict:
+    """The rule. `comparison` None and no error: there is no champion yet. `positives`: the eval positives of the
+    primary task `task` (None: the comparison's own count, else not checked)."""
     if champion_error is not None:
         promoted = promotion.on_unscorable_champion == "promote"
         action = ("challenger promoted without a comparison" if promoted
@@ -143,8 +162,11 @@ def judge(comparison: PairedComparison | None, champion_error: str | None, promo
                        tolerance=promotion.logloss_tolerance)
     low, high = comparison.difference_ci95
     tolerance = promotion.tolerance_nats(comparison.champion_logloss)
+    if positives is None:
+        positives = getattr(comparison, "positives", None)
+    counted = f", {positives:,} positive" if positives is not None else ""
     figures = (f"challenger − champion = {comparison.difference:+.6f} (95% CI {low:+.6f} … {high:+.6f}) on "
-               f"{comparison.examples:,} eval examples")
+               f"{comparison.examples:,} eval examples{counted}")
     share = relative(high, comparison.champion_logloss)
     if share is not None:
         figures += f"; upper bound {share:+.3%} of the champion's {comparison.champion_logloss:.6f}"
@@ -153,8 +175,18 @@ def judge(comparison: PairedComparison | None, champion_error: str | None, promo
     else:
         limit = f"tolerance {tolerance:g} nats"
     promoted = high <= tolerance
-    return Verdict(promoted, f"{figures}: upper bound {'≤' if promoted else '>'} {limit}", "scored", comparison,
-                   tolerance)
+    reason = f"{figures}: upper bound {'≤' if promoted else '>'} {limit}"
+    few = positives is not None and positives < promotion.min_eval_positives
+    if few and promoted:
+        of_task = f" of task '{task}'" if task else ""
+        if promotion.on_few_positives == "keep":
+            return Verdict(False, f"only {positives:,} eval positives{of_task}, fewer than promotion."
+                           f"min_eval_positives {promotion.min_eval_positives:,}: a few examples carry the whole "
+                           f"difference, so the champion stays (promotion.on_few_positives: keep); {reason}",
+                           "scored", comparison, tolerance)
+        reason += (f"; promoted on only {positives:,} eval positives{of_task}, fewer than promotion."
+                   f"min_eval_positives {promotion.min_eval_positives:,} (promotion.on_few_positives: promote)")
+    return Verdict(promoted, reason, "scored", comparison, tolerance)
 
 
 class NoExportedModel(ValueError):

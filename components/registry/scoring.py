@@ -3,7 +3,7 @@ streamed over the eval split in batches.
 
     raw eval tf.Examples (as logged, written by preprocess), batch by batch ──► model A `serving_default` ──► ℓ_A(i)
                                                                          └──► model B `serving_default` ──► ℓ_B(i)
-    d_i = ℓ_challenger(i) − ℓ_champion(i);   mean d̄,   95% CI  d̄ ± t(0.975, n−1) · s_d / √n
+    d_i = ℓ_challenger(i) − ℓ_champion(i);   mean d̄,   95% interval by a paired bootstrap (`paired_bootstrap`)
 
 Scoring goes through `serving_default`, the signature the prediction server calls, so each model applies its
 own tf.Transform graph (its own vocabularies) to today's raw fields. Pairing by example removes the day's
@@ -11,8 +11,9 @@ noise (click rate, traffic mix) that both models see alike: the interval is abou
 
 Memory stays bounded whatever the size of the day: the split is read `promotion.scoring_batch_size` examples at a
 time, both models score each batch, and only running figures are kept (`PairedAccumulator`: the count, each
-model's log-loss sum, and the mean and sum of squared deviations of d, merged batch by batch). The result equals
-`components.evaluate.run_statistics.paired_difference` on the whole split in memory, to rounding.
+model's log-loss sum, and the mean and sum of squared deviations of d, merged batch by batch). Its t-interval
+equals `components.evaluate.run_statistics.paired_difference` on the whole split in memory, to rounding; the
+promotion reads the bootstrap's interval instead (`paired_logloss`), which holds when positives are rare.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from scipy import stats as scipy_stats
 from components.evaluate.run_statistics import PairedComparison
 from components.preprocess.join import label_key
 from components.preprocess.manifest import Manifest
+from components.registry.paired_bootstrap import PairedBootstrap
 
 SERVING_SIGNATURE = "serving_default"
 SCORING_BATCH = 4096
@@ -48,6 +50,16 @@ class ChallengerUnscorable(RuntimeError):
 class LabelCounts:
     examples: int
     positives: int
+    positives_by_task: dict[str, int] | None = None  # every task of the split, the primary one included
+
+
+@dataclass(frozen=True)
+class BootstrapComparison(PairedComparison):
+    """A paired comparison whose `difference_ci95` is the paired bootstrap's; `interval_method` says how it was
+    made, `positives` how many of the examples were positive."""
+
+    interval_method: str = ""
+    positives: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,13 +94,21 @@ class EvalSplit:
             labels = tf.io.parse_example(serialized, label_spec)[label_key(self.task)]
             yield serialized, labels.numpy().astype(np.float64)
 
-    def label_counts(self) -> LabelCounts:
-        """How many examples would be scored, and how many of them are positive (one streamed pass)."""
+    def label_counts(self, tasks: list[str] | tuple[str, ...] = ()) -> LabelCounts:
+        """How many examples would be scored, and how many of them are positive for the primary task and for each
+        of `tasks` (one streamed pass)."""
+        others = [task for task in tasks if task != self.task]
+        spec = {label_key(task): tf.io.FixedLenFeature([], tf.float32) for task in others}
         examples, positives = 0, 0
-        for _, labels in self.batches():
+        by_task = dict.fromkeys(others, 0)
+        for serialized, labels in self.batches():
             examples += int(labels.size)
-            positives += int(labels.sum())
-        return LabelCounts(examples, positives)
+            positives += int((labels >= 0.5).sum())
+            if spec:
+                parsed = tf.io.parse_example(serialized, spec)
+                for task in others:
+                    by_task[task] += int((parsed[label_key(task)].numpy() >= 0.5).sum())
+        return LabelCounts(examples, positives, {self.task: positives, **by_task})
 
 
 class ServingModel:
@@ -173,18 +193,27 @@ def mean_logloss(split: EvalSplit, model: ServingModel) -> float:
     return total / count
 
 
-def paired_logloss(split: EvalSplit, challenger: ServingModel, champion: ServingModel) -> PairedComparison:
-    """Both models over the split in one streamed pass: `ChallengerUnscorable` when the challenger fails on a
-    batch, `ModelUnscorable` when the champion does."""
+def paired_logloss(split: EvalSplit, challenger: ServingModel, champion: ServingModel,
+                   resamples: int = 2000) -> BootstrapComparison:
+    """Both models over the split in one streamed pass, the difference's 95% interval from the paired bootstrap
+    (`resamples` resamples): `ChallengerUnscorable` when the challenger fails on a batch, `ModelUnscorable` when
+    the champion does."""
     accumulator = PairedAccumulator()
+    bootstrap = PairedBootstrap()
     for serialized, labels in split.batches():
         try:
             challenger_probabilities = challenger.probabilities(serialized, split.task)
         except ModelUnscorable as error:
             raise ChallengerUnscorable(str(error)) from error
-        accumulator.add(per_example_logloss(labels, challenger_probabilities),
-                        per_example_logloss(labels, champion.probabilities(serialized, split.task)))
-    return accumulator.comparison()
+        challenger_losses = per_example_logloss(labels, challenger_probabilities)
+        champion_losses = per_example_logloss(labels, champion.probabilities(serialized, split.task))
+        accumulator.add(challenger_losses, champion_losses)
+        bootstrap.add(challenger_losses - champion_losses, labels)
+    means = accumulator.comparison()
+    return BootstrapComparison(
+        challenger_logloss=means.challenger_logloss, champion_logloss=means.champion_logloss,
+        difference=means.difference, difference_ci95=bootstrap.interval(resamples), examples=means.examples,
+        interval_method=bootstrap.describe(resamples), positives=bootstrap.positives.count)
 
 
 def per_example_logloss(labels: np.ndarray, probabilities: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ directory; TensorFlow reads `gs://` itself). Requests use TF Serving's JSON row 
 
     POST <predict route> {"instances": [{"b64": "<base64 of a serialized tf.Example>"}, ...]}
     -> {"predictions": [{"<task>": <probability>, ...}, ...]}
-    GET <health route>   -> {"status": "ready", ...}
+    GET <health route>   -> {"status": "ready"}
 
 Every error is a JSON `{"error": "<one line>"}`. Limits (`ServingLimits`, from the environment): a body over
 ADRANK_MAX_BODY_BYTES (10 MiB) is answered 413 before it is read; more than ADRANK_MAX_INSTANCES instances, 413;
@@ -47,6 +47,7 @@ from components.serving.request import BadRequest, check_body_size, content_leng
 
 log = logging.getLogger(__name__)
 
+PORT_VARIABLE, DEFAULT_PORT = "AIP_HTTP_PORT", 8080  # Vertex sets the port the container listens on
 # Connections over ADRANK_MAX_CONNECTIONS read for a health check, and how long each may take to send its request.
 TRIAGE_CONNECTIONS = 8
 TRIAGE_SECONDS = 1.0
@@ -213,6 +214,10 @@ class PredictionHandler(BaseHTTPRequestHandler):
         closed."""
         self._head.start()
         self._answered = False
+        # what the status line and the request's log record read, before a request line is parsed (one that never
+        # completes is still answered 408 and logged)
+        self.command, self.path, self.requestline = "", "", ""
+        self.request_version = self.default_request_version
         super().handle_one_request()  # a TimeoutError reading the head closes the connection
         if self._head.expired and not self._answered:
             self.close_connection = True
@@ -325,7 +330,7 @@ class PredictionHandler(BaseHTTPRequestHandler):
 def make_server(predictor: Predictor, port: int, predict_route: str, health_route: str,
                 host: str = "0.0.0.0", limits: ServingLimits = ServingLimits()) -> BoundedHTTPServer:
     """The server on `host:port`, answering with `predictor`, bounded by `limits` (not yet serving)."""
-    health = {"status": "ready", "model": predictor.model_dir}
+    health = {"status": "ready"}  # where the model lies is the operator's to know (the start-up record), no client's
     handler = type("Handler", (PredictionHandler,), {
         "predictor": predictor, "predict_route": predict_route, "health_route": health_route, "health": health,
         "limits": limits,
@@ -334,16 +339,24 @@ def make_server(predictor: Predictor, port: int, predict_route: str, health_rout
     return BoundedHTTPServer((host, port), handler, limits, health_route=health_route, health=health)
 
 
+def http_port(text: str) -> int:
+    """`AIP_HTTP_PORT` as a TCP port (1–65535), else a `ValueError` naming the variable and what it holds."""
+    word = text.strip()
+    if not (word.isascii() and word.isdigit() and 1 <= int(word) <= 65535):
+        raise ValueError(f"{PORT_VARIABLE}={text[:40]!r}: not a port; expected a whole number from 1 to 65535")
+    return int(word)
+
+
 def main() -> int:
     configure_step_logging()
     model_dir = os.environ.get("AIP_STORAGE_URI")
     if not model_dir:
         log.error("serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
         return 2
-    port = int(os.environ.get("AIP_HTTP_PORT", "8080"))
     predict_route = os.environ.get("AIP_PREDICT_ROUTE", "/predict")
     health_route = os.environ.get("AIP_HEALTH_ROUTE", "/health")
     try:
+        port = http_port(os.environ.get(PORT_VARIABLE, str(DEFAULT_PORT)))
         limits = ServingLimits.from_environment()
     except ValueError as error:
         log.error(f"serving: {error}")
@@ -354,7 +367,11 @@ def main() -> int:
         log.error(f"serving: cannot load the model at AIP_STORAGE_URI={model_dir}: "
                   f"{str(error).strip().splitlines()[0]}")
         return 2
-    server = make_server(predictor, port, predict_route, health_route, limits=limits)
+    try:
+        server = make_server(predictor, port, predict_route, health_route, limits=limits)
+    except OSError as error:  # the port is taken, or not this process's to bind
+        log.error(f"serving: cannot listen on port {port} ({PORT_VARIABLE}): {error.strerror or error}")
+        return 2
     log.info(f"serving {model_dir} on :{port} (predict {predict_route}, health {health_route}; {limits})")
     server.serve_forever()
     return 0

@@ -15,6 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_pipeline_argument(parser, default="benchmark")
     parser.add_argument("--backend", choices=("local", "vertex"), default="vertex")
     parser.add_argument("--output", required=True, metavar="FILE.yaml")
+    parser.add_argument("--allow-image-tags", action="store_true",
+                        help="compile for Vertex although cached steps would run images by tag (no digest recorded "
+                             "by `adrank images build`): a re-pushed tag would then reuse the old image's results")
     parser.set_defaults(handler=_compile)
 
 
@@ -29,7 +32,8 @@ def _compile(args: argparse.Namespace) -> int:
             from ops.vertex.preflight import check_config
 
             check_config(config)  # what Vertex would refuse fails here, naming the field
-        path = compile_pipeline(config, args.backend, Path(args.output), args.pipeline)
+        path = compile_pipeline(config, args.backend, Path(args.output), args.pipeline,
+                                allow_image_tags=args.allow_image_tags)
     except ValueError as error:  # a config that validates but cannot become this backend's DAG
         raise CommandError(str(error)) from None
     print(f"compiled the {args.pipeline} pipeline of {config.name} ({args.backend}): {path}")

@@ -53,7 +53,7 @@ def _seconds(text: str) -> float:
 def _run_spec(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
     from ops.spec_executor.pipeline_spec import UnsupportedSpec
-    from ops.spec_executor.runner import RUN_RECORD, RunSpecOptions, run_spec
+    from ops.spec_executor.runner import RUN_RECORD, JobBusy, RunSpecOptions, run_spec
 
     options = RunSpecOptions(
         root=Path(args.root), project=args.project, location=args.location, pipeline_root=args.pipeline_root,
@@ -65,7 +65,7 @@ def _run_spec(args: argparse.Namespace) -> int:
         options.create_time = args.create_time
     try:
         run = run_spec(Path(args.spec), options)
-    except UnsupportedSpec as error:
+    except (UnsupportedSpec, JobBusy) as error:
         raise CommandError(str(error)) from None
     record = Path(run.root) / "spec-runs" / run.job_name / RUN_RECORD
     print(f"{run.job_name}: {run.status}; record: {record}")

@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="step caching: on/off for every step, default: each step's own setting")
     parser.add_argument("--param", dest="parameters", action="append", default=[], metavar="NAME=VALUE",
                         help="a pipeline parameter value (YAML-typed)")
+    parser.add_argument("--force", action="store_true",
+                        help="submit even when a run of the same pipeline and day is queued, running or succeeded "
+                        "(each submit is a paid run)")
     parser.add_argument("--poll-seconds", type=float, default=30.0, help="with --wait: seconds between polls")
     parser.add_argument("--timeout-minutes", type=float, default=None, help="with --wait: give up after this long")
     add_endpoint_argument(parser)
@@ -54,11 +57,13 @@ def parse_parameters(items: list[str]) -> dict[str, object]:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from components.lineage.run_day import day_stamp, window_day
     from ops.errors import CommandError
     from ops.pipeline_compiler import compile_pipeline
-    from ops.vertex.jobs import submit_pipeline
+    from ops.vertex.jobs import runs_of_day, submit_pipeline
     from ops.vertex.preflight import check_config
-    from ops.vertex.session import VertexSetupError, require_service_account, session_for
+    from ops.vertex.session import VertexSetupError, console_url, require_service_account, session_for
+    from pipelines.run_cost import estimate_run_cost
 
     config = config_from_args(args)
     try:
@@ -69,20 +74,31 @@ def _submit(args: argparse.Namespace) -> int:
             # the run's config is the one with this experiment: its 'join experiment' step joins the experiment the
             # SDK adds it to, and its labels, job id and recorded config hash all name that config
             config = with_experiment(config, args.experiment)
+        parameters = with_window_end(parse_parameters(args.parameters), dt.datetime.now(dt.timezone.utc))
+        day = window_day(str(parameters["window_end"]))
+        session = session_for(config, args.api_endpoint)
+        earlier = runs_of_day(config, args.pipeline, day_stamp(day))
+        if earlier and not args.force:
+            runs = "; ".join(f"{job} {state.removeprefix('PIPELINE_STATE_')} ({console_url(session, job)})"
+                             for job, state in earlier)
+            raise CommandError(f"the {args.pipeline} pipeline already has a run of day {day} (window ending "
+                               f"{parameters['window_end']}): {runs}; each submit is a paid run: pass --force to "
+                               "submit it again (a day whose run failed or was cancelled is submitted without it)")
         with tempfile.TemporaryDirectory(prefix="adrank-submit-") as directory:
             template = compile_pipeline(config, "vertex", Path(directory) / f"{config.name}.yaml", args.pipeline)
-            session = session_for(config, args.api_endpoint)
-            parameters = with_window_end(parse_parameters(args.parameters), dt.datetime.now(dt.timezone.utc))
             job, submission = submit_pipeline(
                 config, template, session, experiment=args.experiment, cache=args.cache, parameters=parameters,
+                kind=args.pipeline, day=day_stamp(day),
             )
     except (VertexSetupError, ValueError) as error:
         raise CommandError(str(error)) from None
-    print(f"submitted {submission.job_id} (the {args.pipeline} pipeline; window ends {parameters['window_end']})")
+    print(f"submitted {submission.job_id} (the {args.pipeline} pipeline; window ends {parameters['window_end']}, "
+          f"day {day})")
     print(f"  labels: {', '.join(f'{k}={v}' for k, v in sorted(submission.labels.items()))}")
     if submission.experiment:
         print(f"  experiment: {submission.experiment}")
     print(f"  console: {submission.console_url}")
+    print("\n".join(estimate_run_cost(config, args.pipeline).describe()))
     for warning in submission.warnings:
         log.warning(warning)
     if not args.wait:
@@ -91,9 +107,11 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def with_window_end(parameters: dict[str, object], now: dt.datetime) -> dict[str, object]:
-    """The pipeline parameters with `window_end`: a run nobody scheduled reads the `logs.lookback_days` before the
-    time it was submitted (a scheduled run: before its scheduled time). `--param window_end=...` re-runs a day:
-    the same window end gives preprocess the same inputs, so Vertex's cache reuses it."""
+    """The pipeline parameters with `window_end`, a UTC midnight (components.lineage.run_day): a run nobody
+    scheduled reads the whole `logs.lookback_days` days before the day it was submitted (a scheduled run: before
+    its scheduled time's day). `--param window_end=...` re-runs a day: any time of that day gives preprocess the
+    same inputs, so Vertex's cache reuses them."""
+    from components.lineage.run_day import resolved_window_end
     from components.logs.records import format_utc_seconds
 
     given = parameters.get("window_end")
@@ -101,7 +119,11 @@ def with_window_end(parameters: dict[str, object], now: dt.datetime) -> dict[str
         given = format_utc_seconds(given if given.tzinfo else given.replace(tzinfo=dt.timezone.utc))
     elif isinstance(given, dt.date):
         given = f"{given.isoformat()}T00:00:00Z"
-    return {**parameters, "window_end": str(given) if given else format_utc_seconds(now)}
+    try:
+        end = resolved_window_end(str(given) if given else "", "", now)
+    except ValueError as error:
+        raise ValueError(f"--param window_end: {error}") from None
+    return {**parameters, "window_end": end}
 
 
 def with_experiment(config, experiment: str):

@@ -13,6 +13,8 @@
     model_registry  the promotion step's Model Registry → a local registry
     notification_email  GCPC's VertexNotificationEmailOp → the notification recorded, never sent
     execution_cache Vertex's cache key and the index of succeeded executions under ROOT/spec-cache
+    task_code       what the key adds here: a digest of the checkout's packages and the installed distributions
+    job_lock        one executor per job (root + job id): the second is refused naming the first's pid
     retries         a task's retryPolicy and the backoff before each retry
     run_record      spec_run.json: task states, run status, interrupted runs
     vertex_only     `join experiment`, `model version`: Vertex-only steps, recorded as stand-ins

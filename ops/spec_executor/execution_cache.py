@@ -10,6 +10,9 @@ The key follows what Vertex documents ("Configure execution caching") and what K
     the component's spec       image, command, args and env of the container, in their compiled order
                                (placeholders unresolved, as compiled)
     scope                      only pipelines with the same name share the cache
+    the task's code (here)     what the image stands for here: a digest of the checkout's packages and the installed
+                               distributions the task's Python runs (`task_code`), so an edit to the code reruns
+                               the step; on Vertex the image is pinned by digest (`ops.image_pins`) for the same end
 
 Assumed (Vertex does not document it): input artifacts' metadata is not part of the key (KFP keys by artifact
 name only); an execution that failed, was interrupted or was itself taken from the cache adds nothing;
@@ -47,8 +50,9 @@ class CachedExecution:
     outputs: TaskOutputs
 
 
-def cache_key(pipeline: str, task: SpecTask, executor_input: dict) -> str:
-    """The fingerprint of `task` with these resolved inputs (see the module docstring)."""
+def cache_key(pipeline: str, task: SpecTask, executor_input: dict, task_code: str) -> str:
+    """The fingerprint of `task` with these resolved inputs, run by the code `task_code` digests (see the module
+    docstring)."""
     container = task.container or {}
     definitions = task.component.get("outputDefinitions", {})
     key = {
@@ -63,6 +67,7 @@ def cache_key(pipeline: str, task: SpecTask, executor_input: dict) -> str:
         "containerSpec": {"image": container.get("image", ""),
                           "cmdArgs": list(container.get("command", [])) + list(container.get("args", [])),
                           "env": container.get("env", [])},
+        "taskCode": task_code,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

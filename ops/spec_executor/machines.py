@@ -25,6 +25,13 @@ def local_gpu_count() -> int:
     return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
 
 
+def local_device_kinds() -> set[str]:
+    """The device kinds a local run can use: 'CPU', and 'GPU' when `nvidia-smi` lists one. What `adrank run` and a
+    local compile check targets against (`pipelines.ranking.targets_for(local_devices=...)`), so the command's own
+    process never imports an accelerator library (whose start-up lines would reach the console)."""
+    return {"CPU"} | ({"GPU"} if local_gpu_count() else set())
+
+
 def is_tpu(machine_spec: dict) -> bool:
     accelerator = str(machine_spec.get("accelerator_type", ""))
     machine_type = str(machine_spec.get("machine_type", ""))

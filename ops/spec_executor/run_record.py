@@ -97,21 +97,34 @@ def recorded_status(record: dict) -> str:
     return "running"
 
 
-def mark_interrupted_runs(root: Path) -> list[Path]:
-    """Rewrite every record under `root/spec-runs` left `running` by an executor that no longer exists as
-    `interrupted` (its running tasks too); returns the records rewritten."""
-    rewritten = []
+def left_running(root: Path) -> list[Path]:
+    """Every record under `root/spec-runs` that says `running` although its executor no longer exists."""
+    stale = []
     for path in sorted((root / "spec-runs").glob(f"*/{RUN_RECORD}")):
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if not isinstance(record, dict) or record.get("status") != "running" or recorded_status(record) == "running":
-            continue
-        record["status"], record["interrupted"] = "interrupted", True
-        for task in record.get("tasks", []):
-            if task.get("state") == "running":
-                task["state"], task["reason"] = "interrupted", "the executor was killed while the task ran"
-        write_json_atomically(path, record)
-        rewritten.append(path)
+        if isinstance(record, dict) and record.get("status") == "running" and recorded_status(record) != "running":
+            stale.append(path)
+    return stale
+
+
+def mark_interrupted(path: Path) -> None:
+    """Rewrite the record at `path` (left `running` by an executor that is gone) as `interrupted`, its running
+    tasks too."""
+    record = json.loads(path.read_text())
+    record["status"], record["interrupted"] = "interrupted", True
+    for task in record.get("tasks", []):
+        if task.get("state") == "running":
+            task["state"], task["reason"] = "interrupted", "the executor was killed while the task ran"
+    write_json_atomically(path, record)
+
+
+def mark_interrupted_runs(root: Path) -> list[Path]:
+    """Rewrite every record under `root/spec-runs` left `running` by an executor that no longer exists as
+    `interrupted` (its running tasks too); returns the records rewritten."""
+    rewritten = left_running(root)
+    for path in rewritten:
+        mark_interrupted(path)
     return rewritten

@@ -23,7 +23,8 @@ GPUs than present) is skipped with the reason, and what consumes its outputs is 
 A task process is handed its artifacts' `gs://` URIs as the local paths they map to (`storage.for_task`); what
 it reports back is recorded as `gs://` again. Every task process gets `TMPDIR` pointing at `ROOT/spec-runs/<job>/tmp` (kfp's `mktemp -d`, Beam's and
 TensorFlow's temp files), removed when the run ends however it ends (after a kill -9 of the executor, by the next
-run under the same root). Each container task's executor input is kept in its task directory
+run under the same root). One executor runs a job at a time (`job_lock`: a second run-spec of the same root and job
+id is refused naming the first's pid), so what a job removes is its own. Each container task's executor input is kept in its task directory
 (`executor_input.json`).
 
 The pipeline root is a `gs://` URI (a compiled Vertex spec; `ROOT` stands in for the buckets) or a local
@@ -34,7 +35,9 @@ end; `environment` is added to every task's environment.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -62,14 +65,16 @@ from ops.spec_executor.executor_input import (
     read_task_outputs,
 )
 from ops.spec_executor.job_context import PipelineJobContext
+from ops.spec_executor.job_lock import JOB_LOCK_FILE, ExclusiveLock, JobBusy, LockHeld, lock_job
 from ops.spec_executor.pipeline_spec import Dag, PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec
 from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolver
 from ops.spec_executor.processes import ProcessTable
-from ops.spec_executor.run_record import DONE, RUN_RECORD, SpecRun, TaskRecord, mark_interrupted_runs
+from ops.spec_executor.run_record import DONE, RUN_RECORD, SpecRun, TaskRecord, left_running, mark_interrupted
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
+from ops.spec_executor.task_code import task_code_digest
 from ops.spec_executor.task_events import TaskEvents, read_task_line
 
-__all__ = ["RUN_RECORD", "RunSpecOptions", "SpecRun", "TaskRecord", "run_spec"]
+__all__ = ["RUN_RECORD", "JobBusy", "RunSpecOptions", "SpecRun", "TaskRecord", "run_spec"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TASK_STARTUP = Path(__file__).resolve().parent / "task_startup"
@@ -113,15 +118,30 @@ def run_spec(spec_path: Path, options: RunSpecOptions, report: Callable[[str], N
     if not pipeline_root or not (pipeline_root.startswith("gs://") or _under(pipeline_root, root)):
         raise UnsupportedSpec("the pipeline root must be a gs:// URI or a directory under the root (the spec has "
                               "none; pass one)")
-    for stale in mark_interrupted_runs(root):
-        shutil.rmtree(stale.parent / "tmp", ignore_errors=True)  # what its killed tasks left in their TMPDIR
-        report(f"note: {stale.parent.name} was left running by an executor that is gone; recorded as interrupted")
     context = PipelineJobContext(spec.name, options.project, options.location, pipeline_root, options.create_time,
                                  options.schedule_time, options.project_number)
-    run = SpecRun(spec.name, context.job_name, context.job_uuid, format_utc_seconds(options.create_time), str(root))
-    walk = _JobWalk(spec, options, context, CloudStorageRoot(root), run, root / "spec-runs" / context.job_name,
-                    report)
-    return walk.run()
+    job_dir = root / "spec-runs" / context.job_name
+    with lock_job(job_dir, root):  # one executor per job: a second is refused here, before it touches anything
+        _clean_up_killed_jobs(root, job_dir, report)
+        run = SpecRun(spec.name, context.job_name, context.job_uuid, format_utc_seconds(options.create_time),
+                      str(root))
+        return _JobWalk(spec, options, context, CloudStorageRoot(root), run, job_dir, report).run()
+
+
+def _clean_up_killed_jobs(root: Path, own_job_dir: Path, report: Callable[[str], None]) -> None:
+    """Jobs under `root` whose executor was killed outright (their record still says `running`): recorded as
+    interrupted and their `tmp` removed, each while holding that job's lock, so a job some live executor holds
+    (its own record's pid notwithstanding) is never touched. This job's own lock is held already."""
+    for stale in left_running(root):
+        job_dir = stale.parent
+        try:
+            lock = contextlib.nullcontext() if job_dir == own_job_dir else ExclusiveLock(job_dir / JOB_LOCK_FILE)
+        except LockHeld:
+            continue
+        with lock:
+            mark_interrupted(stale)
+            shutil.rmtree(job_dir / "tmp", ignore_errors=True)  # what its killed tasks left in their TMPDIR
+        report(f"note: {job_dir.name} was left running by an executor that is gone; recorded as interrupted")
 
 
 def _under(path: str, root: Path) -> bool:
@@ -148,6 +168,11 @@ class _JobWalk:
     def cloud(self) -> bool:
         """A `gs://` pipeline root (a compiled Vertex spec): tasks get local paths for its URIs (storage)."""
         return self.context.pipeline_root.startswith("gs://")
+
+    @functools.cached_property
+    def task_code(self) -> str:
+        """The digest of the code every task of this job runs (`task_code`), computed once, when a key needs it."""
+        return task_code_digest(REPO_ROOT)
 
     @property
     def tmp_dir(self) -> Path:
@@ -342,8 +367,8 @@ class _JobWalk:
                 self.notify(path, record, executor_input)
                 return
             # paths under the root in their portable form: a moved or copied root keeps its keys
-            key = cache_key(self.spec.name, task, self.storage.portable(executor_input)) if self.uses_cache(task) \
-                else None
+            key = cache_key(self.spec.name, task, self.storage.portable(executor_input), self.task_code) \
+                if self.uses_cache(task) else None
             cache = ExecutionCache(self.storage.root, self.spec.name)
             hit = cache.lookup(key, self.cached_file_check()) if key else None
             if hit is not None:
@@ -394,6 +419,9 @@ class _JobWalk:
             record.state, record.reason = "failed", str(error)
             return
         outputs = read_task_outputs(executor_input, lambda uri: self.storage.from_task(uri, self.cloud))
+        if self.options.check_only:  # a checked task wrote no output parameters: its consumers get a stand-in
+            for name in task.component.get("outputDefinitions", {}).get("parameters", {}):
+                outputs.parameters.setdefault(name, f"checked-{task.name}-{name}".lower())
         scope.outputs[task.name] = outputs
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
         if key is not None and record.state == "succeeded":

@@ -3,7 +3,13 @@
 The job id is readable and deterministic: `<pipeline name>-<config hash>-<UTC time to the second>`,
 so the same config submitted at the same second is the same job (a retried create that already
 went through is recognised, not duplicated). Labels carry the package version, the git revision
-and the config hash, so every run on Vertex can be traced back to code and config.
+and the config hash, so every run on Vertex can be traced back to code and config, and on a submitted
+run the pipeline (`adrank-kind`) and the day it reads (`adrank-day`), by which a second submit of that
+day is found (`runs_of_day`).
+
+A job, once created, is never hidden behind an error: whatever fails after Vertex has it (adding it to the
+Experiment, reading it back) becomes a warning naming the job and its console link, and the submit succeeds
+(`Submission.warnings`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from configs import AdrankConfig, config_hash
+from ops.errors import VertexApiError
 from ops.vertex import retry
 from ops.vertex.retry import with_backoff
 from ops.vertex.session import VertexSession, console_url, require_service_account, vertex_section
@@ -27,6 +34,11 @@ FINAL_STATES = {"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_S
 MAX_JOB_ID = 128
 # The label every run of a config carries, submitted or started by a schedule: how `runs list` finds them.
 PIPELINE_LABEL = "adrank-pipeline"
+KIND_LABEL = "adrank-kind"  # benchmark | retraining
+DAY_LABEL = "adrank-day"  # the last day a submitted run reads, 20260303 (components.lineage.run_day)
+# A run of a day in these states makes a second submit of that day a second paid run of it.
+LIVE_OR_DONE = {"PIPELINE_STATE_QUEUED", "PIPELINE_STATE_PENDING", "PIPELINE_STATE_RUNNING",
+                "PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_CANCELLING", "PIPELINE_STATE_PAUSED"}
 
 
 def label_value(text: str) -> str:
@@ -57,15 +69,23 @@ def git_revision(cwd: Path | None = None) -> str:
     return revision + ("-dirty" if dirty else "")
 
 
-def job_labels(config: AdrankConfig, revision: str | None = None) -> dict[str, str]:
+def job_labels(config: AdrankConfig, revision: str | None = None, kind: str | None = None,
+               day: str | None = None) -> dict[str, str]:
+    """The labels of a pipeline job: `vertex.labels` and adrank's own; `kind` (the pipeline) and `day` (the last day
+    the run reads, `20260303`) when known (a schedule's template has no day: each run reads its own)."""
     vertex = vertex_section(config)
-    return {
+    labels = {
         **vertex.labels,
         "adrank-version": label_value(package_version()),
         "adrank-git": label_value(revision if revision is not None else git_revision()),
         "adrank-config": config_hash(config),
         PIPELINE_LABEL: pipeline_label_value(config),
     }
+    if kind:
+        labels[KIND_LABEL] = kind
+    if day:
+        labels[DAY_LABEL] = day
+    return labels
 
 
 def pipeline_label_value(config: AdrankConfig) -> str:
@@ -121,6 +141,18 @@ def build_pipeline_job(
     )
 
 
+def runs_of_day(config: AdrankConfig, kind: str, day: str) -> list[tuple[str, str]]:
+    """(job id, state) of the submitted runs of `config`'s `kind` pipeline that read `day` (`20260303`) and are
+    queued, running or succeeded: what a second submit of that day would pay for again."""
+    from google.cloud import aiplatform
+
+    wanted = (f'labels.{PIPELINE_LABEL}="{pipeline_label_value(config)}" AND labels.{KIND_LABEL}="{kind}" '
+              f'AND labels.{DAY_LABEL}="{day}"')
+    found = with_backoff(lambda: aiplatform.PipelineJob.list(filter=wanted), "list the runs of the day")
+    runs = [(job.resource_name.rsplit("/", 1)[-1], job.gca_resource.state.name) for job in found]
+    return sorted(run for run in runs if run[1] in LIVE_OR_DONE)
+
+
 def submit_pipeline(
     config: AdrankConfig,
     template_path: Path,
@@ -131,15 +163,18 @@ def submit_pipeline(
     parameters: dict[str, object] | None = None,
     now: dt.datetime | None = None,
     revision: str | None = None,
+    kind: str | None = None,
+    day: str | None = None,
 ):
-    """Create the PipelineJob on Vertex; returns `(job, Submission)`. Needs `vertex.service_account`."""
+    """Create the PipelineJob on Vertex; returns `(job, Submission)`. Needs `vertex.service_account`. Anything that
+    fails once Vertex has the job is a line of `Submission.warnings`, never an exception."""
     from google.api_core import exceptions
     from google.cloud import aiplatform
 
     service_account = require_service_account(config)
     vertex = vertex_section(config)
     experiment = experiment or vertex.experiment
-    labels = job_labels(config, revision)
+    labels = job_labels(config, revision, kind, day)
     identifier = job_id(config, now or dt.datetime.now(dt.timezone.utc))
     job = build_pipeline_job(config, template_path, identifier, labels, cache, parameters)
 
@@ -156,18 +191,52 @@ def submit_pipeline(
 
     warnings = []
     submitted = job
+    link = console_url(session, identifier)
     try:
         submitted = with_backoff(create, f"create pipeline job {identifier}")
-    except RuntimeError as error:
-        # The SDK adds the run to the experiment after creating it and wraps an API failure there in a
-        # RuntimeError: the run exists and goes on, only the experiment lacks it.
-        if not (experiment and isinstance(error.__cause__, retry.API_FAILURES)):
-            raise
-        warnings.append(f"{identifier} runs, but was not added to experiment '{experiment}': "
-                        + retry.describe_failure(f"add {identifier} to the experiment", error.__cause__))
+    except Exception as error:  # whatever failed: a job Vertex already has is said, never hidden (re-raised if none)
+        if not _created(job, f"{session.location_path}/pipelineJobs/{identifier}"):
+            if isinstance(error, VertexApiError):
+                raise
+            cause = error.__cause__ if isinstance(error.__cause__, retry.API_FAILURES) else None
+            detail = retry.describe_failure("", cause).lstrip(": ") if cause is not None else ""
+            raise VertexApiError(f"create pipeline job {identifier}: not created: {type(error).__name__}: "
+                                 f"{' '.join(str(error).split())}" + (f" ({detail})" if detail else "")) from None
+        # The SDK adds the run to the experiment after creating it (and wraps what fails there in a RuntimeError);
+        # the run exists and goes on, only what came after the create was not done.
+        api_cause = error.__cause__ if isinstance(error.__cause__, retry.API_FAILURES) else None
+        what = (retry.describe_failure(f"add {identifier} to the experiment", api_cause) if api_cause is not None
+                else _error_chain(error))
+        not_done = f"not added to experiment '{experiment}'" if experiment else "the SDK's steps after the create"
+        warnings.append(f"{identifier} was created and runs ({link}), but {not_done}: {what}")
         experiment = None
-    return submitted, Submission(identifier, submitted.resource_name, console_url(session, identifier), labels,
-                                 experiment, warnings)
+    return submitted, Submission(identifier, submitted.resource_name, link, labels, experiment, warnings)
+
+
+def _error_chain(error: BaseException) -> str:
+    """`RuntimeError: … (RuntimeError: …)`: an error and what caused it, on one line."""
+    text = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    cause = error.__cause__ or error.__context__
+    return text + (f" ({_error_chain(cause)})" if cause is not None else "")
+
+
+def _created(job, resource_name: str) -> bool:
+    """Whether Vertex has the job: the SDK object holds its created resource, or reading it back finds it."""
+    from google.api_core import exceptions
+    from google.cloud import aiplatform
+
+    try:
+        if job.resource_name:
+            return True
+    except (RuntimeError, AttributeError):  # the SDK's "resource has not been created" (no resource yet)
+        pass
+    try:
+        aiplatform.PipelineJob.get(resource_name=resource_name)
+    except exceptions.NotFound:
+        return False
+    except retry.API_FAILURES:
+        return False  # cannot tell: the original error stands
+    return True
 
 
 def pause(seconds: float) -> None:

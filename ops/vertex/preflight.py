@@ -40,6 +40,12 @@ said so in the message.
 - Job ids (SDK: the pattern `google.cloud.aiplatform.constants.pipeline` enforces) and labels (documented, see
   `configs.vertex_names`): the job id and every label set adrank sends are checked with the same functions the
   config loader uses.
+- Machine types and regions (documented, a table kept in the project with its source and date:
+  `configs.vertex_catalog`): a training machine type Vertex training does not list (`n1-standard-7`, `e2-micro`),
+  a Dataflow worker type that is no predefined Compute Engine machine, and a `vertex.region` Vertex AI does not run
+  in (`us-central2`) are refused naming the field. TPU v4 and v5p: Vertex training documents no machine type for
+  them and `aiplatform_v1.AcceleratorType` has no v5p label (TPU_V4_POD, TPU_V5_LITEPOD only), so a `ct5p-*` or
+  `ct4p-*` machine is refused saying that, with the TPU machines it does offer.
 """
 
 from __future__ import annotations
@@ -51,6 +57,18 @@ from dataclasses import dataclass
 
 from configs import AdrankConfig
 from configs.vertex import MachineSpec, VertexConfig
+from configs.vertex_catalog import (
+    LOCATIONS_PAGE,
+    MACHINE_SHAPES_PAGE,
+    SOURCE_DATE,
+    TPU_MACHINES,
+    TRAINING_CPU_MACHINES,
+    TRAINING_MACHINES_PAGE,
+    UNOFFERED_TPU_MACHINE,
+    VERTEX_REGIONS,
+    close_names,
+    compute_engine_shape,
+)
 from configs.vertex_names import label_key_problem, label_value_problem
 from ops.vertex.jobs import job_id, job_labels
 from pipelines.placement import custom_job_labels
@@ -98,6 +116,9 @@ V5E_MACHINE = re.compile(r"^ct5lp-hightpu-(?P<chips>\d+)t$")
 V5E_SINGLE_HOST = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
 V5E_ACCELERATOR = "TPU_V5_LITEPOD"
 V6E_MACHINE = re.compile(r"^ct6e-")
+MACHINE_TABLE = f"{TRAINING_MACHINES_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
+REGION_TABLE = f"{LOCATIONS_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
+SHAPE_TABLE = f"{MACHINE_SHAPES_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
 
 
 @dataclass(frozen=True)
@@ -167,13 +188,31 @@ def machine_problems(machine: MachineSpec, field: str, chief: bool) -> list[Prob
             return [Problem(f"{field}.accelerator_type",
                             f"'{accelerator}' is not an aiplatform_v1 AcceleratorType{hint}", MACHINE_SPEC_REFERENCE)]
     machine_type = machine.machine_type
-    if machine_type == LEGACY_TPU_MACHINE or V5E_MACHINE.match(machine_type) or V6E_MACHINE.match(machine_type) \
+    unoffered = UNOFFERED_TPU_MACHINE.match(machine_type)
+    if unoffered or accelerator == "TPU_V4_POD":
+        generation = {"4p": "v4", "5p": "v5p"}[unoffered["generation"] if unoffered else "4p"]
+        return [Problem(f"{field}.machine_type", f"'{machine_type}'{' with TPU_V4_POD' if accelerator else ''} is "
+                        f"TPU {generation}: Vertex AI training documents TPU v2/v3 (cloud-tpu), v5e (ct5lp-hightpu-*) "
+                        "and v6e (ct6e-standard-*) machines and no v4 or v5p machine type, and aiplatform_v1's "
+                        "AcceleratorType has no v5p label; train on TPU v5e (ct5lp-hightpu-4t, topology 2x2)",
+                        TPU_PAGE)]
+    if machine_type in TPU_MACHINES or V5E_MACHINE.match(machine_type) or V6E_MACHINE.match(machine_type) \
             or accelerator and accelerator.startswith("TPU_"):
         return _tpu_problems(machine, field, chief)
     if machine.tpu_topology:
         return [Problem(f"{field}.tpu_topology", f"'{machine_type}' is not a TPU machine type; a topology goes with "
                         "ct5lp-hightpu-* (TPU v5e)", TPU_PAGE)]
-    return _gpu_problems(machine, field)
+    return _gpu_problems(machine, field) or _machine_type_problems(machine_type, field)
+
+
+def _machine_type_problems(machine_type: str, field: str) -> list[Problem]:
+    """A machine type Vertex training does not list (GPU and TPU machines are checked by their own rules)."""
+    if machine_type in TRAINING_CPU_MACHINES or machine_type in FIXED_GPUS:
+        return []
+    close = close_names(machine_type, TRAINING_CPU_MACHINES | set(FIXED_GPUS))
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return [Problem(f"{field}.machine_type", f"'{machine_type}' is not a machine type Vertex AI training offers{hint}",
+                    MACHINE_TABLE)]
 
 
 def _gpu_problems(machine: MachineSpec, field: str) -> list[Problem]:
@@ -278,9 +317,20 @@ SUBNETWORK_REGION = re.compile(r"(?:^|/)regions/(?P<region>[^/]+)/subnetworks/")
 
 
 def region_problems(config: AdrankConfig, vertex: VertexConfig) -> list[Problem]:
-    """The CMEK key, the TensorBoard, the Dataflow job and its subnetwork must be where the pipeline runs."""
+    """The region must be one Vertex AI runs in; the CMEK key, the TensorBoard, the Dataflow job and its
+    subnetwork must be where the pipeline runs; the Dataflow workers a machine type Compute Engine has."""
     region = vertex.region
     problems: list[Problem] = []
+    if region not in VERTEX_REGIONS:
+        close = close_names(region, VERTEX_REGIONS)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        problems.append(Problem("vertex.region", f"'{region}' is not a region Vertex AI runs in{hint}", REGION_TABLE))
+    flow_config = config.preprocess.dataflow
+    if config.preprocess.runner == "DataflowRunner" and flow_config is not None \
+            and compute_engine_shape(flow_config.machine_type) is None:
+        problems.append(Problem("preprocess.dataflow.machine_type", f"'{flow_config.machine_type}' is not a "
+                                "predefined Compute Engine machine type adrank knows (family-class-vCPUs, e.g. "
+                                "n2-standard-8)", SHAPE_TABLE))
     key = vertex.encryption_spec_key_name
     key_location = _location(key)
     if key and key_location != region:
@@ -318,7 +368,7 @@ def name_problems(config: AdrankConfig) -> list[Problem]:
     if not JOB_ID.match(example_id):
         problems.append(Problem("name", f"the pipeline job id '{example_id}' does not match {JOB_ID.pattern}",
                                 JOB_ID_RULE))
-    label_sets = {"vertex.labels (pipeline job labels)": job_labels(config, revision="unknown")}
+    label_sets = {"vertex.labels (pipeline job labels)": job_labels(config, "unknown", "retraining", "20260101")}
     label_sets.update({f"targets[{i}] (training job labels)": custom_job_labels(config, target)
                        for i, target in enumerate(config.targets)})
     for field, labels in label_sets.items():

@@ -209,7 +209,7 @@ def _schedule_resource(config: AdrankConfig, template_path: Path, revision: str 
 
     vertex = vertex_section(config)
     schedule = vertex.schedule
-    job = build_pipeline_job(config, template_path, job_id=None, labels=job_labels(config, revision))
+    job = build_pipeline_job(config, template_path, job_id=None, labels=job_labels(config, revision, "retraining"))
     builder = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name=schedule_display_name(config))
     resource = Schedule.from_json(json.dumps(builder.to_dict()))
     resource.cron = schedule.vertex_cron

@@ -35,8 +35,8 @@ def _error(overrides: list[str]) -> str:
     (["vertex.labels={" + "k" * 64 + ": a}"], "vertex.labels", "has 64 characters; keys have 1 to 63"),
     (["vertex.labels={adrank-config: mine}"], "vertex.labels", "keys starting with 'adrank-' are set by adrank"),
     (["vertex.labels={vertex-ai-pipelines-run-billing-id: x}"], "vertex.labels", "reserved by Vertex AI Pipelines"),
-    (["vertex.labels={" + ", ".join(f"k{i}: v" for i in range(61)) + "}"], "vertex.labels",
-     "61 labels; a Vertex resource takes 64 and adrank adds 4 of its own, so at most 60"),
+    (["vertex.labels={" + ", ".join(f"k{i}: v" for i in range(59)) + "}"], "vertex.labels",
+     "59 labels; a Vertex resource takes 64 and adrank adds 6 of its own, so at most 58"),
     # experiment names are Metadata context ids: 4-128 of [a-z0-9-]
     (["vertex.experiment=abc"], "vertex.experiment", "has 3 characters; Vertex Experiment names have 4 to 128"),
     (["vertex.experiment=Daily_Runs"], "vertex.experiment", "lowercase letters, digits and '-'"),
@@ -59,11 +59,11 @@ def test_names_vertex_would_refuse_fail_at_load_naming_the_field(overrides, fiel
 def test_names_at_the_limits_load():
     config = load_config(VERTEX, [
         "name=" + "a" * 63, "targets.4.name=" + "c" * 58, "report.baseline_target=" + "c" * 58,
-        "vertex.labels={" + ", ".join(f"k{i}: v" for i in range(60)) + "}",
+        "vertex.labels={" + ", ".join(f"k{i}: v" for i in range(58)) + "}",
         "vertex.experiment=" + "e" * 39, "vertex.schedule.display_name=" + "s" * 128,
     ])
     assert len(config.name) + len("-train-") + len(config.targets[4].name) == 128
-    assert len(config.vertex.labels) == 60
+    assert len(config.vertex.labels) == 58
     # the longest job id (<name>-<hash8>-<yyyymmdd-hhmmss>) inside the experiment: 39 + 1 + 88 = 128
     assert len(config.vertex.experiment) + 1 + len(config.name) + 25 == 128
 

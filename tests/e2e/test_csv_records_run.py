@@ -4,15 +4,16 @@ too many columns and a 1 MB id are dead letters that say why, and a misspelt col
 import json
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
+from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO_CONFIG = "configs/examples/click_log.yaml"
 SAMPLE = "configs/examples/data/click_log_sample.csv"
-FAST = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1", "training.epochs=1",
-        "promotion.enabled=false", "preprocess.output_shards=1",
-        "training.input_capacity_seconds=0.25"]
+FAST = [*IN_MEMORY_BEAM, "training.epochs=1", "promotion.enabled=false", "preprocess.output_shards=1",
+        *SHORT_MEASUREMENTS]
 
 
 def dead_letters(run_dir) -> list[dict]:

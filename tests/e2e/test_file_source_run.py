@@ -8,16 +8,16 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
-from e2e_cli import adrank, sets
 
 from components.preprocess.manifest import Manifest
 from components.train.summary import RunSummary
+from tests.support.cli import adrank, sets
+from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO_CONFIG = "configs/examples/click_log.yaml"
-FAST = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1", "training.epochs=1",
-        "promotion.enabled=false", "training.input_capacity_seconds=0.25"]
+FAST = [*IN_MEMORY_BEAM, "training.epochs=1", "promotion.enabled=false", *SHORT_MEASUREMENTS]
 LEARNED = ["training.global_batch_size=256",
            "features.0.encoding=learned_hash", "features.0.hash_buckets=300", "features.0.dedicated_rows=100",
            "features.4={name: channel, kind: categorical, encoding: learned_hash, hash_buckets: 40}",

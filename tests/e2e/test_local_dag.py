@@ -1,39 +1,20 @@
-"""The whole DAG on the local engine, as a user runs it: `adrank run`, then the review commands."""
+"""The whole DAG on the local engine, as a user runs it: `adrank run`, then the review commands. The run is
+`three_target_run` (tests/support/fixtures.py), made once per session for every file that reads it."""
 
 import json
 import math
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
+from tests.support.console import NATIVE_LINE
+from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS, tiny_logs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TINY = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=4000", "logs.synthetic.users=400",
-    "logs.synthetic.ads=80", "logs.synthetic.advertisers=12", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "training.epochs=3", "training.global_batch_size=256",
-    "training.input_capacity_seconds=0.25",  # measured all the same (3 paired rounds at least), in less time
-]
-
-
-@pytest.fixture(scope="module")
-def three_target_run(tmp_path_factory):
-    """3 targets × 2 runs, two tasks: DCN-v2 at batch 256 synchronously and on its own parameter-server cluster
-    (cpu-ps: 1 worker, 1 ps; tests/components/train covers 2 workers and 2 ps), and PLE at batch 512 (5 epochs) on
-    the JAX lane (its export step writes the serving model), fanned out and in; a TPU target is skipped."""
-    runs_dir = tmp_path_factory.mktemp("runs")
-    overrides = TINY + [
-        "runs_per_target=2",
-        "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
-        "{name: cpu-ple, kind: cpu, backend: jax, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
-        "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38, "
-        "local_cluster: {workers: 1, parameter_servers: 1}}, "
-        "{name: tpu-v5e, kind: tpu, price_per_hour: 1.2}]",  # PLE: 16 steps an epoch at batch 512 on this tiny log
-        "tasks=[{name: engagement, event_type: swipe, attribution_window_seconds: 3600}, "
-        "{name: conversion, event_type: install, attribution_window_seconds: 86400}]",
-    ]
-    result = adrank("run", "--runs-dir", str(runs_dir), "--run-id", "tiny", *sets(overrides), cwd=runs_dir)
-    return runs_dir, result
+# the run `test_a_failed_run_names_the_step_and_the_reason` breaks
+TINY = [*tiny_logs(4000, users=400, ads=80, advertisers=12), *IN_MEMORY_BEAM, "training.epochs=3",
+        "training.global_batch_size=256", *SHORT_MEASUREMENTS]
 
 
 def test_run_prints_the_report_path_last(three_target_run):
@@ -41,6 +22,12 @@ def test_run_prints_the_report_path_last(three_target_run):
     last = result.stdout.strip().splitlines()[-1]
     assert last == f"report: {(runs_dir / 'tiny' / 'report.html').resolve()}"
     assert "skipped target tpu-v5e (tpu): the local backend has no TPU" in result.stdout
+
+
+def test_the_console_shows_no_native_start_up_lines(three_target_run):
+    """TensorFlow's C++ start-up lines (every step imports it) stay in the steps' logs; the console has none."""
+    _, result = three_target_run
+    assert not NATIVE_LINE.search(result.stdout + result.stderr), result.stderr
 
 
 def test_run_shows_each_step_and_what_it_is_doing(three_target_run):

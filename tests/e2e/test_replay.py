@@ -5,19 +5,18 @@ import datetime as dt
 import json
 
 import pytest
-from e2e_cli import adrank, sets
+
+from tests.support.cli import adrank, sets
+from tests.support.tiny_config import IN_MEMORY_BEAM, ONE_CPU_RUN, tiny_logs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.long]  # benchmarks/daily_replay.py runs it too
 
-TINY_DAYS = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000", "logs.synthetic.users=300", "logs.synthetic.ads=60",
-    "logs.synthetic.advertisers=10", "logs.lookback_days=2", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "preprocess.output_shards=1", "training.epochs=1",
-    "training.global_batch_size=256", "runs_per_target=1", "training.warm_start=champion",
-    # the JAX lane: its export step writes the champion's serving model and warm-start state, which promotion serves
-    # and the next day's JAX run starts from
-    "targets=[{name: cpu-jax, kind: cpu, backend: jax, price_per_hour: 0.38}]", "retraining.target=cpu-jax",
-]
+# a 2-day lookback, each day warm-started from the champion and promoted; on the JAX lane: its export step writes the
+# champion's serving model and warm-start state, which promotion serves and the next day's JAX run starts from
+TINY_DAYS = [*tiny_logs(users=300, ads=60, advertisers=10), "logs.lookback_days=2", *IN_MEMORY_BEAM,
+             "preprocess.output_shards=1", "training.epochs=1", "training.global_batch_size=256", *ONE_CPU_RUN,
+             "training.warm_start=champion", "targets.0.name=cpu-jax", "targets.0.backend=jax",
+             "retraining.target=cpu-jax"]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +55,8 @@ def test_every_decision_agrees_with_its_own_figures(replay):
         assert low <= decision["difference"] <= high
         assert decision["difference"] == pytest.approx(decision["challenger_logloss"] - decision["champion_logloss"],
                                                        abs=1e-9)
-        assert decision["promoted"] is (high <= decision["tolerance"])
+        enough = decision["eval_positives"] >= decision["min_eval_positives"]  # else the champion stays
+        assert decision["promoted"] is (high <= decision["tolerance"] and enough)
         assert decision["eval_examples"] == day["eval_examples"]
 
 
@@ -100,7 +100,7 @@ def test_a_replay_killed_in_a_days_preprocess_resumes_with_that_days_window(tmp_
     import sys
     import time
 
-    from test_run_interruption import step_processes_of, wait_for_step
+    from tests.support.step_processes import step_processes_of, wait_for_step
 
     runs_dir = tmp_path / "runs"
     first = subprocess.Popen([sys.executable, "-m", "ops.cli", "retrain", "--days", "2", "--runs-dir", "runs",

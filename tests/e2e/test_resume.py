@@ -11,18 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_cli import adrank, sets
-from test_run_interruption import step_processes_of, wait_for_step
+
+from tests.support.cli import adrank, sets
+from tests.support.step_processes import step_processes_of, wait_for_step
+from tests.support.tiny_config import IN_MEMORY_BEAM, ONE_CPU_RUN, tiny_logs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.long]  # benchmarks/resume.py runs it too
 
-DETERMINISTIC = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000", "logs.synthetic.users=200",
-    "logs.synthetic.ads=40", "logs.synthetic.advertisers=8", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "training.epochs=6", "training.global_batch_size=64",
-    "training.deterministic=true", "training.checkpoints_per_epoch=2", "promotion.enabled=false",
-    "runs_per_target=1", "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}]",
-]
+# 6 epochs at batch 64 with 2 checkpoints each (a run killed after one resumes from it), deterministic training
+DETERMINISTIC = [*tiny_logs(), *IN_MEMORY_BEAM, "training.epochs=6", "training.global_batch_size=64",
+                 "training.deterministic=true", "training.checkpoints_per_epoch=2", "promotion.enabled=false",
+                 *ONE_CPU_RUN]
 
 
 @pytest.fixture(scope="module")

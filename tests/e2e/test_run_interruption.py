@@ -1,10 +1,10 @@
 """Steps die with their run: kill -9 or SIGTERM `adrank run` during preprocess or training, and no step process
 of that run is left; a SIGTERM removes the steps' temp directory and marks run.json interrupted on disk (after a
-kill -9 nothing can: the temp directory, inside the run's directory, goes when the run is resumed)."""
+kill -9 nothing can: the temp directory, inside the run's directory, goes when the run is resumed). A code edit
+between a kill and `--resume` runs the finished steps again."""
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -12,74 +12,29 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_cli import sets
 
-from ops.local_dag import TASK_STARTED
+from ops.spec_executor.run_record import RUN_RECORD
+from tests.support.checkout import checkout_environment, copy_checkout
+from tests.support.cli import sets
+from tests.support.step_processes import alive_in_groups, step_processes_of, wait_for_step, wait_until_gone
+from tests.support.tiny_config import IN_MEMORY_BEAM, tiny_logs
 
 # whole-DAG runs killed midway (make test-long); benchmarks/resume.py measures the same kill -9 of adrank run
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
-TINY = [
-    "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=3000", "logs.synthetic.users=300",
-    "logs.synthetic.ads=60", "logs.synthetic.advertisers=10", "preprocess.direct_running_mode=in_memory",
-    "preprocess.direct_num_workers=1", "training.epochs=30", "training.global_batch_size=64",
-    "promotion.enabled=false",
-]
+# 30 epochs at batch 64: training lasts long enough to be killed in
+TINY = [*tiny_logs(3000, users=300, ads=60, advertisers=10), *IN_MEMORY_BEAM, "training.epochs=30",
+        "training.global_batch_size=64", "promotion.enabled=false"]
 
 
-def start_run(tmp_path: Path, run_id: str) -> subprocess.Popen:
+def start_run(tmp_path: Path, run_id: str, environ: dict[str, str] | None = None,
+              resume: bool = False) -> subprocess.Popen:
+    which = ["--resume", run_id] if resume else ["--run-id", run_id, *sets(TINY)]
     return subprocess.Popen(
-        [sys.executable, "-m", "ops.cli", "run", "--runs-dir", str(tmp_path / "runs"), "--run-id", run_id,
-         *sets(TINY)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"TMPDIR": str(tmp_path / "tmp")},
+        [sys.executable, "-m", "ops.cli", "run", "--runs-dir", str(tmp_path / "runs"), *which], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=(os.environ if environ is None else environ) | {"TMPDIR": str(tmp_path / "tmp")},
     )
-
-
-def step_processes_of(run_dir: Path) -> dict[int, int]:
-    """pid → process group of every kfp step executor whose command line names this run's directory."""
-    found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "kfp.dsl.executor_main" in command and str(run_dir) in command:
-                found[int(proc.name)] = os.getpgid(int(proc.name))
-        except OSError:
-            continue
-    return found
-
-
-def alive_in_groups(groups: set[int]) -> list[int]:
-    alive = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                stat = (proc / "stat").read_text()
-                fields = stat[stat.rindex(")") + 2:].split()
-                if int(fields[2]) in groups and fields[0] != "Z":
-                    alive.append(int(proc.name))
-            except (OSError, ValueError):
-                continue
-    return alive
-
-
-def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:
-    """Wait until `task` is executing (pipeline.log says so, `ops.local_dag.TASK_STARTED`, and its executor process
-    exists). `task`: how its path's last part starts (`train` for `for-loop-1/iteration-0/…/train-step`, a
-    training run's task inside the training-runs loop and its target's branch)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert run.poll() is None, run.communicate()
-        log = run_dir / "pipeline.log"
-        if log.exists() and re.search(rf"^{re.escape(TASK_STARTED)}(\S*/)?{re.escape(task)}",
-                                      log.read_text(errors="replace"), re.MULTILINE):
-            executors = step_processes_of(run_dir)
-            if executors:
-                time.sleep(3)  # let the step get going (Beam / TensorFlow started)
-                return step_processes_of(run_dir) or executors
-        time.sleep(0.5)
-    raise AssertionError(f"task {task} did not start within {timeout} s")
 
 
 def assert_nothing_left(run_dir: Path, groups: set[int], tmp: Path) -> None:
@@ -118,3 +73,57 @@ def test_sigterm_stops_the_run_and_marks_it_interrupted_on_disk(tmp_path):
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and record["failure_reason"] == "interrupted (SIGTERM)"
     assert record["failed_step"].startswith("train")
+
+
+def ended_step_of_new_attempt(run: subprocess.Popen, run_dir: Path, display_name: str, known: set[str],
+                              timeout: float = 600) -> tuple[str, str]:
+    """(job, state) once the step `display_name` has ended in an engine job of the run not in `known` (an attempt
+    started after those), the attempt still running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run.poll() is None, run.communicate()
+        for record in (run_dir / "spec-runs").glob(f"*/{RUN_RECORD}"):
+            if record.parent.name in known:
+                continue
+            try:
+                tasks = json.loads(record.read_text())["tasks"]
+            except (OSError, ValueError, KeyError):
+                continue
+            ended = [t["state"] for t in tasks if t["display_name"] == display_name and t["state"] != "running"]
+            if ended:
+                return record.parent.name, ended[0]
+        time.sleep(0.2)
+    raise AssertionError(f"step {display_name} did not end within {timeout} s")
+
+
+def stop(run: subprocess.Popen, run_dir: Path, sig: int) -> None:
+    run.send_signal(sig)
+    run.communicate(timeout=60)
+    wait_until_gone(run_dir)
+
+
+def test_a_code_edit_between_a_kill_and_a_resume_runs_the_finished_step_again(tmp_path):
+    """From a copy of the checkout: `adrank run` killed -9 once its first step (generate logs) has finished; a
+    resume with the code unchanged reuses that step; after a one-line edit to a module of the copy, the next
+    resume runs it again (the engine's cache key holds a digest of the checkout's code). Each resume is stopped
+    once the step has ended: what follows is the resume tests' (test_resume.py)."""
+    (tmp_path / "tmp").mkdir()
+    checkout = copy_checkout(tmp_path / "checkout")
+    environ = checkout_environment(checkout, dict(os.environ))
+    run_dir = tmp_path / "runs" / "edited"
+    run = start_run(tmp_path, "edited", environ)
+    first, state = ended_step_of_new_attempt(run, run_dir, "generate logs", set())
+    assert state == "succeeded"
+    stop(run, run_dir, signal.SIGKILL)
+
+    unchanged = start_run(tmp_path, "edited", environ, resume=True)
+    second, state = ended_step_of_new_attempt(unchanged, run_dir, "generate logs", {first})
+    assert state == "cached"
+    stop(unchanged, run_dir, signal.SIGTERM)
+
+    module = checkout / "components" / "logs" / "synthetic.py"
+    module.write_text(module.read_text() + "# an edit between a kill and a resume\n")
+    edited = start_run(tmp_path, "edited", environ, resume=True)
+    _, state = ended_step_of_new_attempt(edited, run_dir, "generate logs", {first, second})
+    assert state == "succeeded"
+    stop(edited, run_dir, signal.SIGTERM)

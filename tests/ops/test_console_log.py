@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import logging
 import os
+import subprocess
 import sys
 import types
 
 import pytest
+import yaml
 
 from components.log_records import LEVEL_ENV, JsonLineFormatter, fields
 from components.progress import QUIET_ENV, progress
@@ -18,6 +21,7 @@ from ops import cli
 from ops.console_log import console_level, console_logging
 from ops.local_dag import RunConsole
 from ops.spec_executor.task_events import read_task_line
+from tests.support.console import NATIVE_LINE
 
 SEEN: dict[str, object] = {}
 
@@ -129,3 +133,27 @@ def test_console_level_from_flags_and_environment(monkeypatch):
     monkeypatch.setenv(LEVEL_ENV, "ERROR")
     assert [console_level(verbose=True), console_level(quiet=True), console_level()] == \
         [logging.DEBUG, logging.WARNING, logging.ERROR]
+
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--help"],
+    # a GPU target on this machine: its presence is probed (nvidia-smi), not by importing TensorFlow here
+    ["compile", "--backend", "local", "--set", "targets=[{name: cpu, kind: cpu}, {name: gpu, kind: gpu}]"],
+])
+def test_a_command_prints_no_native_start_up_lines_and_imports_no_tensorflow(argv, tmp_path):
+    """What the command's own process prints; a step's lines stay in its task log (tests/e2e/test_local_dag.py
+    checks a whole `adrank run`)."""
+    if argv[0] == "compile":
+        argv = [*argv, "--output", str(tmp_path / "pipeline.yaml")]
+    probe = ("import sys\nfrom ops.cli import main\ntry:\n    code = main(sys.argv[1:])\nexcept SystemExit as end:\n"
+             "    code = end.code\nprint('tensorflow imported' if 'tensorflow' in sys.modules else 'no tensorflow')\n"
+             "sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})  # what a user's shell has
+    assert result.returncode == 0, result.stderr
+    assert not NATIVE_LINE.search(result.stdout + result.stderr), result.stdout + result.stderr
+    assert result.stdout.strip().endswith("no tensorflow")
+    if argv[0] == "compile":
+        spec = (tmp_path / "pipeline.yaml").read_text()
+        assert "gpu" not in json.dumps(yaml.safe_load(spec)["root"]["inputDefinitions"]["parameters"]["training_runs"])

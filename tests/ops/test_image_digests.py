@@ -152,3 +152,38 @@ def test_compile_pins_recorded_images_and_says_which_fell_back_to_a_tag(tmp_path
     assert notes[-1].endswith(f"vertex.images.tpu {REGISTRY}/adrank-tpu:0.1.0")
     # the user's config is unchanged: its hash, the job labels and id stay
     assert config.vertex.images.cpu == f"{REGISTRY}/adrank-cpu:0.1.0"
+
+
+def test_compile_refuses_a_tag_that_a_cached_step_runs_unless_asked(tmp_path, capsys):
+    """Vertex keys a cached step by its image reference: `adrank compile` refuses a spec whose cached steps run an
+    image by tag, naming the tag, the config fields that give it and the steps, and writes nothing;
+    `--allow-image-tags` compiles it."""
+    output = tmp_path / "ranking.yaml"
+    args = ["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--set", "runs_per_target=1",
+            "--output", str(output)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("adrank compile: error: cached steps would run images by tag, with no digest recorded: ")
+    assert f"{REGISTRY}/adrank-cpu:0.1.0 (vertex.images.cpu, preprocess.dataflow.worker_image; run by preprocess, " \
+        "run directory, train, record run, report)" in err
+    assert f"{REGISTRY}/adrank-gpu:0.1.0 (vertex.images.gpu; run by train)" in err
+    assert "adrank-serving" not in err  # the promoted model's serving image: the promotion step is never cached
+    assert "Record digests with `adrank images build`, or compile with --allow-image-tags" in err
+    assert not output.exists()
+    assert main([*args, "--allow-image-tags"]) == 0 and output.exists()
+
+
+def test_a_cached_step_on_a_tag_is_named_and_pinned_ones_pass(tmp_path):
+    """With the cpu and gpu images pinned, the train step still runs the tpu image by tag; with every image a cached
+    step runs pinned, the spec compiles."""
+    from ops.image_pins import ImageTagsOnCachedSteps
+
+    config = load_config(VERTEX_CONFIG, ["runs_per_target=1"])
+    record = ImageDigests(tmp_path / "digests.json")
+    record.record(digests_from_build(FINISHED_BUILD))
+    with pytest.raises(ImageTagsOnCachedSteps, match=rf"^cached steps would run images by tag, with no digest "
+                       rf"recorded: {REGISTRY}/adrank-tpu:0.1.0 \(vertex.images.tpu; run by train\)\. "):
+        compile_pipeline(config, "vertex", tmp_path / "a.yaml", digests=record, allow_image_tags=False)
+    assert not (tmp_path / "a.yaml").exists()
+    record.record({f"{REGISTRY}/adrank-tpu:0.1.0": f"{REGISTRY}/adrank-tpu@{GPU_DIGEST.replace('9', '7')}"})
+    assert compile_pipeline(config, "vertex", tmp_path / "b.yaml", digests=record, allow_image_tags=False).exists()

@@ -74,7 +74,8 @@ def test_the_cpu_image_boots_as_a_dataflow_worker_with_the_locked_beam():
 @pytest.fixture(scope="module")
 def vertex_spec(tmp_path_factory) -> dict:
     output = tmp_path_factory.mktemp("vertex") / "ranking.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags",
+                 "--output", str(output)]) == 0
     return yaml.safe_load(output.read_text())
 
 

@@ -239,7 +239,7 @@ def test_a_tasks_cache_key_is_the_same_under_a_moved_root(tmp_path):
             {"uri": str(root / "artifacts/0/job-1/preprocess-step_1/examples")}]}}}}
         task = SpecTask("train-step", "train", "comp-train", {}, {"image": "i", "command": ["python3"], "args": []},
                         {}, ())
-        return cache_key("adrank-local", task, CloudStorageRoot(root).portable(executor_input))
+        return cache_key("adrank-local", task, CloudStorageRoot(root).portable(executor_input), "code")
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

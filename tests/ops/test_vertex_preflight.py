@@ -42,6 +42,20 @@ BAD = [
      "targets[2].vertex.machine.accelerator_count", "g2-standard-24 comes with exactly 2 x NVIDIA_L4"),
     ([T.format(2) + "machine_type=n1-standard-16", T.format(2) + "accelerator_type=NVIDIA_TESLA_T4",
       T.format(2) + "accelerator_count=8"], "targets[2].vertex.machine.accelerator_count", "takes 1, 2, 4"),
+    # machine types and regions Vertex does not offer (configs/vertex_catalog.py: the table, its source and date)
+    ([T.format(4) + "machine_type=n1-standard-7"], "targets[4].vertex.machine.machine_type",
+     "'n1-standard-7' is not a machine type Vertex AI training offers; did you mean n1-standard-"),
+    ([T.format(4) + "machine_type=e2-micro"], "targets[4].vertex.machine.machine_type",
+     "'e2-micro' is not a machine type Vertex AI training offers"),
+    (["targets.3.vertex.workers.machine.machine_type=n1-standard-5"], "targets[3].vertex.workers.machine.machine_type",
+     "'n1-standard-5' is not a machine type Vertex AI training offers"),
+    (["vertex.region=us-central2"], "vertex.region", "'us-central2' is not a region Vertex AI runs in; did you mean "
+     "us-central1"),
+    (["preprocess.dataflow.machine_type=n2-standard-7"], "preprocess.dataflow.machine_type",
+     "'n2-standard-7' is not a predefined Compute Engine machine type"),
+    ([T.format(1) + "machine_type=ct5p-hightpu-4t"], "targets[1].vertex.machine.machine_type",
+     "is TPU v5p: Vertex AI training documents TPU v2/v3 (cloud-tpu), v5e (ct5lp-hightpu-*) and v6e "
+     "(ct6e-standard-*) machines and no v4 or v5p machine type, and aiplatform_v1's AcceleratorType has no v5p label"),
 ]
 
 
@@ -55,6 +69,8 @@ def test_compile_refuses_what_vertex_would_refuse(overrides, field, rule, fake_v
     assert "Vertex would refuse this config (nothing was sent)" in error
     assert f"{field}: " in error and rule in error
     assert "[rule: " in error
+    if "not a machine type" in rule or "not a region" in rule:  # the table's source and date
+        assert "(configs/vertex_catalog.py, as of 2026-11-27)]" in error
     assert not output.exists()
     assert fake.requests == []
 
@@ -84,6 +100,10 @@ def test_the_production_example_passes():
 
 GOOD = [
     MachineSpec(machine_type="n1-standard-16"),
+    MachineSpec(machine_type="e2-standard-4"),
+    MachineSpec(machine_type="n2-highmem-80"),
+    MachineSpec(machine_type="c2-standard-60"),
+    MachineSpec(machine_type="m1-ultramem-40"),
     MachineSpec(machine_type="n1-standard-8", accelerator_type="NVIDIA_TESLA_T4", accelerator_count=4),
     MachineSpec(machine_type="n1-standard-32", accelerator_type="NVIDIA_TESLA_V100", accelerator_count=8),
     MachineSpec(machine_type="a2-highgpu-8g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=8),
@@ -114,6 +134,11 @@ MORE_BAD = [
     (MachineSpec(machine_type="n1-standard-8", tpu_topology="2x2"), "tpu_topology", "not a TPU machine type"),
     (MachineSpec(machine_type="cloud-tpu", accelerator_type="TPU_V5_LITEPOD", accelerator_count=8),
      "accelerator_type", "cloud-tpu takes TPU_V2 or TPU_V3"),
+    (MachineSpec(machine_type="n1-standard-7", accelerator_type="NVIDIA_TESLA_T4", accelerator_count=1),
+     "machine_type", "'n1-standard-7' is not a machine type Vertex AI training offers"),
+    (MachineSpec(machine_type="ct4p-hightpu-4t", tpu_topology="2x2x1"), "machine_type", "is TPU v4: Vertex AI"),
+    (MachineSpec(machine_type="cloud-tpu", accelerator_type="TPU_V4_POD", accelerator_count=8), "machine_type",
+     "with TPU_V4_POD is TPU v4:"),
 ]
 
 

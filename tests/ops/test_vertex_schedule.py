@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ops.cli import main
-from tests.pipelines.compiled_spec import spec_tasks
+from tests.support.compiled_spec import spec_tasks
 
 SCHEDULES = r"/schedules$"
 PAST_START = ["--set", "vertex.schedule.start_time=2026-03-01T00:00:00Z"]
@@ -37,14 +37,20 @@ def test_schedule_lifecycle(fake_vertex, vertex_args, capsys):
     assert [name for name in tasks if name.startswith("train")] == ["train-step"]
     assert len(job["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 1
     assert "promote-step" in tasks
-    # one template serves every day: the preprocess step reads the window ending at the run's scheduled time
-    (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]
-    scheduled = preprocess["inputs"]["parameters"]["scheduled_time"]["runtimeValue"]["constant"]
+    # one template serves every day: the window is resolved from the run's scheduled time, and preprocess reads it
+    (window,) = [task for name, task in tasks.items() if name.startswith("resolve-window")]
+    scheduled = window["inputs"]["parameters"]["scheduled_time"]["runtimeValue"]["constant"]
     assert scheduled == "{{$.pipeline_job_schedule_time_utc}}"
+    (preprocess,) = [task for name, task in tasks.items() if name.startswith("preprocess")]
+    assert preprocess["inputs"]["parameters"]["window_end"]["taskOutputParameter"] == {
+        "producerTask": "resolve-window-step", "outputParameterKey": "window_end"}
     assert "parameterValues" not in job["runtimeConfig"]  # no window_end: a scheduled run reads its scheduled day
+    assert job["labels"]["adrank-kind"] == "retraining" and "adrank-day" not in job["labels"]  # each run's own day
     out = capsys.readouterr().out
     assert "created schedule adrank-daily-retrain" in out
-    assert "estimated cost of one retraining run: $6.00 (1 training run(s)" in out
+    assert "estimated cost of one retraining run: $34.68 (training $6.00, Dataflow up to $28.36, CPU steps $0.29, " \
+           "run fee $0.03; every figure an estimate)" in out
+    assert "  Dataflow: up to 50 × n2-standard-8 workers × 1 h" in out
     assert "scheduled runs join experiment 'adrank-daily' themselves (their first step, 'join experiment'" in out
     (join,) = [task for name, task in tasks.items() if name.startswith("join-experiment")]
     assert join["inputs"]["parameters"]["experiment"]["runtimeValue"]["constant"] == "adrank-daily"

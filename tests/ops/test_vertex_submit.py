@@ -10,7 +10,7 @@ from ops.cli import main
 from ops.pipeline_compiler import compile_pipeline
 from ops.vertex.jobs import job_id, job_labels, submit_pipeline
 from ops.vertex.session import session_for
-from tests.pipelines.compiled_spec import spec_tasks
+from tests.support.compiled_spec import spec_tasks
 
 JOB_ID = re.compile(r"^adrank-daily-[0-9a-f]{8}-\d{8}-\d{6}$")
 
@@ -50,23 +50,31 @@ def test_submit_sends_the_pipeline_job(fake_vertex, vertex_args, capsys):
     assert labels["adrank-version"] == "0-1-0"
     assert re.fullmatch(r"[0-9a-f]{7,12}(-dirty)?|unknown", labels["adrank-git"])
     assert labels["team"] == "ads-ranking"
+    assert window_end.endswith("T00:00:00Z")  # a UTC midnight: every submit of one day has the same inputs
+    assert labels["adrank-kind"] == "benchmark"
+    day = (dt.date.fromisoformat(window_end[:10]) - dt.timedelta(days=1)).isoformat()
+    assert labels["adrank-day"] == day.replace("-", "")
     out = capsys.readouterr().out
-    assert f"submitted {identifier} (the benchmark pipeline; window ends {window_end})" in out
+    assert f"submitted {identifier} (the benchmark pipeline; window ends {window_end}, day {day})" in out
     assert f"pipelines/runs/{identifier}?project=adrank-prod" in out
+    # what the run costs, Dataflow and the CPU steps included
+    assert "estimated cost of one benchmark run: " in out and "Dataflow up to $28.36, CPU steps $" in out
 
 
 def test_submit_the_retraining_pipeline_for_a_given_day(fake_vertex, vertex_args, capsys):
-    """`--param window_end=...` re-runs a day: the same window end, so the same preprocess inputs (Vertex's cache)."""
+    """`--param window_end=...` re-runs a day: any time of it gives the same window end, a UTC midnight, so the same
+    preprocess inputs (Vertex's cache)."""
     fake, endpoint = fake_vertex
     assert main(["submit", *vertex_args, "--pipeline", "retraining", "--param", "window_end=2026-03-04T11:00:00Z",
                  "--api-endpoint", endpoint]) == 0
     body = _submitted_job(fake).body
-    assert body["runtimeConfig"]["parameterValues"]["window_end"] == "2026-03-04T11:00:00Z"
+    assert body["runtimeConfig"]["parameterValues"]["window_end"] == "2026-03-04T00:00:00Z"
+    assert body["labels"]["adrank-day"] == "20260303" and body["labels"]["adrank-kind"] == "retraining"
     tasks = spec_tasks(body["pipelineSpec"])
     assert [name for name in tasks if name.startswith("train")] == ["train-step"]
     assert [item["target"] for item in body["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]
             ["training_runs"]["defaultValue"]] == ["tpu-v5e-4"]  # retraining.target, once
-    assert "the retraining pipeline; window ends 2026-03-04T11:00:00Z" in capsys.readouterr().out
+    assert "the retraining pipeline; window ends 2026-03-04T00:00:00Z, day 2026-03-03)" in capsys.readouterr().out
 
 
 def test_submit_associates_the_run_with_the_experiment(fake_vertex, vertex_args):
@@ -226,10 +234,75 @@ def test_a_failure_adding_the_run_to_the_experiment_is_a_warning(fake_vertex, ve
     assert main(["submit", *vertex_args, "--api-endpoint", endpoint]) == 0
     captured = capsys.readouterr()
     (job_id,) = fake.pipeline_jobs
-    assert f"submitted {job_id}" in captured.out and "experiment:" not in captured.out
+    assert f"submitted {job_id}" in captured.out and "  experiment: " not in captured.out
     (line,) = [line for line in captured.err.strip().splitlines() if not line.startswith("adrank: ")]
-    assert line.startswith(f"adrank warning: {job_id} runs, but was not added to experiment 'adrank-daily': "
-                           f"add {job_id} to the experiment: 403 PERMISSION_DENIED")
+    link = f"https://console.cloud.google.com/vertex-ai/locations/us-central1/pipelines/runs/{job_id}?project=adrank-prod"
+    assert line.startswith(f"adrank warning: {job_id} was created and runs ({link}), but not added to experiment "
+                           f"'adrank-daily': add {job_id} to the experiment: 403 PERMISSION_DENIED")
+
+
+def test_any_failure_after_the_job_exists_is_a_warning_naming_it_never_a_traceback(fake_vertex, vertex_args,
+                                                                                       capsys):
+    """The run fails at once, before Vertex made its run context: the SDK cannot add it to the experiment and
+    raises an error that is no API failure (a RuntimeError around a RuntimeError). The job exists, so `submit`
+    says so and exits 0; submitting the day again is refused only while a run of it is live or succeeded."""
+    fake, endpoint = fake_vertex
+    fake.run_contexts = False
+    fake.script_jobs([("PIPELINE_STATE_FAILED", {"preprocess": "FAILED"})], error="image not found")
+    assert main(["submit", *vertex_args, "--api-endpoint", endpoint]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    (job_id,) = fake.pipeline_jobs
+    (line,) = [line for line in captured.err.strip().splitlines() if not line.startswith("adrank: ")]
+    assert line.startswith(f"adrank warning: {job_id} was created and runs (https://console.cloud.google.com/")
+    assert ", but not added to experiment 'adrank-daily': RuntimeError: " in line
+    assert "(RuntimeError: Cannot associate PipelineJob to Experiment: " in line and "image not found" in line
+    assert f"submitted {job_id}" in captured.out
+
+
+def test_an_experiment_that_cannot_be_made_before_the_create_is_one_line(fake_vertex, vertex_args, capsys):
+    fake, endpoint = fake_vertex
+    fake.failures += [("GET", r"/contexts/adrank-daily$", 404), ("POST", r"/metadataStores/default/contexts$", 400)]
+    assert main(["submit", *vertex_args, "--api-endpoint", endpoint]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and not fake.pipeline_jobs
+    (line,) = [line for line in err.strip().splitlines() if not line.startswith("adrank: ")]
+    assert line.startswith("adrank submit: error: create pipeline job adrank-daily-")
+    assert ": not created: RuntimeError: Experiment adrank-daily could not be found or created" in line
+    assert "400 INVALID_ARGUMENT" in line
+
+
+def test_submitting_a_day_twice_is_refused_unless_forced_and_a_failed_day_is_submitted_again(fake_vertex,
+                                                                                           vertex_args, capsys,
+                                                                                           monkeypatch):
+    from ops.vertex import jobs
+
+    fake, endpoint = fake_vertex
+    args = [*vertex_args, "--pipeline", "retraining", "--set", "vertex.experiment=null", "--api-endpoint", endpoint]
+    fake.script_jobs([("PIPELINE_STATE_RUNNING", {"preprocess": "RUNNING"})])
+    seconds = iter(range(100))  # each submit a second later (one second's submits are one job, by design)
+    job_id = jobs.job_id
+    monkeypatch.setattr(jobs, "job_id", lambda config, now: job_id(config, now + dt.timedelta(seconds=next(seconds))))
+    assert main(["submit", *args, "--param", "window_end=2026-03-04T08:00:00Z"]) == 0
+    (first,) = fake.pipeline_jobs
+    fake.pipeline_jobs[first]["state"] = "PIPELINE_STATE_RUNNING"
+    capsys.readouterr()
+    # later the same day: the same window, so the same paid run again
+    assert main(["submit", *args, "--param", "window_end=2026-03-04T17:30:00Z"]) == 2
+    err = capsys.readouterr().err
+    assert (f"adrank submit: error: the retraining pipeline already has a run of day 2026-03-03 (window ending "
+            f"2026-03-04T00:00:00Z): {first} RUNNING (https://console.cloud.google.com/") in err
+    assert "pass --force to submit it again" in err
+    assert list(fake.pipeline_jobs) == [first]
+    # the next day, or the benchmark of the same day, is another run
+    assert main(["submit", *args, "--param", "window_end=2026-03-05T08:00:00Z", "--force"]) == 0
+    # --force submits the same day again; a failed run of the day does not block a new one
+    fake.pipeline_jobs[first]["state"] = "PIPELINE_STATE_FAILED"
+    assert main(["submit", *args, "--param", "window_end=2026-03-04T09:00:00Z"]) == 0
+    assert main(["submit", *args, "--param", "window_end=2026-03-04T09:00:00Z", "--force"]) == 0
+    days = sorted(job["labels"]["adrank-day"] for job in fake.pipeline_jobs.values())
+    assert days == ["20260303", "20260303", "20260303", "20260304"]
+    assert fake.rejected == []
 
 
 def test_a_create_that_already_went_through_is_read_back_not_duplicated(fake_vertex, vertex_args, tmp_path):

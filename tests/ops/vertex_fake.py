@@ -30,10 +30,18 @@ a 400 INVALID_ARGUMENT, recorded in `rejected`):
 
 The Model Registry keeps every version of a model (`versionId` "1", "2", ...); exactly one carries the
 `default` alias. Getting `models/ID` answers the default version, `models/ID@N` (or `@alias`) that version;
-listing models answers each model's default version, as Vertex does (filter: `display_name="..."` only).
+listing models answers each model's default version, as Vertex does (filter: `display_name="..."` only);
+`models/ID:listVersions` answers every version (no filter: adrank filters versions by label itself).
 Uploading a version whose `versionAliases` hold "default" moves the alias to it; a model's first version is
-its default whatever it asks. Upload is a long-running operation: the POST answers it not done, and the
-SDK's poll (a GET on `/ui/{operation name}`, the first rule of its REST operations client) answers it done.
+its default whatever it asks; `modelId` names a new model (documented: `[a-z0-9_-]`, up to 63, not starting
+with a digit or '-'). Upload is a long-running operation: the POST answers it not done, and the SDK's poll (a
+GET on `/ui/{operation name}`, the first rule of its REST operations client) answers it done.
+
+An alias names one version of a model (documented for MergeVersionAliases and Model.version_aliases: "A
+version alias ... must be unique within a model"): adding an alias another version holds, by upload or by
+`:mergeVersionAliases`, is a 400 naming the holder; `-alias` removes one; `default` cannot be removed or set
+there. UpdateModel (PATCH `models/ID@N`) changes the fields its `updateMask` names. Evaluations are imported
+and listed per version.
 """
 
 from __future__ import annotations
@@ -88,6 +96,8 @@ class FakeVertex:
     evaluations: dict[str, list[dict]] = field(default_factory=dict)  # "model id@version" → its evaluations
     failures: list[tuple[str, str, int]] = field(default_factory=list)  # (method, path regex, status), used once
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, why) of 400s from parsing
+    # Vertex makes a job's run context asynchronously; False: jobs are created without one (it never comes)
+    run_contexts: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -169,10 +179,15 @@ class FakeVertex:
             ("GET", loc + r"/metadataStores/([^/:]+)/contexts", self._list_contexts, None),
             ("GET", loc + r"/models", self._list_models, None),
             ("GET", loc + r"/models/([^/:]+)", self._get_model, None),
+            ("PATCH", loc + r"/models/([^/:]+)", self._update_model, v1.Model),
+            ("GET", loc + r"/models/([^/:]+):listVersions", self._list_versions, None),
+            ("POST", loc + r"/models/([^/:]+):mergeVersionAliases", self._merge_aliases,
+             v1.MergeVersionAliasesRequest),
             ("POST", loc + r"/models:upload", self._upload_model, v1.UploadModelRequest),
             ("GET", r"(?:/ui/)?" + loc + r"/models/([^/:]+)/operations/([^/:]+)", self._get_operation, None),
             ("POST", loc + r"/models/([^/:]+)/evaluations:import", self._import_evaluation,
              v1.ImportModelEvaluationRequest),
+            ("GET", loc + r"/models/([^/:]+)/evaluations", self._list_evaluations, None),
         ]
 
     # -- pipeline jobs ----------------------------------------------------------------------------
@@ -190,9 +205,11 @@ class FakeVertex:
     def _add_job(self, project, region, job_id, job, create_time):
         job.update(name=f"projects/{project}/locations/{region}/pipelineJobs/{job_id}",
                    state="PIPELINE_STATE_PENDING", createTime=create_time, updateTime=create_time)
-        run_context = self._store_context(project, region, "default", job_id, "system.PipelineRun", job_id)
-        job["jobDetail"] = {"pipelineRunContext": self.contexts[run_context],
-                            "pipelineContext": self.contexts[run_context]}
+        job["jobDetail"] = {}
+        if self.run_contexts:
+            run_context = self._store_context(project, region, "default", job_id, "system.PipelineRun", job_id)
+            job["jobDetail"] = {"pipelineRunContext": self.contexts[run_context],
+                                "pipelineContext": self.contexts[run_context]}
         self.pipeline_jobs[job_id] = job
         return job
 
@@ -362,6 +379,48 @@ class FakeVertex:
     def _get_model(self, project, region, model_ref, query, body):
         return self._model_version(project, region, model_ref)
 
+    def _list_versions(self, project, region, model_id, query, body):
+        if model_id not in self.models:
+            return 404, _error(404, f"Model {model_id} not found")
+        return 200, {"models": self.models[model_id]}
+
+    def _update_model(self, project, region, model_ref, query, body):
+        status, version = self._model_version(project, region, model_ref)
+        if status != 200:
+            return status, version
+        for path in filter(None, (query.get("updateMask") or [""])[0].split(",")):
+            key = _camel(path)
+            version[key] = copy.deepcopy(body.get(key))
+        return 200, version
+
+    def _alias_holder(self, model_id: str, alias: str, other_than: str) -> str | None:
+        holders = [v["versionId"] for v in self.models[model_id]
+                   if alias in v.get("versionAliases", []) and v["versionId"] != other_than]
+        return holders[0] if holders else None
+
+    def _merge_aliases(self, project, region, model_ref, query, body):
+        status, version = self._model_version(project, region, model_ref)
+        if status != 200:
+            return status, version
+        model_id = unquote(model_ref).partition("@")[0]
+        changes = body.get("versionAliases", [])
+        for alias in changes:
+            name = alias.removeprefix("-")
+            if name == "default":
+                return self._reject("POST", f"models/{model_ref}:mergeVersionAliases",
+                                    "the default alias is set by upload or by making a version the default")
+            holder = None if alias.startswith("-") else self._alias_holder(model_id, name, version["versionId"])
+            if holder is not None:
+                return self._reject("POST", f"models/{model_ref}:mergeVersionAliases",
+                                    f"alias {name} is already used by version {holder}")
+        for alias in changes:
+            aliases = version.setdefault("versionAliases", [])
+            if alias.startswith("-"):
+                version["versionAliases"] = [a for a in aliases if a != alias[1:]]
+            elif alias not in aliases:
+                aliases.append(alias)
+        return 200, version
+
     def _upload_model(self, project, region, query, body):
         parent = body.get("parentModel")
         model = copy.deepcopy(body["model"])
@@ -373,10 +432,18 @@ class FakeVertex:
             versions = self.models[model_id]
         else:
             model_id = body.get("modelId") or str(4000 + len(self.models) + 1)
+            if not _MODEL_ID.match(model_id):
+                return self._reject("POST", "models:upload", f"model_id '{model_id}' must match {_MODEL_ID.pattern}")
             if model_id in self.models:
                 return 409, _error(409, f"Model {model_id} already exists")
             versions = self.models[model_id] = []
         aliases = list(model.get("versionAliases", []))
+        for alias in aliases:
+            holder = self._alias_holder(model_id, alias, "") if alias != "default" else None
+            if holder is not None:
+                if not versions:
+                    del self.models[model_id]
+                return self._reject("POST", "models:upload", f"alias {alias} is already used by version {holder}")
         if not versions and "default" not in aliases:  # a model's first version is its default
             aliases.append("default")
         if "default" in aliases:
@@ -412,6 +479,13 @@ class FakeVertex:
         held.append(evaluation)
         return 200, evaluation
 
+    def _list_evaluations(self, project, region, model_ref, query, body):
+        status, version = self._model_version(project, region, model_ref)
+        if status != 200:
+            return status, version
+        key = f"{unquote(model_ref).partition('@')[0]}@{version['versionId']}"
+        return 200, {"modelEvaluations": self.evaluations.get(key, [])}
+
 
 def _task(index: int, name: str, state: str, job: dict, metrics: dict[str, float] | None = None) -> dict:
     task = {"taskId": str(index), "taskName": name, "state": state, "createTime": TIME, "parentTaskId": "0"}
@@ -429,6 +503,7 @@ def _task(index: int, name: str, state: str, job: dict, metrics: dict[str, float
 
 # The documented formats (see the module docstring).
 _JOB_ID = re.compile(r"^[a-z][-a-z0-9]{0,127}$")
+_MODEL_ID = re.compile(r"^[a-z_][a-z0-9_-]{0,62}$")
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,64}$")
 _MAX_LABELS = 64

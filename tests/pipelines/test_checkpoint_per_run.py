@@ -1,17 +1,11 @@
 """Repeated training runs never share checkpoints: each run trains every step, a restarted run resumes its own."""
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "components" / "train"))
-
-from config_fixture import small_config
-from fixture_data import write_transformed_examples
 
 from components.train.loop import checkpoint_dir
 from components.train.training_run import train
+from tests.components.train.config_fixture import small_config
+from tests.components.train.fixture_data import write_transformed_examples
 
 pytestmark = pytest.mark.slow  # three short training runs
 

@@ -13,7 +13,7 @@ from configs.slices import ReportStepConfig
 from ops.cli import main
 from pipelines.fan_in import TRAINING_RUNS, training_run_items
 from pipelines.ranking import create_pipeline, targets_for, train_display_name
-from tests.pipelines.compiled_spec import tasks_named, training_branches
+from tests.support.compiled_spec import tasks_named, training_branches
 
 TARGET_FIELD = "inputs.parameter_values['pipelinechannel--training_runs-loop-item-subvar-target']"
 
@@ -142,7 +142,7 @@ def test_local_backend_adds_gpu_targets_only_when_a_gpu_is_present():
 def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
     # without notify_emails every task is in the root DAG (tests/pipelines/test_vertex_compile.py walks the e-mail
     # exit handler's nested DAG)
-    spec, _ = compile_to_dict(tmp_path, "--config", "configs/vertex.yaml", "--backend", "vertex",
+    spec, _ = compile_to_dict(tmp_path, "--config", "configs/vertex.yaml", "--backend", "vertex", "--allow-image-tags",
                               "--set", "vertex.notify_emails=[]")
     pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     preprocess = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "preprocess")
@@ -166,7 +166,7 @@ def test_vertex_compile_carries_the_dataflow_options_as_a_parameter(tmp_path):
 def test_a_config_with_history_features_compiles_for_vertex_and_dataflow_computes_them(tmp_path):
     # kind: history features are computed in preprocess (Beam), so on Vertex they run on Dataflow with the rest
     history = "{name: user_history, kind: history, ids: [user_id], windows_hours: [24, 72], smoothing_prior: 200}"
-    spec, _ = compile_to_dict(tmp_path, "--config", "configs/vertex.yaml", "--backend", "vertex",
+    spec, _ = compile_to_dict(tmp_path, "--config", "configs/vertex.yaml", "--backend", "vertex", "--allow-image-tags",
                               "--set", "vertex.notify_emails=[]", "--set", f"features.9={history}")
     pipeline_spec = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     preprocess = next(t for t in pipeline_spec.root.dag.tasks.values() if t.task_info.name == "preprocess")

@@ -17,9 +17,9 @@ from ops.spec_executor import custom_job, dataflow
 from ops.spec_executor.processes import ProcessTable
 from ops.spec_executor.runner import RunSpecOptions, run_spec
 from ops.spec_executor.storage import CloudStorageRoot
+from tests.support.paths import REPO, VERTEX_CONFIG
+from tests.support.tiny_config import tiny_logs
 
-REPO = Path(__file__).parents[2]
-VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
 PIPELINE_ROOT = "gs://adrank-prod-pipelines/root"
 METADATA_ONLY = {"system.Metrics", "system.ClassificationMetrics"}  # KFP keeps these in metadata, no file
 # a Vertex resource named by its metadata (`resourceName`), no file; the executor records its step as a stand-in
@@ -28,9 +28,7 @@ RESOURCE_REFERENCES = {"google.VertexModel"}
 # window before it holds all of them. Tiny tables and one epoch keep every training task to seconds.
 CREATE_TIME = dt.datetime(2026, 3, 4, 3, 0, tzinfo=dt.timezone.utc)
 TINY = [
-    "logs.source=synthetic", "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=3000",
-    "logs.synthetic.users=300", "logs.synthetic.ads=60", "logs.synthetic.advertisers=10",
-    "logs.synthetic.start_date=2026-03-01", "features.0.hash_buckets=1000", "preprocess.output_shards=2",
+    "logs.source=synthetic", *tiny_logs(3000, users=300, ads=60, advertisers=10), "logs.synthetic.start_date=2026-03-01", "features.0.hash_buckets=1000", "preprocess.output_shards=2",
     "model.embedding_dim=8", "model.deep_layers=[32,16]", "model.cross_layers=1", "training.epochs=1",
     "training.global_batch_size=256", "training.shuffle_buffer=1000", "runs_per_target=1",
     # the production cpu-ps machines (chief + workers + parameter servers), 2 workers and 1 ps here
@@ -49,8 +47,8 @@ CPU_PS_BRANCH = "inputs.parameter_values['pipelinechannel--training_runs-loop-it
 
 def _compile(output: Path, overrides: list[str]) -> Path:
     args = [arg for override in overrides for arg in ("--set", override)]
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
-                 *args]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags",
+                 "--output", str(output), *args]) == 0
     return output
 
 
@@ -86,7 +84,8 @@ def test_every_compiled_task_runs_to_the_report_and_promotion(executed):
     run, _, _ = executed
     states = {task.display_name: (task.state, task.reason) for task in run.tasks}
     assert states == {
-        "generate logs": ("succeeded", ""), "preprocess": ("succeeded", ""),
+        "resolve window": ("succeeded", ""), "generate logs": ("succeeded", ""), "preprocess": ("succeeded", ""),
+        "run directory · cpu-ps · run 1": ("succeeded", ""), "run directory · cpu · run 1": ("succeeded", ""),
         "train · cpu-ps · run 1": ("succeeded", ""), "train · cpu · run 1": ("succeeded", ""),
         "record run · cpu-ps · run 1": ("succeeded", ""), "record run · cpu · run 1": ("succeeded", ""),
         "report": ("succeeded", ""), "promote model": ("succeeded", ""),
@@ -157,9 +156,12 @@ def test_the_cpu_ps_custom_job_trains_as_a_chief_worker_ps_cluster(executed):
     resources = json.loads(ps_task.outputs["parameters"]["gcp_resources"])["resources"][0]
     assert resources["resourceType"] == "CustomJob"
     assert "/projects/adrank-prod/locations/us-central1/customJobs/" in resources["resourceUri"]
-    # AIP_CHECKPOINT_DIR: <baseOutputDirectory>/checkpoints, one directory per target compiled without job or task
-    # ids (a cached input); the chief nests its checkpoints by its own model artifact (run-<hash>)
-    checkpoints = storage.local_path(f"{PIPELINE_ROOT}/custom-jobs/cpu-ps/checkpoints")
+    # AIP_CHECKPOINT_DIR: <baseOutputDirectory>/checkpoints, the training run's own directory (target, day read, run
+    # index) without job or task ids (a cached input); the chief nests its checkpoints by its own model artifact
+    (directory,) = [t for t in run.tasks if t.display_name == "run directory · cpu-ps · run 1"]
+    base_output_directory = f"{PIPELINE_ROOT}/custom-jobs/cpu-ps/day-20260303/run-index-0"
+    assert directory.outputs["parameters"]["Output"] == base_output_directory
+    checkpoints = storage.local_path(f"{base_output_directory}/checkpoints")
     (run_dir,) = [path for path in checkpoints.iterdir() if path.is_dir()]
     assert run_dir.name.startswith("run-")
     assert any(path.is_file() for path in run_dir.rglob("*")), "the chief checkpoints to AIP_CHECKPOINT_DIR"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks
 from google.protobuf import json_format
 
 from configs import load_config
 from ops.cli import main
 from pipelines.ranking import create_pipeline
+from tests.support.compiled_spec import spec_tasks
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 # What differs on every run: in a cached task's inputs, any of these keeps Vertex's cache from ever matching.
@@ -32,7 +32,7 @@ def compiled(tmp_path_factory) -> tuple[dict, dict, str, str]:
     for pipeline in ("retraining", "benchmark"):
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", pipeline,
+            assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", pipeline, "--allow-image-tags",
                          "--output", str(directory / f"{pipeline}.yaml")]) == 0
         outputs[pipeline] = (yaml.safe_load((directory / f"{pipeline}.yaml").read_text()), printed.getvalue())
     return outputs["retraining"][0], outputs["benchmark"][0], outputs["retraining"][1], outputs["benchmark"][1]
@@ -70,8 +70,12 @@ def test_no_run_unique_placeholder_in_any_cached_task(compiled):
         for name, task in cached.items():
             inputs = _effective_inputs(spec, task)
             assert not [p for p in RUN_UNIQUE if p in inputs], name
-    preprocess = spec_tasks(compiled[0])["preprocess-files-step"]["inputs"]["parameters"]
-    assert preprocess["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
+    tasks = spec_tasks(compiled[0])
+    window = tasks["resolve-window-step"]["inputs"]["parameters"]
+    assert window["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
+    assert "resolve-window-step" not in cached  # what it falls back to (the time it runs) is run-unique
+    preprocess = tasks["preprocess-files-step"]["inputs"]["parameters"]
+    assert set(preprocess) == {"preprocess_config_json", "window_end", "beam_args_json"}
 
 
 def test_every_task_retries_as_the_config_says(compiled):
@@ -109,11 +113,35 @@ def test_report_and_promotion_declare_their_resources(compiled):
 
 
 def test_compile_prints_what_one_run_costs(compiled):
+    """The whole run: training, Dataflow (workers × machine × hours), the CPU steps and the run fee."""
     _, _, retraining_out, benchmark_out = compiled
-    assert "estimated cost of one retraining run: $6.00 (1 training run(s)" in retraining_out
-    assert "train tpu-v5e-4: 1 × 1.25 h × $4.80/h = $6.00" in retraining_out
-    assert "estimated cost of one benchmark run: $264.45 (25 training run(s)" in benchmark_out
-    assert "train cpu: 5 × 10 h × $0.76/h = $38.00" in benchmark_out
+    assert ("estimated cost of one retraining run: $34.68 (training $6.00, Dataflow up to $28.36, CPU steps $0.29, "
+            "run fee $0.03; every figure an estimate)") in retraining_out
+    assert "train tpu-v5e-4: 1 × 1.25 h × $4.80/h (targets[].price_per_hour) = $6.00" in retraining_out
+    # 50 × n2-standard-8 (8 vCPU, 32 GB, 100 GB disk) at 0.056/vCPU-h + 0.003557/GB-h + 0.000054/disk GB-h
+    assert ("  Dataflow: up to 50 × n2-standard-8 workers × 1 h (default: set vertex.cost.preprocess_expected_hours) "
+            "× $0.567/h (list price as of 2026-11-27) = $28.36") in retraining_out
+    assert "  promote model: 1 × e2-standard-8 × 0.1 h × $0.308/h = $0.03" in retraining_out
+    assert "  run fee: $0.03 per pipeline run (Vertex AI Pipelines)" in retraining_out
+    assert "estimated cost of one benchmark run: $293.83 (training $264.45, Dataflow up to $28.36" in benchmark_out
+    assert "train cpu: 5 × 10 h × $0.76/h (targets[].price_per_hour) = $38.00" in benchmark_out
+    assert "  run directory: 25 × e2-standard-4" in benchmark_out and "  record run: 25 × " in benchmark_out
+
+
+def test_the_priced_steps_are_the_compiled_tasks(compiled):
+    """`pipelines.run_cost` lists the CPU tasks `pipelines.ranking` builds; both pipelines' compiled specs hold
+    exactly those (the training tasks, priced from their targets, and the groups aside)."""
+    from pipelines.run_cost import planned_steps
+
+    config = load_config(VERTEX_CONFIG)
+    for spec, pipeline, runs, promote in ((compiled[0], "retraining", 1, True), (compiled[1], "benchmark", 25, False)):
+        executors = spec["deploymentSpec"]["executors"]
+        compiled_steps = {name for name, task in spec_tasks(spec).items()
+                          if "dag" not in spec["components"][task["componentRef"]["name"]]
+                          and not name.startswith("train")}
+        displayed = {spec_tasks(spec)[name]["taskInfo"]["name"] for name in compiled_steps}
+        assert displayed == {name for name, _, _ in planned_steps(config, runs, promote)}, pipeline
+        assert len(executors) >= len(compiled_steps)
 
 
 def test_locally_the_retraining_pipeline_has_no_exit_handler_or_retries():
@@ -142,7 +170,7 @@ def test_locally_the_retraining_pipeline_has_no_exit_handler_or_retries():
 ])
 def test_bad_input_fails_at_load_naming_the_field(tmp_path, capsys, overrides, field, message):
     args = [arg for override in overrides for arg in ("--set", override)]
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", *args,
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", *args, "--allow-image-tags",
                  "--output", str(tmp_path / "spec.yaml")]) == 2
     err = capsys.readouterr().err
     assert f"{field}: " in err and message in err, err
@@ -150,7 +178,8 @@ def test_bad_input_fails_at_load_naming_the_field(tmp_path, capsys, overrides, f
 
 
 def test_the_retraining_pipeline_needs_a_production_target(tmp_path, capsys):
-    args = ["--config", str(VERTEX_CONFIG), "--set", "retraining.target=null", "--set", "runs_per_target=1"]
+    args = ["--config", str(VERTEX_CONFIG), "--set", "retraining.target=null", "--set", "runs_per_target=1",
+            "--allow-image-tags"]
     assert main(["compile", *args, "--pipeline", "retraining", "--output", str(tmp_path / "r.yaml")]) == 2
     assert "error: retraining.target: config 'adrank-daily' names no production target" in capsys.readouterr().err
     assert main(["compile", *args, "--output", str(tmp_path / "b.yaml")]) == 0  # the benchmark needs none

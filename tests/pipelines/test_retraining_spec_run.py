@@ -1,7 +1,9 @@
 """The compiled *retraining* pipeline of configs/vertex.yaml, executed here as Vertex executes it (`run-spec`):
-a re-run of the same scheduled day under another job id reuses the finished preprocess from the execution cache,
-exactly one training task runs, and a day that fails still runs the e-mail exit handler, which names the failed
-task. `benchmarks/retraining_spec.py` times the same flow (first run vs the cached re-run)."""
+a manual re-run of the scheduled day, with another job id and create time and no schedule time (the engine then
+fills the scheduled-time placeholder with the create time, as open-source KFP does), resolves the same window and
+reuses the finished preprocess from the execution cache; exactly one training task runs, in its own output
+directory; and a day that fails still runs the e-mail exit handler, which names the failed task.
+`benchmarks/retraining_spec.py` times the same flow (first run vs the cached re-run)."""
 
 from __future__ import annotations
 
@@ -15,16 +17,14 @@ import pytest
 from ops.cli import main
 from ops.spec_executor.runner import RunSpecOptions, run_spec
 from ops.spec_executor.storage import CloudStorageRoot
+from tests.support.paths import VERTEX_CONFIG
+from tests.support.tiny_config import tiny_logs
 
-REPO = Path(__file__).parents[2]
-VERTEX_CONFIG = REPO / "configs" / "vertex.yaml"
 PIPELINE_ROOT = "gs://adrank-prod-pipelines/root"
 SCHEDULED = dt.datetime(2026, 3, 4, 3, 0, tzinfo=dt.timezone.utc)
 # Three days of tiny synthetic logs before the scheduled time; the production target is the cpu machine.
 TINY_RETRAINING = [
-    "logs.source=synthetic", "logs.synthetic.days=3", "logs.synthetic.impressions_per_day=2000",
-    "logs.synthetic.users=300", "logs.synthetic.ads=60", "logs.synthetic.advertisers=10",
-    "logs.synthetic.start_date=2026-03-01", "features.0.hash_buckets=1000", "preprocess.output_shards=1",
+    "logs.source=synthetic", *tiny_logs(users=300, ads=60, advertisers=10), "logs.synthetic.start_date=2026-03-01", "features.0.hash_buckets=1000", "preprocess.output_shards=1",
     "model.embedding_dim=8", "model.deep_layers=[16]", "model.cross_layers=1", "training.epochs=1",
     "training.global_batch_size=256", "training.shuffle_buffer=1000",
     "targets=[{name: cpu, kind: cpu, price_per_hour: 0.76, vertex: {machine: {machine_type: n1-standard-16}}}]",
@@ -35,13 +35,13 @@ TINY_RETRAINING = [
 def compile_retraining(output: Path, overrides: list[str]) -> Path:
     args = [arg for override in overrides for arg in ("--set", override)]
     assert main(["compile", "--pipeline", "retraining", "--config", str(VERTEX_CONFIG), "--backend", "vertex",
-                 "--output", str(output), *args]) == 0
+                 "--allow-image-tags", "--output", str(output), *args]) == 0
     return output
 
 
-def options(root: Path, create_time: dt.datetime) -> RunSpecOptions:
+def options(root: Path, create_time: dt.datetime, schedule_time: dt.datetime | None = SCHEDULED) -> RunSpecOptions:
     return RunSpecOptions(root=root, project="adrank-prod", location="us-central1", pipeline_root=PIPELINE_ROOT,
-                          create_time=create_time, schedule_time=SCHEDULED, direct_running_mode="in_memory",
+                          create_time=create_time, schedule_time=schedule_time, direct_running_mode="in_memory",
                           direct_num_workers=1, sleep=lambda seconds: None)
 
 
@@ -57,13 +57,13 @@ def _promotion(root: Path, run) -> dict:
 
 @pytest.fixture(scope="module")
 def two_runs_of_one_day(tmp_path_factory):
-    """The scheduled run of 2026-03-04 and a manual re-run of the same day two hours later (another job id, create
-    time and task ids), under one Cloud Storage root, as Vertex would cache them."""
+    """The scheduled run of 2026-03-04 and a manual re-run of the same day hours later, which no schedule started
+    (another job id, create time and task ids), under one Cloud Storage root, as Vertex would cache them."""
     spec = compile_retraining(tmp_path_factory.mktemp("spec") / "retraining.yaml", TINY_RETRAINING)
     root = tmp_path_factory.mktemp("gcs")
     report = lambda line: print(line, file=sys.stderr)  # noqa: E731
     first = run_spec(spec, options(root, SCHEDULED + dt.timedelta(minutes=1)), report=report)
-    second = run_spec(spec, options(root, SCHEDULED + dt.timedelta(hours=2)), report=report)
+    second = run_spec(spec, options(root, SCHEDULED + dt.timedelta(hours=14), schedule_time=None), report=report)
     return spec, root, first, second
 
 
@@ -76,6 +76,14 @@ def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_run
     trained = [t for t in first.tasks if t.display_name.startswith("train ·")]  # the steps, not the loop
     assert [t.display_name for t in trained] == ["train · cpu · run 1"]
 
+    # both runs resolved the window themselves (never cached) to the same midnight: the day read is 2026-03-03
+    for run in (first, second):
+        window = _by_display_name(run)["resolve window"]
+        assert window.state == "succeeded"
+        assert window.outputs["parameters"] == {"window_end": "2026-03-04T00:00:00Z", "day": "20260303"}
+    directory = _by_display_name(first)["run directory · cpu · run 1"].outputs["parameters"]["Output"]
+    assert directory == f"{PIPELINE_ROOT}/custom-jobs/cpu/day-20260303/run-index-0"
+
     first_preprocess = _by_display_name(first)["preprocess"]
     second_preprocess = _by_display_name(second)["preprocess"]
     assert first_preprocess.state == "succeeded"
@@ -87,6 +95,8 @@ def test_the_retraining_spec_trains_once_and_its_rerun_reuses_preprocess(two_run
     assert _by_display_name(second)["promote model"].state == "succeeded"
     decision = _promotion(root, second)
     assert decision["champion_status"] == "scored" and decision["champion_version"] == "1"
+    assert decision["day"] == "2026-03-03" and decision["eval_positives_by_task"]
+    assert decision["decided_by"] == second.job_name
 
 
 @pytest.mark.long

@@ -20,7 +20,8 @@ VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 def _compiled_tasks(tmp_path: Path, *overrides: str) -> dict[str, dict]:
     output = tmp_path / f"ranking-{len(list(tmp_path.iterdir()))}.yaml"
     args = [arg for override in overrides for arg in ("--set", override)]
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", *args, "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", *args,
+                 "--output", str(output)]) == 0
     spec = yaml.safe_load(output.read_text())
     tasks, dags = {}, [spec["root"]["dag"]]
     while dags:  # the root DAG's tasks and those nested in it (the e-mail exit handler's body)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from compiled_spec import spec_tasks, training_branches
 
 from components.preprocess.options import compiled_beam_args
 from configs import load_config
 from ops.cli import main
+from tests.support.compiled_spec import spec_tasks, training_branches
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
 IMAGES = "us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-{}:0.1.0"
@@ -21,7 +21,8 @@ IMAGES = "us-central1-docker.pkg.dev/adrank-prod/adrank/adrank-{}:0.1.0"
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> tuple[dict, str]:
     output = tmp_path_factory.mktemp("vertex") / "ranking.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output",
+                 str(output)]) == 0
     text = output.read_text()
     return yaml.safe_load(text), text
 
@@ -29,7 +30,8 @@ def compiled(tmp_path_factory) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def retraining(tmp_path_factory) -> dict:
     output = tmp_path_factory.mktemp("vertex") / "retraining.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--pipeline", "retraining", "--allow-image-tags", "--output",
+                 str(output)]) == 0
     return yaml.safe_load(output.read_text())
 
 
@@ -118,8 +120,6 @@ def test_custom_job_settings_come_from_config(compiled):
         assert job["network"] == "projects/123456789012/global/networks/adrank-vpc"
         assert job["encryption_spec_key_name"].endswith("/keyRings/adrank/cryptoKeys/pipelines")
         assert job["tensorboard"] == "projects/adrank-prod/locations/us-central1/tensorboards/1234567890"
-        # no job or task id: this is a cached task's input (the trainer nests checkpoints by its model artifact)
-        assert job["base_output_directory"] == f"gs://adrank-prod-pipelines/root/custom-jobs/{target}"
         assert job["labels"]["adrank-target"] == target and job["labels"]["team"] == "ads-ranking"
 
 
@@ -127,11 +127,17 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     spec, text = compiled
     task = spec_tasks(spec)["preprocess-files-step"]
     parameters = task["inputs"]["parameters"]
-    # the window ends at the run's scheduled time, or at the pipeline's window_end parameter (`adrank submit`)
-    assert parameters["scheduled_time"]["runtimeValue"]["constant"] == "{{$.pipeline_job_schedule_time_utc}}"
-    assert parameters["window_end"] == {"componentInputParameter": "pipelinechannel--window_end"}
+    # the window ends at the pipeline's window_end parameter (`adrank submit`) or the run's scheduled time, rounded
+    # down to a UTC midnight by the uncached first step; preprocess gets only what it resolved
+    window = spec_tasks(spec)["resolve-window-step"]
+    assert window["inputs"]["parameters"]["scheduled_time"]["runtimeValue"]["constant"] == \
+        "{{$.pipeline_job_schedule_time_utc}}"
+    assert window["inputs"]["parameters"]["window_end"] == {"componentInputParameter": "pipelinechannel--window_end"}
+    assert window["cachingOptions"] == {}  # never cached: its fallback is the time it runs
+    assert parameters["window_end"] == {"taskOutputParameter": {"producerTask": "resolve-window-step",
+                                                                "outputParameterKey": "window_end"}}
+    assert "scheduled_time" not in parameters and "pipeline_job_id" not in parameters
     assert spec["root"]["inputDefinitions"]["parameters"]["window_end"]["defaultValue"] == ""
-    assert "pipeline_job_id" not in parameters
     config = load_config(VERTEX_CONFIG)
     args = json.loads(parameters["beam_args_json"]["runtimeValue"]["constant"])
     assert args == compiled_beam_args(config)
@@ -147,21 +153,58 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     assert "--job_name=adrank-daily-preprocess" in args  # the step appends a suffix made when it starts
 
 
-def test_each_target_has_one_output_directory_without_ids(compiled):
-    """Vertex derives AIP_CHECKPOINT_DIR from baseOutputDirectory: one per target, the same in every run (so the
-    cache key of a training task can match), with each run's checkpoints nested by its own model artifact."""
+def test_each_training_run_has_its_own_output_directory_without_ids(compiled):
+    """Vertex derives AIP_TENSORBOARD_LOG_DIR and AIP_CHECKPOINT_DIR from baseOutputDirectory: each training run's
+    is its own (target, run index, day), so each run's curves are its own in the Vertex UI, and holds no job or
+    task id (the cache key of a training task can match when the day is run again)."""
     spec, _ = compiled
-    directories = [_with_defaults(spec, task)["base_output_directory"] for task in _train_tasks(spec).values()]
-    assert len(directories) == len(load_config(VERTEX_CONFIG).targets)  # a target's runs share its branch's task
-    assert not any("{{" in directory for directory in directories)
-    assert len(set(directories)) == len(load_config(VERTEX_CONFIG).targets)
+    tasks = spec_tasks(spec)
+    directory = tasks["run-directory-step"]
+    assert directory["inputs"]["parameters"]["custom_jobs_dir"]["runtimeValue"]["constant"] == \
+        "gs://adrank-prod-pipelines/root/custom-jobs"
+    assert directory["inputs"]["parameters"]["run_index"]["parameterExpressionSelector"] == \
+        'parseJson(string_value)["run_index"]'
+    assert directory["inputs"]["parameters"]["target"]["parameterExpressionSelector"] == \
+        'parseJson(string_value)["target"]'
+    assert directory["inputs"]["parameters"]["day"] == {
+        "componentInputParameter": "pipelinechannel--resolve-window-step-day"}
+    trains = _train_tasks(spec)
+    assert len(trains) == len(load_config(VERTEX_CONFIG).targets)  # a target's runs share its branch's task
+    for task in trains.values():
+        assert task["inputs"]["parameters"]["base_output_directory"] == {
+            "componentInputParameter": "pipelinechannel--run-directory-step-Output"}
+    # the 25 runs of the compiled benchmark: 25 directories
+    from pipelines.placement import run_output_directory
+
+    runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
+    directories = {run_output_directory("gs://adrank-prod-pipelines/root/custom-jobs", run["target"],
+                                        run["run_index"], "20260303") for run in runs}
+    assert len(runs) == len(directories) == 25
+    assert "gs://adrank-prod-pipelines/root/custom-jobs/tpu-v3-8/day-20260303/run-index-4" in directories
+
+
+def test_two_compiles_in_two_processes_are_byte_identical(compiled, tmp_path):
+    """The header KFP writes above the spec printed the loop items' keys in an order that changed from process to
+    process; ops.pipeline_compiler writes it from the sorted spec."""
+    import os
+    import subprocess
+    import sys
+
+    _, text = compiled
+    output = tmp_path / "again.yaml"
+    compile_there = ("import sys; from pathlib import Path; from configs import load_config; "
+                     "from ops.pipeline_compiler import compile_pipeline; "
+                     "compile_pipeline(load_config(sys.argv[1]), 'vertex', Path(sys.argv[2]))")
+    subprocess.run([sys.executable, "-c", compile_there, str(VERTEX_CONFIG), str(output)], check=True,
+                   capture_output=True, cwd=Path(__file__).parents[2], env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert output.read_text() == text
 
 
 def test_the_benchmark_promotes_only_when_asked(compiled, tmp_path):
     spec, _ = compiled
     assert "promote-step" not in spec_tasks(spec) and "report-step" in spec_tasks(spec)
     output = tmp_path / "promoting.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--set", "runs_per_target=1",
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--output", str(output), "--allow-image-tags", "--set", "runs_per_target=1",
                  "--set", "benchmark.promote=true"]) == 0
     assert "promote-step" in spec_tasks(yaml.safe_load(output.read_text()))
 
@@ -186,8 +229,8 @@ def test_promotion_outputs_its_figures_for_the_experiment_and_never_caches(retra
 
 def test_warm_start_from_the_champion_is_a_task_before_training(tmp_path):
     output = tmp_path / "warm.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(output),
-                 "--set", "training.warm_start=champion"]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output",
+                 str(output), "--set", "training.warm_start=champion"]) == 0
     spec = yaml.safe_load(output.read_text())
     tasks = spec_tasks(spec)
     assert tasks["champion-step"]["cachingOptions"] == {}
@@ -205,7 +248,8 @@ def test_compiled_yaml_depends_only_on_config_and_holds_no_secrets(compiled, tmp
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "some-other-project")
     monkeypatch.setenv("ADRANK_IMAGE", "elsewhere/image:latest")
     again = tmp_path / "again.yaml"
-    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--output", str(again)]) == 0
+    assert main(["compile", "--config", str(VERTEX_CONFIG), "--backend", "vertex", "--allow-image-tags", "--output",
+                 str(again)]) == 0
     assert again.read_text() == text
     lowered = text.lower()
     for marker in ("private_key", "begin rsa", "begin private", "client_secret", "access_token", "password"):

@@ -12,30 +12,37 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.preprocess.manifest import FeatureInfo, ImpressionWindow, Manifest, SplitInfo
 from components.report.summary import BenchmarkSummary, BestRun, RunRow
 
 TASK = "engagement"
 
 
-def write_eval_examples(examples_dir: Path, x: np.ndarray, labels: np.ndarray, extra: dict | None = None) -> Path:
-    """A preprocess output with just what promotion reads: manifest.json and raw_eval/ TFRecords."""
+def write_eval_examples(examples_dir: Path, x: np.ndarray, labels: np.ndarray, extra: dict | None = None,
+                        other_tasks: dict[str, np.ndarray] | None = None, window_end: str | None = None) -> Path:
+    """A preprocess output with just what promotion reads: manifest.json and raw_eval/ TFRecords. `other_tasks`:
+    more tasks' labels beside the primary one's; `window_end`: the window the run read ended there (RFC 3339)."""
     (examples_dir / "raw_eval").mkdir(parents=True, exist_ok=True)
+    other_tasks = other_tasks or {}
     with tf.io.TFRecordWriter(str(examples_dir / "raw_eval/part-00000-of-00001.tfrecord.gz"),
                               options=tf.io.TFRecordOptions(compression_type="GZIP")) as writer:
-        for value, label in zip(x, labels):
+        for index, (value, label) in enumerate(zip(x, labels)):
             feature = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=[float(value)])),
                        f"label_{TASK}": tf.train.Feature(float_list=tf.train.FloatList(value=[float(label)]))}
+            for task, task_labels in other_tasks.items():
+                feature[f"label_{task}"] = tf.train.Feature(
+                    float_list=tf.train.FloatList(value=[float(task_labels[index])]))
             for name, values in (extra or {}).items():
                 feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[values]))
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-    rate = float(np.mean(labels))
+    rates = {TASK: float(np.mean(labels)), **{task: float(np.mean(v)) for task, v in other_tasks.items()}}
     Manifest(
-        tasks=[TASK],
+        tasks=[TASK, *other_tasks],
         features=[FeatureInfo(name="x", kind="numeric", dtype="float32")],
-        splits={split: SplitInfo(examples=len(labels), label_rates={TASK: rate}, file_pattern=f"{split}/part-*")
+        splits={split: SplitInfo(examples=len(labels), label_rates=rates, file_pattern=f"{split}/part-*")
                 for split in ("train", "eval")},
         raw_eval_pattern="raw_eval/part-*.tfrecord.gz",
+        window=ImpressionWindow(start=None, end=window_end) if window_end else None,
     ).write(examples_dir)
     return examples_dir
 

@@ -89,9 +89,11 @@ def test_the_promotion_step_refuses_a_one_percent_worse_challenger_on_install_ra
     champion = save_model(tmp_path / "truth", 1.0, 0.0)
     challenger = save_model(tmp_path / "worse", slope, (slope - 1) * -MEAN_LOGIT)
     decisions = {}
+    # about 50 eval positives: this test is about the tolerance's form, so the positives minimum (100 by default,
+    # tested in test_promotion.py) is set below them
     for form, overrides in (("relative", []), ("absolute", ["promotion.logloss_tolerance=0.001"])):
         config = PromoteStepConfig.of(load_config(LOW_RATE, [f"promotion.local_registry={tmp_path / form}",
-                                                             *overrides]))
+                                                             "promotion.min_eval_positives=40", *overrides]))
         first = promote_best_run(config, "local", str(summary_naming(tmp_path / "c.json", champion)), str(examples))
         assert first.promoted and first.champion_status == "none"
         decisions[form] = promote_best_run(config, "local", str(summary_naming(tmp_path / "w.json", challenger)),

@@ -1,17 +1,20 @@
 """Promotion on the same day: champion and challenger scored on the same raw eval examples, the paired rule,
-and every defined outcome (no champion, champion wins, challenger wins, champion unscorable, one-class split)."""
+and every defined outcome (no champion, champion wins, challenger wins, champion unscorable, one-class split, too
+few eval positives to trust), and a damaged champion stopping warm start with one line naming file and registry."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fixture_models import TASK, day_of_examples, save_model, summary_naming, write_eval_examples
 
 from components.evaluate.run_statistics import PairedComparison, paired_difference
+from components.registry.champion import ChampionDamaged, champion_model_dir
 from components.registry.local import LocalModelRegistry
 from components.registry.promote_challenger import promote_best_run
 from components.registry.promotion_rule import PromotionDecision, judge
@@ -148,6 +151,55 @@ def test_decision_metrics_for_the_experiment(tmp_path, day):
     _promote(tmp_path, config, examples_dir, BAD, "day1")
     metrics = _promote(tmp_path, config, examples_dir, GOOD, "day2").metrics()
     assert set(metrics) == {"challenger_logloss", "champion_logloss", "difference", "difference_ci95_low",
-                            "difference_ci95_high", "eval_examples", "promoted", "relative_difference",
-                            "relative_difference_ci95_high", "tolerance"}
+                            "difference_ci95_high", "eval_examples", "eval_positives", "promoted",
+                            "relative_difference", "relative_difference_ci95_high", "tolerance"}
     assert all(math.isfinite(v) for v in metrics.values()) and metrics["promoted"] == 1.0
+
+
+def test_a_day_with_fewer_eval_positives_than_the_minimum_keeps_the_champion_and_says_why(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="components.registry.promote_challenger")
+    x, y = day_of_examples(seed=1)
+    install = (np.arange(y.size) % 500 == 0).astype(np.float32)  # 8 installs among the 4,000 examples
+    examples_dir = write_eval_examples(tmp_path / "examples", x, y, other_tasks={"install": install},
+                                       window_end="2026-03-04T00:00:00Z")
+    positives = int(y.sum())
+    config = _config(tmp_path, f"promotion.min_eval_positives={positives + 1}")
+    _promote(tmp_path, config, examples_dir, BAD, "day1")  # no champion yet: promoted on any evidence
+    decision = _promote(tmp_path, config, examples_dir, GOOD, "day2")  # clearly better, on too few positives
+    assert not decision.promoted and decision.champion_status == "scored"
+    assert decision.difference_ci95[1] < 0  # the interval alone would have promoted it
+    assert decision.reason.startswith(f"only {positives:,} eval positives of task '{TASK}', fewer than "
+                                      f"promotion.min_eval_positives {positives + 1:,}")
+    assert "the champion stays (promotion.on_few_positives: keep)" in decision.reason
+    assert decision.eval_positives_by_task == {TASK: positives, "install": 8}
+    assert decision.min_eval_positives == positives + 1 and decision.day == "2026-03-03"
+    assert decision.interval_method.startswith("paired bootstrap-t, 2,000 resamples of the 4,000 examples")
+    assert LocalModelRegistry(tmp_path / "registry").default("adrank-local")["version"] == "1"
+    # the console line (a progress record, the step's log on Vertex) says the evidence too
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("promotion: not promoted")]
+    assert f"eval positives: {TASK} {positives:,}, install 8; only {positives:,} eval positives" in line
+
+    explicit = _config(tmp_path, f"promotion.min_eval_positives={positives + 1}", "promotion.on_few_positives=promote")
+    promoted = _promote(tmp_path, explicit, examples_dir, GOOD, "day3")
+    assert promoted.promoted and "promoted on only" in promoted.reason
+
+
+def test_a_damaged_champion_stops_warm_start_with_one_line_naming_the_file_and_the_registry(tmp_path, day):
+    examples_dir, _, _ = day
+    config = _config(tmp_path)
+    _promote(tmp_path, config, examples_dir, GOOD, "day1")
+    champion = Path(champion_model_dir(config, "local"))
+    state = champion / "warm_start"
+    state.mkdir()
+    np.savez(state / "tables.npz", t=np.ones((3, 2)))
+    (state / "row_keys.json").write_text('{"tables": {}}')
+    assert champion_model_dir(config, "local") == str(champion)  # an intact state passes
+
+    (state / "tables.npz").write_bytes((state / "tables.npz").read_bytes()[:40])  # cut short, as a broken copy
+    with pytest.raises(ChampionDamaged) as raised:
+        champion_model_dir(config, "local")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"the champion (the local registry {tmp_path / 'registry'}, model 'adrank-local', "
+                              "default version 1) is damaged: ")
+    assert f"{state / 'tables.npz'}: not a readable .npz archive (BadZipFile" in message

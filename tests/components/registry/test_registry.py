@@ -162,11 +162,11 @@ def test_vertex_promotion_labels_carry_the_whole_config_hash(tmp_path, monkeypat
     summary = summary_naming(tmp_path / "summary.json", save_model(tmp_path / "model", 2.0, -2.0))
     seen = []
 
-    def register_version(config, candidate, labels, judge):
+    def register_for_day(config, candidate, labels, judge, day, decide):
         seen.append(labels)
-        return "1", judge(None), None
+        return decide("1", judge(None), None)
 
-    monkeypatch.setattr(vertex, "register_version", register_version)
+    monkeypatch.setattr(vertex, "register_for_day", register_for_day)
     config = load_config(REPO / "configs" / "vertex.yaml")
     promote_best_run(PromoteStepConfig.of(config), "vertex", str(summary), str(examples))
     relabelled = PromoteStepConfig.of(config).model_copy(update={"config_hash": "0123456789ab"})

@@ -1,5 +1,6 @@
 """Promotion scores the eval split in bounded memory: batches of `promotion.scoring_batch_size`, at most
-`promotion.max_eval_examples`, paired statistics accumulated batch by batch, equal to the in-memory figures."""
+`promotion.max_eval_examples`, paired statistics accumulated batch by batch, equal to the in-memory figures (the
+means and t-interval to rounding, the bootstrap's interval exactly: it does not depend on the batches)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fixture_models import TASK, day_of_examples, save_model, summary_naming, wr
 
 from components.evaluate.run_statistics import paired_difference
 from components.registry import scoring
+from components.registry.paired_bootstrap import PairedBootstrap
 from components.registry.promote_challenger import promote_best_run
 from components.registry.scoring import EvalSplit, PairedAccumulator, ServingModel, paired_logloss, per_example_logloss
 from configs import load_config
@@ -56,8 +58,12 @@ def test_a_split_larger_than_the_batch_is_streamed_and_equals_the_in_memory_resu
                                   per_example_logloss(labels, probabilities(champion, serialized, TASK)))
     assert streamed.examples == in_memory.examples == 1000
     assert streamed.difference == pytest.approx(in_memory.difference, rel=1e-9)
-    assert streamed.difference_ci95 == pytest.approx(in_memory.difference_ci95, rel=1e-9)
     assert streamed.champion_logloss == pytest.approx(in_memory.champion_logloss, rel=1e-9)
+    whole_split = PairedBootstrap()
+    whole_split.add(per_example_logloss(labels, probabilities(challenger, serialized, TASK))
+                    - per_example_logloss(labels, probabilities(champion, serialized, TASK)), labels)
+    assert streamed.difference_ci95 == pytest.approx(whole_split.interval(2000), rel=1e-9)
+    assert streamed.positives == int(labels.sum()) and streamed.interval_method.startswith("paired bootstrap-t")
 
 
 def test_the_promotion_step_scores_at_most_the_configured_cap_in_configured_batches(tmp_path, monkeypatch):
@@ -83,11 +89,13 @@ def test_the_promotion_step_scores_at_most_the_configured_cap_in_configured_batc
     assert max(read) == 100 and sum(read) == 2 * 700  # label counts, then one paired pass: 700 of 1,200 each
     assert decision.eval_examples == 700 and decision.eval_examples_cap == 700
     assert decision.eval_positives == int(y[:700].sum())
-    expected = paired_difference(per_example_logloss(y[:700].astype(np.float64), 1 / (1 + np.exp(-(2 * x[:700] - 2)))),
-                                 per_example_logloss(y[:700].astype(np.float64),
-                                                     1 / (1 + np.exp(-(0.5 * x[:700] - 1)))))
-    assert decision.difference == pytest.approx(expected.difference, rel=1e-4)
-    assert decision.difference_ci95 == pytest.approx(expected.difference_ci95, rel=1e-4)
+    labels = y[:700].astype(np.float64)
+    differences = (per_example_logloss(labels, 1 / (1 + np.exp(-(2 * x[:700] - 2))))
+                   - per_example_logloss(labels, 1 / (1 + np.exp(-(0.5 * x[:700] - 1)))))
+    assert decision.difference == pytest.approx(differences.mean(), rel=1e-4)
+    first_700 = PairedBootstrap()
+    first_700.add(differences, labels)
+    assert decision.difference_ci95 == pytest.approx(first_700.interval(2000), rel=1e-3)
 
 
 def test_a_model_answering_no_probability_is_unscorable(tmp_path):

@@ -102,7 +102,9 @@ def test_day1_day2_day3_the_champion_is_scored_on_the_same_examples(registry, tm
     assert body["model"]["containerSpec"]["imageUri"] == config.vertex.model_registry.serving_image
     assert body["model"]["encryptionSpec"]["kmsKeyName"] == config.vertex.encryption_spec_key_name
     assert body["model"]["labels"] == {"adrank-pipeline": "adrank-daily", "adrank-config": config.config_hash,
-                                       "adrank-target": "cpu"}
+                                       "adrank-target": "cpu", "adrank-champion": "none", "adrank-decision": "promoted"}
+    assert body["modelId"] == "adrank-ranker"  # the resource name adrank finds it by, never the display name
+    assert model_id == "adrank-ranker" and first.model_resource_name == f"{LOCATION}/models/adrank-ranker"
     path, evaluation = _imported(fake, 0)
     assert path.endswith(f"/models/{model_id}@1/evaluations:import")
     assert evaluation["metrics"]["logLoss"] == pytest.approx(first.challenger_logloss)  # not the summary's figure
@@ -147,9 +149,11 @@ def test_day1_day2_day3_the_champion_is_scored_on_the_same_examples(registry, tm
         ("1", first_uri, []), ("2", better_uri, ["default"]), ("3", worse_uri, [])]
     assert fake.default_version(model_id)["versionId"] == "2"
     assert champion_model_dir(config, "vertex") == gcs_mount.container_path(better_uri)
-    # the champion was read from the registry as its default version, every day it existed
+    # the champion was read from the registry as its default version, every day it existed, by resource name
     assert [call.path.rsplit("/", 1)[1] for call in fake.calls("GET", r"/models/[^/]+$")].count(model_id) >= 2
-    assert all(call.query["filter"] == ['display_name="adrank-ranker"'] for call in fake.calls("GET", r"/models$"))
+    # a display-name list only once, before day 1, to refuse a namesake model under another id
+    assert [call.query["filter"] for call in fake.calls("GET", r"/models$")] == [['display_name="adrank-ranker"']] * 2
+    assert _upload(fake, 2)["model"]["labels"]["adrank-champion"] == worse.champion_version == "2"
     # the upload is a long-running operation the client polled until done
     assert len(fake.calls("GET", r"/models/[^/]+/operations/[^/]+$")) == 3  # one poll each: done
     assert fake.rejected == []

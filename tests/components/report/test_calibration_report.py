@@ -1,11 +1,11 @@
 import pytest
-from test_report import config, manifest, run
 
 from components.report.calibration_finding import explained_band
 from components.report.findings import findings
 from components.report.summary import summarize
 from components.report.write_report import build_report
 from components.train.posthoc_calibration import Calibrator
+from tests.components.report.test_report import config, manifest, run
 
 RELIABILITY = [(0.05, 0.04, 100), (0.10, 0.11, 100), (0.21, 0.20, 100)]
 

@@ -4,13 +4,13 @@ ever picks a run that exported a model."""
 import json
 
 import pytest
-from test_report import config, manifest, run
 
 from components.registry.promotion_rule import NoExportedModel, read_candidate
 from components.report.html import render_html
 from components.report.summary import summarize
 from components.report.summary_markdown import render_markdown
 from components.train.summary import CurvePoint
+from tests.components.report.test_report import config, manifest, run
 
 
 def with_curve(summary, eval_by_epoch: list[float], steps_per_epoch: int = 10):

@@ -5,12 +5,11 @@ import base64
 import re
 from pathlib import Path
 
-from test_report import FakeArtifact, config, manifest, run
-
 from components.report import html as html_report
 from components.report import summary_markdown as markdown_report
 from components.report.sections import REPORT_SECTIONS
 from components.report.write_report import write_report
+from tests.components.report.test_report import FakeArtifact, config, manifest, run
 
 COST_CHART = "cost per run and per million examples"
 

@@ -3,14 +3,14 @@ over runs (paired), an eval value never seen in train is flagged, runs without o
 and a calibration step that hurt or was skipped says what to set."""
 
 import pytest
-from test_eval_curve_and_exports import with_curve
-from test_report import config, manifest, run
 
 from components.evaluate.run_statistics import paired_change
 from components.report.epochs import epochs_advice
 from components.report.findings import findings
 from components.report.summary import summarize
 from components.train.posthoc_calibration import Calibrator
+from tests.components.report.test_eval_curve_and_exports import with_curve
+from tests.components.report.test_report import config, manifest, run
 
 
 def curves(*per_run):

@@ -356,9 +356,50 @@ def test_head_is_answered_with_headers_only(server):
     assert head.split()[1] == b"405" and b"Allow: GET" in head and body == b""
 
 
-def test_the_health_route_answers_ready(server, model_dir):
+def test_the_health_route_answers_ready_without_telling_where_the_model_lies(server, model_dir):
     status, answer = exchange(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert status == 200 and answer == {"status": "ready", "model": str(model_dir)}
+    assert status == 200 and answer == {"status": "ready"}
+    assert str(model_dir.parent) not in json.dumps(answer)
+
+
+@pytest.mark.parametrize("partial", [b"GET /hea", b"", b"POST /predict HTTP/1.1\r\nContent-Le"])
+def test_a_request_that_never_completes_is_a_408_without_a_traceback(server, partial, capsys):
+    """The client sends part of its request line (or nothing, or part of a header) and waits: answered 408 once the
+    read timeout (0.5 s) is over, one request record, no traceback (the status line and the record used to read a
+    request line that was never parsed)."""
+    started = time.monotonic()
+    with socket.create_connection(server.server_address, timeout=5) as connection:
+        connection.sendall(partial)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    assert time.monotonic() - started < 3
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"408", answer
+    assert "did not arrive within 0.5 s (ADRANK_READ_TIMEOUT_SECONDS)" in json.loads(body)["error"]
+    time.sleep(0.1)
+    assert "Traceback" not in capsys.readouterr().err
+    assert exchange(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200
+
+
+@pytest.mark.parametrize("port", ["abc", "99999", "0", "-1", "80.5", ""])
+def test_a_port_that_is_not_one_is_a_one_line_error(monkeypatch, tmp_path, server_log, port):
+    monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path))
+    monkeypatch.setenv("AIP_HTTP_PORT", port)
+    assert serving_server.main() == 2
+    (record,) = server_log()
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == (f"serving: AIP_HTTP_PORT={port!r}: not a port; expected a whole number from 1 "
+                                   "to 65535")
+
+
+def test_a_port_in_use_is_a_one_line_error(monkeypatch, model_dir, server, server_log):
+    taken = server.server_address[1]
+    monkeypatch.setenv("AIP_STORAGE_URI", str(model_dir))
+    monkeypatch.setenv("AIP_HTTP_PORT", str(taken))
+    assert serving_server.main() == 2
+    (record,) = server_log()
+    assert record.getMessage() == f"serving: cannot listen on port {taken} (AIP_HTTP_PORT): Address already in use"
 
 
 @pytest.fixture(scope="module")

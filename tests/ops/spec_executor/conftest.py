@@ -100,6 +100,23 @@ def sleep_for(seconds: int) -> int:
     return seconds
 
 
+def hold_temp_dir(seconds: int) -> str:
+    """Writes a file in its TMPDIR, waits (at most `seconds`) for the file named by `ENGINE_TEST_RELEASE` in its
+    environment, and fails when its own temp file was removed meanwhile."""
+    import os
+    import tempfile
+    import time
+
+    mine = os.path.join(tempfile.gettempdir(), "held")
+    open(mine, "w").close()
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(os.environ["ENGINE_TEST_RELEASE"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not os.path.exists(mine):
+        raise RuntimeError(f"{mine} was removed while the task ran")
+    return mine
+
+
 def branch_rows(branch: str, label: str, rows_out: dsl.Output[dsl.Dataset]):
     """One branch of a dsl.If/Elif/Else: a line naming the branch that ran and the item's label."""
     with open(rows_out.path, "w") as out:
@@ -119,6 +136,7 @@ make_rows_op = _component(make_rows)
 branch_rows_op = _component(branch_rows)
 relabel_op = _component(relabel)
 sleep_op = _component(sleep_for)
+hold_temp_dir_op = _component(hold_temp_dir)
 total_op = _component(total)
 count_rows_op = _component(count_rows)
 fail_once_op = _component(fail_once)
@@ -218,8 +236,13 @@ def sleeper(seconds: int = 120):
     sleep_op(seconds=seconds).set_caching_options(False)
 
 
+@dsl.pipeline(name="temp-holder")
+def temp_holder(seconds: int = 60):
+    hold_temp_dir_op(seconds=seconds).set_caching_options(False)
+
+
 PIPELINES = {pipeline.name: pipeline for pipeline in (cached_window, retried, retried_out, notified, status_handler,
-                                                      custom_job_retry, sleeper, fan_in, branches)}
+                                                      custom_job_retry, sleeper, fan_in, branches, temp_holder)}
 
 
 @pytest.fixture(scope="session")
