@@ -90,9 +90,9 @@ def write_blocks(directory: str | Path, shape: BlockShape, train: int, eval_exam
         (directory / split).mkdir(parents=True, exist_ok=True)
         for part in range(files):
             name = f"{split}/blocks-{part:05d}-of-{files:05d}.blocks"
-            rows = slice(part, None, files)
-            (directory / name).write_bytes(b"".join(encode_blocks(layout, ints[rows], floats[rows], name)))
-            written[name] = len(ints[rows])
+            part_rows = slice(part, None, files)
+            (directory / name).write_bytes(b"".join(encode_blocks(layout, ints[part_rows], floats[part_rows], name)))
+            written[name] = len(ints[part_rows])
         labels = columns[f"label_{shape.task}"]
         splits[split] = SplitInfo(examples=count, label_rates={shape.task: float(labels.mean())},
                                   file_pattern=f"{split}/part-*.tfrecord.gz",

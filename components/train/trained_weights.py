@@ -37,8 +37,8 @@ class TrainedWeights:
     def write(self, directory: str | Path) -> Path:
         directory = Path(container_path(str(directory)))
         directory.mkdir(parents=True, exist_ok=True)
-        np.savez(directory / DENSE_FILE, **{f"w{i}": value for i, value in enumerate(self.dense)})
-        np.savez(directory / TABLES_FILE, **self.tables)
+        np.savez(directory / DENSE_FILE, allow_pickle=False, **{f"w{i}": value for i, value in enumerate(self.dense)})
+        np.savez(directory / TABLES_FILE, allow_pickle=False, **self.tables)
         (directory / MODEL_FILE).write_text(json.dumps(
             {"class": self.model_class, "config": self.config, "dense_paths": self.dense_paths}, indent=1))
         return directory

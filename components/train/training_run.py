@@ -94,7 +94,7 @@ def train(
     with clock.phase("export"):
         exported_uri = export_run_model(model, runtime, manifest, examples_dir, model_dir, model_uri, calibrators)
     curve = curve_with_final_eval(fit_result.curve, task_metrics, resolved.training.epochs)
-    if fit_result.tensorboard is not None and curve:
+    if fit_result.tensorboard is not None and curve and curve[-1].eval_logloss is not None:
         fit_result.tensorboard.write_eval(curve[-1].step, curve[-1].eval_logloss)
     split = clock.split()
     return RunSummary(

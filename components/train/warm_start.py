@@ -73,7 +73,7 @@ def write_state(model, manifest: Manifest, vocabularies: dict[str, list[bytes]],
     directory = Path(export_dir) / STATE_DIR
     directory.mkdir(parents=True, exist_ok=True)
     np.savez(directory / TABLES_FILE, allow_pickle=False, **model.embedding.table_values())
-    np.savez(directory / DENSE_FILE, **{f"w{i}": np.asarray(v.value) for i, v in enumerate(_dense_variables(model))})
+    np.savez(directory / DENSE_FILE, allow_pickle=False, **{f"w{i}": np.asarray(v.value) for i, v in enumerate(_dense_variables(model))})
     (directory / KEYS_FILE).write_text(json.dumps({
         "tables": table_row_keys(model, manifest, vocabularies),
         "dense_paths": [v.path for v in _dense_variables(model)],

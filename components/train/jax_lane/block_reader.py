@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import queue
-import struct
 import sys
 import threading
 import time
@@ -94,7 +93,7 @@ class BlockSplit:
         size = self.layout.record_bytes
         record = self._map(file)[index * size:(index + 1) * size]
         checked = record[8:]
-        rows, written_index = struct.unpack_from("<qq", checked, 0)
+        rows, written_index = (int(value) for value in checked[:16].view("<i8"))
         expected_rows = file.rows_of(index, self.layout.block_examples)
         if (record[:8].tobytes() != block_fingerprint(checked.tobytes(), file.salt) or written_index != index
                 or rows != expected_rows):

@@ -51,7 +51,7 @@ class StateCheckpoints:
         handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".state-", suffix=".npz")
         try:
             with os.fdopen(handle, "wb") as stream:
-                np.savez(stream, **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
+                np.savez(stream, allow_pickle=False, **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
             os.replace(temporary, self.path(step))
         except BaseException:
             Path(temporary).unlink(missing_ok=True)

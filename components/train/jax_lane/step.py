@@ -117,6 +117,8 @@ class TrainStep:
         stacked along K (run on the reader's thread); None for sparse-row tables."""
         if self.sparse_rows:
             return None
+        if self.model.packed_layout is None:
+            raise ValueError("a model built without a block layout cannot take host-formatted batches")
         layout = self.model.packed_layout.int64
         steps = [self.model.embedding.host_preprocess(numpy_ids(layout, ints[k])) for k in range(ints.shape[0])]
         return jax.tree_util.tree_map(lambda *parts: np.stack(parts), *steps)

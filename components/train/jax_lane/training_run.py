@@ -99,7 +99,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
                         table_config_optimizer(training))
     model(symbolic_batch(train_split, training.global_batch_size))
     trainer = TrainStep(model, make_optimizer(training, scaled_learning_rate(training)), training,
-                        LabelColumns(label_columns(manifest.block_layout, manifest.tasks)),
+                        LabelColumns(label_columns(train_split.layout, manifest.tasks)),
                         LinearWarmup(embedding_learning_rate(training), training.warmup_steps))
     checkpoints = StateCheckpoints(checkpoint_dir(model_dir))
     done_steps, warm_start = checkpoints.latest_step() or 0, None
@@ -321,7 +321,7 @@ def warm_start_model(model: RankingModel, examples_dir: str, manifest: Manifest,
 def table_memory(model: RankingModel, optimizer_kind: str) -> list[EmbeddingTableMemory]:
     tables: EmbeddingTables = model.embedding
     rows = []
-    for entry in tables.table_memory():
+    for entry in tables.table_memory(None, None):
         shape = (entry["rows"], entry["embedding_dim"])
         rows.append(EmbeddingTableMemory(**{**entry, "optimizer_slot_bytes": sparse_updates.slot_bytes(optimizer_kind,
                                                                                                         shape)}))
