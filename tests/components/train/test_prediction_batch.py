@@ -1,4 +1,4 @@
-from components.train.predictions import PREDICTION_BATCH_FLOOR, prediction_batch_size
+from components.train.run_evaluation import PREDICTION_BATCH_FLOOR, prediction_batch_size
 from configs.training import TrainingConfig
 
 
