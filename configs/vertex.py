@@ -24,7 +24,8 @@ from configs.vertex_names import (
     user_labels_problem,
 )
 
-ImageKind = Literal["cpu", "gpu", "tpu"]
+ImageKind = Literal["cpu", "gpu", "tpu", "jax_gpu", "jax_tpu"]
+IMAGE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu", "jax_gpu", "jax_tpu")
 # An address Vertex can send to: one '@', a local part without spaces, a dotted domain with a top-level part.
 EMAIL_ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                            r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}$")
@@ -90,7 +91,8 @@ class VertexTargetSpec(StrictModel):
     machine: MachineSpec = MachineSpec()
     workers: ReplicaPool | None = Field(None, description="worker pool (parameter-server training)")
     parameter_servers: ReplicaPool | None = Field(None, description="parameter-server pool")
-    image: ImageKind | None = Field(None, description="which `vertex.images` entry; default follows the target kind")
+    image: ImageKind | None = Field(None, description="which `vertex.images` entry; default follows the target kind "
+                                    "and training lane (`default_image_kind`)")
     timeout: str = Field("86400s", pattern=r"^\d+s$")
     restart_job_on_worker_restart: bool = False
     expected_hours: float = Field(
@@ -120,11 +122,13 @@ def check_target_machine(kind: str, spec: VertexTargetSpec) -> None:
         raise ValueError(f"only 'cpu-ps' targets take parameter-server pools, not '{kind}'")
 
 
-def default_image_kind(kind: str) -> ImageKind:
+def default_image_kind(kind: str, backend: str = "tensorflow") -> ImageKind:
+    """The image a target trains in: the TensorFlow lane's gpu / tpu / cpu images; the JAX lane's jax_gpu / jax_tpu
+    images (Python 3.12, no TensorFlow), and on a CPU machine the cpu image, which holds JAX for the CPU too."""
     if kind == "gpu":
-        return "gpu"
+        return "jax_gpu" if backend == "jax" else "gpu"
     if kind == "tpu":
-        return "tpu"
+        return "jax_tpu" if backend == "jax" else "tpu"
     return "cpu"
 
 
@@ -134,6 +138,8 @@ class ImagesConfig(StrictModel):
     cpu: str = "python:3.11-slim"
     gpu: str | None = None
     tpu: str | None = None
+    jax_gpu: str | None = Field(None, description="the JAX lane on GPUs (requirements-jax-gpu.lock)")
+    jax_tpu: str | None = Field(None, description="the JAX lane on TPUs, SparseCore included (requirements-jax-tpu.lock)")
 
     def for_kind(self, kind: ImageKind) -> str:
         image = getattr(self, kind)

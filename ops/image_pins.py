@@ -21,6 +21,7 @@ from pathlib import Path
 
 from components.images.digests import ImageDigests
 from configs import AdrankConfig
+from configs.vertex import IMAGE_KINDS
 from ops.spec_executor.pipeline_spec import Dag, load_pipeline_spec
 
 
@@ -58,7 +59,7 @@ def pin_images(config: AdrankConfig, digests: ImageDigests) -> PinnedImages:
         return reference
 
     images = vertex.images.model_copy(update={
-        kind: resolve(f"vertex.images.{kind}", getattr(vertex.images, kind)) for kind in ("cpu", "gpu", "tpu")})
+        kind: resolve(f"vertex.images.{kind}", getattr(vertex.images, kind)) for kind in IMAGE_KINDS})
     registry = vertex.model_registry.model_copy(update={
         "serving_image": resolve("vertex.model_registry.serving_image", vertex.model_registry.serving_image)})
     update: dict = {"vertex": vertex.model_copy(update={"images": images, "model_registry": registry})}

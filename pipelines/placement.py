@@ -103,7 +103,7 @@ def training_component(component, target: TargetConfig, config: AdrankConfig, ba
     )
     default_pools = custom_job_op.component_spec.inputs["worker_pool_specs"].default
     container = copy.deepcopy(default_pools[0]["container_spec"])
-    container["image_uri"] = vertex.images.for_kind(spec.image or default_image_kind(target.kind))
+    container["image_uri"] = vertex.images.for_kind(spec.image or default_image_kind(target.kind, target.backend))
     return functools.partial(
         custom_job_op,
         worker_pool_specs=worker_pool_specs(spec, container),

@@ -143,7 +143,10 @@ def estimate_run_cost(config: AdrankConfig, pipeline: PipelineKind) -> RunCost:
         lines.append(TrainingCost(target.name, runs, target.price_per_hour, hours, configured))
     if config.vertex is None:
         return RunCost(pipeline, lines)
-    return RunCost(pipeline, lines, dataflow_cost(config), step_costs(config, len(plan.runs), plan.promote))
+    jax_runs = sum(1 for name, _ in plan.runs
+                   if next(t for t in plan.targets if t.name == name).backend == "jax")
+    return RunCost(pipeline, lines, dataflow_cost(config),
+                   step_costs(config, len(plan.runs), plan.promote, jax_runs))
 
 
 def dataflow_cost(config: AdrankConfig) -> DataflowCost | None:
@@ -161,9 +164,11 @@ def dataflow_cost(config: AdrankConfig) -> DataflowCost | None:
                         cost.preprocess_expected_hours, hours_configured)
 
 
-def planned_steps(config: AdrankConfig, runs: int, promote: bool) -> list[tuple[str, int, tuple[str, str] | None]]:
+def planned_steps(config: AdrankConfig, runs: int, promote: bool,
+                  jax_runs: int = 0) -> list[tuple[str, int, tuple[str, str] | None]]:
     """(display name, how many, (CPU, memory) asked or None for the default machine) of every CPU task of a run on
-    Vertex, training excepted: the tasks `pipelines.ranking` adds."""
+    Vertex, training excepted: the tasks `pipelines.ranking` adds (`jax_runs`: the training runs on the JAX lane, each
+    followed by its export step)."""
     vertex = placement.require_vertex(config)
     steps: list[tuple[str, int, tuple[str, str] | None]] = [("resolve window", 1, None)]
     if vertex.experiment:
@@ -173,8 +178,10 @@ def planned_steps(config: AdrankConfig, runs: int, promote: bool) -> list[tuple[
     steps.append(("preprocess", 1, placement.preprocess_resources(config)))
     if config.training.warm_start == "champion":
         steps.append(("find champion", 1, None))
-    steps += [("run directory", runs, None), ("record run", runs, None),
-              ("report", 1, placement.REPORT_RESOURCES)]
+    steps += [("run directory", runs, None)]
+    if jax_runs:
+        steps.append(("export", jax_runs, None))
+    steps += [("record run", runs, None), ("report", 1, placement.REPORT_RESOURCES)]
     if promote:
         steps += [("promote model", 1, placement.PROMOTION_RESOURCES), ("model version", 1, None)]
     if vertex.notify_emails:
@@ -182,11 +189,11 @@ def planned_steps(config: AdrankConfig, runs: int, promote: bool) -> list[tuple[
     return steps
 
 
-def step_costs(config: AdrankConfig, runs: int, promote: bool) -> list[StepCost]:
+def step_costs(config: AdrankConfig, runs: int, promote: bool, jax_runs: int = 0) -> list[StepCost]:
     vertex = placement.require_vertex(config)
     cost = vertex.cost
     lines = []
-    for name, count, resources in planned_steps(config, runs, promote):
+    for name, count, resources in planned_steps(config, runs, promote, jax_runs):
         cpus, memory = (float(resources[0]), float(resources[1].rstrip("G"))) if resources else (0.0, 0.0)
         machine, price = list_prices.step_machine(cpus, memory)
         if name == "preprocess":

@@ -78,6 +78,7 @@ def build_command(config, source: str = ".") -> list[str]:
             "us-central1-docker.pkg.dev/PROJECT/REPO/adrank-cpu:TAG"
         )
     substitutions = (f"_CPU_IMAGE={images.cpu},_GPU_IMAGE={images.gpu or ''},_TPU_IMAGE={images.tpu or ''},"
+                     f"_JAX_GPU_IMAGE={images.jax_gpu or ''},_JAX_TPU_IMAGE={images.jax_tpu or ''},"
                      f"_SERVING_IMAGE={serving_image_to_build(config.vertex.model_registry.serving_image)}")
     return [
         "gcloud", "builds", "submit", f"--project={config.vertex.project}", f"--region={config.vertex.region}",

@@ -26,8 +26,9 @@ said so in the message.
   (replica_count = chips / chips per host). adrank's pool 0 is the single chief (its trainer starts one
   TPUStrategy on one host), so a multi-host slice is refused here.
 - Frameworks per TPU generation (documented, same TPU page: "TPU v5e supports JAX 0.4.6+, TensorFlow 2.15+, and
-  PyTorch 2.1+. TPU v6e supports Python 3.10+, JAX 0.4.37+, and PyTorch 2.1+"): adrank trains with TensorFlow, so
-  TPU v6e (`ct6e-standard-*`) is refused.
+  PyTorch 2.1+. TPU v6e supports Python 3.10+, JAX 0.4.37+, and PyTorch 2.1+"): TPU v6e (`ct6e-standard-1t` 1x1,
+  `-4t` 2x2, `-8t` 2x4 on one host) is accepted only for a target on the JAX lane (`backend: jax`, docs/backends.md)
+  and refused on the TensorFlow lane, naming `backend`.
 - Regions: a CMEK key must be in the location of the resource it encrypts (documented, Vertex AI CMEK,
   https://cloud.google.com/vertex-ai/docs/general/cmek, and Dataflow CMEK, https://cloud.google.com/dataflow/docs/
   guides/customer-managed-encryption-keys: "the location of the Cloud KMS key must match the region of the
@@ -116,6 +117,7 @@ V5E_MACHINE = re.compile(r"^ct5lp-hightpu-(?P<chips>\d+)t$")
 V5E_SINGLE_HOST = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
 V5E_ACCELERATOR = "TPU_V5_LITEPOD"
 V6E_MACHINE = re.compile(r"^ct6e-")
+V6E_SINGLE_HOST = {"ct6e-standard-1t": "1x1", "ct6e-standard-4t": "2x2", "ct6e-standard-8t": "2x4"}
 MACHINE_TABLE = f"{TRAINING_MACHINES_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
 REGION_TABLE = f"{LOCATIONS_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
 SHAPE_TABLE = f"{MACHINE_SHAPES_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
@@ -160,7 +162,7 @@ def config_problems(config: AdrankConfig) -> list[Problem]:
         if target.vertex is None:
             continue  # pipelines.placement names the missing spec when the DAG is built
         where = f"targets[{index}].vertex"
-        problems += machine_problems(target.vertex.machine, f"{where}.machine", chief=True)
+        problems += machine_problems(target.vertex.machine, f"{where}.machine", chief=True, backend=target.backend)
         for pool in ("workers", "parameter_servers"):
             replicas = getattr(target.vertex, pool)
             if replicas is not None:
@@ -177,8 +179,9 @@ def accelerator_names() -> list[str]:
     return [name for name in AcceleratorType.__members__ if name != "ACCELERATOR_TYPE_UNSPECIFIED"]
 
 
-def machine_problems(machine: MachineSpec, field: str, chief: bool) -> list[Problem]:
-    """What Vertex refuses in one `MachineSpec` (`chief`: worker pool 0, always one replica in adrank)."""
+def machine_problems(machine: MachineSpec, field: str, chief: bool, backend: str = "tensorflow") -> list[Problem]:
+    """What Vertex refuses in one `MachineSpec` (`chief`: worker pool 0, always one replica in adrank) for a target
+    of training lane `backend`."""
     accelerator = machine.accelerator_type
     if accelerator is not None:
         known = accelerator_names()
@@ -198,7 +201,7 @@ def machine_problems(machine: MachineSpec, field: str, chief: bool) -> list[Prob
                         TPU_PAGE)]
     if machine_type in TPU_MACHINES or V5E_MACHINE.match(machine_type) or V6E_MACHINE.match(machine_type) \
             or accelerator and accelerator.startswith("TPU_"):
-        return _tpu_problems(machine, field, chief)
+        return _tpu_problems(machine, field, chief, backend)
     if machine.tpu_topology:
         return [Problem(f"{field}.tpu_topology", f"'{machine_type}' is not a TPU machine type; a topology goes with "
                         "ct5lp-hightpu-* (TPU v5e)", TPU_PAGE)]
@@ -250,17 +253,19 @@ def _gpu_problems(machine: MachineSpec, field: str) -> list[Problem]:
     return []
 
 
-def _tpu_problems(machine: MachineSpec, field: str, chief: bool) -> list[Problem]:
+def _tpu_problems(machine: MachineSpec, field: str, chief: bool, backend: str = "tensorflow") -> list[Problem]:
     machine_type, accelerator, count = machine.machine_type, machine.accelerator_type, machine.accelerator_count
     if not chief:
         return [Problem(f"{field}.machine_type", f"'{machine_type}' in a worker or parameter-server pool: adrank "
                         "trains on TPUs from the chief pool only (parameter-server pools are CPU machines)",
                         ADRANK_RULE)]
     if V6E_MACHINE.match(machine_type):
-        return [Problem(f"{field}.machine_type", f"'{machine_type}' is TPU v6e (Trillium), for which Vertex "
-                        "documents JAX and PyTorch training but not TensorFlow, and adrank's trainer is TensorFlow: "
-                        "train on TPU v5e (ct5lp-hightpu-4t, topology 2x2) or v3 (cloud-tpu, TPU_V3 x 8); v6e would "
-                        "need a JAX or PyTorch/XLA trainer", TPU_PAGE)]
+        if backend != "jax":
+            backend_field = field.rsplit(".", 2)[0] + ".backend" if field.count(".") >= 2 else "backend"
+            return [Problem(backend_field, f"'{machine_type}' is TPU v6e (Trillium), for which Vertex documents JAX "
+                            "and PyTorch training but not TensorFlow: set backend: jax (adrank's JAX lane), or train "
+                            "this target on TPU v5e (ct5lp-hightpu-4t, topology 2x2)", TPU_PAGE)]
+        return _single_host_slice_problems(machine, field, V6E_SINGLE_HOST, None, "v6e")
     if machine_type == LEGACY_TPU_MACHINE:
         if accelerator not in LEGACY_TPU_ACCELERATORS:
             return [Problem(f"{field}.accelerator_type", f"cloud-tpu takes {' or '.join(LEGACY_TPU_ACCELERATORS)} "
@@ -272,19 +277,28 @@ def _tpu_problems(machine: MachineSpec, field: str, chief: bool) -> list[Problem
         if machine.tpu_topology:
             return [Problem(f"{field}.tpu_topology", "cloud-tpu (TPU v2/v3) takes no topology", TPU_PAGE)]
         return []
-    v5e = V5E_MACHINE.match(machine_type)
-    if v5e is None:
+    if V5E_MACHINE.match(machine_type) is None:
         return [Problem(f"{field}.machine_type", f"'{machine_type}' with {accelerator}: Vertex TPU training takes "
-                        "cloud-tpu (TPU_V2/TPU_V3 x 8) or ct5lp-hightpu-1t/4t/8t (TPU v5e)", TPU_PAGE)]
-    if machine_type not in V5E_SINGLE_HOST:
-        return [Problem(f"{field}.machine_type", f"'{machine_type}' is not a TPU v5e training machine (known: "
-                        f"{', '.join(V5E_SINGLE_HOST)})", TPU_PAGE)]
-    chips_per_host = int(v5e["chips"])
-    if accelerator is not None and (accelerator != V5E_ACCELERATOR or count != chips_per_host):
-        return [Problem(f"{field}.accelerator_type", f"{machine_type} carries {chips_per_host} TPU v5e chips: leave "
-                        f"accelerator_type unset (or {V5E_ACCELERATOR} x {chips_per_host}); asked {accelerator} x "
-                        f"{count}", TPU_PAGE)]
-    single_host = V5E_SINGLE_HOST[machine_type]
+                        "cloud-tpu (TPU_V2/TPU_V3 x 8), ct5lp-hightpu-1t/4t/8t (TPU v5e) or ct6e-standard-1t/4t/8t "
+                        "(TPU v6e, JAX lane)", TPU_PAGE)]
+    return _single_host_slice_problems(machine, field, V5E_SINGLE_HOST, V5E_ACCELERATOR, "v5e")
+
+
+def _single_host_slice_problems(machine: MachineSpec, field: str, single_hosts: dict[str, str],
+                                accelerator_label: str | None, generation: str) -> list[Problem]:
+    """A TPU VM machine of `generation` (v5e, v6e): a known machine type, the topology of its one host; the
+    accelerator left unset or (where aiplatform_v1 has a label for the generation) its label x the host's chips."""
+    machine_type, accelerator, count = machine.machine_type, machine.accelerator_type, machine.accelerator_count
+    if machine_type not in single_hosts:
+        return [Problem(f"{field}.machine_type", f"'{machine_type}' is not a TPU {generation} training machine (known: "
+                        f"{', '.join(single_hosts)})", TPU_PAGE)]
+    chips_per_host = int(machine_type.rsplit("-", 1)[1].rstrip("t"))
+    if accelerator is not None and (accelerator != accelerator_label or count != chips_per_host):
+        allowed = f"unset (or {accelerator_label} x {chips_per_host})" if accelerator_label else \
+            "unset (aiplatform_v1 has no accelerator label for it)"
+        return [Problem(f"{field}.accelerator_type", f"{machine_type} carries {chips_per_host} TPU {generation} chips: "
+                        f"leave accelerator_type {allowed}; asked {accelerator} x {count}", TPU_PAGE)]
+    single_host = single_hosts[machine_type]
     topology = machine.tpu_topology
     if topology is None:
         return [Problem(f"{field}.tpu_topology", f"{machine_type} needs tpu_topology: {single_host}", TPU_PAGE)]
@@ -293,10 +307,11 @@ def _tpu_problems(machine: MachineSpec, field: str, chief: bool) -> list[Problem
     chips = _chips(topology)
     if chips is not None and chips > chips_per_host and chips % chips_per_host == 0 and len(topology.split("x")) == 2:
         hosts = chips // chips_per_host
+        largest = max(single_hosts, key=lambda name: int(name.rsplit("-", 1)[1].rstrip("t")))
         return [Problem(f"{field}.tpu_topology", f"{machine_type} with topology {topology} is a {chips}-chip slice "
                         f"over {hosts} hosts: Vertex needs replica_count {hosts} in worker pool 0, and adrank's pool 0 "
-                        f"is the single chief; use {single_host} on {machine_type} (or ct5lp-hightpu-8t, 2x4)",
-                        TPU_PAGE)]
+                        f"is the single chief; use {single_host} on {machine_type} (or {largest}, "
+                        f"{single_hosts[largest]})", TPU_PAGE)]
     return [Problem(f"{field}.tpu_topology", f"{machine_type} takes topology {single_host} (asked: {topology})",
                     TPU_PAGE)]
 

@@ -143,13 +143,15 @@ def test_compile_pins_recorded_images_and_says_which_fell_back_to_a_tag(tmp_path
     launcher = {uri for uri in uris if uri.startswith("gcr.io/ml-pipeline/google-cloud-pipeline-components:")}
     assert len(launcher) == 1  # GCPC's own custom-job launcher: Google's image, not one adrank builds
     assert uris - launcher == {f"{REGISTRY}/adrank-cpu@{CPU_DIGEST}", f"{REGISTRY}/adrank-gpu@{GPU_DIGEST}",
-                    f"{REGISTRY}/adrank-tpu:0.1.0"}
+                               f"{REGISTRY}/adrank-tpu:0.1.0", f"{REGISTRY}/adrank-jax-gpu:0.1.0",
+                               f"{REGISTRY}/adrank-jax-tpu:0.1.0"}
     assert f"image vertex.images.cpu: {REGISTRY}/adrank-cpu@{CPU_DIGEST} (digest recorded by adrank images build)" \
         in notes
     assert f"image preprocess.dataflow.worker_image: {REGISTRY}/adrank-cpu@{CPU_DIGEST} " \
         "(digest recorded by adrank images build)" in notes
     assert notes[-1].startswith("images by tag, no digest recorded")
-    assert notes[-1].endswith(f"vertex.images.tpu {REGISTRY}/adrank-tpu:0.1.0")
+    assert f"vertex.images.tpu {REGISTRY}/adrank-tpu:0.1.0" in notes[-1]
+    assert notes[-1].endswith(f"vertex.images.jax_tpu {REGISTRY}/adrank-jax-tpu:0.1.0")
     # the user's config is unchanged: its hash, the job labels and id stay
     assert config.vertex.images.cpu == f"{REGISTRY}/adrank-cpu:0.1.0"
 
@@ -165,7 +167,7 @@ def test_compile_refuses_a_tag_that_a_cached_step_runs_unless_asked(tmp_path, ca
     err = capsys.readouterr().err.splitlines()[-1]
     assert err.startswith("adrank compile: error: cached steps would run images by tag, with no digest recorded: ")
     assert f"{REGISTRY}/adrank-cpu:0.1.0 (vertex.images.cpu, preprocess.dataflow.worker_image; run by preprocess, " \
-        "run directory, train, record run, report)" in err
+        "run directory, train, export, record run, report)" in err
     assert f"{REGISTRY}/adrank-gpu:0.1.0 (vertex.images.gpu; run by train)" in err
     assert "adrank-serving" not in err  # the promoted model's serving image: the promotion step is never cached
     assert "Record digests with `adrank images build`, or compile with --allow-image-tags" in err
@@ -174,16 +176,19 @@ def test_compile_refuses_a_tag_that_a_cached_step_runs_unless_asked(tmp_path, ca
 
 
 def test_a_cached_step_on_a_tag_is_named_and_pinned_ones_pass(tmp_path):
-    """With the cpu and gpu images pinned, the train step still runs the tpu image by tag; with every image a cached
-    step runs pinned, the spec compiles."""
+    """With the cpu and gpu images pinned, the train step still runs the tpu and JAX images by tag; with every image
+    a cached step runs pinned, the spec compiles."""
     from ops.image_pins import ImageTagsOnCachedSteps
 
     config = load_config(VERTEX_CONFIG, ["runs_per_target=1"])
     record = ImageDigests(tmp_path / "digests.json")
     record.record(digests_from_build(FINISHED_BUILD))
     with pytest.raises(ImageTagsOnCachedSteps, match=rf"^cached steps would run images by tag, with no digest "
-                       rf"recorded: {REGISTRY}/adrank-tpu:0.1.0 \(vertex.images.tpu; run by train\)\. "):
+                       rf"recorded: {REGISTRY}/adrank-jax-gpu:0.1.0 \(vertex.images.jax_gpu; run by train\); "
+                       rf"{REGISTRY}/adrank-jax-tpu:0.1.0 \(vertex.images.jax_tpu; run by train\); "
+                       rf"{REGISTRY}/adrank-tpu:0.1.0 \(vertex.images.tpu; run by train\)\. "):
         compile_pipeline(config, "vertex", tmp_path / "a.yaml", digests=record, allow_image_tags=False)
     assert not (tmp_path / "a.yaml").exists()
-    record.record({f"{REGISTRY}/adrank-tpu:0.1.0": f"{REGISTRY}/adrank-tpu@{GPU_DIGEST.replace('9', '7')}"})
+    record.record({f"{REGISTRY}/adrank-{kind}:0.1.0": f"{REGISTRY}/adrank-{kind}@{GPU_DIGEST.replace('9', digit)}"
+                   for kind, digit in (("tpu", "7"), ("jax-gpu", "6"), ("jax-tpu", "5"))})
     assert compile_pipeline(config, "vertex", tmp_path / "b.yaml", digests=record, allow_image_tags=False).exists()

@@ -96,12 +96,12 @@ def test_vertex_sets_every_command_so_the_beam_entrypoint_never_runs_a_step(vert
     from configs import load_config
 
     images = load_config(VERTEX_CONFIG).vertex.images
-    ours = {images.cpu, images.gpu, images.tpu}
+    ours = {images.cpu, images.gpu, images.tpu, images.jax_gpu, images.jax_tpu}
     containers = [e["container"] for e in vertex_spec["deploymentSpec"]["executors"].values() if "container" in e]
     step_containers = [c for c in containers if c["image"] in ours]
     pools = [pool["container_spec"] for pool in _worker_pool_specs(vertex_spec)]
     assert step_containers and pools
-    assert {c["image_uri"] for c in pools} == {images.cpu, images.gpu, images.tpu}
+    assert {c["image_uri"] for c in pools} == ours
     for container in step_containers:
         assert container.get("command"), container["image"]
     for container in pools:

@@ -11,7 +11,8 @@ from ops.cli import main
 from ops.vertex.preflight import accelerator_names, config_problems, machine_problems
 from tests.ops.conftest import VERTEX_CONFIG
 
-# targets of configs/vertex.yaml: 0 tpu-v3-8, 1 tpu-v5e-4, 2 gpu-a100x4, 3 cpu-ps, 4 cpu
+# targets of configs/vertex.yaml: 0 tpu-v3-8, 1 tpu-v5e-4, 2 gpu-a100x4, 3 cpu-ps, 4 cpu, 5 tpu-v6e-4 (jax),
+# 6 gpu-a100x4-jax
 T = "targets.{}.vertex.machine."
 
 BAD = [
@@ -26,8 +27,10 @@ BAD = [
      "NVIDIA_TESLA_A100 does not attach to 'n1-standard-16'"),
     ([T.format(1) + "tpu_topology=4x4"], "targets[1].vertex.machine.tpu_topology",
      "16-chip slice over 4 hosts"),
-    ([T.format(1) + "machine_type=ct6e-standard-4t"], "targets[1].vertex.machine.machine_type",
-     "not TensorFlow"),
+    ([T.format(5) + "tpu_topology=4x4"], "targets[5].vertex.machine.tpu_topology",
+     "ct6e-standard-4t with topology 4x4 is a 16-chip slice over 4 hosts"),  # tpu-v6e-4, the JAX lane
+    ([T.format(5) + "accelerator_type=TPU_V5_LITEPOD", T.format(5) + "accelerator_count=4"],
+     "targets[5].vertex.machine.accelerator_type", "aiplatform_v1 has no accelerator label for it"),
     ([T.format(0) + "accelerator_count=32"], "targets[0].vertex.machine.accelerator_count",
      "cloud-tpu takes TPU_V3 x 8"),
     (["vertex.encryption_spec_key_name=projects/adrank-prod/locations/europe-west4/keyRings/k/cryptoKeys/p"],
@@ -157,3 +160,11 @@ def test_accelerator_names_come_from_the_installed_api():
     from google.cloud.aiplatform_v1.types import AcceleratorType
 
     assert set(accelerator_names()) == set(AcceleratorType.__members__) - {"ACCELERATOR_TYPE_UNSPECIFIED"}
+
+
+def test_tpu_v6e_is_accepted_on_the_jax_lane_and_refused_on_tensorflow_naming_backend():
+    v6e = MachineSpec(machine_type="ct6e-standard-4t", tpu_topology="2x2")
+    assert machine_problems(v6e, "targets[5].vertex.machine", chief=True, backend="jax") == []
+    (problem,) = machine_problems(v6e, "targets[5].vertex.machine", chief=True, backend="tensorflow")
+    assert problem.field == "targets[5].backend" and "set backend: jax" in problem.message
+    assert config_problems(load_config(VERTEX_CONFIG)) == []  # configs/vertex.yaml's tpu-v6e-4 (backend: jax)

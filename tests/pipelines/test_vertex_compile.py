@@ -64,13 +64,13 @@ def _by_target(spec: dict) -> dict[str, list[dict]]:
 
 def test_every_target_and_run_is_a_custom_job(compiled):
     """One training task per target (its `dsl.If` branch, with that target's machines), run once per item of the
-    `training_runs` loop: 5 targets x 5 runs = 25 CustomJobs a benchmark run."""
+    `training_runs` loop: 7 targets x 5 runs = 35 CustomJobs a benchmark run."""
     spec, _ = compiled
     config = load_config(VERTEX_CONFIG)
     branches = training_branches(spec)
     assert sorted(branches) == sorted(t.name for t in config.targets)
     runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
-    assert len(runs) == len(config.targets) * config.runs_per_target == 25
+    assert len(runs) == len(config.targets) * config.runs_per_target == 35
     for target in branches:
         assert sorted(int(run["run_index"]) for run in runs if run["target"] == target) == [0, 1, 2, 3, 4]
     executor = spec["deploymentSpec"]["executors"]
@@ -105,6 +105,14 @@ def test_tpu_gpu_and_parameter_server_machines(compiled):
     assert chief["machine_spec"] == {"machine_type": "n1-standard-8"}
     assert servers["machine_spec"] == {"machine_type": "n1-highmem-8"}
     assert {p["container_spec"]["image_uri"] for p in (chief, workers, servers)} == {IMAGES.format("cpu")}
+
+    # the JAX lane: TPU v6e (Vertex trains it with JAX only) and the A100 machine, in the JAX images
+    (v6e,) = pools["tpu-v6e-4"]
+    assert v6e["machine_spec"] == {"machine_type": "ct6e-standard-4t", "tpu_topology": "2x2"}
+    assert v6e["container_spec"]["image_uri"] == IMAGES.format("jax-tpu")
+    (gpu_jax,) = pools["gpu-a100x4-jax"]
+    assert gpu_jax["machine_spec"] == gpu["machine_spec"]
+    assert gpu_jax["container_spec"]["image_uri"] == IMAGES.format("jax-gpu")
 
     (cpu,) = pools["cpu"]
     assert cpu["machine_spec"] == {"machine_type": "n1-standard-16"} and cpu["replica_count"] == 1
@@ -173,13 +181,13 @@ def test_each_training_run_has_its_own_output_directory_without_ids(compiled):
     for task in trains.values():
         assert task["inputs"]["parameters"]["base_output_directory"] == {
             "componentInputParameter": "pipelinechannel--run-directory-step-Output"}
-    # the 25 runs of the compiled benchmark: 25 directories
+    # the 35 runs of the compiled benchmark: 35 directories
     from pipelines.placement import run_output_directory
 
     runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
     directories = {run_output_directory("gs://adrank-prod-pipelines/root/custom-jobs", run["target"],
                                         run["run_index"], "20260303") for run in runs}
-    assert len(runs) == len(directories) == 25
+    assert len(runs) == len(directories) == 35
     assert "gs://adrank-prod-pipelines/root/custom-jobs/tpu-v3-8/day-20260303/run-index-4" in directories
 
 
