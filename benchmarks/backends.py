@@ -81,7 +81,7 @@ def lane_job(job: dict) -> dict:
     for rows, directory in job["scaling"].items():
         scaled = TrainStepConfig.of(lane_config(job["lane"], job["user_rows"], 2, table_rows=int(rows)), "bench")
         results["scaling"][rows] = lanes.train(scaled, "bench", 0, directory, tempfile.mkdtemp()).examples_per_second
-    results["plain"] = plain_keras_rate(job["examples"], job["epochs"])
+    results["plain"] = plain_keras_rate(job["examples"], job["epochs"]) if job["seeds"] else None
     return results
 
 
@@ -141,7 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lane-job", help=argparse.SUPPRESS)
     parser.add_argument("--examples", help="a preprocess output with blocks (default: synthetic blocks)")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=3, help="runs per lane (0: the table scaling alone)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--train", type=int, default=43_008, help="synthetic train examples (default make run's)")
     parser.add_argument("--table-rows", type=int, nargs="*", default=[1_000, 4_000_000],
@@ -169,6 +169,18 @@ def main() -> None:
 def report(results: dict, table_rows: list[int]) -> None:
     from components.evaluate.run_statistics import welch_test
 
+    if results["jax"]["runs"]:
+        report_runs(results, welch_test)
+    smallest = str(min(table_rows))
+    print("\ntable scaling (steady examples/s with one table of N rows, dim 32; ratio to the smallest):")
+    for lane in LANES:
+        base = results[lane]["scaling"][smallest]
+        points = ", ".join(f"{int(rows):,} rows {rate:,.0f} ({rate / base:.2f}x)"
+                           for rows, rate in sorted(results[lane]["scaling"].items(), key=lambda kv: int(kv[0])))
+        print(f"  {lane:<11} {points}")
+
+
+def report_runs(results: dict, welch_test) -> None:
     print("lane        seed  log-loss   AUC     examples/s   step ex/s (memory)")
     for lane in LANES:
         for run in results[lane]["runs"]:
@@ -184,13 +196,6 @@ def report(results: dict, table_rows: list[int]) -> None:
           f"({means['jax'] / means['tensorflow']:.4f}x); jax {comparison.verdict}")
     print(f"examples/s: jax {rates['jax']:,.0f} vs tensorflow {rates['tensorflow']:,.0f} "
           f"({rates['jax'] / rates['tensorflow']:.2f}x)")
-    smallest = str(min(table_rows))
-    print("\ntable scaling (steady examples/s with one table of N rows, dim 32; ratio to the smallest):")
-    for lane in LANES:
-        base = results[lane]["scaling"][smallest]
-        points = ", ".join(f"{int(rows):,} rows {rate:,.0f} ({rate / base:.2f}x)"
-                           for rows, rate in sorted(results[lane]["scaling"].items(), key=lambda kv: int(kv[0])))
-        print(f"  {lane:<11} {points}")
     print("\nplain Keras DCN-v2 (Embedding per feature, fit) vs adrank, same batch, same examples:")
     for lane in LANES:
         plain = results[lane]["plain"]
