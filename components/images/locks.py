@@ -36,7 +36,7 @@ PYTHON_VERSION = "3.11"
 COMPILE_COMMAND = "make lock"
 # Packages the TPU lock may pin differently from the cpu lock: TensorFlow's TPU build is one minor
 # release behind (`tensorflow-tpu` 2.21 is not published), and these follow TensorFlow's version.
-TPU_REPLACES = frozenset({"tensorflow", "tf-keras"})
+TPU_REPLACES = frozenset({"tensorflow", "tf-keras", "tensorboard"})  # tensorflow-tpu pins its tensorboard
 JAX_PYTHON_VERSION = "3.12"
 NO_TENSORFLOW = frozenset({"tensorflow", "tensorflow-cpu", "tensorflow-tpu", "tf-keras"})
 

@@ -123,3 +123,16 @@ def test_a_target_asking_for_a_gpu_fails_or_falls_back_naming_what_jax_saw(block
                                   "gpu-jax")
     summary = lanes.train(fallback, "gpu-jax", 0, str(blocks_dir), str(tmp_path / "fallback"))
     assert summary.hardware.device_kind == "CPU" and np.isfinite(summary.metrics["engagement"].logloss)
+
+
+def test_a_run_writes_its_curves_for_tensorboard_where_vertex_asks(blocks_dir, tmp_path, monkeypatch):
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    monkeypatch.setenv("AIP_TENSORBOARD_LOG_DIR", str(tmp_path / "logs"))
+    lanes.train(jax_config(epochs=2), "cpu-jax", 0, str(blocks_dir), str(tmp_path / "model"))
+    scalars: dict[str, list[int]] = {}
+    for path in sorted((tmp_path / "logs").glob("events.out.tfevents.*")):
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append(event.step)
+    assert scalars == {"train/loss": [16, 32], "eval/logloss": [16, 32]}  # the TensorFlow lane's tags

@@ -43,6 +43,7 @@ from components.train.jax_lane.prediction import SplitPredictor
 from components.train.jax_lane.runtime import JaxRuntime, jax_runtime, set_precision_policy
 from components.train.jax_lane.sparsecore import SparseCoreTables
 from components.train.jax_lane.step import LabelColumns, TrainState, TrainStep, data_sharding, read_and_reset_loss
+from components.train.jax_lane.tensorboard_scalars import ScalarWriter, scalar_writer
 from components.train.models import build_model
 from components.train.models.base import RankingModel
 from components.train.optimization import (
@@ -136,9 +137,10 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
     predictor = SplitPredictor(model, manifest, examples_dir, trainer.labels)
     progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
     curve: list[CurvePoint] = []
+    scalars = scalar_writer()
     if done_steps < plan.total_steps:
         state = fit(trainer, state, Prefetcher(rows_from(done_steps).executions(), to_device), plan, training,
-                    done_steps, clock, checkpoints, predictor, progress, curve)
+                    done_steps, clock, checkpoints, predictor, progress, curve, scalars)
 
     stall = step_rate = None
     if held:
@@ -155,6 +157,10 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
         calibrators, calibration_skipped = fit_calibrators(predictor.predict_split, manifest, training)
         metrics = evaluate(predictor.predict_split, manifest, training, calibrators)
     curve = curve_with_final_eval(curve, metrics, training.epochs)
+    if scalars is not None:
+        if curve and curve[-1].eval_logloss is not None:
+            scalars.write("eval/logloss", curve[-1].step, curve[-1].eval_logloss)
+        scalars.close()
     with clock.phase("export"):
         trained_weights(model, [v.value for v in dense_variables(model)], model.embedding.table_values()).write(
             Path(model_dir) / TRAINED_WEIGHTS_DIR)
@@ -180,7 +186,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
 # -- the fit ----------------------------------------------------------------------------------------------------
 def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan, training: TrainingConfig,
         done_steps: int, clock: RunClock, checkpoints: StateCheckpoints, predictor: SplitPredictor,
-        progress: TrainingProgress, curve: list[CurvePoint]) -> TrainState:
+        progress: TrainingProgress, curve: list[CurvePoint], scalars: ScalarWriter | None = None) -> TrainState:
     """Train the plan's chunks from `done_steps` on; the host reads the device at chunk ends only (loss, non-finite
     marker), and the clock times each chunk's executions apart from the first (tracing and compilation: start-up).
     Checkpoints and evaluations between epochs follow the config's cadences (`training.checkpoint_every_minutes`,
@@ -227,6 +233,11 @@ def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan,
             curve.append(CurvePoint(step=step, loss=loss if loss is not None else float("nan"), epoch=epoch,
                                     eval_logloss=eval_logloss))
             progress.chunk_done(step, loss, eval_logloss)
+            if scalars is not None:
+                if loss is not None:
+                    scalars.write("train/loss", step, loss)
+                if eval_logloss is not None:
+                    scalars.write("eval/logloss", step, eval_logloss)
     finally:
         feed.close()
     return state
