@@ -6,11 +6,16 @@ feature per example (docs/input.md has the measurements that chose it).
     header = int64 rows ‖ int64 block index in its file ‖ farmhash64 fingerprint of the payload (8 bytes)
 
 Columns are the transformed features and labels in name order (a list of length L is L adjacent columns), then
-`HOLDOUT_COLUMN`: the bucket of the example's serialized tf.Example under `tf.strings.to_hash_bucket_fast`, the
-same bucket the per-example path computes, so the calibration holdout holds the same examples in both formats.
+`HOLDOUT_COLUMN`: the example's holdout bucket, its content fingerprint mod `HOLDOUT_BUCKETS` (`with_content_keys`).
 Every record of a file has the same length; a file's last block may hold fewer than `block_examples` rows (its
 `rows` says how many; the rest is zero padding). The fingerprint and the index make a corrupt, reordered or
 truncated block an error that names its file and block (`components.train.input`), never a short epoch.
+
+An example's content fingerprint is the FarmHash64 of its row as a block stores it (its int64 values without the
+holdout column, then its float32 values, little-endian): the same in every process, venv and working directory,
+unlike the bytes of a serialized tf.Example, whose map order changes from process to process. It decides the
+holdout bucket and, mixed with the seed, the order key that groups examples into files and orders them there
+(`components/preprocess/blocks.py`), so the same config and seed write the same block files byte for byte.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ def block_layout(transformed_spec: Mapping[str, TransformedFeatureSpec], block_e
 
 
 def holdout_buckets(serialized_examples: Sequence[bytes]) -> np.ndarray:
-    """`tf.strings.to_hash_bucket_fast(record, HOLDOUT_BUCKETS)` of each serialized example (one op for all)."""
+    """`tf.strings.to_hash_bucket_fast(record, HOLDOUT_BUCKETS)` of each serialized example (one op for all): the
+    holdout bucket of the per-example TFRecord path (`components.train.input`); blocks use `with_content_keys`."""
     if not serialized_examples:
         return np.zeros([0], np.int64)
     return tf.strings.to_hash_bucket_fast(list(serialized_examples), HOLDOUT_BUCKETS).numpy().astype(np.int64)
@@ -65,6 +71,51 @@ def example_matrices(layout: BlockLayout, examples: Sequence[Mapping[str, object
             matrix[:, offset:offset + column.width] = values
             offset += column.width
     return matrices["int64"], matrices["float32"]
+
+
+def content_fingerprints(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> np.ndarray:
+    """uint64 [n]: FarmHash64 of each row's values as a block stores them, the holdout column left out (one
+    vectorized `tf.fingerprint` over the rows' bytes; equal to `pyfarmhash.fingerprint64` of each row)."""
+    holdout = _holdout_offset(layout)
+    kept = np.delete(ints, holdout, axis=1) if ints.shape[1] else ints
+    rows = np.concatenate([np.ascontiguousarray(kept, "<i8").view(np.uint8).reshape(len(ints), -1),
+                           np.ascontiguousarray(floats, "<f4").view(np.uint8).reshape(len(floats), -1)], axis=1)
+    if not len(rows):
+        return np.zeros([0], np.uint64)
+    return tf.fingerprint(tf.constant(rows)).numpy().view("<u8").reshape(-1).astype(np.uint64)
+
+
+def order_keys(fingerprints: np.ndarray, seed: int) -> np.ndarray:
+    """uint64 [n]: each example's seeded order key, `splitmix64(fingerprint ^ splitmix64(seed))` (a bijection of the
+    fingerprint for a seed, so a seed reorders examples without a second pass over their bytes)."""
+    seed_mix = _splitmix64(np.array([seed % 2**64], np.uint64))[0]
+    return _splitmix64(np.asarray(fingerprints, np.uint64) ^ seed_mix)
+
+
+def with_content_keys(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, seed: int) -> np.ndarray:
+    """Fill `ints`' holdout column with each row's bucket (content fingerprint mod HOLDOUT_BUCKETS); returns their
+    order keys (`order_keys`)."""
+    fingerprints = content_fingerprints(layout, ints, floats)
+    ints[:, _holdout_offset(layout)] = (fingerprints % np.uint64(HOLDOUT_BUCKETS)).astype(np.int64)
+    return order_keys(fingerprints, seed)
+
+
+def _holdout_offset(layout: BlockLayout) -> int:
+    offset = 0
+    for column in layout.of_dtype("int64"):
+        if column.name == HOLDOUT_COLUMN:
+            return offset
+        offset += column.width
+    raise ValueError(f"the layout has no {HOLDOUT_COLUMN} column")
+
+
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele et al.), elementwise on uint64 with wrap-around arithmetic."""
+    with np.errstate(over="ignore"):
+        x = values + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
 
 
 def payload_fingerprint(payload: bytes) -> bytes:

@@ -1,14 +1,14 @@
 """`WriteExampleBlocks`: a split's transformed examples → block files (components/preprocess/block_format.py),
 as a Beam transform, so it runs on Dataflow like the rest of preprocess.
 
-    (serialized tf.Example, transformed dict) ──► rows + holdout bucket, keyed by a seeded hash of the example
-        ──► file = hash mod F   (F from the split's size: about `examples_per_file` per file, ≥ `min_files`)
-        ──► per file: rows sorted by hash ──► blocks of `block_examples` (the last one partial) ──► one file
+    (serialized tf.Example, transformed dict) ──► rows + holdout bucket, keyed by a seeded hash of the example's
+        content (`block_format.with_content_keys`) ──► file = key mod F   (F from the split's size: about `examples_per_file` per file, ≥ `min_files`)
+        ──► per file: rows sorted by key ──► blocks of `block_examples` (the last one partial) ──► one file
         ──► ("block_examples", split, file) counters for the manifest
 
-Each file is a uniform sample of the split in a seeded hash order, like the per-example train shards
-(`ShuffleExamples` uses the same hash), and its content depends only on its examples: a retried bundle rewrites
-the same bytes. A file's examples are held in one worker's memory while it is written: `examples_per_file`
+Each file is a uniform sample of the split in a seeded hash order, and its content depends only on its examples
+(never on the process that serialized them): a retried bundle, or a second run of the same config and seed,
+rewrites the same bytes. A file's examples are held in one worker's memory while it is written: `examples_per_file`
 bounds that (at 1,000 features, 32,768 examples are ~270 MB).
 """
 
@@ -21,10 +21,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from components.preprocess.block_format import BLOCK_FILE_SUFFIX, encode_blocks, example_matrices, holdout_buckets
+from components.preprocess.block_format import BLOCK_FILE_SUFFIX, encode_blocks, example_matrices, with_content_keys
 from components.preprocess.counters import Count
 from components.preprocess.manifest import BlockLayout
-from components.preprocess.shuffle import example_key
 
 
 def block_file(split: str, index: int, files: int) -> str:
@@ -33,17 +32,16 @@ def block_file(split: str, index: int, files: int) -> str:
 
 
 class _ExampleRows(beam.DoFn):
-    """A batch of (serialized, transformed) examples → (file, (hash, int64 row, float32 row)) per example."""
+    """A batch of (serialized, transformed) examples → (file, (order key, int64 row, float32 row)) per example."""
 
     def __init__(self, layout: BlockLayout, seed: int):
         self.layout, self.seed = layout, seed
 
     def process(self, batch: list[tuple[bytes, dict]], files: int) -> Iterator[tuple[int, tuple[int, np.ndarray,
                                                                                                  np.ndarray]]]:
-        serialized = [example for example, _ in batch]
-        ints, floats = example_matrices(self.layout, [values for _, values in batch], holdout_buckets(serialized))
-        for row, example in enumerate(serialized):
-            key = example_key(self.seed, example)
+        ints, floats = example_matrices(self.layout, [values for _, values in batch], np.zeros(len(batch), np.int64))
+        keys = with_content_keys(self.layout, ints, floats, self.seed).tolist()
+        for row, key in enumerate(keys):
             yield key % files, (key, ints[row], floats[row])
 
 

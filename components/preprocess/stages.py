@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import apache_beam as beam
+import tensorflow as tf
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from apache_beam.transforms.error_handling import ErrorHandler
@@ -286,7 +287,7 @@ class WriteExamples(beam.PTransform):
         block_counters = []
         for split, transformed in splits.items():
             pairs = transformed | f"Encode{split.title()}" >> beam.Map(lambda values, encode=coder.encode: (
-                encode(values), values))
+                canonical_example(encode(values)), values))
             block_counters.append(pairs | f"Blocks{split.title()}" >> WriteExampleBlocks(
                 self.root, split, layout, self.seed, min_files=self.output_shards))
             encoded = pairs | f"Serialized{split.title()}" >> beam.Map(lambda pair: pair[0])
@@ -309,9 +310,16 @@ class WriteRawEval(beam.PTransform):
     def expand(self, raw_eval: beam.PCollection) -> beam.PCollection:
         return (
             raw_eval
-            | "Encode" >> beam.Map(tft.coders.ExampleProtoCoder(self.schema).encode)
+            | "Encode" >> beam.Map(lambda values, encode=tft.coders.ExampleProtoCoder(self.schema).encode:
+                                   canonical_example(encode(values)))
             | "Write" >> gzip_tfrecords(self.root, RAW_EVAL_DIR, self.output_shards)
         )
+
+
+def canonical_example(serialized: bytes) -> bytes:
+    """A serialized tf.Example with its features in name order: the same bytes in every process (a proto map's
+    serialization order is not, so the train shuffle keyed by these bytes would change from run to run)."""
+    return tf.train.Example.FromString(serialized).SerializeToString(deterministic=True)
 
 
 def gzip_tfrecords(root: str, directory: str, shards: int) -> beam.io.WriteToTFRecord:
