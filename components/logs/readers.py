@@ -75,21 +75,39 @@ def expand_pattern(pattern: str, window: LogWindow, extra_days_after: int = 0) -
     return [pattern.replace(DATE_PLACEHOLDER, day.isoformat()) for day in dates]
 
 
+def match_pattern(path: str) -> str:
+    """A configured log path (`{date}` expanded) as the pattern Beam's file systems match: `*` and `**` are wildcards
+    and every other character is itself. (`?` and `[...]` are pattern syntax to Beam: a directory `logs[1]/` would
+    match its sibling `logs1/` and read another day's logs without a word.)"""
+    return "".join("[?]" if c == "?" else "[[]" if c == "[" else c for c in path)
+
+
+def matched_files(path: str) -> list[str]:
+    """The files a configured path (`{date}` expanded) names, sorted."""
+    return sorted(m.path for r in FileSystems.match([match_pattern(path)]) for m in r.metadata_list)
+
+
 def matching_patterns(patterns: list[str]) -> list[str]:
-    """The patterns that match at least one file (a day without logs is not an error; no logs at all is)."""
-    matched = [p for p in patterns if any(r.metadata_list for r in FileSystems.match([p]))]
+    """The patterns (as `match_pattern` writes them) of the configured paths that match at least one file (a day
+    without logs is not an error; no logs at all is)."""
+    matched = [match_pattern(p) for p in patterns if matched_files(p)]
     if not matched:
         raise FileNotFoundError(f"no log files match {patterns}")
     return matched
 
 
-def csv_header(pattern: str, delimiter: str) -> list[str]:
-    """Column names from the first line of the first file matching `pattern`."""
+def any_day(path: str) -> str:
+    """A configured path with `{date}` matching any day."""
+    return path.replace(DATE_PLACEHOLDER, "*")
+
+
+def csv_header(path: str, delimiter: str) -> list[str]:
+    """Column names from the first line of the first file a configured path names (`{date}`: any day)."""
     import csv
 
-    paths = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
+    paths = matched_files(any_day(path))
     if not paths:
-        raise FileNotFoundError(f"no log files match {[pattern]}")
+        raise FileNotFoundError(f"no log files match {[any_day(path)]}")
     first = paths[0]
     with FileSystems.open(first) as handle:
         line = handle.readline()

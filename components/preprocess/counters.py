@@ -15,6 +15,7 @@ from typing import Literal
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from components.logs.readers import match_pattern
 from components.logs.text_files import FileTally
 from components.preprocess.parse import MISSING, ParseOutcomes
 
@@ -197,7 +198,7 @@ class WriteCounters(beam.PTransform):
 
 def read_counters(root: str) -> PreprocessCounts:
     values: dict[Count, int] = {}
-    for result in FileSystems.match([f"{root.rstrip('/')}/{COUNTERS_PREFIX}*"]):
+    for result in FileSystems.match([f"{match_pattern(root.rstrip('/'))}/{COUNTERS_PREFIX}*"]):
         for metadata in result.metadata_list:
             with FileSystems.open(metadata.path) as handle:
                 for line in handle.read().decode("utf-8").splitlines():

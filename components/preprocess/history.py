@@ -57,8 +57,8 @@ def no_history(feature: HistoryFeature) -> dict[str, float]:
     """The columns of an example whose id has no earlier example."""
     values: dict[str, float] = {}
     for window in feature.windows_hours:
-        values |= {f"{feature.name}_impressions_{window:g}h": 0.0, f"{feature.name}_clicks_{window:g}h": 0.0,
-                   f"{feature.name}_rate_{window:g}h": feature.prior_rate}
+        values |= {feature.window_column("impressions", window): 0.0, feature.window_column("clicks", window): 0.0,
+                   feature.window_column("rate", window): feature.prior_rate}
     return values | {f"{feature.name}_seconds_since_previous": float(NEVER_SEEN_SECONDS)}
 
 
@@ -93,9 +93,9 @@ def with_history(examples: Iterable[dict[str, Any]], feature: HistoryFeature, la
             clicks = clicks_before[start + known] - clicks_before[start] if known else 0.0
             scale = coverage_scale(feature, window, t, log_start_ms)
             columns |= {
-                f"{feature.name}_impressions_{window:g}h": impressions * scale,
-                f"{feature.name}_clicks_{window:g}h": clicks * scale,
-                f"{feature.name}_rate_{window:g}h": (clicks + prior * feature.prior_rate) / (known + prior),
+                feature.window_column("impressions", window): impressions * scale,
+                feature.window_column("clicks", window): clicks * scale,
+                feature.window_column("rate", window): (clicks + prior * feature.prior_rate) / (known + prior),
             }
         since = (t - times[earlier - 1]) / 1000 if earlier else float(NEVER_SEEN_SECONDS)
         columns[f"{feature.name}_seconds_since_previous"] = float(since)

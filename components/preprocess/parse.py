@@ -276,7 +276,7 @@ class ImpressionParser:
                 if parsed is None:
                     missing.append(feature.name)
                     parsed = feature.default
-            else:  # time-derived: computed in the transform graph from timestamp_ms
+            else:  # derived, not a column: a time part (the transform graph), a history feature (history.py)
                 continue
             example[feature.name] = parsed
         for label in self.outcome_labels:

@@ -51,6 +51,7 @@ from components.preprocess.input_columns import (
     check_input_columns,
     engagement_columns,
     impression_columns,
+    logged_features,
 )
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import (
@@ -258,7 +259,7 @@ def impression_parser(config: PreprocessStepConfig, impressions_path: str) -> Im
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
-        columns = tuple(csv_header(impressions_path.replace("{date}", "*"), logs.csv_delimiter))
+        columns = tuple(csv_header(impressions_path, logs.csv_delimiter))
     outcome = logs.label_mode == "outcome"
     return ImpressionParser(
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
@@ -267,7 +268,7 @@ def impression_parser(config: PreprocessStepConfig, impressions_path: str) -> Im
             FeatureField(f.name, f.kind, logs.impression_column(f.name),
                          f.separator if isinstance(f, CategoricalListFeature) else "|",
                          f.default if isinstance(f, NumericFeature) else 0.0)
-            for f in config.features
+            for _, f in logged_features(config.features)
         ),
         id_column=logs.impression_column(IMPRESSION_ID),
         timestamp_column=logs.impression_column(TIMESTAMP),
@@ -283,7 +284,7 @@ def engagement_parser(config: PreprocessStepConfig, engagements_path: str) -> En
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
-        columns = tuple(csv_header(engagements_path.replace("{date}", "*"), logs.csv_delimiter))
+        columns = tuple(csv_header(engagements_path, logs.csv_delimiter))
     return EngagementParser(
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
         timestamps=TimestampParser(logs.timestamp_format),

@@ -150,6 +150,8 @@ def test_the_beam_transform_computes_the_same_columns_and_gives_a_missing_id_no_
     ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [200]}", "features.9.windows_hours"),
     ("features.9={name: h, kind: history, ids: [user_id], smoothing_prior: 0}", "features.9.smoothing_prior"),
     ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [-1]}", "features.9.windows_hours"),
+    # a window of neither whole hours nor whole minutes: its columns could not be named (not `name` of a column)
+    ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [0.01, 24]}", "features.9.windows_hours"),
     ("features.9={name: h, kind: history, ids: [user_id], task: purchase}", "features.9.task"),
 ])
 def test_a_bad_history_feature_fails_at_load_naming_the_field(override, field):
@@ -165,6 +167,12 @@ def test_a_window_is_checked_against_the_lookback_when_one_is_set():
                                "features.9={name: h, kind: history, ids: [user_id], windows_hours: [72]}"])
     config = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id, ad_id], windows_hours: [1, 72]}"])
     assert config.features[9].column_names()[0] == "h_impressions_1h"
+
+
+def test_a_fractional_window_of_whole_minutes_is_named_in_minutes():
+    config = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id], windows_hours: [1.5, 24]}"])
+    assert config.features[9].column_names()[:4] == ["h_impressions_90m", "h_clicks_90m", "h_rate_90m",
+                                                     "h_impressions_24h"]
 
 
 @pytest.mark.parametrize("burn_in_days, train_days", [(0, {0, 1}), (1, {1})])
