@@ -40,7 +40,6 @@ from configs.schema import AdrankConfig
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, effective_batch_size, find_target
 from configs.vertex import VertexConfig
 
-
 PLAIN_SLICE_BYTES = 32_768  # up to this, a slice parameter is its JSON
 COMPRESSED_PREFIX = "bz2+base64:"
 MAX_SLICE_PARAMETER_BYTES = 98_304  # a step's whole executor input must stay below Linux's 131,072 per argument
