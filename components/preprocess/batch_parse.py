@@ -25,6 +25,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -122,13 +123,30 @@ class ChunkParser:
             table_rows, one_by_one = (rest, []) if table is not None else ([], rest)
         return self._assemble(records, len(records), oversized, table, table_rows, one_by_one, "text")
 
+    def parse_rows(self, rows: Sequence[dict]) -> ParsedChunk:
+        """BigQuery rows (JSON-safe dicts): as a table when Arrow can type each column, else one by one."""
+        try:
+            table = pa.Table.from_pylist(list(rows))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return self._assemble(None, len(rows), {}, None, [], list(range(len(rows))), "typed",
+                                  rows_table=None, rows=rows)
+        return self.parse_table(table)
+
     def parse_table(self, table: pa.Table) -> ParsedChunk:
         """Rows of a Parquet file or a BigQuery table (their values as `readers._json_safe` makes them JSON-safe)."""
         return self._assemble(None, table.num_rows, {}, table, list(range(table.num_rows)), [], "typed", table)
 
     def _assemble(self, records: Sequence[bytes] | None, count: int, failures: Failures, table: pa.Table | None,
-                  table_rows: list[int], one_by_one: list[int], source: str,
-                  rows_table: pa.Table | None = None) -> ParsedChunk:
+                  table_rows: list[int], one_by_one: list[int], source: str, rows_table: pa.Table | None = None,
+                  rows: Sequence[dict] | None = None) -> ParsedChunk:
+        """The chunk's batch, dead letters and outcomes from what was parsed column-wise (`table`, its rows at
+        `table_rows`) and what is parsed one by one (`one_by_one`: records, or rows of `rows_table` or `rows`)."""
+
+        def raw_of(row: int) -> Any:
+            if records is not None:
+                return records[row]
+            return rows[row] if rows is not None else _json_safe_row(rows_table, row)
+
         failures = dict(failures)
         parts: list[tuple[list[int], pa.RecordBatch]] = []
         if table is not None and table_rows:
@@ -143,7 +161,7 @@ class ChunkParser:
         if one_by_one:
             valid_rows, valid = [], []
             for row in one_by_one:
-                raw = records[row] if records is not None else _json_safe_row(rows_table, row)
+                raw = raw_of(row)
                 try:
                     valid.append(self.parser(raw))
                     valid_rows.append(row)
@@ -157,11 +175,9 @@ class ChunkParser:
         outcomes = ParseOutcomes()
         letters = []
         for row in range(count):
-            raw = records[row] if records is not None else None
+            raw = records[row] if records is not None else None  # a row (dict) counts no bytes
             if row in failures:
-                if raw is None:
-                    raw = _json_safe_row(rows_table, row)
-                letters.append(dead_letter(self.stream, failures[row], raw))
+                letters.append(dead_letter(self.stream, failures[row], raw_of(row)))
             outcomes.add(raw, parsed=row not in failures)
         return ParsedChunk(_in_row_order(parts, self.schema), letters, outcomes)
 
@@ -196,8 +212,8 @@ class ChunkParser:
             for feature in parser.features:
                 steps.append((feature.name, *_feature_values(column(feature.column), feature, source)))
             for label in parser.outcome_labels:
-                values, failures = _per_value(column(label.column), lambda v, label=label: outcome_flag(
-                    v, label.column, label.positive_when), source)
+                values, failures = _per_value(column(label.column), partial(
+                    _label_value, column=label.column, positive_when=label.positive_when), source)
                 steps.append((label.name, pa.array(values, pa.float64()), failures))
         merged: Failures = {}
         for _, _, failures in steps:
@@ -207,6 +223,10 @@ class ChunkParser:
         schema = self.schema
         return pa.RecordBatch.from_arrays([arrays[name].cast(schema.field(name).type) for name in schema.names],
                                           schema=schema), merged
+
+
+def _label_value(value: Any, column: str, positive_when: str) -> float:
+    return outcome_flag(value, column, positive_when)
 
 
 def _in_row_order(parts: list[tuple[list[int], pa.RecordBatch]], schema: pa.Schema) -> pa.RecordBatch:
@@ -229,7 +249,7 @@ def _json_table(records: Sequence[bytes]) -> pa.Table | None:
     if not records:
         return None
     text = b"\n".join(records)
-    if _NOT_FOR_ARROW.search(text):
+    if _NOT_FOR_ARROW.search(text) or not _is_utf8(text):
         return None
     options = pajson.ReadOptions(block_size=len(text) + 1)
     try:
@@ -242,6 +262,15 @@ def _json_table(records: Sequence[bytes]) -> pa.Table | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     return table if table.num_rows == len(records) else None  # `{}{}` on one line is two rows to Arrow
+
+
+def _is_utf8(text: bytes) -> bool:
+    """Whether every record of the chunk is UTF-8 (Arrow's JSON reader does not check inside strings)."""
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _text_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -273,6 +302,8 @@ def _csv_table(records: Sequence[bytes], columns: Sequence[str],
         return "skip"
 
     text = b"\n".join(records[i] for i in plain) + b"\n"
+    if not _is_utf8(text):  # a record that is not UTF-8 is `bad_encoding`, one by one
+        return None, [], sorted(one_by_one + plain)
     try:
         table = pacsv.read_csv(
             io.BytesIO(text),

@@ -82,6 +82,19 @@ def as_records(batch: pa.RecordBatch, rows: Iterable[int], features: Sequence[Fe
     return records
 
 
+def record_dicts(batch: pa.RecordBatch, rows: Sequence[int], features: Sequence[FeatureField]) -> list[dict[str, Any]]:
+    """Rows as the per-record parser's dicts, `_missing` included (what `join.attribute` breaks ties by)."""
+    records = as_records(batch, rows, features)
+    for record, row in zip(records, rows):
+        record[MISSING] = [f.name for f in features if _absent(batch, f, row)]
+    return records
+
+
+def _absent(batch: pa.RecordBatch, feature: FeatureField, row: int) -> bool:
+    value = batch.column(feature.name)[row].as_py()
+    return value == [] if feature.kind == "categorical_list" else value is None
+
+
 def missing_counts(batch: pa.RecordBatch, features: Sequence[FeatureField]) -> dict[str, int]:
     """Examples of the batch whose value of each logged feature was absent."""
     counts = {}

@@ -78,11 +78,15 @@ class ParseTally:
         self._worker = os.environ.get("WORKER_ID", f"pid {os.getpid()}")
 
     def count(self, parsed: bool) -> None:
-        if parsed:
-            self.parsed += 1
-        else:
-            self.dead_letters += 1
-        if (self.parsed + self.dead_letters) % 1024 == 0 and self.clock() - self._last_line >= self.interval_seconds:
+        self.count_many(1 if parsed else 0, 0 if parsed else 1)
+
+    def count_many(self, parsed: int, dead_letters: int) -> None:
+        """A chunk's records: `parsed` valid, `dead_letters` not."""
+        before = (self.parsed + self.dead_letters) // 1024
+        self.parsed += parsed
+        self.dead_letters += dead_letters
+        crossed = (self.parsed + self.dead_letters) // 1024 > before
+        if crossed and self.clock() - self._last_line >= self.interval_seconds:
             self._last_line = self.clock()
             say(f"{self.stream}: {self.parsed:,} records parsed, {self.dead_letters:,} dead letters so far "
                 f"({self._worker})", self.logger, stream=self.stream, records=self.parsed,

@@ -10,17 +10,25 @@ Transformed-example contract (the trainer depends on it):
   label_<task>     → float32 [] 0/1
 The graph reads raw features only, so a model wrapping it (`TFTransformOutput.transform_features_layer`)
 serves raw log fields.
+
+tf.Transform is fed Arrow record batches through TFXIO (`tensor_adapter_config`, `tft_input`): one list column per
+raw feature (a scalar as a list of one), each with the tensor representation of its raw spec, so neither side
+converts examples to or from Python dicts.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 import tensorflow as tf
 import tensorflow_transform as tft
+from tensorflow_metadata.proto.v0 import schema_pb2
+from tfx_bsl.tfxio.tensor_adapter import TensorAdapterConfig
 
 from components.preprocess.join import label_key
 from components.preprocess.learned_hash import apply_learned_hashing
 from components.preprocess.manifest import FeatureInfo
-from components.preprocess.parse import TIMESTAMP_MS
+from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS
 from components.preprocess.vocabulary import apply_vocabularies, vocabulary_sizes
 from configs.features import model_inputs, table_rows
 
@@ -42,6 +50,52 @@ def raw_feature_spec(features, tasks) -> dict:
     for task in tasks:
         spec[label_key(task.name)] = tf.io.FixedLenFeature([], tf.float32)
     return spec
+
+
+def _arrow_type(spec) -> pa.DataType:
+    value = {tf.string: pa.large_binary(), tf.int64: pa.int64(), tf.float32: pa.float32()}[spec.dtype]
+    return pa.large_list(value)
+
+
+def tensor_adapter_config(features, tasks) -> TensorAdapterConfig:
+    """What tf.Transform needs to read `tft_input`'s record batches as the raw feature spec's tensors: a dense tensor
+    per fixed-length feature, a sparse one per list."""
+    spec = raw_feature_spec(features, tasks)
+    representations = {}
+    for name, feature_spec in spec.items():
+        representation = schema_pb2.TensorRepresentation()
+        if isinstance(feature_spec, tf.io.VarLenFeature):
+            representation.varlen_sparse_tensor.column_name = name
+        else:
+            representation.dense_tensor.column_name = name
+        representations[name] = representation
+    schema = pa.schema([(name, _arrow_type(feature_spec)) for name, feature_spec in spec.items()])
+    return TensorAdapterConfig(schema, representations)
+
+
+def _one_each(values: pa.Array) -> pa.Array:
+    """A list of one value per row."""
+    return pa.LargeListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int64)), values)
+
+
+def tft_input(batch: pa.RecordBatch, features, tasks) -> pa.RecordBatch:
+    """An example batch (`components.preprocess.example_batches`, history columns included) as tf.Transform's input
+    (`tensor_adapter_config`): absent values filled (`__missing__`, a number's default), numbers as float32."""
+    spec = raw_feature_spec(features, tasks)
+    defaults = {f.name: f.default for f in model_inputs(features) if f.kind == "numeric"}
+    columns = []
+    for name, feature_spec in spec.items():
+        column = batch.column(name)
+        if isinstance(feature_spec, tf.io.VarLenFeature):
+            column = column.cast(pa.large_list(pa.large_binary()))
+        elif feature_spec.dtype == tf.string:
+            column = _one_each(column.fill_null(MISSING_TOKEN).cast(pa.large_binary()))
+        elif feature_spec.dtype == tf.float32:
+            column = _one_each(column.fill_null(defaults.get(name, 0.0)).cast(pa.float32()))
+        else:
+            column = _one_each(column.cast(pa.int64()))
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, names=list(spec))
 
 
 def _categorical_ids(inputs: dict, features, task_names: tuple[str, ...]) -> dict[str, tf.Tensor]:
