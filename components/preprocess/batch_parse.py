@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,9 +67,11 @@ _CLOCK = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
 # time shapes read column-wise, each as the ISO text Arrow parses: (timestamp_format, pattern, text → ISO)
 _RFC3339_UTC = rf"^{_DATE}T{_CLOCK}(\.[0-9]{{3}})?Z$"
 _PLAIN_SECONDS = rf"^{_DATE} {_CLOCK}$"
-# a control character (inside a string Python refuses it, between tokens Arrow may not), a byte-order mark (Arrow
-# skips one at a line's start, Python refuses it)
-_NOT_FOR_ARROW = re.compile(rb"[\x00-\x09\x0b-\x1f]|\xef\xbb\xbf")  # \n: between records
+# A control character (inside a string Python refuses it, between tokens Arrow may not; \n only separates records)
+# and a byte-order mark (Arrow skips one at a line's start, Python refuses it) send a chunk to Python.
+_CONTROL_BYTES = bytes(range(0x20)).replace(b"\n", b"")
+_NOT_CONTROL_BYTES = bytes(sorted(set(range(256)) - set(_CONTROL_BYTES)))
+BOM = b"\xef\xbb\xbf"
 _INT64_EDGE = 2.0**63
 
 Failures = dict[int, str]
@@ -185,9 +186,10 @@ class ChunkParser:
         """Every field of the stream, converted column-wise; the failures of each row, first in parse order."""
         parser = self.parser
         steps: list[tuple[str, pa.Array, Failures]] = []
+        present = set(table.column_names)
 
         def column(name: str) -> pa.Array:
-            if name not in table.column_names:
+            if name not in present:
                 return pa.nulls(table.num_rows)
             values = table.column(name).combine_chunks()
             if source == "text" and _json_integers_beyond_int64(values):
@@ -249,7 +251,7 @@ def _json_table(records: Sequence[bytes]) -> pa.Table | None:
     if not records:
         return None
     text = b"\n".join(records)
-    if _NOT_FOR_ARROW.search(text) or not _is_utf8(text):
+    if text.translate(None, _NOT_CONTROL_BYTES) or BOM in text or not _is_utf8(text):
         return None
     options = pajson.ReadOptions(block_size=len(text) + 1)
     try:

@@ -27,7 +27,7 @@ from components.logs.readers import LogWindow
 from components.preprocess.counters import Count
 from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, concat, record_dicts
 from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS, FeatureField
-from components.preprocess.partitions import GroupPartitions, in_stable_order, partition_parts
+from components.preprocess.partitions import partition_parts
 from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"
@@ -198,7 +198,10 @@ def deduplicate_batch(rows: pa.RecordBatch, window: LogWindow,
     if not inside.all():
         counts["impressions_outside_window"] = int(np.count_nonzero(~inside))
         counts["engagements_of_impressions_outside_window"] = 0
-    return rows.take(pa.array(np.sort(kept_rows[inside]))), counts
+    examples = rows.take(pa.array(np.sort(kept_rows[inside])))
+    if with_id.all():  # one row per id: sorted by it, whatever order the rows came in
+        examples = examples.take(pc.sort_indices(examples.column(IMPRESSION_ID)))
+    return examples, counts
 
 
 def _counter_pairs(counts: dict[str, int]) -> list[tuple[str, int]]:
@@ -224,10 +227,10 @@ class _AttributePartition(beam.DoFn):
     def process(self, keyed):
         _, parts = keyed
         parts = list(parts)
-        impressions = in_stable_order(concat([p for side, p in parts if side == "impressions"], self.schema),
-                                      [IMPRESSION_ID, TIMESTAMP_MS])
-        events = in_stable_order(concat([p for side, p in parts if side == "events"], ENGAGEMENT_SCHEMA),
-                                 [IMPRESSION_ID, TIMESTAMP_MS])
+        # the order the parts came in changes nothing: the kept duplicate is chosen by content, the examples are
+        # sorted by their (unique) id
+        impressions = concat([p for side, p in parts if side == "impressions"], self.schema)
+        events = concat([p for side, p in parts if side == "events"], ENGAGEMENT_SCHEMA)
         examples, counts = attribute_batch(impressions, events, self.tasks, self.window, self.features)
         for pair in _counter_pairs(counts):
             yield beam.pvalue.TaggedOutput(COUNTERS, pair)
@@ -285,7 +288,9 @@ class DeduplicateOutcomes(beam.PTransform):
         partitions = self.partitions
         split = rows | "ById" >> beam.ParDo(_WithAndWithoutId(partitions)).with_outputs(WITHOUT_ID, main="with_id")
         grouped = (split["with_id"]
-                   | "GroupRows" >> GroupPartitions(self.schema, [IMPRESSION_ID, TIMESTAMP_MS])
+                   | "GroupRows" >> beam.GroupByKey()
+                   | "OnePerPartition" >> beam.MapTuple(lambda key, parts, schema=self.schema: (
+                       key, concat(list(parts), schema)))
                    | "Keep" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_outputs(
                        COUNTERS, main="examples"))
         alone = split[WITHOUT_ID] | "KeepInWindow" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_outputs(

@@ -376,8 +376,9 @@ class PreprocessLogs(beam.PTransform):
             *((engagements.counters,) if engagements is not None else ()),
             labelling,
             dead_letters.output(),
-            splits | CountSplits(tuple(label_key(t.name) for t in config.tasks), features),
-            (splits["train"], splits["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(config.features),
+            splits.by_split | CountSplits(tuple(label_key(t.name) for t in config.tasks), features),
+            (splits.by_split["train"], splits.by_split["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(
+                config.features),
             block_files,
         )
         return counters | "Counters" >> WriteCounters(self.root)

@@ -226,27 +226,46 @@ class WriteDeadLetters(beam.PTransform):
         return dead_letters | "DeadLetterReason" >> beam.Map(count_dead_letter)
 
 
-class _SplitRows(beam.DoFn):
-    """An example batch → its rows of each split (tagged by split name; the train rows are the main output)."""
+SPLIT_CODE = "__split__"  # a row's split, carried through tf.Transform (a passthrough column)
+TRAIN, EVAL, CALIBRATION = 0, 1, 2  # split codes; a calibration row is a train row too
+CODES_OF = {"train": (TRAIN, CALIBRATION), "eval": (EVAL,), CALIBRATION_SPLIT: (CALIBRATION,)}
 
-    def __init__(self, eval_days: int, calibration_days: int | None, burn_in_days: int):
+
+class _SplitCodes(beam.DoFn):
+    """An example batch → its rows in a split, with a `__split__` column of their split codes (burn-in rows left
+    out)."""
+
+    def __init__(self, calibration_days: int | None):
         super().__init__()
-        self.eval_days, self.calibration_days, self.burn_in_days = eval_days, calibration_days, burn_in_days
+        self.calibration_days = calibration_days
 
     def process(self, batch: pa.RecordBatch, eval_start: int, train_start: int | None):
         times = np.asarray(batch.column(TIMESTAMP_MS), np.int64)
-        evaluation = times >= eval_start
-        train = ~evaluation
-        if train_start is not None:
-            train &= times >= train_start  # after the burn-in days, which are in no split
-        if evaluation.any():
-            yield beam.pvalue.TaggedOutput("eval", batch.filter(pa.array(evaluation)))
-        if train.any():
-            yield batch.filter(pa.array(train))
+        codes = np.where(times >= eval_start, EVAL, TRAIN)
         if self.calibration_days:
-            calibration = train & (times >= eval_start - self.calibration_days * DAY_SECONDS * 1000)
-            if calibration.any():
-                yield beam.pvalue.TaggedOutput(CALIBRATION_SPLIT, batch.filter(pa.array(calibration)))
+            codes[(codes == TRAIN) & (times >= eval_start - self.calibration_days * DAY_SECONDS * 1000)] = CALIBRATION
+        kept = np.ones(len(times), bool) if train_start is None else (codes == EVAL) | (times >= train_start)
+        if kept.any():  # burn-in rows (before train_start) are in no split
+            rows = pa.array(np.flatnonzero(kept))
+            yield batch.take(rows).append_column(SPLIT_CODE, pa.array(codes[np.asarray(rows)], pa.int64()))
+
+
+def rows_of_split(batch: pa.RecordBatch, split: str) -> list[pa.RecordBatch]:
+    """The rows of a batch with split codes (`_SplitCodes`) that are in `split`, without the code column; none
+    for a batch without such rows."""
+    inside = np.isin(_codes(batch), CODES_OF[split])
+    if not inside.any():
+        return []
+    kept = batch if inside.all() else batch.filter(pa.array(inside))
+    return [kept.drop_columns([SPLIT_CODE])]
+
+
+def _codes(batch: pa.RecordBatch) -> np.ndarray:
+    """The split code of each row: an int64 column, or as tf.Transform reads it, a list of one."""
+    column = batch.column(SPLIT_CODE)
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        column = column.flatten()
+    return np.asarray(column.to_numpy(zero_copy_only=False), np.int64)
 
 
 def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable) -> beam.PCollection:
@@ -256,17 +275,25 @@ def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable) -> b
             | label >> beam.CombineGlobally(lambda stamps: extreme((s for s in stamps if s is not None), default=0)))
 
 
+class Splits(NamedTuple):
+    """What `SplitByTime` gives: `coded` every example in a split, with its split code (`__split__`), and `by_split`
+    the examples of each split (`train`, `eval`, and `calibration` when configured) without it."""
+
+    coded: beam.PCollection
+    by_split: dict[str, beam.PCollection]
+
+
 class SplitByTime(beam.PTransform):
-    """Example batches → `{"train": …, "eval": …}` (and `"calibration"`, a part of train, when `calibration_days`):
-    the last `eval_days` UTC days up to the latest example are eval; calibration is the last `calibration_days`
-    before them. `burn_in_days`: the first N UTC days from the earliest example are in no split (they fed the
-    history features computed before the split; `split.history_burn_in_days`)."""
+    """Example batches → `Splits`: the last `eval_days` UTC days up to the latest example are eval, the days before
+    them train, and calibration (a part of train, when `calibration_days`) the last `calibration_days` of train.
+    `burn_in_days`: the first N UTC days from the earliest example are in no split (they fed the history features
+    computed before the split; `split.history_burn_in_days`)."""
 
     def __init__(self, eval_days: int, calibration_days: int | None = None, burn_in_days: int = 0):
         super().__init__()
         self.eval_days, self.calibration_days, self.burn_in_days = eval_days, calibration_days, burn_in_days
 
-    def expand(self, batches: beam.PCollection) -> dict[str, beam.PCollection]:
+    def expand(self, batches: beam.PCollection) -> Splits:
         latest = _extreme_time(batches, "Latest", max)
         eval_start = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days))
         if self.burn_in_days:
@@ -275,12 +302,10 @@ class SplitByTime(beam.PTransform):
                                                                               self.burn_in_days))
         else:
             train_start = beam.pvalue.AsSingleton(batches.pipeline | "NoBurnIn" >> beam.Create([None]))
-        outputs = ["eval"] + ([CALIBRATION_SPLIT] if self.calibration_days else [])
-        parts = batches | "Partition" >> beam.ParDo(
-            _SplitRows(self.eval_days, self.calibration_days, self.burn_in_days), eval_start, train_start
-        ).with_outputs(*outputs, main="train")
-        return {"train": parts["train"], "eval": parts["eval"],
-                **({CALIBRATION_SPLIT: parts[CALIBRATION_SPLIT]} if self.calibration_days else {})}
+        coded = batches | "SplitCodes" >> beam.ParDo(_SplitCodes(self.calibration_days), eval_start, train_start)
+        names = list(SPLITS) + ([CALIBRATION_SPLIT] if self.calibration_days else [])
+        return Splits(coded, {split: coded | f"{split.title()}Rows" >> beam.FlatMap(rows_of_split, split)
+                              for split in names})
 
 
 class CountSplits(beam.PTransform):
@@ -318,35 +343,45 @@ class TransformedSplits(NamedTuple):
 
 
 class AnalyzeAndTransform(beam.PTransform):
-    """`{split: example batches}` → `TransformedSplits`: the preprocessing function of `features` and `tasks`
+    """`Splits` → `TransformedSplits`: the preprocessing function of `features` and `tasks`
     (`transform.build_preprocessing_fn`) analysed on the train split only (vocabularies, statistics), then applied
-    to every split, reading and writing record batches (TFXIO: `transform.tensor_adapter_config`,
-    `output_record_batches`). `temp_dir`: tf.Transform's scratch space."""
+    once to every example in a split (its split code passed through tf.Transform, so the transform graph is loaded
+    once, and a calibration row, also a train row, is transformed once), reading and writing record batches (TFXIO:
+    `transform.tensor_adapter_config`, `output_record_batches`). `temp_dir`: tf.Transform's scratch space."""
 
     def __init__(self, features: Any, tasks: Any, temp_dir: str):
         super().__init__()
         self.features, self.tasks, self.temp_dir = features, tasks, temp_dir
 
-    def expand(self, splits: dict[str, beam.PCollection]) -> TransformedSplits:
+    def expand(self, splits: Splits) -> TransformedSplits:
         features, tasks = self.features, self.tasks
-        adapter = tensor_adapter_config(features, tasks)
-        raw = {split: batches | f"{split.title()}Instances" >> beam.Map(tft_input, features, tasks)
-               for split, batches in splits.items()}
+        adapter = tensor_adapter_config(features, tasks, passthrough=SPLIT_CODE)
+        raw = splits.coded | "Instances" >> beam.Map(tft_input, features, tasks, passthrough=SPLIT_CODE)
+        train = raw | "TrainInstances" >> beam.FlatMap(_with_codes, CODES_OF["train"])
         with tft_beam.Context(temp_dir=self.temp_dir, force_tf_compat_v1=False):
-            transform_fn = (raw["train"], adapter) | "Analyze" >> tft_beam.AnalyzeDataset(
+            transform_fn = (train, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(
                 build_preprocessing_fn(features, tasks)
             )
             _ = announce_done(transform_fn[0], "Analysis", "train split analysed: vocabularies and statistics ready")
-            transformed = {
-                split: ((batches, adapter), transform_fn) | f"Transform{split.title()}" >> (
+            with tft_beam.Context(passthrough_keys={SPLIT_CODE}):
+                transformed, metadata = ((raw, adapter), transform_fn) | "Transform" >> (
                     tft_beam.TransformDataset(output_record_batches=True))
-                for split, batches in raw.items()
-            }
+        batches = transformed | "TransformedBatches" >> beam.Map(lambda pair: pair[0])
+        names = splits.by_split.keys()
         return TransformedSplits(
-            transform_fn, raw,
-            {split: batches | f"Transformed{split.title()}Batches" >> beam.Map(lambda pair: pair[0])
-             for split, (batches, _) in transformed.items()},
-            transformed["train"][1].schema)
+            transform_fn,
+            {"eval": raw | "RawEval" >> beam.FlatMap(rows_of_split, "eval")},
+            {split: batches | f"Transformed{split.title()}" >> beam.FlatMap(rows_of_split, split) for split in names},
+            metadata.schema)
+
+
+def _with_codes(batch: pa.RecordBatch, codes: tuple[int, ...]) -> list[pa.RecordBatch]:
+    """A tf.Transform input batch's rows whose split code is one of `codes`, the code column kept (what the
+    analysis reads: its adapter knows the column, and reads only the raw features)."""
+    inside = np.isin(_codes(batch), codes)
+    if not inside.any():
+        return []
+    return [batch if inside.all() else batch.filter(pa.array(inside))]
 
 
 class WriteExamples(beam.PTransform):

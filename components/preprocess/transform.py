@@ -57,9 +57,10 @@ def _arrow_type(spec) -> pa.DataType:
     return pa.large_list(value)
 
 
-def tensor_adapter_config(features, tasks) -> TensorAdapterConfig:
+def tensor_adapter_config(features, tasks, passthrough: str | None = None) -> TensorAdapterConfig:
     """What tf.Transform needs to read `tft_input`'s record batches as the raw feature spec's tensors: a dense tensor
-    per fixed-length feature, a sparse one per list."""
+    per fixed-length feature, a sparse one per list; `passthrough`: an int64 column that is no tensor (tf.Transform
+    hands it on, `tft_beam.Context(passthrough_keys=...)`)."""
     spec = raw_feature_spec(features, tasks)
     representations = {}
     for name, feature_spec in spec.items():
@@ -69,7 +70,8 @@ def tensor_adapter_config(features, tasks) -> TensorAdapterConfig:
         else:
             representation.dense_tensor.column_name = name
         representations[name] = representation
-    schema = pa.schema([(name, _arrow_type(feature_spec)) for name, feature_spec in spec.items()])
+    schema = pa.schema([(name, _arrow_type(feature_spec)) for name, feature_spec in spec.items()]
+                       + ([(passthrough, pa.large_list(pa.int64()))] if passthrough else []))
     return TensorAdapterConfig(schema, representations)
 
 
@@ -78,9 +80,10 @@ def _one_each(values: pa.Array) -> pa.Array:
     return pa.LargeListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int64)), values)
 
 
-def tft_input(batch: pa.RecordBatch, features, tasks) -> pa.RecordBatch:
+def tft_input(batch: pa.RecordBatch, features, tasks, passthrough: str | None = None) -> pa.RecordBatch:
     """An example batch (`components.preprocess.example_batches`, history columns included) as tf.Transform's input
-    (`tensor_adapter_config`): absent values filled (`__missing__`, a number's default), numbers as float32."""
+    (`tensor_adapter_config`): absent values filled (`__missing__`, a number's default), numbers as float32;
+    `passthrough`, an int64 column of the batch, as a list of one per row."""
     spec = raw_feature_spec(features, tasks)
     defaults = {f.name: f.default for f in model_inputs(features) if f.kind == "numeric"}
     columns = []
@@ -95,7 +98,9 @@ def tft_input(batch: pa.RecordBatch, features, tasks) -> pa.RecordBatch:
         else:
             column = _one_each(column.cast(pa.int64()))
         columns.append(column)
-    return pa.RecordBatch.from_arrays(columns, names=list(spec))
+    if passthrough:
+        columns.append(_one_each(batch.column(passthrough)))
+    return pa.RecordBatch.from_arrays(columns, names=list(spec) + ([passthrough] if passthrough else []))
 
 
 def _categorical_ids(inputs: dict, features, task_names: tuple[str, ...]) -> dict[str, tf.Tensor]:

@@ -222,7 +222,7 @@ def test_burn_in_days_leave_the_train_split_but_keep_feeding_the_history_of_late
         splits = (pipeline | beam.Create(batches(log)) | AddHistoryFeatures([USER, PAIR], [TASK], schema, partitions=2)
                   | SplitByTime(eval_days=1, calibration_days=1, burn_in_days=burn_in_days))
         for split, days in (("train", train_days), ("eval", {2}), ("calibration", {1})):
-            rows = (splits[split] | f"Examples{split}" >> beam.FlatMap(lambda batch: batch.to_pylist())
+            rows = (splits.by_split[split] | f"Examples{split}" >> beam.FlatMap(lambda batch: batch.to_pylist())
                     | f"Rows{split}" >> beam.Map(lambda row: (row["impression_id"], sorted(row.items()))))
             assert_that(rows, equal_to(rows_of(days)), label=f"Expected{split}")
 

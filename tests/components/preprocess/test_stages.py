@@ -94,9 +94,13 @@ def test_split_by_time_puts_the_last_days_in_eval_and_the_days_before_them_in_ca
                                          pa.RecordBatch.from_pylist(examples[3:])]) | SplitByTime(
             eval_days=1, calibration_days=1)
         for split, ids in (("train", ["d0", "d1"]), ("eval", ["d2a", "d2b"]), ("calibration", ["d1"])):
-            assert_that(splits[split] | f"Ids{split}" >> beam.FlatMap(lambda batch: batch.column("id").to_pylist()),
-                        equal_to(ids), label=split)
-        counters = splits | CountSplits(("label_click",), (AD_ID,))
+            assert_that(splits.by_split[split] | f"Ids{split}" >> beam.FlatMap(
+                lambda batch: batch.column("id").to_pylist()), equal_to(ids), label=split)
+        # every example in a split once, with its split code: train 0, eval 1, calibration (a train day) 2
+        assert_that(splits.coded | beam.FlatMap(lambda batch: zip(batch.column("id").to_pylist(),
+                                                                  batch.column("__split__").to_pylist())),
+                    equal_to([("d0", 0), ("d1", 2), ("d2a", 1), ("d2b", 1)]), label="Coded")
+        counters = splits.by_split | CountSplits(("label_click",), (AD_ID,))
         assert_that(_summed(counters), equal_to([
             (Count("split_examples", "train").key, 2), (Count("split_missing", "train", "ad_id").key, 1),
             (Count("split_examples", "eval").key, 2), (Count("split_positives", "eval", "label_click").key, 2),
