@@ -38,7 +38,10 @@ class PreprocessConfig(StrictModel):
     runner: Literal["DirectRunner", "DataflowRunner"] = "DirectRunner"
     direct_num_workers: Annotated[int, at_most(1024, "each DirectRunner worker is a process on this machine")] = Field(
         0, ge=0, description="0 = one worker per core")
-    direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = "multi_processing"
+    direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = Field(
+        "in_memory", description="in_memory: the job in the step's own process (the fastest and smallest here: the "
+        "stages move Arrow record batches, not records; docs/input.md); multi_processing: a worker process per "
+        "direct_num_workers")
     output_shards: Annotated[int, at_most(
         MAX_OUTPUT_SHARDS, "each split is written as at least this many block files (and the raw eval examples as "
         "this many TFRecord shards); more shards add file-system load, not parallelism")] = Field(4, ge=1)

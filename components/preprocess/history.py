@@ -45,8 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.preprocess.batch_coder import BATCH, KEYED_BATCH
 from components.preprocess.join import label_key
-from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS
+from components.preprocess.parse import IMPRESSION_ID, MISSING_TOKEN, TIMESTAMP_MS
 from components.preprocess.partitions import GroupPartitions, partition_parts
 from configs.features import NEVER_SEEN_SECONDS, HistoryFeature, history_features
 
@@ -238,10 +239,11 @@ class AddHistory(beam.PTransform):
         )
         return (
             examples
-            | "KeyById" >> beam.ParDo(_KeyByHistoryId(feature, self.partitions))
-            | "GroupById" >> GroupPartitions(self.schema, [TIMESTAMP_MS])
+            | "KeyById" >> beam.ParDo(_KeyByHistoryId(feature, self.partitions)).with_output_types(KEYED_BATCH)
+            | "GroupById" >> GroupPartitions(self.schema, [IMPRESSION_ID, TIMESTAMP_MS])
             | "SweepInTimeOrder" >> beam.Map(lambda keyed, start: with_history_columns(
-                keyed[1], history_columns(keyed[1], feature, label, attribution_ms, start)), log_start)
+                keyed[1], history_columns(keyed[1], feature, label, attribution_ms, start)), log_start
+            ).with_output_types(BATCH)
         )
 
 

@@ -22,8 +22,10 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from apache_beam import typehints
 
 from components.logs.readers import LogWindow
+from components.preprocess.batch_coder import BATCH, KEYED_BATCH
 from components.preprocess.counters import Count
 from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, concat, record_dicts
 from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS, FeatureField
@@ -31,6 +33,7 @@ from components.preprocess.partitions import partition_parts
 from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"
+SIDED_BATCH = typehints.Tuple[int, typehints.Tuple[str, pa.RecordBatch]]  # (partition, (stream, batch))
 
 
 @dataclass(frozen=True)
@@ -252,13 +255,16 @@ class JoinEngagements(beam.PTransform):
     def expand(self, streams):
         impressions, engagements = streams
         parts = (
-            impressions | "KeyImpressions" >> beam.ParDo(_KeyByImpressionId("impressions", self.partitions)),
-            engagements | "KeyEvents" >> beam.ParDo(_KeyByImpressionId("events", self.partitions)),
+            impressions | "KeyImpressions" >> beam.ParDo(_KeyByImpressionId("impressions", self.partitions))
+            .with_output_types(SIDED_BATCH),
+            engagements | "KeyEvents" >> beam.ParDo(_KeyByImpressionId("events", self.partitions))
+            .with_output_types(SIDED_BATCH),
         ) | "BothStreams" >> beam.Flatten()
         outputs = (parts
                    | "GroupById" >> beam.GroupByKey()
                    | "Attribute" >> beam.ParDo(_AttributePartition(self.tasks, self.window, self.features,
-                                                                   self.schema)).with_outputs(COUNTERS, main="examples"))
+                                                                   self.schema)).with_output_types(BATCH).with_outputs(
+                       COUNTERS, main="examples"))
         return outputs["examples"], outputs[COUNTERS]
 
 
@@ -286,14 +292,16 @@ class DeduplicateOutcomes(beam.PTransform):
 
     def expand(self, rows):
         partitions = self.partitions
-        split = rows | "ById" >> beam.ParDo(_WithAndWithoutId(partitions)).with_outputs(WITHOUT_ID, main="with_id")
+        split = rows | "ById" >> beam.ParDo(_WithAndWithoutId(partitions)).with_output_types(KEYED_BATCH).with_outputs(
+            WITHOUT_ID, main="with_id")
         grouped = (split["with_id"]
                    | "GroupRows" >> beam.GroupByKey()
                    | "OnePerPartition" >> beam.MapTuple(lambda key, parts, schema=self.schema: (
-                       key, concat(list(parts), schema)))
-                   | "Keep" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_outputs(
-                       COUNTERS, main="examples"))
-        alone = split[WITHOUT_ID] | "KeepInWindow" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_outputs(
+                       key, concat(list(parts), schema))).with_output_types(KEYED_BATCH)
+                   | "Keep" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_output_types(BATCH)
+                   .with_outputs(COUNTERS, main="examples"))
+        alone = split[WITHOUT_ID] | "KeepInWindow" >> beam.ParDo(_KeepOnePerId(self.window, self.features)
+                                                                 ).with_output_types(BATCH).with_outputs(
             COUNTERS, main="examples")
         return ((grouped["examples"], alone["examples"]) | "AllExamples" >> beam.Flatten(),
                 (grouped[COUNTERS], alone[COUNTERS]) | "AllCounters" >> beam.Flatten())

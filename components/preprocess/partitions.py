@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.preprocess.batch_coder import KEYED_BATCH
 from components.preprocess.example_batches import concat
 
 PARTITION_BYTES = 64 * 2**20
@@ -65,7 +66,7 @@ class GroupPartitions(beam.PTransform):
         return (parts
                 | "GroupByPartition" >> beam.GroupByKey()
                 | "OnePerPartition" >> beam.MapTuple(lambda key, batches: (key, in_stable_order(
-                    concat(list(batches), schema), order_by))))
+                    concat(list(batches), schema), order_by))).with_output_types(KEYED_BATCH))
 
 
 def in_stable_order(batch: pa.RecordBatch, order_by: list[str]) -> pa.RecordBatch:

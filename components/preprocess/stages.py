@@ -43,6 +43,7 @@ from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogChunks
 from components.logs.split import eval_start_for_latest, train_start_after_burn_in
+from components.preprocess.batch_coder import BATCH
 from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
 from components.preprocess.blocks import WriteExampleBlocks
@@ -163,8 +164,8 @@ class _ReadStream(_RoutesDeadLetters):
             self.source, self.file_format, self.window, self.extra_days_after, csv_delimiter=self.csv_delimiter,
             max_record_bytes=self.max_record_bytes, max_record_lines=self.max_record_lines)
         files = self.file_format != "bigquery"  # a table has no files or bytes to account for
-        parsed = read[RECORDS] | f"Parse{stream.title()}" >> beam.ParDo(ParseChunks(self.parser, files)).with_outputs(
-            DEAD_LETTER, COUNTS, main=VALID)
+        parsed = read[RECORDS] | f"Parse{stream.title()}" >> beam.ParDo(ParseChunks(self.parser, files)).with_output_types(
+            BATCH).with_outputs(DEAD_LETTER, COUNTS, main=VALID)
         self._route(parsed[DEAD_LETTER])
         records_read = (parsed[COUNTS]
                         | "RecordsRead" >> beam.Filter(lambda pair, key=Count("records_read", stream).key:
@@ -302,10 +303,11 @@ class SplitByTime(beam.PTransform):
                                                                               self.burn_in_days))
         else:
             train_start = beam.pvalue.AsSingleton(batches.pipeline | "NoBurnIn" >> beam.Create([None]))
-        coded = batches | "SplitCodes" >> beam.ParDo(_SplitCodes(self.calibration_days), eval_start, train_start)
+        coded = batches | "SplitCodes" >> beam.ParDo(_SplitCodes(self.calibration_days), eval_start,
+                                                     train_start).with_output_types(BATCH)
         names = list(SPLITS) + ([CALIBRATION_SPLIT] if self.calibration_days else [])
         return Splits(coded, {split: coded | f"{split.title()}Rows" >> beam.FlatMap(rows_of_split, split)
-                              for split in names})
+                              .with_output_types(BATCH) for split in names})
 
 
 class CountSplits(beam.PTransform):
@@ -356,8 +358,9 @@ class AnalyzeAndTransform(beam.PTransform):
     def expand(self, splits: Splits) -> TransformedSplits:
         features, tasks = self.features, self.tasks
         adapter = tensor_adapter_config(features, tasks, passthrough=SPLIT_CODE)
-        raw = splits.coded | "Instances" >> beam.Map(tft_input, features, tasks, passthrough=SPLIT_CODE)
-        train = raw | "TrainInstances" >> beam.FlatMap(_with_codes, CODES_OF["train"])
+        raw = splits.coded | "Instances" >> beam.Map(tft_input, features, tasks, passthrough=SPLIT_CODE
+                                                     ).with_output_types(BATCH)
+        train = raw | "TrainInstances" >> beam.FlatMap(_with_codes, CODES_OF["train"]).with_output_types(BATCH)
         with tft_beam.Context(temp_dir=self.temp_dir, force_tf_compat_v1=False):
             transform_fn = (train, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(
                 build_preprocessing_fn(features, tasks)
@@ -366,12 +369,13 @@ class AnalyzeAndTransform(beam.PTransform):
             with tft_beam.Context(passthrough_keys={SPLIT_CODE}):
                 transformed, metadata = ((raw, adapter), transform_fn) | "Transform" >> (
                     tft_beam.TransformDataset(output_record_batches=True))
-        batches = transformed | "TransformedBatches" >> beam.Map(lambda pair: pair[0])
+        batches = transformed | "TransformedBatches" >> beam.Map(lambda pair: pair[0]).with_output_types(BATCH)
         names = splits.by_split.keys()
         return TransformedSplits(
             transform_fn,
-            {"eval": raw | "RawEval" >> beam.FlatMap(rows_of_split, "eval")},
-            {split: batches | f"Transformed{split.title()}" >> beam.FlatMap(rows_of_split, split) for split in names},
+            {"eval": raw | "RawEval" >> beam.FlatMap(rows_of_split, "eval").with_output_types(BATCH)},
+            {split: batches | f"Transformed{split.title()}" >> beam.FlatMap(rows_of_split, split).with_output_types(
+                BATCH) for split in names},
             metadata.schema)
 
 

@@ -19,6 +19,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
+from components.preprocess.batch_coder import BATCH
 from components.preprocess.example_batches import as_records
 from components.preprocess.parse import DEAD_LETTER, TIMESTAMP_MS, VALID, FeatureField, dead_letter
 
@@ -61,5 +62,5 @@ def keep_plausible_times(batches, stream: str, median, skew_days: float, late_ms
     batches' logged features (a dead letter's record holds their values, defaults filled)."""
     outputs = batches | f"PlausibleTimes{stream.title()}" >> beam.ParDo(
         _KeepInRange(stream, int(skew_days * DAY_MS), late_ms, tuple(features)), beam.pvalue.AsSingleton(median)
-    ).with_outputs(DEAD_LETTER, main=VALID)
+    ).with_output_types(BATCH).with_outputs(DEAD_LETTER, main=VALID)
     return outputs[VALID], outputs[DEAD_LETTER]
