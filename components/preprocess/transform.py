@@ -106,13 +106,12 @@ def tft_input(batch: pa.RecordBatch, features, tasks, passthrough: str | None = 
 def _categorical_ids(inputs: dict, features, task_names: tuple[str, ...]) -> dict[str, tf.Tensor]:
     """Ids of every categorical and categorical_list feature; all vocabularies come from one analyzer, all
     learned hash mappings from another (learned from the labels of `task_names`)."""
-    tokens, lists = {}, {}
+    tokens = {}
     for feature in features:
         if feature.kind == "categorical":
             tokens[feature.name] = inputs[feature.name]
         elif feature.kind == "categorical_list":
-            lists[feature.name] = tf.RaggedTensor.from_sparse(inputs[feature.name])
-            tokens[feature.name] = lists[feature.name].flat_values
+            tokens[feature.name] = inputs[feature.name].values  # every id of the batch, row after row
     categorical = [f for f in features if f.name in tokens]
     ids = apply_vocabularies(tokens, [f for f in categorical if f.encoding == "vocabulary"])
     learned = [f for f in categorical if f.encoding == "learned_hash"]
@@ -125,9 +124,27 @@ def _categorical_ids(inputs: dict, features, task_names: tuple[str, ...]) -> dic
     }
     for feature in categorical:
         if feature.kind == "categorical_list":
-            padded = lists[feature.name].with_flat_values(ids[feature.name] + 1)  # 0 is padding
-            ids[feature.name] = padded.to_tensor(default_value=0, shape=[None, feature.max_length])
+            ids[feature.name] = _padded(inputs[feature.name], ids[feature.name] + 1, feature.max_length)  # 0 pads
     return ids
+
+
+def _padded(lists: tf.SparseTensor, values: tf.Tensor, length: int) -> tf.Tensor:
+    """int64 [batch, length]: each row's `values` (one per id of `lists`, in its order) in its first `length`
+    positions, 0 after them, any past `length` cut (a few ops per feature: a ragged tensor's conversion builds
+    dozens, and a 1,000-feature graph is traced and saved several times)."""
+    kept = lists.indices[:, 1] < length
+    dense = tf.scatter_nd(tf.boolean_mask(lists.indices, kept), tf.boolean_mask(values, kept),
+                          tf.stack([lists.dense_shape[0], tf.constant(length, tf.int64)]))
+    return tf.reshape(dense, [-1, length])
+
+
+def _z_scores(values: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """Each column z-scored with the mean and variance of its own train values: one analyzer for all of them (the
+    columns stacked, `elementwise`), not one per feature, whose graph and Beam stages grow with every feature."""
+    if not values:
+        return {}
+    scaled = tft.scale_to_z_score(tf.stack(list(values.values()), axis=1), elementwise=True)
+    return dict(zip(values, tf.unstack(scaled, num=len(values), axis=1)))
 
 
 def build_preprocessing_fn(features, tasks):
@@ -136,6 +153,7 @@ def build_preprocessing_fn(features, tasks):
     def preprocessing_fn(inputs):
         ids = _categorical_ids(inputs, features, task_names)
         outputs = {}
+        z_scored = {}  # z-scored features: their (log1p'd) values, scaled together below
         for feature in features:
             if feature.name in ids:
                 outputs[feature.name] = ids[feature.name]
@@ -144,14 +162,15 @@ def build_preprocessing_fn(features, tasks):
                 if feature.normalization == "quantile_buckets":
                     outputs[feature.name] = tft.bucketize(value, feature.buckets)
                 elif feature.normalization == "zscore":
-                    outputs[feature.name] = tft.scale_to_z_score(value)
+                    z_scored[feature.name] = value
                 elif feature.normalization == "log_ratio":
                     outputs[feature.name] = tf.math.log(tf.maximum(value, LOG_RATIO_FLOOR) / feature.reference)
                 else:
                     logged = tf.math.log1p(tf.maximum(value, 0.0))
-                    outputs[feature.name] = (
-                        tft.scale_to_z_score(logged) if feature.normalization == "log1p_zscore" else logged
-                    )
+                    if feature.normalization == "log1p_zscore":
+                        z_scored[feature.name] = logged
+                    else:
+                        outputs[feature.name] = logged
             else:
                 timestamp = inputs[TIMESTAMP_MS]
                 if feature.part == "hour_of_day":
@@ -159,6 +178,7 @@ def build_preprocessing_fn(features, tasks):
                 else:
                     days = tf.math.floordiv(timestamp, MS_PER_DAY)
                     outputs[feature.name] = tf.math.floormod(days + EPOCH_WEEKDAY, WEEKDAYS)
+        outputs |= _z_scores(z_scored)
         for name in task_names:
             outputs[label_key(name)] = tf.identity(inputs[label_key(name)])
         return outputs
