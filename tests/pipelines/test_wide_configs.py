@@ -61,7 +61,8 @@ def test_5000_features_compile_to_a_vertex_spec_whose_executor_inputs_fit_a_comm
     config_path = wide_config(REPO / "configs" / "vertex.yaml", tmp_path / "wide.yaml", 5000)
     config = load_config(config_path)
     output = tmp_path / "wide-vertex.yaml"
-    assert main(["compile", "--config", str(config_path), "--backend", "vertex", "--output", str(output)]) == 0
+    assert main(["compile", "--config", str(config_path), "--backend", "vertex", "--output", str(output),
+                 "--allow-image-tags"]) == 0
     spec = yaml.safe_load(output.read_text())
     preprocess_slice = PreprocessStepConfig.of(config)
     assert len(preprocess_slice.to_json()) > 5 * MAX_ARG_STRLEN  # the slice itself would never fit
@@ -163,7 +164,8 @@ def test_5000_features_run_through_run_spec_of_the_compiled_vertex_spec(wide_log
     raw = yaml.safe_load(config.read_text())
     raw["vertex"]["notify_emails"] = []
     config.write_text(yaml.safe_dump(raw))
-    adrank("compile", "--config", str(config), "--backend", "vertex", "--output", "spec.yaml", cwd=tmp_path)
+    adrank("compile", "--config", str(config), "--backend", "vertex", "--output", "spec.yaml",
+           "--allow-image-tags", cwd=tmp_path)
     adrank("run-spec", "spec.yaml", "--root", "root", "--pipeline-root", "gs://adrank-wide/root", "--project",
            "adrank-prod", "--create-time", "2026-03-10T03:00:00Z", "--direct-running-mode", "in_memory",
            "--direct-num-workers", "1", cwd=tmp_path)
