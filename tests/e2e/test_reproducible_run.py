@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_cli import adrank
+
+from tests.support.cli import adrank
+from tests.support.paths import EXAMPLES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).parents[2]
-CLICK_LOG = REPO / "configs" / "examples" / "click_log.yaml"
+CLICK_LOG = EXAMPLES / "click_log.yaml"
 HISTORY = {"name": "ip_history", "kind": "history", "ids": ["ip"], "windows_hours": [24]}
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,9 @@ import yaml
 from configs import load_config
 from configs.slices import COMPRESSED_PREFIX, PreprocessStepConfig, TrainStepConfig
 from ops.cli import main
+from tests.support.cli import adrank
+from tests.support.paths import CONFIGS
 
-REPO = Path(__file__).parents[2]
 MAX_ARG_STRLEN = 131_072  # Linux: the longest single argument execve accepts
 WIDTH = 5000
 DAYS = ("2026-03-07", "2026-03-08", "2026-03-09")
@@ -58,7 +57,7 @@ def constant_parameters(task: dict) -> dict[str, object]:
 
 
 def test_5000_features_compile_to_a_vertex_spec_whose_executor_inputs_fit_a_command_line(tmp_path):
-    config_path = wide_config(REPO / "configs" / "vertex.yaml", tmp_path / "wide.yaml", 5000)
+    config_path = wide_config(CONFIGS / "vertex.yaml", tmp_path / "wide.yaml", 5000)
     config = load_config(config_path)
     output = tmp_path / "wide-vertex.yaml"
     assert main(["compile", "--config", str(config_path), "--backend", "vertex", "--output", str(output),
@@ -135,19 +134,13 @@ def wide_run_config(base: Path, wide_logs: dict, output: Path, **sections) -> Pa
     return output
 
 
-def adrank(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True, text=True,
-                            timeout=1500)
-    assert result.returncode == 0, f"adrank {args[0]} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
 @pytest.mark.long  # a whole DAG with 5,000 features (tf.Transform alone takes two minutes to build their graph)
 @pytest.mark.e2e
 def test_5000_features_run_through_adrank_run(wide_logs, tmp_path):
-    config = wide_run_config(REPO / "configs" / "local.yaml", wide_logs, tmp_path / "wide.yaml",
+    config = wide_run_config(CONFIGS / "local.yaml", wide_logs, tmp_path / "wide.yaml",
                              targets=[{"name": "cpu", "kind": "cpu", "price_per_hour": 0.38}])
-    adrank("run", "--config", str(config), "--runs-dir", "runs", "--run-id", "wide", "--quiet", cwd=tmp_path)
+    adrank("run", "--config", str(config), "--runs-dir", "runs", "--run-id", "wide", "--quiet", cwd=tmp_path,
+           timeout=1500)
     run_dir = tmp_path / "runs" / "wide"
     manifest = json.loads(next(run_dir.glob("artifacts/**/manifest.json")).read_text())
     assert len(manifest["features"]) == WIDTH
@@ -157,7 +150,7 @@ def test_5000_features_run_through_adrank_run(wide_logs, tmp_path):
 @pytest.mark.long  # the compiled Vertex spec of a 5,000-feature config, every task run here as Vertex would run it
 @pytest.mark.e2e
 def test_5000_features_run_through_run_spec_of_the_compiled_vertex_spec(wide_logs, tmp_path):
-    config = wide_run_config(REPO / "configs" / "vertex.yaml", wide_logs, tmp_path / "wide-vertex.yaml",
+    config = wide_run_config(CONFIGS / "vertex.yaml", wide_logs, tmp_path / "wide-vertex.yaml",
                              targets=[{"name": "cpu", "kind": "cpu", "price_per_hour": 0.76,
                                        "vertex": {"machine": {"machine_type": "n1-standard-16"}}}],
                              report={"baseline_target": "cpu"})
@@ -165,10 +158,10 @@ def test_5000_features_run_through_run_spec_of_the_compiled_vertex_spec(wide_log
     raw["vertex"]["notify_emails"] = []
     config.write_text(yaml.safe_dump(raw))
     adrank("compile", "--config", str(config), "--backend", "vertex", "--output", "spec.yaml",
-           "--allow-image-tags", cwd=tmp_path)
+           "--allow-image-tags", cwd=tmp_path, timeout=1500)
     adrank("run-spec", "spec.yaml", "--root", "root", "--pipeline-root", "gs://adrank-wide/root", "--project",
            "adrank-prod", "--create-time", "2026-03-10T03:00:00Z", "--direct-running-mode", "in_memory",
-           "--direct-num-workers", "1", cwd=tmp_path)
+           "--direct-num-workers", "1", cwd=tmp_path, timeout=1500)
     (record,) = (tmp_path / "root" / "spec-runs").glob("*/spec_run.json")
     run = json.loads(record.read_text())
     assert run["status"] == "succeeded"
