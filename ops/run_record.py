@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from components.atomic_write import write_text_atomically
 from components.contract import Contract
 from components.report.summary import BenchmarkSummary
+from ops.process_table import process_start_ticks, process_state
 
 RUN_FILE = "run.json"
 
@@ -108,7 +109,7 @@ class RunRecord(Contract):
             return False
         except PermissionError:
             pass  # exists, owned by another user
-        if _process_state(self.pid) == "Z":
+        if process_state(self.pid) == "Z":
             return False  # killed, not yet reaped by its parent
         return self.process_start is None or process_start(self.pid) in (None, self.process_start)
 
@@ -136,20 +137,6 @@ def _record_error(path: Path, error: ValidationError) -> RunRecordError:
 
 
 def process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux `/proc/<pid>/stat` field 22); None elsewhere."""
-    fields = _stat_fields(pid)
-    return fields[19] if len(fields) > 19 else None
-
-
-def _process_state(pid: int) -> str | None:
-    fields = _stat_fields(pid)
-    return fields[0] if fields else None
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """`/proc/<pid>/stat` from field 3 (state) on; the command name (field 2) may hold spaces and parentheses."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return []
-    return stat[stat.rindex(")") + 2:].split()
+    """The process's start time as a run record stores it (clock ticks since boot, as text); None off Linux."""
+    ticks = process_start_ticks(pid)
+    return None if ticks is None else str(ticks)

@@ -21,20 +21,12 @@ from pathlib import Path
 from typing import Literal
 
 from components.atomic_write import write_json_atomically
+from ops.process_table import process_start_ticks
 
 RUN_RECORD = "spec_run.json"
 TaskState = Literal["running", "succeeded", "cached", "failed", "skipped", "not_triggered", "not_run", "checked",
                     "interrupted"]
 DONE = ("succeeded", "cached")  # states whose outputs consumers get
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (/proc), or None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22, counted after the command name
 
 
 @dataclass
