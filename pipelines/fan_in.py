@@ -16,7 +16,7 @@ text. `display_name` names the iteration on the local engine's console (`train Â
 
 from __future__ import annotations
 
-TRAINING_RUNS = "training_runs"  # the pipeline input the loop iterates over
+TRAINING_RUNS = "training_runs"  # the pipeline input the loop iterates over (a parameter of ranking.py's pipelines)
 
 
 def training_run_items(runs: list[tuple[str, int]]) -> list[dict[str, str]]:

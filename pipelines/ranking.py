@@ -7,8 +7,6 @@ from the champion with `training.warm_start: champion` → report on that run �
 spec depends only on the config, the backend and the pipeline, never on the environment.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass
 from typing import Literal
@@ -21,7 +19,7 @@ from configs.report import ReportConfig, SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from configs.training import TargetConfig
 from pipelines import placement, run_parameters
-from pipelines.fan_in import TRAINING_RUNS, run_label, training_run_items
+from pipelines.fan_in import run_label, training_run_items
 from pipelines.placement import Backend
 from pipelines.steps import (
     champion_step,
@@ -134,13 +132,16 @@ def training_plan(config: AdrankConfig, backend: Backend, pipeline: PipelineKind
 
 def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[str] | None = None,
                     window_end: str = "", pipeline: PipelineKind = "benchmark"):
-    """The `pipeline` ("benchmark" or "retraining") for `backend`.
+    """The `pipeline` ("benchmark" or "retraining") for `backend`: a `@dsl.pipeline` function whose parameters are
+    the run's inputs, with this config's values as defaults.
 
-    `window_end` (RFC 3339, local backend only): read the `logs.lookback_days` before it, as a scheduled Vertex
-    run reads the days before its scheduled time (`adrank retrain` steps it one day at a time). On Vertex the
-    pipeline takes a `window_end` parameter instead ("" by default: the run's scheduled time, see
-    `placement.scheduled_time_argument`), which `adrank submit` sets to the time it submits; its first step
-    rounds what decides the window down to a UTC midnight (`add_window`), so a day's runs share their inputs.
+    Locally its one input is `training_runs`, the list the training loop iterates over; `window_end` (RFC 3339) is
+    compiled in: the run reads the `logs.lookback_days` before it, as a scheduled Vertex run reads the days before
+    its scheduled time (`adrank retrain` steps it one day at a time). On Vertex the pipeline takes `window_end` as
+    its first input instead ("" by default: the run's scheduled time, see `placement.scheduled_time_argument`),
+    which `adrank submit` sets to the time it submits; its first step rounds what decides the window down to a UTC
+    midnight (`add_window`), so a day's runs share their inputs. Its other inputs are the figures an Experiment row
+    compares runs by (`pipelines.run_parameters`): recorded, read by no step.
 
     On Vertex every task gets the `retry` policy and, with `vertex.notify_emails`, the whole pipeline runs inside
     an exit handler that e-mails its final status (locally neither: a local run prints its failures itself)."""
@@ -148,122 +149,143 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         raise ValueError("window_end is set by Vertex (the run's scheduled time) or by `adrank submit`; pass it "
                          "only locally")
     plan = training_plan(config, backend, pipeline, local_devices)
+    description = (f"adrank {pipeline} pipeline ({backend} backend): "
+                   + ("preprocess → train " + ", ".join(f"{t} run {k + 1}" for t, k in plan.runs)
+                      + " → report" + (" → promote" if plan.promote else "")))
+    runs = training_run_items(plan.runs)
+
+    if backend != "vertex":
+        @dsl.pipeline(name=config.name, description=description)
+        def ranking(training_runs: list = runs) -> None:
+            add_steps(config, backend, plan, pipeline, window_end, training_runs)
+
+        return ranking
+
+    recorded = run_parameters.run_parameters(config)
+
+    @dsl.pipeline(name=config.name, description=description)
+    def ranking_on_vertex(
+        window_end: str = "",
+        training_runs: list = runs,
+        config_hash: str = str(recorded["config_hash"]),
+        targets: str = str(recorded["targets"]),
+        model: str = str(recorded["model"]),
+        global_batch_size: int = int(recorded["global_batch_size"]),
+        learning_rate: float = float(recorded["learning_rate"]),
+        window_days: int = int(recorded["window_days"]),
+        runs_per_target: int = int(recorded["runs_per_target"]),
+    ) -> None:
+        notify = placement.failure_notification(config)
+        if notify is None:
+            placement.set_retries(add_steps(config, backend, plan, pipeline, window_end, training_runs),
+                                  config.retry)
+            return
+        placement.set_retries([notify], config.retry)
+        with dsl.ExitHandler(notify, name="pipeline body"):
+            placement.set_retries(add_steps(config, backend, plan, pipeline, window_end, training_runs),
+                                  config.retry)
+
+    return ranking_on_vertex
+
+
+def add_steps(config: AdrankConfig, backend: Backend, plan: TrainingPlan, pipeline: PipelineKind, window_end,
+              training_runs) -> list[dsl.PipelineTask]:
+    """Add every step of the DAG; returns the tasks (the vertex backend sets each one's retry policy).
+    `window_end`: the pipeline's input on Vertex, the compiled-in string locally; `training_runs`: the pipeline
+    input the training loop iterates over (pipelines.fan_in)."""
     preprocess_config_json = PreprocessStepConfig.of(config).to_parameter()  # compressed when wide
-    # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
-    beam_args_json = json.dumps(compiled_beam_args(config)) if backend == "vertex" else ""
+    component = _component_maker(config, backend)
+    train_op, export_op = component(train_step), component(export_step)
+    tasks = []
+    join = add_experiment_join(config, backend, component)
+    if join is not None:
+        tasks.append(join)
+    window = add_window(window_end, backend, component)
+    preprocess_args = {
+        "preprocess_config_json": preprocess_config_json,
+        "window_end": window.outputs["window_end"] if window is not None else window_end,
+        # the Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend)
+        "beam_args_json": json.dumps(compiled_beam_args(config)) if backend == "vertex" else "",
+    }
+    if window is None:
+        preprocess_args["scheduled_time"] = placement.scheduled_time_argument(backend)
+    else:
+        tasks.append(window)
+    preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
+    if config.logs.source == "synthetic":
+        logs = component(generate_logs_step)(preprocess_config_json=preprocess_config_json)
+        tasks.append(logs.set_display_name("generate logs"))
+        preprocess = preprocess_op(logs=logs.outputs["logs"], **preprocess_args)
+    else:
+        preprocess = preprocess_op(**preprocess_args)
+    preprocess.set_display_name("preprocess")
+    placement.place_preprocess(preprocess, config, backend)
+    tasks.append(preprocess)
+
+    champion = add_champion(config, backend, component)
+    warm_start = {"warm_start_from": champion.output} if champion is not None else {}
+    tasks += [champion] if champion is not None else []
+
+    with dsl.ParallelFor(training_runs, name="training runs") as run:
+        directory = add_run_directory(config, window, run, component)
+        if directory is not None:
+            tasks.append(directory)
+        output_directory = directory.output if directory is not None else None
+
+        def train(target: TargetConfig) -> dsl.PipelineTask:
+            return add_training(config, backend, (train_op, export_op), target, run, preprocess,
+                                output_directory, warm_start, tasks)
+
+        summary = _by_target(run.target, plan.targets, train)
+        record = component(record_run_step)(target=run.target, run_index=run.run_index, summary=summary)
+        tasks.append(record.set_display_name("record run"))
+
+    report_config = ReportStepConfig.of(config, plan.skipped)
+    if pipeline == "retraining":  # the report evaluates the one run; no other target to compare it with
+        report_config = report_config.model_copy(update={"targets": plan.targets,
+                                                         "report": ReportConfig(baseline_target=None)})
+    report = component(report_step)(
+        report_config_json=report_config.to_json(), examples=preprocess.outputs["examples"],
+        runs=dsl.Collected(record.outputs["run"]),
+    ).set_display_name("report")
+    placement.place_report(report, backend)
+    tasks.append(report)
+    if plan.promote:
+        tasks += add_promotion(report, preprocess.outputs["examples"], config, backend, component)
+    return tasks
+
+
+def add_training(config: AdrankConfig, backend: Backend, ops: tuple, target: TargetConfig, run, preprocess,
+                 output_directory, warm_start: dict, tasks: list) -> dsl.PipelineTask:
+    """`target`'s training task in the loop item `run` (appended to `tasks`); for a JAX target its export task
+    after it (a TensorFlow step that writes the serving model from the trained weights), whose summary is the
+    run's. `ops`: the train and export components. Returns the task whose `summary` output is the run's."""
+    train_op, export_op = ops
+    task = placement.training_component(train_op, target, config, backend, output_directory)(
+        train_config_json=TrainStepConfig.of(config, target.name).to_parameter(),
+        target=target.name,
+        run_index=run.run_index,
+        examples=preprocess.outputs["examples"],
+        **warm_start,
+    ).set_display_name(TRAIN_DISPLAY_NAME)
+    tasks.append(task)
+    if target.backend == "tensorflow":
+        return task
+    export = export_op(target=target.name, run_index=run.run_index, examples=preprocess.outputs["examples"],
+                       trained=task.outputs["model"],
+                       trained_summary=task.outputs["summary"]).set_display_name(EXPORT_DISPLAY_NAME)
+    tasks.append(export)
+    return export
+
+
+def _component_maker(config: AdrankConfig, backend: Backend):
+    """A function making each step's KFP component on the config's image for `backend`."""
     image = _base_image(config, backend)
 
     def component(function):
         return dsl.component(function, base_image=image, install_kfp_package=False)
 
-    generate_logs_op = component(generate_logs_step)
-    preprocess_op = component(preprocess_step if config.logs.source == "synthetic" else preprocess_files_step)
-    train_op = component(train_step)
-    export_op = component(export_step)
-    record_run_op = component(record_run_step)
-    report_op = component(report_step)
-    report_config = ReportStepConfig.of(config, plan.skipped)
-    if pipeline == "retraining":  # the report evaluates the one run; no other target to compare it with
-        report_config = report_config.model_copy(update={"targets": plan.targets,
-                                                         "report": ReportConfig(baseline_target=None)})
-
-    def steps(run_window_end, training_runs) -> list[dsl.PipelineTask]:
-        """Add every step; returns the tasks (the vertex backend sets each one's retry policy).
-        `training_runs`: the pipeline input the training loop iterates over (pipelines.fan_in)."""
-        tasks = []
-        join = add_experiment_join(config, backend, component)
-        if join is not None:
-            tasks.append(join)
-        window = add_window(run_window_end, backend, component)
-        preprocess_args = {
-            "preprocess_config_json": preprocess_config_json,
-            "window_end": window.outputs["window_end"] if window is not None else run_window_end,
-            "beam_args_json": beam_args_json,
-        }
-        if window is None:
-            preprocess_args["scheduled_time"] = placement.scheduled_time_argument(backend)
-        else:
-            tasks.append(window)
-        if config.logs.source == "synthetic":
-            logs = generate_logs_op(preprocess_config_json=preprocess_config_json).set_display_name("generate logs")
-            tasks.append(logs)
-            preprocess = preprocess_op(logs=logs.outputs["logs"], **preprocess_args)
-        else:
-            preprocess = preprocess_op(**preprocess_args)
-        preprocess.set_display_name("preprocess")
-        placement.place_preprocess(preprocess, config, backend)
-        tasks.append(preprocess)
-
-        champion = add_champion(config, backend, component)
-        warm_start = {"warm_start_from": champion.output} if champion is not None else {}
-        tasks += [champion] if champion is not None else []
-
-        with dsl.ParallelFor(training_runs, name="training runs") as run:
-            directory = add_run_directory(config, window, run, component)
-            if directory is not None:
-                tasks.append(directory)
-
-            def train(target: TargetConfig) -> dsl.PipelineTask:
-                """The target's training task; for a JAX target its export task after it (a TensorFlow step that
-                writes the serving model from the trained weights), whose summary is the run's."""
-                output_directory = directory.output if directory is not None else None
-                task = placement.training_component(train_op, target, config, backend, output_directory)(
-                    train_config_json=TrainStepConfig.of(config, target.name).to_parameter(),
-                    target=target.name,
-                    run_index=run.run_index,
-                    examples=preprocess.outputs["examples"],
-                    **warm_start,
-                ).set_display_name(TRAIN_DISPLAY_NAME)
-                tasks.append(task)
-                if target.backend == "tensorflow":
-                    return task
-                export = export_op(target=target.name, run_index=run.run_index,
-                                   examples=preprocess.outputs["examples"], trained=task.outputs["model"],
-                                   trained_summary=task.outputs["summary"]).set_display_name(EXPORT_DISPLAY_NAME)
-                tasks.append(export)
-                return export
-
-            summary = _by_target(run.target, plan.targets, train)
-            record = record_run_op(target=run.target, run_index=run.run_index, summary=summary)
-            record.set_display_name("record run")
-            tasks.append(record)
-
-        report = report_op(
-            report_config_json=report_config.to_json(), examples=preprocess.outputs["examples"],
-            runs=dsl.Collected(record.outputs["run"]),
-        ).set_display_name("report")
-        placement.place_report(report, backend)
-        tasks.append(report)
-        if plan.promote:
-            tasks += add_promotion(report, preprocess.outputs["examples"], config, backend, component)
-        return tasks
-
-    description = (f"adrank {pipeline} pipeline ({backend} backend): "
-                   + ("preprocess → train " + ", ".join(f"{t} run {k + 1}" for t, k in plan.runs)
-                      + " → report" + (" → promote" if plan.promote else "")))
-    items = training_run_items(plan.runs)
-    if backend != "vertex":
-        local_window_end = window_end
-
-        def ranking(training_runs=items):
-            steps(local_window_end, training_runs)
-
-        ranking.__annotations__ = {"training_runs": list}  # a type, not this module's postponed string
-        return dsl.pipeline(name=config.name, description=description)(ranking)
-
-    def ranking_on_vertex(window_end, training_runs) -> None:
-        notify = placement.failure_notification(config)
-        if notify is None:
-            placement.set_retries(steps(window_end, training_runs), config.retry)
-            return
-        placement.set_retries([notify], config.retry)
-        with dsl.ExitHandler(notify, name="pipeline body"):
-            placement.set_retries(steps(window_end, training_runs), config.retry)
-
-    # the run's inputs: `window_end` (which day it reads), the training runs the loop iterates over, and the
-    # figures an Experiment row compares runs by
-    return dsl.pipeline(name=config.name, description=description)(
-        run_parameters.taking_run_parameters(ranking_on_vertex, config, {TRAINING_RUNS: items}))
+    return component
 
 
 def _by_target(target, targets: list[TargetConfig], train):
