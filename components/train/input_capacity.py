@@ -31,7 +31,6 @@ the step uses the same cores (CPU training). `components.report.findings.input_b
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,10 +86,3 @@ def input_stall_fraction(rounds: PairedRounds) -> float | None:
     if not ratios:
         return None
     return min(1.0, max(0.0, 1.0 - statistics.median(ratios)))
-
-
-def step_examples_per_second(steps: float, global_batch_size: int, computed_seconds: float) -> float | None:
-    """The step's own rate: `steps` of `global_batch_size` in `computed_seconds`; None if unmeasured."""
-    if steps <= 0 or computed_seconds <= 0 or not math.isfinite(computed_seconds):
-        return None
-    return steps * global_batch_size / computed_seconds

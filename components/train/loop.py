@@ -32,11 +32,11 @@ from components.train.embedding import table_factory
 from components.train.embedding_optimizers import make_optimizers
 from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
-from components.train.input_capacity import input_stall_fraction, step_examples_per_second
+from components.train.input_capacity import input_stall_fraction
 from components.train.models import RankingModel, build_model
 from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
-from components.train.run_clock import RunClock
+from components.train.run_clock import RunClock, examples_rate
 from components.train.run_paths import TENSORBOARD_ENV, checkpoint_dir
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
@@ -231,7 +231,7 @@ def fit_synchronous(
             raise RuntimeError(f"the model restored after the paired step timing is at step "
                                f"{int(model.optimizer.iterations.numpy())}, not the run's {plan.total_steps}")
         memory_step = rounds.memory_seconds_per_step()
-        step_rate = step_examples_per_second(1, training.global_batch_size, memory_step) if memory_step else None
+        step_rate = examples_rate(1, training.global_batch_size, memory_step) if memory_step else None
         stall = input_stall_fraction(rounds)
     clock.input_wait_share(stall)  # the TensorFlow step takes its batches inside: the stall's share of steady time
     examples_per_second = clock.steady_examples_per_second(training.global_batch_size)

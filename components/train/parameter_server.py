@@ -20,7 +20,6 @@ from components.train.callbacks import stall_fraction
 from components.train.embedding_optimizers import gradient_norm
 from components.train.failures import NonFiniteLossError
 from components.train.input import InputOptions, make_dataset
-from components.train.input_capacity import step_examples_per_second
 from components.train.loop import (
     FitResult,
     checkpoint_manager,
@@ -31,7 +30,7 @@ from components.train.loop import (
     warm_start_model,
 )
 from components.train.models import RankingModel
-from components.train.run_clock import RunClock
+from components.train.run_clock import RunClock, examples_rate
 from components.train.step_plan import StepPlan
 from components.train.strategy import Runtime
 from components.train.summary import CurvePoint, WarmStartSummary
@@ -106,7 +105,7 @@ def fit_parameter_server(
         input_stall_fraction=stall,
         input_examples_per_second=input_rate,
         # per worker: each step's compute on the worker that ran it (one worker's rate when it never waits)
-        step_examples_per_second=step_examples_per_second(timed_steps, training.global_batch_size, computed),
+        step_examples_per_second=examples_rate(timed_steps, training.global_batch_size, computed),
         input_format=input_format(manifest), input_cache_bytes=cache.bytes,
     )
 
@@ -221,10 +220,9 @@ class _LoopTiming:
     def figures(self, chunk_steps: int, global_batch_size: int) -> tuple[float, float, float, int]:
         """(examples per second, seconds waited, seconds computed, the steps those seconds cover)."""
         elapsed = time.perf_counter() - self.steady_started if self.steady_started else 0.0
-        examples_per_second = (self.steady_steps * global_batch_size / elapsed
-                               if elapsed > 0 and self.steady_steps else 0.0)
+        rate = examples_rate(self.steady_steps, global_batch_size, elapsed) or 0.0
         waited, computed = self.waited, self.computed
         if not self.steady_steps and self.steady_started is not None:  # a one-chunk run: start-up included
             waited, computed = self.first_chunk
-            examples_per_second = chunk_steps * global_batch_size / (self.steady_started - self.loop_started)
-        return examples_per_second, waited, computed, self.steady_steps if self.steady_steps else chunk_steps
+            rate = examples_rate(chunk_steps, global_batch_size, self.steady_started - self.loop_started) or 0.0
+        return rate, waited, computed, self.steady_steps if self.steady_steps else chunk_steps

@@ -22,6 +22,7 @@ device step is asynchronous and a per-step host sync would itself slow it).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterator
 
@@ -31,6 +32,14 @@ from components.contract import Contract
 
 PHASES = ("startup", "input_wait", "training", "evaluation", "checkpoints", "input_check", "export")
 
+
+
+def examples_rate(steps: float, global_batch_size: int, seconds: float) -> float | None:
+    """`steps` of `global_batch_size` examples in `seconds`: every examples/s adrank reports (steady training,
+    the step fed from memory, the input alone, a progress line) is this; None when nothing was timed."""
+    if steps <= 0 or not 0 < seconds < math.inf:
+        return None
+    return steps * global_batch_size / seconds
 
 class TimeSplit(Contract):
     """A run's wall time by phase, in seconds (`components.train.run_clock`); `other` is what no phase holds."""
@@ -105,7 +114,7 @@ class RunClock:
     def steady_examples_per_second(self, global_batch_size: int) -> float:
         """Examples/s of the steady training, input waits included (0 when no steady step was timed)."""
         seconds = self.seconds["training"] + self.seconds["input_wait"]
-        return self.steady_steps * global_batch_size / seconds if seconds > 0 and self.steady_steps else 0.0
+        return examples_rate(self.steady_steps, global_batch_size, seconds) or 0.0
 
     def split(self) -> TimeSplit:
         wall = time.perf_counter() - self.started

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from components.train import input_capacity
 from components.train.input_capacity import HELD_BATCHES, WARM_UP_BATCHES, PairedRounds, paired_rounds
+from components.train.run_clock import examples_rate
 
 
 def input_examples_per_second(dataset: tf.data.Dataset, batch_size: int, seconds: float,
@@ -35,7 +36,7 @@ def input_examples_per_second(dataset: tf.data.Dataset, batch_size: int, seconds
             batches += 1
     except StopIteration:
         return None
-    return batches * batch_size / elapsed if elapsed > 0 else None
+    return examples_rate(batches, batch_size, elapsed)
 
 
 def held_batches(batch) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import keras
 
 from components.progress import format_duration, progress
+from components.train.run_clock import examples_rate
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class TrainingProgress(keras.callbacks.Callback):
         since, since_step = self.last_line
         if self.steady is not None and since_step < self.steady[1] <= step:
             since, since_step = self.steady  # the first execution (tracing) is not a pace
-        rate = (step - since_step) * self.global_batch_size / (now - since) if now > since and step > since_step else None
+        rate = examples_rate(step - since_step, self.global_batch_size, now - since)
         self.last_line = (now, step)
         eta, eta_seconds = "—", None
         if self.steady is not None and step > self.steady[1] and now > self.steady[0]:

@@ -33,7 +33,6 @@ from components.train.input_capacity import (
     WARM_UP_BATCHES,
     input_stall_fraction,
     paired_rounds,
-    step_examples_per_second,
 )
 from components.train.jax_lane import sparse_updates
 from components.train.jax_lane.block_reader import BlockSplit, Holdout, Prefetcher, TrainingRows
@@ -55,7 +54,7 @@ from components.train.optimization import (
     table_config_optimizer,
 )
 from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, label_columns
-from components.train.run_clock import RunClock
+from components.train.run_clock import RunClock, examples_rate
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
@@ -148,7 +147,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
             rounds = paired_step_times(trainer, state, rows_from(0), to_device, held, training.input_capacity_seconds,
                                        plan)
             memory_step = rounds.memory_seconds_per_step()
-            step_rate = step_examples_per_second(1, training.global_batch_size, memory_step) if memory_step else None
+            step_rate = examples_rate(1, training.global_batch_size, memory_step) if memory_step else None
             stall = input_stall_fraction(rounds)
 
     trainer.write_back(state)
