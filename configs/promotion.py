@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -90,6 +92,13 @@ class PromotionConfig(StrictModel):
             raise ValueError("set logloss_tolerance_relative (a fraction of the champion's log-loss) or "
                              "logloss_tolerance (nats)")
         return self
+
+    def registry_overrides(self, registry: Path) -> list[str]:
+        """The `--set` that moves a registry left at its default (`runs/registry`) to `registry`, so runs and
+        their registry stay together; none when the config names its own."""
+        if self.local_registry != type(self).model_fields["local_registry"].default:
+            return []
+        return [f"promotion.local_registry={json.dumps(str(registry.resolve()))}"]  # a JSON string is a YAML one
 
     @property
     def tolerance_form(self) -> ToleranceForm:

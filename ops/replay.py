@@ -34,7 +34,6 @@ from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.day_series import DaySeries, ReplayDay, write_reports
 from components.train.summary import RunSummary
 from configs import AdrankConfig, config_hash, load_config
-from configs.promotion import PromotionConfig
 from ops.local_dag import last_job, run_locally, step_outputs
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
@@ -74,9 +73,9 @@ def plan_replay(config_file: str | None, overrides: list[str], days: int, first_
     if lookback <= config.split.eval_days:
         raise ReplayError(f"logs.lookback_days: {lookback} leaves no training day before the last "
                           f"split.eval_days={config.split.eval_days} eval days")
-    extra, note = [], None
-    if config.promotion.local_registry == PromotionConfig.model_fields["local_registry"].default:
-        extra.append(f"promotion.local_registry={json.dumps(str(registry.resolve()))}")
+    extra: list[str] = []
+    note = None
+    extra += config.promotion.registry_overrides(registry)
     if config.logs.source == "synthetic":
         synthetic = config.logs.synthetic
         first = first_window_end or synthetic.start_date + dt.timedelta(days=lookback)

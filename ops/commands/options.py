@@ -4,7 +4,6 @@ config; the hidden `--api-endpoint` for the ones that talk to Vertex AI."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from configs import AdrankConfig, load_config
@@ -56,12 +55,7 @@ def config_from_args(args: argparse.Namespace) -> AdrankConfig:
 def config_for_local_run(args: argparse.Namespace, default_runs_dir: str = "runs") -> AdrankConfig:
     """The config of `adrank run`: with a `--runs-dir` other than the default, a registry left at its
     default (`runs/registry`) moves to `<runs dir>/registry`, so runs and their registry stay together."""
-    from configs.promotion import PromotionConfig
-
     config = config_from_args(args)
-    default_registry = PromotionConfig.model_fields["local_registry"].default
     runs_dir = Path(args.runs_dir)
-    if runs_dir == Path(default_runs_dir) or config.promotion.local_registry != default_registry:
-        return config
-    registry = json.dumps(str(runs_dir.resolve() / "registry"))  # a JSON string is a YAML string, quoted
-    return load_config(args.config, [*args.overrides, f"promotion.local_registry={registry}"])
+    moved = [] if runs_dir == Path(default_runs_dir) else config.promotion.registry_overrides(runs_dir / "registry")
+    return load_config(args.config, [*args.overrides, *moved]) if moved else config

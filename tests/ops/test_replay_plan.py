@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from pathlib import Path
 
 import pytest
 
 from ops.cli import main
+from ops.commands.options import config_for_local_run
 from ops.replay import ReplayError, plan_replay
 
 REPO = Path(__file__).parents[2]
@@ -46,3 +48,15 @@ def test_own_logs_need_the_first_day(tmp_path, capsys):
                  "--runs-dir", str(tmp_path / "runs")]) == 2
     assert "--first-day: required" in capsys.readouterr().err
     assert list((tmp_path / "runs").iterdir()) == []  # a refused replay leaves no directory
+
+
+def test_adrank_run_moves_a_default_registry_beside_a_runs_dir_other_than_the_default(tmp_path):
+    """The same rule as the replay's (`PromotionConfig.registry_overrides`), for `adrank run --runs-dir`."""
+    def args(runs_dir, *overrides):
+        return argparse.Namespace(config=None, overrides=list(overrides), runs_dir=str(runs_dir))
+
+    moved = config_for_local_run(args(tmp_path / "elsewhere"))
+    assert moved.promotion.local_registry == str((tmp_path / "elsewhere" / "registry").resolve())
+    assert config_for_local_run(args("runs")).promotion.local_registry == "runs/registry"
+    own = config_for_local_run(args(tmp_path / "elsewhere", "promotion.local_registry=/srv/models"))
+    assert own.promotion.local_registry == "/srv/models"
