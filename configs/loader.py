@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
+from configs.base import canonical_json
 from configs.duplicate_keys import duplicate_keys
 from configs.errors import ConfigError
 from configs.schema import AdrankConfig
@@ -82,7 +83,7 @@ def config_from_json(text: str) -> AdrankConfig:
 
 def config_to_json(config: AdrankConfig) -> str:
     """Canonical JSON of a config: sorted keys, so equal configs give equal text (and equal compiled YAML)."""
-    return json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return canonical_json(config.model_dump(mode="json"))
 
 
 def config_hash(config: AdrankConfig) -> str:

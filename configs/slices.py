@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import base64
 import bz2
-import json
 from collections.abc import Sequence
 from typing import Self
 
 from pydantic import Field
 
-from configs.base import StrictModel
+from configs.base import StrictModel, canonical_json
 from configs.features import Feature
 from configs.loader import config_hash
 from configs.logs import LogsConfig, SplitConfig, TaskConfig
@@ -52,7 +51,7 @@ class SliceTooLarge(ValueError):
 class _Slice(StrictModel):
     def to_json(self) -> str:
         """Canonical JSON (sorted keys), so an unchanged slice compiles to the same bytes."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.model_dump(mode="json"))
 
     def to_parameter(self) -> str:
         """The slice as a step's input parameter (module docstring): its canonical JSON, or past

@@ -6,7 +6,6 @@ never from a second copy of the feature list.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Literal
@@ -14,6 +13,7 @@ from typing import Literal
 from pydantic import AliasChoices, ConfigDict, Field
 
 from components.contract import Contract
+from configs.base import canonical_json
 
 MANIFEST_FILE = "manifest.json"
 TRANSFORM_FN_DIR = "transform_fn"
@@ -58,7 +58,7 @@ class BlockLayout(Contract):
 
     def canonical(self) -> str:
         """The layout as compact JSON with sorted keys: what each block's fingerprint is salted with."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.model_dump(mode="json"))
 
     def of_dtype(self, dtype: str) -> list[BlockColumn]:
         return [c for c in self.columns if c.dtype == dtype]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from components.atomic_write import write_json_atomically
+from configs.base import canonical_json
 from ops.spec_executor.executor_input import TaskOutputs
 from ops.spec_executor.pipeline_spec import SpecTask
 from ops.spec_executor.storage import CloudStorageRoot
@@ -69,7 +70,7 @@ def cache_key(pipeline: str, task: SpecTask, executor_input: dict, task_code: st
                           "env": container.get("env", [])},
         "taskCode": task_code,
     }
-    return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(key).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
