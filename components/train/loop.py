@@ -203,8 +203,7 @@ def fit_synchronous(
         callbacks.append(EpochEvaluation(plan.ends_epoch, plan.chunks_per_epoch, plan.chunks - 1, eval_split.logloss,
                                          clock, training.eval_every_epochs))
     callbacks.append(curve)
-    callbacks.append(TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps,
-                                      training.global_batch_size))
+    callbacks.append(TrainingProgress.of_plan(plan, training.global_batch_size))
     if tensorboard is not None:
         callbacks.append(tensorboard)
 

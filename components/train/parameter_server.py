@@ -71,7 +71,7 @@ def fit_parameter_server(
     log.info("parameter-server loop: %d chunk(s) of %d step(s) over %d worker(s)", plan.chunks, plan.chunk_steps,
              len(runtime.device_names))
     timing = _LoopTiming(loop_started=time.perf_counter())
-    progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
+    progress = TrainingProgress.of_plan(plan, training.global_batch_size)
     progress.begin(done)
     clock.close_startup()
     for _chunk in range(done // plan.chunk_steps, plan.chunks):

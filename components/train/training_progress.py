@@ -11,6 +11,7 @@ import keras
 
 from components.progress import format_duration, progress
 from components.train.run_clock import examples_rate
+from components.train.step_plan import StepPlan
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,11 @@ class TrainingProgress(keras.callbacks.Callback):
         self.last_line: tuple[float, int] = (clock(), 0)
         self.figures: dict[str, float | int | None] = {}  # those of the last `line`
         self.chunk_step = 0  # the step the current chunk ('epoch' of fit) started at
+
+    @classmethod
+    def of_plan(cls, plan: StepPlan, global_batch_size: int) -> TrainingProgress:
+        """The progress of a run of `plan` (every loop's: fit, the parameter-server loop, the JAX lane)."""
+        return cls(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, global_batch_size)
 
     def say(self, text: str, **values: float | int | None) -> None:
         self.logger.info(text, extra=progress(**values))

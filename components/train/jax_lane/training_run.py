@@ -134,7 +134,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
         held = [to_device(execution) for execution in held]
 
     predictor = SplitPredictor(model, manifest, examples_dir, trainer.labels)
-    progress = TrainingProgress(plan.total_steps, plan.chunks_per_epoch * plan.chunk_steps, training.global_batch_size)
+    progress = TrainingProgress.of_plan(plan, training.global_batch_size)
     curve: list[CurvePoint] = []
     scalars = scalar_writer()
     if done_steps < plan.total_steps:
