@@ -6,7 +6,7 @@ relative tolerance (the default) and by the old absolute 0.001 nats, day by day 
 What it does, and what is real:
 - the logs are the `low_rate` preset's synthetic install logs (about 0.2% positives, a base rate that drifts),
   generated for `lookback + days` days; each replayed day's eval examples are that day's impressions, labelled by
-  the project's own attribution rule (`components.preprocess.join.attribute`, install within the task's window);
+  the project's own attribution rule (`components.preprocess.attribution.attribute`, install within the task's window);
 - the champion is a real, simple model fitted on the lookback days before the eval day: a smoothed per-ad
   install rate backed off to the advertiser's and then the global rate (no TensorFlow, so the figures come in
   seconds, not a training run per day);
@@ -48,7 +48,7 @@ from scipy.optimize import brentq  # noqa: E402
 
 from components.logs.records import parse_timestamp  # noqa: E402
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, generate_logs  # noqa: E402
-from components.preprocess.join import EventTask, attribute  # noqa: E402
+from components.preprocess.attribution import EventTask, attribute  # noqa: E402
 from components.preprocess.parse import TIMESTAMP_MS  # noqa: E402
 from components.registry.paired_bootstrap import PairedBootstrap  # noqa: E402
 from components.registry.promotion_rule import judge  # noqa: E402

@@ -1,7 +1,7 @@
 """How long-running work tells the person running it what it is doing: progress records.
 
 A progress line is an INFO log record marked `progress` (`log.info("…", extra=progress(examples=…))`), with the
-figures it states as structured fields. A step writes its records as JSON lines (`components.log_records`): the
+figures it states as structured fields. A step writes its records as JSON lines (`components.step_logging`): the
 local engine renders them under the running step, Vertex shows them in the step's job log. Quiet means the level
 WARNING (`adrank --quiet`, `ADRANK_LOG_LEVEL=WARNING` in a step): progress records are not even written, warnings
 and errors still are.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from components.log_records import fields
+from components.step_logging import fields
 
 QUIET_ENV = "ADRANK_QUIET"
 

@@ -12,7 +12,7 @@ import argparse
 import logging
 import sys
 
-from components.log_records import fields
+from components.step_logging import fields
 from configs.errors import ConfigError
 from ops.commands import compile as compile_command
 from ops.commands import images, logs, report, retrain, run, run_spec, runs, schedule, submit

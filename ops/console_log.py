@@ -9,7 +9,7 @@
 Other libraries (TensorFlow, Beam, kfp, google-cloud) show their WARNING records and above at the default level,
 and within a step (whose libraries warn about performance at every run: tf.Transform, Beam's workers) their ERROR
 records and above; -v lowers both one level. The step's log file keeps every record.
-A record is rendered by its level and its structured fields (`components.log_records`), never by its text:
+A record is rendered by its level and its structured fields (`components.step_logging`), never by its text:
 
     adrank: resumed from checkpoint step 40           INFO, in this process
     adrank warning: feature 'ip' is absent from …     WARNING
@@ -37,8 +37,8 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
-from components.log_records import LEVEL_ENV, level_from_environment, record_fields
 from components.progress import progress_quiet
+from components.step_logging import LEVEL_ENV, level_from_environment, record_fields
 
 ADRANK_PACKAGES = ("configs", "components", "pipelines", "ops")
 

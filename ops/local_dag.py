@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 import yaml
 
-from components.log_records import LEVEL_ENV, record_fields
 from components.progress import QUIET_ENV, format_duration, progress_quiet
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.promotion_section import promotion_markdown, with_promotion_section
+from components.step_logging import LEVEL_ENV, record_fields
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
@@ -50,9 +50,9 @@ from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyR
 from ops.run_history import is_run_id
 from ops.run_lock import RunBusy, RunLock
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
+from ops.spec_executor.job_record import RUN_RECORD, SpecRun, TaskRecord
 from ops.spec_executor.machines import local_device_kinds
 from ops.spec_executor.pipeline_spec import load_pipeline_spec, planned_container_tasks
-from ops.spec_executor.run_record import RUN_RECORD, SpecRun, TaskRecord
 from ops.spec_executor.runner import RunSpecOptions, run_spec
 from ops.spec_executor.task_events import TaskEvents
 

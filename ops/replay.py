@@ -37,7 +37,7 @@ from configs import AdrankConfig, config_hash, load_config
 from ops.local_dag import last_job, run_locally, step_outputs
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
-from ops.spec_executor.run_record import SpecRun
+from ops.spec_executor.job_record import SpecRun
 
 PLAN_FILE = "replay-plan.json"
 PLAN_CONFIG_FILE = "config.yaml"

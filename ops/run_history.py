@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.display_tables import Table, text_table
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.summary import BenchmarkSummary
 from components.report.table import time_split_table
-from components.tables import Table, text_table
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -22,8 +22,8 @@ from kfp.dsl import HTML, Artifact, ClassificationMetrics, Dataset, Input, Markd
 
 
 def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
-    from components.log_records import configure_step_logging
     from components.logs.synthetic import generate_logs
+    from components.step_logging import configure_step_logging
     from configs.slices import PreprocessStepConfig
     configure_step_logging()
 
@@ -41,7 +41,7 @@ def preprocess_step(
 ):
     """Preprocess the logs the `generate logs` step wrote (synthetic source). `gcp_resources`: the Dataflow job
     (GCPC's format), which the Vertex console links."""
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     from pipelines.steps import run_preprocess
     configure_step_logging()
 
@@ -58,7 +58,7 @@ def preprocess_files_step(
 
     (An optional artifact input left unconnected is avoided: two components, one per source.)
     """
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     from pipelines.steps import run_preprocess
     configure_step_logging()
 
@@ -105,7 +105,7 @@ def train_step(
     """`run_index`: the run's index from 0, as decimal text (a field of the training-runs loop's item, which KFP
     types as a string). `warm_start_from`: the champion's model directory (`training.warm_start: champion`), ""
     to start cold."""
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     from components.train.lanes import train
     from configs.slices import TrainStepConfig
     from pipelines.steps import record_training_metrics
@@ -130,7 +130,7 @@ def export_step(
 ):
     """A run trained without TensorFlow (a JAX target): its serving SavedModel written by this TensorFlow step from
     the trained weights (`components.train.export_trained`), and its summary completed with it."""
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     from components.train.export_trained import export_trained_run
     from components.train.summary import RunSummary
     from components.train.trained_weights import TRAINED_WEIGHTS_DIR
@@ -157,17 +157,17 @@ def record_training_metrics(target: str, index: int, run, metrics) -> None:
 def record_run_step(target: str, run_index: str, summary: Input[Artifact], run: Output[Artifact]):
     """One training run's record for the report (components.report.collected_run): the summary of the branch
     that trained it, checked to be this run's, with its headline figures as metadata."""
-    from components.log_records import configure_step_logging
     from components.report.collected_run import record_training_run
+    from components.step_logging import configure_step_logging
     configure_step_logging()
 
     run.metadata.update(record_training_run(summary.path, target, int(run_index), run.path))
 
 
 def join_experiment_step(experiment: str, pipeline_job_name: str):
-    """Put this run, submitted or scheduled, into the Vertex Experiment (components.experiment.join)."""
-    from components.experiment.join import join_experiment
-    from components.log_records import configure_step_logging
+    """Put this run, submitted or scheduled, into the Vertex Experiment (components.experiment.membership)."""
+    from components.experiment.membership import join_experiment
+    from components.step_logging import configure_step_logging
     configure_step_logging()
 
     join_experiment(pipeline_job_name, experiment)
@@ -184,10 +184,10 @@ def join_experiment_step(experiment: str, pipeline_job_name: str):
 def promote_step(promote_config_json: str, backend: str, summary_json: Input[Artifact], examples: Input[Dataset],
                  promotion: Output[Artifact], promotion_metrics: Output[Metrics], promotion_html: Output[HTML],
                  promotion_markdown: Output[Markdown], pipeline_job_name: str = ""):
-    from components.log_records import configure_step_logging
     from components.registry.promote_challenger import promote_best_run
     from components.report.promotion_section import promotion_html as render_html
     from components.report.promotion_section import promotion_markdown as render_markdown
+    from components.step_logging import configure_step_logging
     from configs.slices import PromoteStepConfig
     configure_step_logging()
 
@@ -209,7 +209,7 @@ def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, model
     """On Vertex: the version the promotion registered as this run's `google.VertexModel` (lineage), labelled
     with the job and the decision, aliased `champion` and `champion-YYYYMMDD` (the day read) when promoted."""
     from components.lineage.model_version import record_model_version
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     configure_step_logging()
 
     record_model_version(promotion.path, pipeline_job_name, model_version)
@@ -218,7 +218,7 @@ def model_version_step(promotion: Input[Artifact], pipeline_job_name: str, model
 def run_directory_step(custom_jobs_dir: str, target: str, run_index: str, day: str) -> str:
     """On Vertex, before each training run: its CustomJob's output directory, one per target, run and day, where
     Vertex puts its TensorBoard logs and checkpoints (pipelines.placement.run_output_directory)."""
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     from pipelines.placement import run_output_directory
     configure_step_logging()
 
@@ -235,7 +235,7 @@ def resolve_window_step(window_end: str, scheduled_time: str) -> NamedTuple(  # 
     import datetime as dt
 
     from components.lineage.run_day import day_stamp, resolved_window_end, window_day
-    from components.log_records import configure_step_logging
+    from components.step_logging import configure_step_logging
     configure_step_logging()
 
     end = resolved_window_end(window_end, scheduled_time, dt.datetime.now(dt.timezone.utc))
@@ -244,8 +244,8 @@ def resolve_window_step(window_end: str, scheduled_time: str) -> NamedTuple(  # 
 
 def champion_step(promote_config_json: str, backend: str) -> str:
     """The current default model's directory ("" when the registry has none): what training warm-starts from."""
-    from components.log_records import configure_step_logging
     from components.registry.champion import champion_model_dir
+    from components.step_logging import configure_step_logging
     from configs.slices import PromoteStepConfig
     configure_step_logging()
 
@@ -269,8 +269,8 @@ def report_step(
     """The report over `runs` (`dsl.Collected`: one record per training run, in the loop's order). `metrics`: the
     run's headline figures; `target_metrics`: each target's aggregates under keys that name the target
     (`cpu/engagement/logloss_mean`, components.evaluate.experiment_keys), one artifact whatever the targets."""
-    from components.log_records import configure_step_logging
     from components.report.write_report import write_report
+    from components.step_logging import configure_step_logging
     from configs.slices import ReportStepConfig
     configure_step_logging()
 

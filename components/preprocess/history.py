@@ -45,8 +45,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.preprocess.attribution import label_key
 from components.preprocess.batch_coder import BATCH, KEYED_BATCH
-from components.preprocess.join import label_key
 from components.preprocess.parse import IMPRESSION_ID, MISSING_TOKEN, TIMESTAMP_MS
 from components.preprocess.partitions import GroupPartitions, partition_parts
 from configs.features import NEVER_SEEN_SECONDS, HistoryFeature, history_features

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from components.display_tables import Align, Table, markdown_table
 from components.preprocess.manifest import Manifest
-from components.tables import Align, Table, markdown_table
 
 
 def manifest_markdown(manifest: Manifest) -> str:

@@ -40,10 +40,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.error_handling import ErrorHandler
 
-from components.log_records import fields
 from components.logs.readers import LogWindow, csv_header, expand_pattern, match_pattern
 from components.logs.records import format_timestamp
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
+from components.preprocess.attribution import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
 from components.preprocess.counters import WriteCounters, read_counters
@@ -56,7 +56,6 @@ from components.preprocess.input_columns import (
     impression_columns,
     logged_features,
 )
-from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import (
     CALIBRATION_SPLIT,
     TRANSFORM_FN_DIR,
@@ -97,6 +96,7 @@ from components.preprocess.step_messages import say, wait_for_job
 from components.preprocess.time_range import MedianTime
 from components.preprocess.transform import feature_infos
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
+from components.step_logging import fields
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig

@@ -9,7 +9,7 @@
                      (`announce_*`: branches on the pipeline's own counts and outputs, said by the worker that
                      ends the stage)
 
-The records are written by this module's `worker_logger` (JSON lines on standard error, `components.log_records`):
+The records are written by this module's `worker_logger` (JSON lines on standard error, `components.step_logging`):
 on the DirectRunner the workers' lines reach the step's log (they share its standard error); on Dataflow they are
 in the job's worker logs, and the launcher's lines in the step's log.
 """
@@ -27,9 +27,9 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
-from components.log_records import worker_logger
 from components.logs.readers import LogWindow, expand_pattern, match_pattern
 from components.progress import progress
+from components.step_logging import worker_logger
 
 METRICS_NAMESPACE = "adrank"
 TALLY_SECONDS = 30.0

@@ -25,7 +25,7 @@ import tensorflow_transform as tft
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx_bsl.tfxio.tensor_adapter import TensorAdapterConfig
 
-from components.preprocess.join import label_key
+from components.preprocess.attribution import label_key
 from components.preprocess.learned_hash import apply_learned_hashing
 from components.preprocess.manifest import FeatureInfo
 from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS

@@ -29,7 +29,7 @@ import tensorflow as tf
 from scipy import stats as scipy_stats
 
 from components.evaluate.run_statistics import PairedComparison
-from components.preprocess.join import label_key
+from components.preprocess.attribution import label_key
 from components.preprocess.manifest import Manifest
 from components.registry.paired_bootstrap import PairedBootstrap
 

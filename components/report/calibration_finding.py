@@ -13,8 +13,8 @@ to set instead.
 
 from __future__ import annotations
 
+from components.display_tables import Table
 from components.report.summary import BenchmarkSummary
-from components.tables import Table
 
 CALIBRATION_TOLERANCE = 0.10
 

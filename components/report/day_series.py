@@ -14,8 +14,8 @@ from pathlib import Path
 from pydantic import Field
 
 from components.contract import Contract
+from components.display_tables import Table, html_table, markdown_table
 from components.registry.promotion_rule import PromotionDecision
-from components.tables import Table, html_table, markdown_table
 
 SERIES_FILE = "replay.json"
 

@@ -7,6 +7,7 @@ import html
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
+from components.display_tables import Table, html_table
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
@@ -20,7 +21,6 @@ from components.report.table import (
     statistics_table,
     time_split_table,
 )
-from components.tables import Table, html_table
 
 STYLE = """
 body { font-family: -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif; margin: 24px auto;

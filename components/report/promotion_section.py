@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import html
 
+from components.display_tables import Table, html_table, markdown_table
 from components.registry.promotion_rule import PromotionDecision
-from components.tables import Table, html_table, markdown_table
 
 HTML_MARKER = "<!-- adrank:promotion -->"
 

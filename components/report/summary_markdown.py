@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from components.display_tables import Table, markdown_table
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
@@ -17,7 +18,6 @@ from components.report.table import (
     statistics_table,
     time_split_table,
 )
-from components.tables import Table, markdown_table
 
 
 def render_markdown(summary: BenchmarkSummary, figures: Sequence[ReportFigure] = ()) -> str:

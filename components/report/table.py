@@ -1,9 +1,9 @@
-"""The report's tables as plain rows of text (`components.tables` renders them to HTML and to Markdown alike)."""
+"""The report's tables as plain rows of text (`components.display_tables` renders them to HTML and to Markdown alike)."""
 
 from __future__ import annotations
 
+from components.display_tables import Table
 from components.report.summary import BenchmarkSummary
-from components.tables import Table
 
 
 def per_target_table(summary: BenchmarkSummary) -> Table:

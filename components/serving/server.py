@@ -25,7 +25,7 @@ the signature's parse spec before the model runs (`signature`): a wrong type is 
 type it needs. Another path is a 404; a method the route does not take, a 405 with `Allow`.
 
 The server logs records (one per request, its start, why it cannot start) as JSON lines on stderr
-(`components.log_records`), which Vertex's logging reads as structured entries with their severity.
+(`components.step_logging`), which Vertex's logging reads as structured entries with their severity.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from components.log_records import configure_step_logging, fields
 from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.request import BadRequest, check_body_size, content_length, serialized_examples
+from components.step_logging import configure_step_logging, fields
 
 log = logging.getLogger(__name__)
 

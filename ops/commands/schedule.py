@@ -10,7 +10,7 @@ import datetime as dt
 import tempfile
 from pathlib import Path
 
-from components.tables import Table, text_table
+from components.display_tables import Table, text_table
 from ops.commands.options import add_config_arguments, add_endpoint_argument, config_from_args
 
 ACTIONS = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from components.log_records import fields
+from components.step_logging import fields
 from ops.commands.options import add_config_arguments, add_endpoint_argument, add_pipeline_argument, config_from_args
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ exit, on failure and on SIGTERM/SIGINT (`ops.spec_executor.runner` installs the 
 
 A task's standard output and error come back through one pipe: a reader thread writes every line to the task's
 log file and hands it to the table's `on_line(label, line)` (the engine turns adrank's JSON log records into
-`logging` records there, `components.log_records`).
+`logging` records there, `components.step_logging`).
 """
 
 from __future__ import annotations

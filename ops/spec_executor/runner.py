@@ -66,10 +66,10 @@ from ops.spec_executor.executor_input import (
 )
 from ops.spec_executor.job_context import PipelineJobContext
 from ops.spec_executor.job_lock import JOB_LOCK_FILE, ExclusiveLock, JobBusy, LockHeld, lock_job
+from ops.spec_executor.job_record import DONE, RUN_RECORD, SpecRun, TaskRecord, left_running, mark_interrupted
 from ops.spec_executor.pipeline_spec import Dag, PipelineSpec, SpecTask, UnsupportedSpec, load_pipeline_spec
 from ops.spec_executor.placeholders import BrokenPlaceholder, PlaceholderResolver
 from ops.spec_executor.processes import ProcessTable
-from ops.spec_executor.run_record import DONE, RUN_RECORD, SpecRun, TaskRecord, left_running, mark_interrupted
 from ops.spec_executor.storage import CloudStorageRoot, NotCloudStorage
 from ops.spec_executor.task_code import task_code_digest
 from ops.spec_executor.task_events import TaskEvents, read_task_line

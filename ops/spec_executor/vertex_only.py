@@ -1,6 +1,6 @@
 """Steps that only act on Vertex services with no stand-in here: resolved and checked, recorded, not started.
 
-`join experiment` puts the run into `vertex.experiment` (components.experiment.join) and `model version` labels
+`join experiment` puts the run into `vertex.experiment` (components.experiment.membership) and `model version` labels
 and aliases the Model Registry version the promotion registered (components.lineage.model_version); no Vertex
 endpoint is reachable here, and the promotion step registers into a local registry (model_registry). The
 executor resolves their inputs and placeholders like any task's and records the task with this stand-in; no

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.display_tables import Table, text_table
 from components.evaluate.experiment_keys import SEPARATOR, training_figure
-from components.tables import Table, text_table
 from configs import AdrankConfig
 from ops.errors import VertexApiError
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states

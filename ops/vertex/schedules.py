@@ -8,7 +8,7 @@ pipeline); its preprocess step reads the logs of the `logs.lookback_days` days b
 Vertex creates scheduled runs server-side from the schedule's CreatePipelineJobRequest, whose v1 `PipelineJob`
 has no experiment field (the SDK adds a run to an experiment client-side, after `submit`): with
 `vertex.experiment` set, the compiled DAG's first step joins its own run to the experiment
-(components.experiment.join), so every scheduled run is in it; `adrank schedule add-to-experiment`
+(components.experiment.membership), so every scheduled run is in it; `adrank schedule add-to-experiment`
 (ops.vertex.experiments) adds runs started by templates compiled before that step existed. They carry the same `adrank-*` labels and the schedule's name (`schedule_name`), which is how
 `adrank runs list --backend vertex` finds them.
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.spec_executor.run_record import RUN_RECORD
+from ops.spec_executor.job_record import RUN_RECORD
 from tests.support.checkout import checkout_environment, copy_checkout
 from tests.support.cli import sets
 from tests.support.step_processes import alive_in_groups, step_processes_of, wait_for_step, wait_until_gone

@@ -1,5 +1,5 @@
 """`adrank -v` / `--quiet` set the console's level; the console renders records by level and fields, a step's
-JSON-line records included (components.log_records → ops.console_log)."""
+JSON-line records included (components.step_logging → ops.console_log)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import types
 import pytest
 import yaml
 
-from components.log_records import LEVEL_ENV, JsonLineFormatter, fields
 from components.progress import QUIET_ENV, progress
+from components.step_logging import LEVEL_ENV, JsonLineFormatter, fields
 from ops import cli
 from ops.console_log import console_level, console_logging
 from ops.local_dag import RunConsole

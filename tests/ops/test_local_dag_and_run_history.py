@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from components.log_records import record_from_line
+from components.step_logging import record_from_line
 from configs import load_config
 from ops.local_dag import RunConsole, RunIdError, create_run_dir
 from ops.run_history import format_run, format_runs_table, list_runs
@@ -103,7 +103,7 @@ def _console(quiet: bool = False, clock=None):
 
 
 def _task(path: str, name: str, state: str, attempts: int = 1, reason: str = ""):
-    from ops.spec_executor.run_record import TaskRecord
+    from ops.spec_executor.job_record import TaskRecord
 
     return TaskRecord(path, name, state, reason=reason, attempts=attempts)
 
@@ -211,7 +211,7 @@ def test_an_interrupted_run_names_the_step_that_was_running():
 
 def test_the_failed_step_is_the_container_task_and_its_reason_the_last_error_line(tmp_path):
     from ops.local_dag import _failed_task, _last_error_line
-    from ops.spec_executor.run_record import SpecRun
+    from ops.spec_executor.job_record import SpecRun
 
     job = SpecRun("p", "p-1", "u", "t", str(tmp_path), tasks=[
         _task("generate-logs-step", "generate logs", "cached", attempts=0),

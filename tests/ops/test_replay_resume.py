@@ -101,7 +101,7 @@ def test_a_days_figures_are_read_from_the_steps_the_engine_recorded(tmp_path, mo
     import importlib.util
 
     from components.registry.promotion_rule import DECISION_FILE
-    from ops.spec_executor.run_record import SpecRun, TaskRecord
+    from ops.spec_executor.job_record import SpecRun, TaskRecord
 
     spec = importlib.util.spec_from_file_location(
         "report_fixtures", Path(__file__).resolve().parents[1] / "components" / "report" / "test_report.py")

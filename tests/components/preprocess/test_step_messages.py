@@ -1,6 +1,6 @@
 """The preprocess step says what it is doing: the files it reads, the records read and dead-lettered, the
 examples per split, the analysis and the writes; workers add running counts on long stages; quiet says nothing.
-What it says are progress records, written as JSON lines on standard error (components.log_records)."""
+What it says are progress records, written as JSON lines on standard error (components.step_logging)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from components.log_records import LEVEL_ENV, record_fields, record_from_line
 from components.preprocess.run import preprocess
 from components.preprocess.step_messages import ParseTally, plural
+from components.step_logging import LEVEL_ENV, record_fields, record_from_line
 
 IMPRESSIONS = [
     {"impression_id": f"imp-{i}", "timestamp": f"2026-01-0{1 + i % 2}T1{i}:00:00.000Z", "ad_id": f"a{i % 3}"}

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from components.log_records import record_from_line
 from components.serving import server as serving_server
 from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.server import make_server
+from components.step_logging import record_from_line
 
 LIMITS = ServingLimits(max_body_bytes=4096, max_instances=3, read_timeout_seconds=0.5, max_connections=2)
 

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from components.log_records import record_fields
+from components.step_logging import record_fields
 from components.train.training_progress import TrainingProgress
 
 

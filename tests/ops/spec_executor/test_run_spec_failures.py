@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ops.cli import main
-from ops.spec_executor.run_record import mark_interrupted_runs, recorded_status
+from ops.spec_executor.job_record import mark_interrupted_runs, recorded_status
 
 REPO = Path(__file__).parents[3]
 PIPELINE_ROOT = "gs://engine-tests/root"

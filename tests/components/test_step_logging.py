@@ -1,9 +1,9 @@
-"""A record written by a step comes back whole in the process that renders it (components.log_records)."""
+"""A record written by a step comes back whole in the process that renders it (components.step_logging)."""
 
 import io
 import logging
 
-from components.log_records import (
+from components.step_logging import (
     FIELDS_KEY,
     configure_step_logging,
     fields,
@@ -71,7 +71,7 @@ def test_a_basicconfig_console_handler_is_replaced_so_each_record_is_written_onc
 
 
 def test_a_worker_logger_writes_json_lines_to_standard_error_at_the_level(monkeypatch, capsys, caplog):
-    from components.log_records import worker_logger
+    from components.step_logging import worker_logger
 
     log = worker_logger("components.preprocess.step_messages.test")
     assert worker_logger("components.preprocess.step_messages.test").handlers == log.handlers  # one handler

@@ -12,9 +12,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from components.logs.readers import LogWindow
-from components.preprocess.counters import Count
-from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, ImpressionColumns
-from components.preprocess.join import (
+from components.preprocess.attribution import (
     DeduplicateOutcomes,
     EventTask,
     JoinEngagements,
@@ -22,6 +20,8 @@ from components.preprocess.join import (
     attribute_batch,
     deduplicate_batch,
 )
+from components.preprocess.counters import Count
+from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, ImpressionColumns
 from components.preprocess.parse import FeatureField
 
 HOUR = 3_600_000

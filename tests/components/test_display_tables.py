@@ -1,8 +1,8 @@
-"""components.tables: one table, three renderings (Markdown, HTML, console text), pinned character by character."""
+"""components.display_tables: one table, three renderings (Markdown, HTML, console text), pinned character by character."""
 
 from __future__ import annotations
 
-from components.tables import Table, html_table, markdown_table, text_table
+from components.display_tables import Table, html_table, markdown_table, text_table
 
 TABLE = Table(["target", "runs", "note"], [["cpu", "3", "a <b> & 'c'"], ["tpu-v5e", "12", "x | y"]],
               align=["left", "right"])
