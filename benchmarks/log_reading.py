@@ -59,7 +59,7 @@ def main() -> None:
             pattern = str(workdir / "logs" / f"part-*{suffix}")
 
             class Accounted(beam.PTransform):
-                def expand(self, pbegin):
+                def expand(self, pbegin, pattern=pattern):
                     return (pbegin | ReadLogRecords(pattern, "jsonl"))[RECORDS]
 
             print(f"{suffix}: {args.lines:,} lines in {args.files} files")

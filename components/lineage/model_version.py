@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from components.lineage.run_day import day_stamp
@@ -94,7 +95,7 @@ def record_model_version(decision_path: str, pipeline_job_name: str, artifact: A
     from google.api_core import exceptions
     from google.cloud import aiplatform
 
-    decision = json.loads(open(decision_path).read())
+    decision = json.loads(Path(decision_path).read_text())
     job = JOB_NAME.match(pipeline_job_name)
     if job is None:
         raise ValueError(f"'{pipeline_job_name}' is not projects/P/locations/L/pipelineJobs/ID")

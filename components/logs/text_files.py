@@ -38,9 +38,10 @@ class _Readable(Protocol):
 
 _DECOMPRESSORS: dict[str, Callable[[IO[bytes]], _Readable]] = {
     ".gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    # the reader closes what these open (they wrap a file it opened and closes)
     ".bz2": lambda raw: bz2.BZ2File(raw, mode="rb"),
-    ".xz": lambda raw: lzma.LZMAFile(raw, mode="rb"),
-    ".lzma": lambda raw: lzma.LZMAFile(raw, mode="rb"),
+    ".xz": lambda raw: lzma.LZMAFile(raw, mode="rb"),  # noqa: SIM115
+    ".lzma": lambda raw: lzma.LZMAFile(raw, mode="rb"),  # noqa: SIM115
 }
 # Suffixes Beam would decompress without noticing a truncated stream: refused rather than read in part.
 _UNCHECKED_COMPRESSIONS = (".zst", ".zstd", ".deflate")

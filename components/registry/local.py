@@ -136,7 +136,7 @@ class LocalModelRegistry:
         versions.mkdir(parents=True, exist_ok=True)
         handle, owner_path = tempfile.mkstemp(prefix=STAGING_PREFIX, suffix=OWNER_SUFFIX, dir=versions)
         os.close(handle)
-        owner = open(owner_path)
+        owner = open(owner_path)  # noqa: SIM115 (held open: its flock marks the staging directory as owned)
         fcntl.flock(owner.fileno(), fcntl.LOCK_EX)
         staging = Path(owner_path.removesuffix(OWNER_SUFFIX))
         staging.mkdir(mode=0o755)
@@ -238,7 +238,7 @@ def _read_json(path: Path, repair: str) -> Any:
 def _owner_gone(owner: Path) -> bool:
     """Whether nobody holds the flock on a staging directory's owner file (or the file is gone)."""
     try:
-        handle = open(owner)  # never created here: a missing owner file means a staging without an owner
+        handle = open(owner)  # noqa: SIM115 (closed by the `with` below)  never created here: a missing owner file means a staging without an owner
     except FileNotFoundError:
         return True
     with handle:

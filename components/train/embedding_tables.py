@@ -145,7 +145,7 @@ def table_groups(configs: dict[str, keras_rs.layers.FeatureConfig]) -> list[Tabl
         if all(t.name != table.name for t in members):
             members.append(table)
     groups: list[TableGroup] = []
-    for index, ((dim, _, _), tables) in enumerate(grouped.items()):
+    for (dim, _, _), tables in grouped.items():
         offsets, rows = [], 0
         for table in tables:
             offsets.append(rows)

@@ -37,6 +37,6 @@ def read_task_line(events: TaskEvents, path: str, display_name: str, line: str) 
     """Route one line of a task's output: a log record to `logging`, then the line to `events`."""
     record = record_from_line(line)
     if record is not None:
-        setattr(record, "step", display_name)  # which task said it, for the console
+        record.step = display_name  # which task said it, for the console
         logging.getLogger(record.name).handle(record)
     events.task_line(path, display_name, line, record)

@@ -12,6 +12,7 @@ before the label existed).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +92,7 @@ def find_jobs(config: AdrankConfig, schedules: dict[str, str], scheduled_only: b
     jobs: dict[str, Any] = {}  # resource name → the SDK's PipelineJob, as listed
     for list_filter in filters:
         found = with_backoff(
-            lambda: aiplatform.PipelineJob.list(filter=list_filter, order_by="create_time desc"),
+            functools.partial(aiplatform.PipelineJob.list, filter=list_filter, order_by="create_time desc"),
             "list pipeline jobs",
         )
         for job in found:
@@ -101,7 +102,7 @@ def find_jobs(config: AdrankConfig, schedules: dict[str, str], scheduled_only: b
 
 def read_runs(jobs: list) -> list:
     """Each listed job's full resource (list responses may omit the job detail: task states, metrics, contexts)."""
-    return [with_backoff(lambda: job.api_client.get_pipeline_job(name=job.resource_name),
+    return [with_backoff(functools.partial(job.api_client.get_pipeline_job, name=job.resource_name),
                          f"get {job.resource_name}") for job in jobs]
 
 

@@ -29,7 +29,7 @@ SEEN: dict[str, object] = {}
 def _step_line(level: int, message: str, logger: str = "components.preprocess.run", **values) -> str:
     """A line as a step process writes it (configure_step_logging's formatter)."""
     record = logging.LogRecord(logger, level, "", 0, message, None, None)
-    setattr(record, "adrank", values)
+    record.adrank = values  # type: ignore[attr-defined]
     return JsonLineFormatter().format(record)
 
 

@@ -32,7 +32,7 @@ def training_branches(spec: dict) -> dict[str, tuple[str, dict]]:
     """The training loop's branches: target → (the `dsl.If` condition, that branch's training task). One
     target: no condition (''), the training task in the loop itself."""
     branches = {}
-    for name, task in _all_tasks(spec):
+    for _, task in _all_tasks(spec):
         component = spec["components"][task["componentRef"]["name"]]
         inner = component.get("dag", {}).get("tasks", {})
         trains = [t for t in inner.values() if t.get("taskInfo", {}).get("name") == "train"]

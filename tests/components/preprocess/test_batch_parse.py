@@ -139,7 +139,7 @@ def test_engagement_json_chunks_parse_as_each_record_alone():
     parser = EngagementParser(RecordDecoder("jsonl"), TimestampParser("rfc3339"), frozenset({"swipe", "install"}))
     chunk_parser = ChunkParser("engagements", parser)
     types = {"str": ["swipe", "install", " swipe", "view", "", "   "], "int": [1], "odd": [[1]]}
-    for chunk_index in range(150):
+    for _ in range(150):
         kind = rng.choice(["str", "str", "str", "int", "odd"])
         records = []
         for _ in range(rng.randrange(1, 20)):

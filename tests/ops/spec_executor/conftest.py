@@ -199,7 +199,7 @@ def custom_job_retry(seen: str):
 
 
 @dsl.pipeline(name="fan-in")
-def fan_in(sizes: List[int] = [1, 2, 3]):
+def fan_in(sizes: List[int] = [1, 2, 3]):  # noqa: B006 (a KFP pipeline default is a literal, read once)
     """dsl.ParallelFor over a pipeline parameter, fanned in with dsl.Collected; a loop over dicts by field."""
     with dsl.ParallelFor(sizes) as size:
         made = make_rows_op(rows=size, window_end="w", fail_marker="/nonexistent").set_caching_options(False)
