@@ -17,10 +17,10 @@ from pydantic import Field, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
+from configs.names import TaskName
 from configs.preprocess import EXAMPLES_REASON, MAX_EXAMPLES
 
 EVENT_TYPES = ("swipe", "view", "install", "purchase")
-NAME = r"^[a-z][a-z0-9_]*$"
 
 # The names adrank uses for the fields it needs besides features; `*_fields` maps them (and feature names)
 # to the columns of the source when those are spelled differently.
@@ -190,7 +190,7 @@ class TaskConfig(StrictModel):
     """One label. Engagements mode: an event of `event_type` within the window after the impression.
     Outcome mode: the row's `label_column` (truthy value, or merely present)."""
 
-    name: str = Field(pattern=NAME)
+    name: TaskName
     event_type: str | None = Field(None, min_length=1)
     attribution_window_seconds: Annotated[int, at_most(
         MAX_DAYS * 86_400, "engagements are read this much past the impression window (a file pattern per day)",
