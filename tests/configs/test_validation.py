@@ -203,3 +203,21 @@ def test_an_invalid_task_name_is_named_with_its_fix():
             "tasks.0.name: 'Click-Rate' is not a valid task name (lower-case letters, digits and '_', starting with "
             "a letter); name the task 'click_rate'")):
         load_config(overrides=["tasks.0.name=Click-Rate"])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["logs.csv_header=none"], "logs.csv_header: none needs logs.csv_columns: the file's column names, one per "
+                               "column, in file order"),
+    (["logs.csv_columns=[ip, app]"], "logs.csv_columns names the columns of CSV files without a header: set "
+                                     "logs.csv_header: none, or drop logs.csv_columns"),
+    (["logs.csv_header=none", "logs.csv_columns=[ip, ip, click_time]"], "logs.csv_columns: 'ip' named twice"),
+    (["logs.csv_header=none", "logs.csv_columns=[ip]", "logs.format=parquet"],
+     "logs.csv_header: none applies to CSV files; format is parquet"),
+])
+def test_a_headerless_csv_needs_its_columns_named_once_each(overrides, message):
+    click_log = REPO / "configs" / "examples" / "click_log.yaml"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(click_log, overrides)
+    named = load_config(click_log, ["logs.csv_header=none",
+                                    "logs.csv_columns=[ip, app, device, os, channel, click_time, attributed_time]"])
+    assert named.logs.csv_columns[0] == "ip"

@@ -4,9 +4,11 @@ absent from the input's header, a feature absent from most examples."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
+from components.logs.csv_shape import MalformedCsv
 from components.preprocess.input_columns import MissingInputColumns
 from components.preprocess.run import OneClassLabels, check_configured_columns, preprocess
 from components.report.findings import missing_features
@@ -158,3 +160,33 @@ def test_a_mostly_absent_feature_is_in_the_manifest_and_printed_as_a_warning(tmp
         "Feature 'app' is absent from 75.0% of examples: check its column in the logs "
         "(logs.impression_fields maps names that differ)."
     ]
+
+
+def test_a_header_with_fewer_cells_than_its_rows_fails_at_the_start_naming_file_counts_and_fix(tmp_path, config_for):
+    csv_path = click_csv(tmp_path / "clicks.csv", "app,click_time,attributed_time")  # `ip` left out of the header
+    out = tmp_path / "out"
+    with pytest.raises(MalformedCsv, match=(
+        rf"^impressions: {re.escape(csv_path)}: the header has 3 cells \('app', 'click_time', 'attributed_time'\) but "
+        r"12 of the first 12 rows have 4 \(line 2 the first\): .* set logs\.csv_header: none and list all 4 column "
+        r"names in file order in logs\.csv_columns$")):
+        preprocess(click_config(config_for, csv_path), None, str(out))
+    assert not (out / "stats").exists()  # failed before the Beam job started
+
+
+def test_a_headerless_csv_is_read_by_the_configured_column_names_every_row_an_example(tmp_path, config_for):
+    """`logs.csv_header: none`: the first record is data; the columns are named by `logs.csv_columns` in file order
+    (here not the order the features are listed in)."""
+    csv_path = click_csv(tmp_path / "clicks.csv", "ip,app,click_time,attributed_time")
+    rows = (tmp_path / "clicks.csv").read_text().splitlines()[1:]
+    (tmp_path / "clicks.csv").write_text("\n".join(rows) + "\n")
+    config = click_config(config_for, csv_path)
+    with pytest.raises(MalformedCsv, match="the first row looks like data, not a header"):
+        check_configured_columns(config, None)
+    logs = config.logs.model_copy(update={"csv_header": "none",
+                                          "csv_columns": ["ip", "app", "click_time", "attributed_time"]})
+    manifest = preprocess(config.model_copy(update={"logs": logs}), None, str(tmp_path / "out"))
+    # 12 rows over 3 days, the last (i % 3 == 2) eval; `attributed_time` set on odd rows
+    assert (manifest.splits["train"].examples, manifest.splits["eval"].examples) == (8, 4)
+    assert (manifest.splits["train"].positives, manifest.splits["eval"].positives) == ({"download": 4},
+                                                                                       {"download": 2})
+    assert manifest.counts.get("dead_letters", 0) == 0
