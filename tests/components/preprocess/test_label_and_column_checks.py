@@ -145,12 +145,24 @@ def test_a_missing_label_or_timestamp_column_is_named(tmp_path, config_for):
 
 
 def test_a_mostly_absent_feature_is_in_the_manifest_and_printed_as_a_warning(tmp_path, config_for, caplog):
+    """Also a CSV without a header (one preprocess for both): `logs.csv_header: none` reads the first record as
+    data and names the columns by `logs.csv_columns`, in file order; read as if it had a header, the file fails
+    at the start saying so."""
     csv_path = click_csv(tmp_path / "clicks.csv", "ip,app,click_time,attributed_time")
     text = (tmp_path / "clicks.csv").read_text().splitlines()
     # `app` empty in 9 of 12 rows: 75% absent, above the default share of 50%
-    rows = [text[0]] + [(row if i % 4 == 0 else row.replace(f",{i % 3},", ",,", 1)) for i, row in enumerate(text[1:])]
+    rows = [(row if i % 4 == 0 else row.replace(f",{i % 3},", ",,", 1)) for i, row in enumerate(text[1:])]
     (tmp_path / "clicks.csv").write_text("\n".join(rows) + "\n")
-    manifest = preprocess(click_config(config_for, csv_path), None, str(tmp_path / "out"))
+    config = click_config(config_for, csv_path)
+    with pytest.raises(MalformedCsv, match="the first row looks like data, not a header"):
+        check_configured_columns(config, None)
+    logs = config.logs.model_copy(update={"csv_header": "none",
+                                          "csv_columns": ["ip", "app", "click_time", "attributed_time"]})
+    manifest = preprocess(config.model_copy(update={"logs": logs}), None, str(tmp_path / "out"))
+    # every record an example: 12 rows over 3 days, the last (i % 3 == 2) eval; `attributed_time` set on odd rows
+    assert (manifest.splits["train"].examples, manifest.splits["eval"].examples) == (8, 4)
+    assert (manifest.splits["train"].positives, manifest.splits["eval"].positives) == ({"download": 4},
+                                                                                       {"download": 2})
 
     assert manifest.mostly_missing_features == {"app": pytest.approx(0.75)}
     assert any(record.levelno == logging.WARNING and record.getMessage().startswith(
@@ -171,22 +183,3 @@ def test_a_header_with_fewer_cells_than_its_rows_fails_at_the_start_naming_file_
         r"names in file order in logs\.csv_columns$")):
         preprocess(click_config(config_for, csv_path), None, str(out))
     assert not (out / "stats").exists()  # failed before the Beam job started
-
-
-def test_a_headerless_csv_is_read_by_the_configured_column_names_every_row_an_example(tmp_path, config_for):
-    """`logs.csv_header: none`: the first record is data; the columns are named by `logs.csv_columns` in file order
-    (here not the order the features are listed in)."""
-    csv_path = click_csv(tmp_path / "clicks.csv", "ip,app,click_time,attributed_time")
-    rows = (tmp_path / "clicks.csv").read_text().splitlines()[1:]
-    (tmp_path / "clicks.csv").write_text("\n".join(rows) + "\n")
-    config = click_config(config_for, csv_path)
-    with pytest.raises(MalformedCsv, match="the first row looks like data, not a header"):
-        check_configured_columns(config, None)
-    logs = config.logs.model_copy(update={"csv_header": "none",
-                                          "csv_columns": ["ip", "app", "click_time", "attributed_time"]})
-    manifest = preprocess(config.model_copy(update={"logs": logs}), None, str(tmp_path / "out"))
-    # 12 rows over 3 days, the last (i % 3 == 2) eval; `attributed_time` set on odd rows
-    assert (manifest.splits["train"].examples, manifest.splits["eval"].examples) == (8, 4)
-    assert (manifest.splits["train"].positives, manifest.splits["eval"].positives) == ({"download": 4},
-                                                                                       {"download": 2})
-    assert manifest.counts.get("dead_letters", 0) == 0
