@@ -38,12 +38,14 @@ from typing import TYPE_CHECKING, Callable, TextIO
 import yaml
 
 from components.log_records import LEVEL_ENV, record_fields
+from components.preprocess.input_columns import check_log_inputs
 from components.progress import QUIET_ENV, format_duration, progress_quiet
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.promotion_section import promotion_markdown, with_promotion_section
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
+from configs.slices import PreprocessStepConfig
 from ops.console_log import ConsoleFilter, from_step
 from ops.resumed_training import restore_checkpoints
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
@@ -153,9 +155,6 @@ def check_log_files(config: AdrankConfig) -> None:
     logs = config.logs
     if logs.source != "files" or logs.format not in ("csv", "parquet") or logs.impressions is None:
         return
-    from components.preprocess.input_columns import check_log_inputs
-    from configs.slices import PreprocessStepConfig
-
     try:
         check_log_inputs(PreprocessStepConfig.of(config), logs.impressions, logs.engagements)
     except ValueError as error:  # MalformedCsv, MissingInputColumns, an unreadable header
