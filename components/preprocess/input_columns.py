@@ -100,9 +100,13 @@ def check_input_columns(stream: str, pattern: str, file_format: str, required: l
     if file_format == "csv" and layout.header == "none":
         raise MissingInputColumns(f"{stream}: logs.{csv_columns_field(stream)} (the columns of {path}, which has no "
                                   f"header) has no column {names}; it names: {', '.join(map(repr, columns))}")
+    headerless = ""
+    if file_format == "csv" and len(absent) == len(required) > 1:  # not one configured column: values, not names?
+        headerless = (f"; if that first row is data, the file has no header: set logs.csv_header: none and name its "
+                      f"{len(columns)} columns in file order in logs.{csv_columns_field(stream)}")
     raise MissingInputColumns(
         f"{stream}: {path} has no column {names}; its columns are: {', '.join(repr(c) for c in columns)}. "
-        f"Rename the column in the file or map it with logs.{stream[:-1]}_fields"
+        f"Rename the column in the file or map it with logs.{stream[:-1]}_fields{headerless}"
     )
 
 

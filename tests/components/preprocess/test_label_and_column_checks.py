@@ -183,3 +183,15 @@ def test_a_header_with_fewer_cells_than_its_rows_fails_at_the_start_naming_file_
         r"names in file order in logs\.csv_columns$")):
         preprocess(click_config(config_for, csv_path), None, str(out))
     assert not (out / "stats").exists()  # failed before the Beam job started
+
+
+def test_a_headerless_file_of_words_is_told_apart_when_no_configured_column_is_in_its_first_row(tmp_path, config_for):
+    """A first row of ids rather than numbers passes the shape check; not one configured column in it is the sign
+    that it is data, and the error names the setting for a file without a header."""
+    path = tmp_path / "clicks.csv"
+    path.write_text("".join(f"u{i},a{i % 3},2026-01-0{1 + i % 3} 10:00:00,\n" for i in range(12)))
+    with pytest.raises(MissingInputColumns, match=(
+            r"its columns are: 'u0', 'a0', '2026-01-01 10:00:00', ''\. Rename the column in the file or map it with "
+            r"logs\.impression_fields; if that first row is data, the file has no header: set logs\.csv_header: none "
+            r"and name its 4 columns in file order in logs\.csv_columns$")):
+        check_configured_columns(click_config(config_for, str(path)), None)
