@@ -97,6 +97,8 @@ def test_the_report_shows_the_calibration_step_and_the_reliability_curve():
     assert [count for _, _, count in curve] == [100, 100, 100]
     assert [p for p, _, _ in curve] == pytest.approx([0.05, 0.10, 0.21])
     assert "Calibration: reliability per bin" in markdown_text
+    # the statistics table shows the interval next to the mean (300 eval examples at 12%: x/÷ 1.36)
+    assert "| calibration (95% interval) |" in markdown_text and " 1.020 (0.75–1.39) |" in markdown_text
     assert "| cpu | engagement | 3 | 100 | 0.21000 |" in markdown_text
     assert "alt='reliability'" in html_text and "Calibration: reliability per bin" in html_text
 
