@@ -197,6 +197,9 @@ class LogsConfig(StrictModel):
         named = {"csv_columns": self.csv_columns}
         if self.label_mode == "engagements":
             named["engagement_csv_columns"] = self.engagement_csv_columns
+        elif self.engagement_csv_columns:
+            raise ValueError("logs.engagement_csv_columns names an engagement stream's columns; label_mode outcome "
+                             "reads one table: name its columns in logs.csv_columns")
         for field, columns in named.items():
             repeated = sorted({c for c in columns if columns.count(c) > 1})
             if repeated:

@@ -213,6 +213,8 @@ def test_an_invalid_task_name_is_named_with_its_fix():
     (["logs.csv_header=none", "logs.csv_columns=[ip, ip, click_time]"], "logs.csv_columns: 'ip' named twice"),
     (["logs.csv_header=none", "logs.csv_columns=[ip]", "logs.format=parquet"],
      "logs.csv_header: none applies to CSV files; format is parquet"),
+    (["logs.csv_header=none", "logs.csv_columns=[ip]", "logs.engagement_csv_columns=[ip]"],
+     "logs.engagement_csv_columns names an engagement stream's columns; label_mode outcome reads one table"),
 ])
 def test_a_headerless_csv_needs_its_columns_named_once_each(overrides, message):
     click_log = REPO / "configs" / "examples" / "click_log.yaml"
