@@ -134,6 +134,6 @@ def test_adrank_run_on_a_csv_whose_header_is_short_fails_before_any_step_naming_
                                    "--set", f"logs.impressions={short}"])
     cells = len(header.split(","))
     assert err.startswith(f"adrank run: error: logs: impressions: {short}: the header has {cells - 1} cells")
-    assert f"49 of the first 49 rows have {cells} (line 2 the first)" in err
+    assert f"50 of the first 50 rows have {cells} (line 2 the first)" in err
     assert f"set logs.csv_header: none and list all {cells} column names in file order in logs.csv_columns" in err
     assert not runs.exists()
