@@ -1,10 +1,10 @@
 """Do a CSV log's first records have the shape the config says: as many cells as it has columns, split by the
 configured delimiter, with a header where `logs.csv_header` says there is one?
 
-Checked on the first `SAMPLE_RECORDS` rows (after the header) of a few files of each stream
-(`files_to_check`) before the Beam job starts, in seconds, so that a header with fewer cells than its rows, a `;`-separated file read with `,`, or
-a file without a header fails at once naming the file, the counts and the setting that fixes it, rather than
-after a whole preprocess as a dead-letter share. Records are framed exactly as the reader frames them
+Checked on the first `SAMPLE_RECORDS` rows (after the header) of a few files of each stream (`files_to_check`)
+before the Beam job starts, in seconds, so that a header with fewer cells than its rows, a `;`-separated file read
+with `,`, or a file without a header fails at once naming the file, the counts and the setting that fixes it, rather
+than after a whole preprocess as a dead-letter share. Records are framed exactly as the reader frames them
 (`components.logs.text_files`: compression, BOM, quoted line breaks). A few odd rows are not a shape: they become
 `bad_csv_row` dead letters; the shape is the cell count most of the sampled rows have.
 """
