@@ -9,8 +9,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
+from configs.names import FeatureName
 
-FEATURE_NAME = r"^[a-z][a-z0-9_]*$"
 MAX_TABLE_ROWS = 2**31 - 1  # the most rows an int32 id can index; tables near it fail the memory estimate
 ROWS_REASON = "an int32 id indexes at most 2^31-1 table rows"
 
@@ -25,7 +25,7 @@ class CategoricalFeature(StrictModel):
     shares the rest, ids of similar label rate colliding (components/preprocess/learned_hash.py)."""
 
     kind: Literal["categorical"] = "categorical"
-    name: str = Field(pattern=FEATURE_NAME)
+    name: FeatureName
     encoding: Literal["hash", "vocabulary", "learned_hash"] = "vocabulary"
     hash_buckets: Annotated[int, at_most(MAX_TABLE_ROWS, ROWS_REASON)] = Field(
         1000, ge=2, description="table rows of hash and learned_hash")
@@ -77,7 +77,7 @@ class NumericFeature(StrictModel):
     the train-split quantile bucket (an int64 categorical input with `buckets` rows)."""
 
     kind: Literal["numeric"] = "numeric"
-    name: str = Field(pattern=FEATURE_NAME)
+    name: FeatureName
     normalization: Literal["zscore", "log1p", "log1p_zscore", "log_ratio", "quantile_buckets"] = "zscore"
     buckets: Annotated[int, at_most(1_000_000, "quantile boundaries computed over the train split")] = Field(
         10, ge=2, description="quantile_buckets only")
@@ -90,7 +90,7 @@ class TimeFeature(StrictModel):
     (Monday = 0). An int64 categorical input with 24 or 7 rows."""
 
     kind: Literal["time"] = "time"
-    name: str = Field(pattern=FEATURE_NAME)
+    name: FeatureName
     part: Literal["hour_of_day", "day_of_week"]
 
 
@@ -118,7 +118,7 @@ class HistoryFeature(StrictModel):
     (`model_inputs`); a serving request supplies them as raw features (docs/history_features.md)."""
 
     kind: Literal["history"] = "history"
-    name: str = Field(pattern=FEATURE_NAME)
+    name: FeatureName
     ids: list[str] = Field(min_length=1, max_length=2, description="one categorical feature, or two for an id pair")
     task: str | None = Field(None, description="the task whose labels are counted as clicks; default: the first")
     windows_hours: list[float] = Field(

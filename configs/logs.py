@@ -17,10 +17,10 @@ from pydantic import Field, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
+from configs.names import TaskName
 from configs.preprocess import EXAMPLES_REASON, MAX_EXAMPLES
 
 EVENT_TYPES = ("swipe", "view", "install", "purchase")
-NAME = r"^[a-z][a-z0-9_]*$"
 
 # The names adrank uses for the fields it needs besides features; `*_fields` maps them (and feature names)
 # to the columns of the source when those are spelled differently.
@@ -145,6 +145,18 @@ class LogsConfig(StrictModel):
         description="rfc3339 (ISO 8601; naive = UTC), epoch_seconds, epoch_millis, or a strptime pattern with '%'",
     )
     csv_delimiter: str = Field(",", min_length=1, max_length=1)
+    csv_header: Literal["first_row", "none"] = Field(
+        "first_row", description="first_row: each CSV file's first record names its columns; none: the files have "
+        "no header, every record is data and the columns are named by csv_columns (engagement_csv_columns), in "
+        "file order",
+    )
+    csv_columns: list[str] = Field(
+        default_factory=list, description="csv_header none only: the impression (or outcome table) files' column "
+        "names, one per column, in file order (features, timestamp and labels are then found by these names)",
+    )
+    engagement_csv_columns: list[str] = Field(
+        default_factory=list, description="csv_header none only: the engagement files' column names, in file order",
+    )
     max_record_bytes: Annotated[int, at_most(
         2**30, "a record is held in memory whole while it is read and parsed")] = Field(
         65_536, ge=64, description="a JSONL line or a one-line CSV record longer than this is a dead letter "
@@ -175,9 +187,36 @@ class LogsConfig(StrictModel):
                 raise ValueError("source 'files' needs an 'impressions' path glob (or BigQuery table/query)")
             if self.label_mode == "engagements" and not self.engagements:
                 raise ValueError("label_mode 'engagements' with source 'files' needs an 'engagements' path glob")
+        self._csv_columns_named()
         if self.source == "synthetic" and (self.label_mode != "engagements" or self.format != "jsonl"):
             raise ValueError("source 'synthetic' writes two JSONL streams: use label_mode engagements, format jsonl")
         return self
+
+    def _csv_columns_named(self) -> None:
+        """Headerless CSV files need every column named in order; names for files with a header are a mistake."""
+        named = {"csv_columns": self.csv_columns}
+        if self.label_mode == "engagements":
+            named["engagement_csv_columns"] = self.engagement_csv_columns
+        elif self.engagement_csv_columns:
+            raise ValueError("logs.engagement_csv_columns names an engagement stream's columns; label_mode outcome "
+                             "reads one table: name its columns in logs.csv_columns")
+        for field, columns in named.items():
+            repeated = sorted({c for c in columns if columns.count(c) > 1})
+            if repeated:
+                raise ValueError(f"logs.{field}: {', '.join(map(repr, repeated))} named twice; each column of the "
+                                 f"file once, in file order")
+        if self.csv_header == "first_row":
+            given = [field for field, columns in named.items() if columns]
+            if given:
+                raise ValueError(f"logs.{given[0]} names the columns of CSV files without a header: set "
+                                 f"logs.csv_header: none, or drop logs.{given[0]} (the header names them)")
+            return
+        if self.format != "csv":
+            raise ValueError(f"logs.csv_header: none applies to CSV files; format is {self.format}")
+        missing = [field for field, columns in named.items() if not columns]
+        if missing:
+            raise ValueError(f"logs.csv_header: none needs logs.{missing[0]}: the file's column names, one per "
+                             f"column, in file order (e.g. [click_time, ip, app, attributed_time])")
 
     def impression_column(self, name: str) -> str:
         return self.impression_fields.get(name, name)
@@ -190,7 +229,7 @@ class TaskConfig(StrictModel):
     """One label. Engagements mode: an event of `event_type` within the window after the impression.
     Outcome mode: the row's `label_column` (truthy value, or merely present)."""
 
-    name: str = Field(pattern=NAME)
+    name: TaskName
     event_type: str | None = Field(None, min_length=1)
     attribution_window_seconds: Annotated[int, at_most(
         MAX_DAYS * 86_400, "engagements are read this much past the impression window (a file pattern per day)",

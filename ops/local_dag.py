@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 import yaml
 
+from components.preprocess.input_columns import check_log_inputs
 from components.progress import QUIET_ENV, format_duration, progress_quiet
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.promotion_section import promotion_markdown, with_promotion_section
@@ -44,6 +45,7 @@ from components.step_logging import LEVEL_ENV, record_fields
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
+from configs.slices import PreprocessStepConfig
 from ops.console_log import ConsoleFilter, from_step
 from ops.resumed_training import restore_checkpoints
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
@@ -146,6 +148,19 @@ def create_run_dir(runs_dir: Path, run_id: str | None, config: AdrankConfig) -> 
                          "pass --run-id") from None
 
 
+def check_log_files(config: AdrankConfig) -> None:
+    """The user's own CSV and Parquet logs have the shape and the columns the config says, checked in seconds before
+    any step starts (preprocess checks them again, for the compiled spec run elsewhere); a `ConfigError` naming the
+    file and the setting that fixes it."""
+    logs = config.logs
+    if logs.source != "files" or logs.format not in ("csv", "parquet") or logs.impressions is None:
+        return
+    try:
+        check_log_inputs(PreprocessStepConfig.of(config), logs.impressions, logs.engagements)
+    except ValueError as error:  # MalformedCsv, MissingInputColumns, an unreadable header
+        raise ConfigError(f"logs: {error}") from None
+
+
 def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id: str | None = None, *,
                 window_end: str = "", resume: bool = False, quiet: bool | None = None,
                 pipeline: PipelineKind = "benchmark") -> RunRecord:
@@ -164,6 +179,7 @@ def run_locally(config: AdrankConfig, runs_dir: Path, config_source: str, run_id
         check_local_embedding_memory(config)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    check_log_files(config)
     runs_dir = Path(os.path.abspath(runs_dir))  # once: every path of the run (the pipeline root too) is absolute
     if resume:
         if run_id is None:

@@ -107,6 +107,12 @@ def any_day(path: str) -> str:
     return path.replace(DATE_PLACEHOLDER, "*")
 
 
+def csv_column_names(path: str, delimiter: str, header: str, configured: list[str]) -> list[str]:
+    """A CSV stream's column names in file order: its first file's header (`logs.csv_header: first_row`), or the
+    names the config lists for a file without one (`none`: `logs.csv_columns` / `logs.engagement_csv_columns`)."""
+    return list(configured) if header == "none" else csv_header(path, delimiter)
+
+
 def csv_header(path: str, delimiter: str) -> list[str]:
     """Column names from the first line of the first file a configured path names (`{date}`: any day)."""
     import csv
@@ -127,10 +133,12 @@ class _TextFileChunks(beam.DoFn):
     """One matched JSONL or CSV file → its records in chunks (lists of bytes, in file order); tagged `FILES`: its
     `FileTally` (`components.logs.text_files`)."""
 
-    def __init__(self, file_format: str, delimiter: str, max_record_bytes: int | None, max_record_lines: int | None):
+    def __init__(self, file_format: str, delimiter: str, max_record_bytes: int | None, max_record_lines: int | None,
+                 csv_has_header: bool = True):
         super().__init__()
         self.file_format = file_format
         self.delimiter = delimiter
+        self.csv_has_header = csv_has_header
         self.max_record_bytes = max_record_bytes
         self.max_record_lines = max_record_lines
 
@@ -139,7 +147,8 @@ class _TextFileChunks(beam.DoFn):
         check_readable_compression(path)
         with readable_file.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
             log_file = TextLogFile(path, raw, readable_file.metadata.size_in_bytes)
-            items = (csv_file_records(log_file, self.delimiter, self.max_record_bytes, self.max_record_lines)
+            items = (csv_file_records(log_file, self.delimiter, self.max_record_bytes, self.max_record_lines,
+                                      self.csv_has_header)
                      if self.file_format == "csv" else jsonl_records(log_file))
             chunk: list[bytes] = []
             size = 0
@@ -172,11 +181,14 @@ class ReadLogChunks(beam.PTransform):
     Returns `{RECORDS: chunks, FILES: tallies}`: a chunk is a list of text records (JSONL lines, or CSV records
     without the header, which may span lines; bytes), a `pyarrow.Table` of Parquet rows, or a list of BigQuery rows
     (dicts); `FILES` holds one `FileTally` per file read (none for BigQuery). A truncated or corrupt compressed file
-    fails the job, naming the file and the offset."""
+    fails the job, naming the file and the offset. `csv_has_header` false (`logs.csv_header: none`): a CSV file's
+    first record is a record like the others."""
 
     def __init__(self, source: str, file_format: str, window: LogWindow = LogWindow(), extra_days_after: int = 0,
-                 csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None):
+                 csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None,
+                 csv_has_header: bool = True):
         super().__init__()
+        self.csv_has_header = csv_has_header
         self.source = source
         self.file_format = file_format
         self.window = window
@@ -212,7 +224,8 @@ class ReadLogChunks(beam.PTransform):
             | "SpreadFiles" >> beam.Reshuffle()
             | "Open" >> fileio.ReadMatches()
             | "Chunks" >> beam.ParDo(_TextFileChunks(self.file_format, self.csv_delimiter, self.max_record_bytes,
-                                                     self.max_record_lines)).with_outputs(FILES, main=RECORDS)
+                                                     self.max_record_lines, self.csv_has_header)
+                                     ).with_outputs(FILES, main=RECORDS)
         )
         return {RECORDS: read[RECORDS], FILES: read[FILES]}
 
@@ -231,10 +244,11 @@ class ReadLogRecords(beam.PTransform):
     `{RECORDS: records, FILES: tallies}`."""
 
     def __init__(self, source: str, file_format: str, window: LogWindow = LogWindow(), extra_days_after: int = 0,
-                 csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None):
+                 csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None,
+                 csv_has_header: bool = True):
         super().__init__()
         self.chunks = ReadLogChunks(source, file_format, window, extra_days_after, csv_delimiter, max_record_bytes,
-                                    max_record_lines)
+                                    max_record_lines, csv_has_header)
 
     def expand(self, pbegin):
         read = pbegin | "ReadLogChunks" >> self.chunks

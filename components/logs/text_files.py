@@ -165,9 +165,9 @@ def jsonl_records(log_file: TextLogFile) -> Iterator[bytes | FileTally]:
 
 
 def csv_file_records(log_file: TextLogFile, delimiter: str = ",", max_record_bytes: int | None = None,
-                     max_record_lines: int | None = None) -> Iterator[bytes | FileTally]:
-    """Each CSV record after the header (a leading BOM stripped; blank lines counted, not records), then the
-    file's `FileTally`."""
+                     max_record_lines: int | None = None, has_header: bool = True) -> Iterator[bytes | FileTally]:
+    """Each CSV record after the header (every record when `has_header` is false: `logs.csv_header: none`; a
+    leading BOM stripped; blank lines counted, not records), then the file's `FileTally`."""
     framing = blank_lines = blank_bytes = records = record_bytes = 0
     lines = log_file.lines()
     first = next(lines, None)
@@ -175,7 +175,7 @@ def csv_file_records(log_file: TextLogFile, delimiter: str = ",", max_record_byt
         if first.startswith(BOM):
             first, framing = first[len(BOM):], len(BOM)
         rest: Iterable[bytes] = _chain(first, lines)
-        header_seen = False
+        header_seen = not has_header
         for record, consumed in csv_records(rest, delimiter, max_record_bytes=max_record_bytes,
                                             max_record_lines=max_record_lines):
             if not header_seen:

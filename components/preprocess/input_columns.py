@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from components.logs.readers import any_day, csv_header, matched_files
+from components.logs.csv_shape import CsvLayout, check_csv_shape, files_to_check
+from components.logs.readers import any_day, csv_column_names, matched_files
 from configs.features import Feature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 from configs.slices import PreprocessStepConfig
@@ -64,16 +65,19 @@ def engagement_columns(config: PreprocessStepConfig) -> list[RequiredColumn]:
             for name in (IMPRESSION_ID, EVENT_TYPE, TIMESTAMP)]
 
 
-def input_header(path: str, file_format: str, csv_delimiter: str = ",") -> tuple[str, list[str]] | None:
+def input_header(path: str, file_format: str, layout: CsvLayout = CsvLayout(),
+                 stream: str = "input") -> tuple[str, list[str]] | None:
     """(first file, its column names) for CSV and Parquet inputs of a configured path (`{date}`: any day); None for
-    formats without a header."""
+    formats without a header. A CSV's first records are checked to have the layout's shape first (`csv_shape`):
+    a header with fewer cells than its rows, another delimiter or a file without a header fails here, in seconds."""
     if file_format not in ("csv", "parquet"):
         return None
     files = matched_files(any_day(path))
     if not files:
         return None  # the reader says that no file matches, naming the pattern
     if file_format == "csv":
-        return files[0], csv_header(path, csv_delimiter)
+        check_csv_shape(stream, files_to_check(files), layout)
+        return files[0], csv_column_names(path, layout.delimiter, layout.header, list(layout.columns))
     import pyarrow.parquet as pq
 
     with FileSystems.open(files[0]) as handle:
@@ -81,9 +85,10 @@ def input_header(path: str, file_format: str, csv_delimiter: str = ",") -> tuple
 
 
 def check_input_columns(stream: str, pattern: str, file_format: str, required: list[RequiredColumn],
-                        csv_delimiter: str = ",") -> None:
-    """Raise `MissingInputColumns` naming every configured column the input lacks, and the columns it has."""
-    header = input_header(pattern, file_format, csv_delimiter)
+                        layout: CsvLayout = CsvLayout()) -> None:
+    """Raise `MalformedCsv` when a CSV's first records do not have the layout's shape, then `MissingInputColumns`
+    naming every configured column the input lacks, and the columns it has."""
+    header = input_header(pattern, file_format, layout, stream)
     if header is None:
         return
     path, columns = header
@@ -92,10 +97,40 @@ def check_input_columns(stream: str, pattern: str, file_format: str, required: l
     if not absent:
         return
     names = "; ".join(f"'{c.column}' (configured by {c.configured_by})" for c in absent)
+    if file_format == "csv" and layout.header == "none":
+        raise MissingInputColumns(f"{stream}: logs.{csv_columns_field(stream)} (the columns of {path}, which has no "
+                                  f"header) has no column {names}; it names: {', '.join(map(repr, columns))}")
+    headerless = ""
+    if file_format == "csv" and len(absent) == len(required) > 1:  # not one configured column: values, not names?
+        headerless = (f"; if that first row is data, the file has no header: set logs.csv_header: none and name its "
+                      f"{len(columns)} columns in file order in logs.{csv_columns_field(stream)}")
     raise MissingInputColumns(
         f"{stream}: {path} has no column {names}; its columns are: {', '.join(repr(c) for c in columns)}. "
-        f"Rename the column in the file or map it with logs.{stream[:-1]}_fields"
+        f"Rename the column in the file or map it with logs.{stream[:-1]}_fields{headerless}"
     )
+
+
+def check_log_inputs(config: PreprocessStepConfig, impressions_path: str, engagements_path: str | None) -> None:
+    """Each CSV input's first records have the configured shape (cells, delimiter, header: `csv_shape`), and every
+    column the config reads is in the header of each file input (CSV header or `logs.csv_columns`, Parquet
+    schema). Seconds: run before the Beam job, and by `adrank run` before the DAG starts."""
+    logs = config.logs
+    check_input_columns("impressions", impressions_path, logs.format, impression_columns(config),
+                        csv_layout(config, "impressions"))
+    if logs.label_mode == "engagements" and engagements_path is not None:
+        check_input_columns("engagements", engagements_path, logs.format, engagement_columns(config),
+                            csv_layout(config, "engagements"))
+
+
+def csv_layout(config: PreprocessStepConfig, stream: str) -> CsvLayout:
+    """How the config says a stream's CSV files are laid out."""
+    logs = config.logs
+    columns = logs.csv_columns if stream == "impressions" else logs.engagement_csv_columns
+    return CsvLayout(logs.csv_delimiter, logs.csv_header, tuple(columns))
+
+
+def csv_columns_field(stream: str) -> str:
+    return "csv_columns" if stream == "impressions" else "engagement_csv_columns"
 
 
 def _mapped(fields: dict[str, str], name: str, section: str) -> str:

@@ -40,7 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.error_handling import ErrorHandler
 
-from components.logs.readers import LogWindow, csv_header, expand_pattern, match_pattern
+from components.logs.readers import LogWindow, csv_column_names, expand_pattern, match_pattern
 from components.logs.records import format_timestamp
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
 from components.preprocess.attribution import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
@@ -51,9 +51,7 @@ from components.preprocess.dataflow_job import watch_job
 from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
     MissingInputColumns,
-    check_input_columns,
-    engagement_columns,
-    impression_columns,
+    check_log_inputs,
     logged_features,
 )
 from components.preprocess.manifest import (
@@ -177,13 +175,10 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
 
 
 def check_configured_columns(config: PreprocessStepConfig, logs_dir: str | None) -> None:
-    """Every column the config reads is in the header of each file input (CSV header, Parquet schema)."""
-    impressions_path, engagements_path = _stream_paths(config, logs_dir)
-    logs = config.logs
-    check_input_columns("impressions", impressions_path, logs.format, impression_columns(config), logs.csv_delimiter)
-    if logs.label_mode == "engagements" and engagements_path is not None:
-        check_input_columns("engagements", engagements_path, logs.format, engagement_columns(config),
-                            logs.csv_delimiter)
+    """Each CSV input's first records have the configured shape (cells, delimiter, header: `csv_shape`), and every
+    column the config reads is in the header of each file input (CSV header or `logs.csv_columns`, Parquet
+    schema)."""
+    check_log_inputs(config, *_stream_paths(config, logs_dir))
 
 
 def check_label_classes(manifest: Manifest, config: PreprocessStepConfig) -> None:
@@ -263,7 +258,7 @@ def impression_parser(config: PreprocessStepConfig, impressions_path: str) -> Im
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
-        columns = tuple(csv_header(impressions_path, logs.csv_delimiter))
+        columns = tuple(csv_column_names(impressions_path, logs.csv_delimiter, logs.csv_header, logs.csv_columns))
     outcome = logs.label_mode == "outcome"
     return ImpressionParser(
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
@@ -288,7 +283,8 @@ def engagement_parser(config: PreprocessStepConfig, engagements_path: str) -> En
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
-        columns = tuple(csv_header(engagements_path, logs.csv_delimiter))
+        columns = tuple(csv_column_names(engagements_path, logs.csv_delimiter, logs.csv_header,
+                                         logs.engagement_csv_columns))
     return EngagementParser(
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
         timestamps=TimestampParser(logs.timestamp_format),
@@ -320,7 +316,8 @@ class PreprocessLogs(beam.PTransform):
         config, logs, window = self.config, self.config.logs, self.window
         impressions_path, engagements_path = _stream_paths(config, self.logs_dir)
         reading: dict[str, Any] = {"csv_delimiter": logs.csv_delimiter, "max_record_bytes": logs.max_record_bytes,
-                                   "max_record_lines": logs.max_record_lines}
+                                   "max_record_lines": logs.max_record_lines,
+                                   "csv_has_header": logs.csv_header == "first_row"}
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         skew_days = logs.max_timestamp_skew_days
         parser = ChunkParser("impressions", impression_parser(config, impressions_path))

@@ -150,19 +150,21 @@ class _ReadStream(_RoutesDeadLetters):
 
     def __init__(self, source: str, file_format: str, parser: ChunkParser, window: LogWindow = LogWindow(),
                  extra_days_after: int = 0, *, csv_delimiter: str = ",", max_record_bytes: int | None = None,
-                 max_record_lines: int | None = None):
+                 max_record_lines: int | None = None, csv_has_header: bool = True):
         super().__init__()
         self.source, self.file_format, self.parser, self.window = source, file_format, parser, window
         self.extra_days_after = extra_days_after
         self.csv_delimiter, self.max_record_bytes, self.max_record_lines = (csv_delimiter, max_record_bytes,
                                                                            max_record_lines)
+        self.csv_has_header = csv_has_header
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> ParsedStream:
         stream = self.stream
         say(input_files_line(stream, self.source, self.file_format, self.window, self.extra_days_after), stream=stream)
         read = pbegin | "ReadLogChunks" >> ReadLogChunks(
             self.source, self.file_format, self.window, self.extra_days_after, csv_delimiter=self.csv_delimiter,
-            max_record_bytes=self.max_record_bytes, max_record_lines=self.max_record_lines)
+            max_record_bytes=self.max_record_bytes, max_record_lines=self.max_record_lines,
+            csv_has_header=self.csv_has_header)
         files = self.file_format != "bigquery"  # a table has no files or bytes to account for
         parsed = read[RECORDS] | f"Parse{stream.title()}" >> beam.ParDo(ParseChunks(self.parser, files)).with_output_types(
             BATCH).with_outputs(DEAD_LETTER, COUNTS, main=VALID)

@@ -1,10 +1,11 @@
-"""Is a target's mean prediction off by more than the shift of the base rate between train and eval explains?
+"""Is a target's mean prediction off the eval positive rate by more than an auction tolerates, beyond doubt?
 
-A model that learned the train split's rate predicts on average about `train rate`; if the eval day's rate
-differs, its calibration (mean prediction / eval rate) lands near `train rate / eval rate` without being wrong
-about anything it could know. So the explained band is between 1 (perfectly tracking the eval rate) and that
-shift ratio; a target's mean calibration more than `CALIBRATION_TOLERANCE` (10%) outside the band is a finding:
-in an auction a predicted rate 10% too high is a bid 10% too high.
+Calibration is mean prediction / eval positive rate; in an auction a predicted rate 5% too high is a bid 5% too
+high. A target's calibration is a finding when its mean over the runs is more than `CALIBRATION_TOLERANCE` (5%)
+from 1 and its 95% interval (`components.evaluate.calibration_interval`: the runs' spread and the eval labels'
+binomial spread) excludes 1 — off, and not by the chance of a small eval split. The finding says how much of it
+the base rate's move between the train and the eval split explains (a model that learned the train rate predicts
+about `train rate / eval rate` of the eval rate) and names the settings that change it.
 
 With a calibration step (`training.calibration`), the findings also say what the step did on the eval split, and
 when it hurt (raised eval log-loss) or was skipped in a run (it did not lower log-loss on held-out examples), what
@@ -14,33 +15,60 @@ to set instead.
 from __future__ import annotations
 
 from components.display_tables import Table
-from components.report.summary import BenchmarkSummary
+from components.report.summary import BenchmarkSummary, TaskFloor, TaskStats
 
-CALIBRATION_TOLERANCE = 0.10
+CALIBRATION_TOLERANCE = 0.05
+SETTINGS_WITHOUT_STEP = (
+    "training.calibration: intercept (or platt) fits a correction of the log-odds on held-out train examples, kept "
+    "only where it lowers held-out log-loss (training.calibration_data and split.calibration_days choose which "
+    "examples); training.output_bias: label_rate starts each task at its train rate; a run too short to settle "
+    "(training.epochs, training.learning_rate) can leave the output off its rate")
+SETTINGS_WITH_STEP = (
+    "training.calibration_data (holdout, or latest_train_days with split.calibration_days: the most recent days' "
+    "rate), training.calibration_shrinkage_positives (how far a fit on few positives moves), or training."
+    "calibration: none when the step does not transfer to the next day")
+
+
+def shift_ratio(train_rate: float, eval_rate: float) -> float:
+    """The calibration a model that learned the train split's rate shows on the eval split: train / eval rate."""
+    return train_rate / eval_rate if eval_rate > 0 else 1.0
 
 
 def explained_band(train_rate: float, eval_rate: float) -> tuple[float, float]:
     """The calibration range the base-rate shift explains: [min(1, shift), max(1, shift)], shift = train/eval."""
-    shift = train_rate / eval_rate if eval_rate > 0 else 1.0
+    shift = shift_ratio(train_rate, eval_rate)
     return min(1.0, shift), max(1.0, shift)
+
+
+def miscalibration(target: str, task: str, stats: TaskStats, floor: TaskFloor) -> str | None:
+    """The finding for one target and task when its calibration is off by more than the tolerance and its
+    interval excludes 1; None otherwise."""
+    value, interval = stats.calibration.mean, stats.calibration_ci95
+    if abs(value - 1) <= CALIBRATION_TOLERANCE or interval is None or interval[0] <= 1 <= interval[1]:
+        return None
+    low, high = explained_band(floor.train_positive_rate, floor.eval_positive_rate)
+    shift = shift_ratio(floor.train_positive_rate, floor.eval_positive_rate)
+    rates = f"train rate {floor.train_positive_rate:.3%}, eval rate {floor.eval_positive_rate:.3%}"
+    if low * (1 - CALIBRATION_TOLERANCE) <= value <= high * (1 + CALIBRATION_TOLERANCE) and abs(shift - 1) > \
+            CALIBRATION_TOLERANCE:
+        cause = f"the base rate's move between the splits explains it ({rates}: a model of the train rate gives {shift:.2f}×)"
+    else:
+        cause = f"beyond what the base rate's move between the splits explains ({rates}: {shift:.2f}×)"
+    verb = "over-predicts" if value > 1 else "under-predicts"
+    settings = SETTINGS_WITH_STEP if stats.calibration_method else SETTINGS_WITHOUT_STEP
+    return (f"{target}/{task}: {verb} — mean prediction is {value:.2f}× the eval rate (95% interval "
+            f"{interval[0]:.2f}–{interval[1]:.2f} over {stats.calibration.n} run(s) and the eval labels' binomial "
+            f"spread), more than {CALIBRATION_TOLERANCE:.0%} off; {cause}. What to set: {settings}.")
 
 
 def calibration_findings(summary: BenchmarkSummary) -> list[str]:
     lines = []
     for target in summary.targets.values():
         for task, stats in target.tasks.items():
-            floor = summary.tasks[task]
-            low, high = explained_band(floor.train_positive_rate, floor.eval_positive_rate)
+            finding = miscalibration(target.name, task, stats, summary.tasks[task])
+            if finding:
+                lines.append(finding)
             value = stats.calibration.mean
-            band = f"train rate {floor.train_positive_rate:.3%}, eval rate {floor.eval_positive_rate:.3%}"
-            fix = ("" if stats.calibration_method else " training.calibration: intercept fits a shift of the log-odds on a "
-                   "held-out slice and is kept only where it lowers held-out log-loss.")
-            if value > high * (1 + CALIBRATION_TOLERANCE):
-                lines.append(f"{target.name}/{task}: over-predicts — mean prediction is {value:.2f}× the eval rate, "
-                             f"{value / high - 1:.0%} beyond what the base-rate shift explains ({band}).{fix}")
-            elif value < low * (1 - CALIBRATION_TOLERANCE):
-                lines.append(f"{target.name}/{task}: under-predicts — mean prediction is {value:.2f}× the eval rate, "
-                             f"{1 - value / low:.0%} beyond what the base-rate shift explains ({band}).{fix}")
             if stats.uncalibrated_calibration is not None and stats.uncalibrated_logloss is not None:
                 before, after = stats.uncalibrated_logloss.mean, stats.logloss.mean
                 line = (f"{target.name}/{task}: the {stats.calibration_method or ''} calibration step moved mean "

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from components.contract import Contract
+from components.evaluate.calibration_interval import calibration_interval
 from components.evaluate.run_statistics import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
@@ -27,6 +28,9 @@ class TaskStats(Contract):
     auc: SampleStats
     normalized_entropy: SampleStats
     calibration: SampleStats
+    calibration_ci95: tuple[float, float] | None = Field(
+        None, description="95% interval of the calibration over the runs and the eval labels' binomial spread "
+        "(components.evaluate.calibration_interval)")
     vs_baseline: Comparison | None = None
     uncalibrated_calibration: SampleStats | None = Field(None, description="before the calibration step, if any")
     uncalibrated_logloss: SampleStats | None = Field(None, description="before the calibration step, if any")
@@ -326,6 +330,8 @@ def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary])
             auc=describe([r.metrics[task].auc for r in runs]),
             normalized_entropy=describe([r.metrics[task].normalized_entropy for r in runs]),
             calibration=describe([r.metrics[task].calibration for r in runs]),
+            calibration_ci95=calibration_interval([r.metrics[task].calibration for r in runs],
+                                                  runs[0].metrics[task].examples, runs[0].metrics[task].positive_rate),
             **calibration_step_stats(runs, task),
         )
         for task in runs[0].metrics

@@ -59,7 +59,7 @@ def time_split_table(summary: BenchmarkSummary) -> Table | None:
 
 
 def statistics_table(summary: BenchmarkSummary) -> Table:
-    header = ["target", "task", "log-loss mean", "std", "min", "max", "CV", "NE", "calibration",
+    header = ["target", "task", "log-loss mean", "std", "min", "max", "CV", "NE", "calibration (95% interval)",
               f"vs {summary.baseline_target}"]
     rows = []
     for t in summary.targets.values():
@@ -70,7 +70,8 @@ def statistics_table(summary: BenchmarkSummary) -> Table:
                 _num(s.logloss.std, 5), f"{s.logloss.min:.5f}", f"{s.logloss.max:.5f}",
                 f"{s.logloss.cv:.3%}" if s.logloss.cv is not None else "—",
                 f"{s.normalized_entropy.mean:.4f}",
-                f"{s.calibration.mean:.3f}",
+                f"{s.calibration.mean:.3f}" + (f" ({s.calibration_ci95[0]:.2f}–{s.calibration_ci95[1]:.2f})"
+                                               if s.calibration_ci95 else ""),
                 s.vs_baseline.verdict if s.vs_baseline else "baseline",
             ])
     return Table(header, rows)

@@ -174,3 +174,52 @@ def test_a_lane_or_cadence_that_cannot_run_fails_at_load_naming_the_field(overri
         load_config(overrides=overrides)
     if overrides == ["targets.2.backend=jax"]:  # the same target on the JAX lane as a synchronous CPU target loads
         assert load_config(overrides=["targets.2.backend=jax", "targets.2.kind=cpu", "targets.2.local_cluster=null"])
+
+
+def test_an_upper_case_column_as_a_feature_name_fails_naming_the_fix_and_the_fix_loads():
+    """A log whose columns are `C1`, `C14`: the error says the rule, the corrected name and the mapping that keeps
+    the column; the config written as it says loads and reads the column `C14`."""
+    click_log = REPO / "configs" / "examples" / "click_log.yaml"
+    with pytest.raises(ConfigError) as error:
+        load_config(click_log, ["features.0={name: C14, kind: categorical}"])
+    assert ("features.0.categorical.name: 'C14' is not a valid feature name (lower-case letters, digits and '_', "
+            "starting with a letter); name the feature 'c14', and if 'C14' is the log's column, map it: "
+            "logs.impression_fields: {c14: C14}") in str(error.value)
+    fixed = load_config(click_log, ["features.0={name: c14, kind: categorical}",
+                                    "logs.impression_fields={timestamp: click_time, c14: C14}"])
+    assert fixed.logs.impression_column(fixed.features[0].name) == "C14"
+
+
+@pytest.mark.parametrize("name, suggestion", [
+    ("Site-ID", "site_id"), ("app id", "app_id"), ("1st_seen", "f_1st_seen"), ("__x", "x"), ("Ünit", "unit"), ("%%", "f"),
+])
+def test_an_invalid_feature_name_gets_a_valid_suggestion(name, suggestion):
+    with pytest.raises(ConfigError, match=re.escape(f"name the feature '{suggestion}'")):
+        load_config(overrides=[f"features.0={{name: '{name}', kind: categorical}}"])
+
+
+def test_an_invalid_task_name_is_named_with_its_fix():
+    with pytest.raises(ConfigError, match=re.escape(
+            "tasks.0.name: 'Click-Rate' is not a valid task name (lower-case letters, digits and '_', starting with "
+            "a letter); name the task 'click_rate'")):
+        load_config(overrides=["tasks.0.name=Click-Rate"])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["logs.csv_header=none"], "logs.csv_header: none needs logs.csv_columns: the file's column names, one per "
+                               "column, in file order"),
+    (["logs.csv_columns=[ip, app]"], "logs.csv_columns names the columns of CSV files without a header: set "
+                                     "logs.csv_header: none, or drop logs.csv_columns"),
+    (["logs.csv_header=none", "logs.csv_columns=[ip, ip, click_time]"], "logs.csv_columns: 'ip' named twice"),
+    (["logs.csv_header=none", "logs.csv_columns=[ip]", "logs.format=parquet"],
+     "logs.csv_header: none applies to CSV files; format is parquet"),
+    (["logs.csv_header=none", "logs.csv_columns=[ip]", "logs.engagement_csv_columns=[ip]"],
+     "logs.engagement_csv_columns names an engagement stream's columns; label_mode outcome reads one table"),
+])
+def test_a_headerless_csv_needs_its_columns_named_once_each(overrides, message):
+    click_log = REPO / "configs" / "examples" / "click_log.yaml"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(click_log, overrides)
+    named = load_config(click_log, ["logs.csv_header=none",
+                                    "logs.csv_columns=[ip, app, device, os, channel, click_time, attributed_time]"])
+    assert named.logs.csv_columns[0] == "ip"

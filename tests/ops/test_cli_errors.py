@@ -119,3 +119,21 @@ def test_a_finished_or_running_run_is_not_resumed(tmp_path):
     assert resumable_run(tmp_path, "r1", config) == run_dir
     with pytest.raises(RunIdError, match="a resumed run keeps its config"):
         resumable_run(tmp_path, "r1", load_config(overrides=["training.epochs=1"]))
+
+
+def test_adrank_run_on_a_csv_whose_header_is_short_fails_before_any_step_naming_the_fix(capsys, tmp_path):
+    """The first hour with one's own log: the header lacks a column the rows hold; `adrank run` says so, with the
+    file, the counts and the setting, before the run directory or any step exists."""
+    example = Path(__file__).parents[2] / "configs" / "examples" / "click_log.yaml"
+    sample = (example.parent / "data" / "click_log_sample.csv").read_text().splitlines()
+    header, *rows = sample
+    short = tmp_path / "clicks.csv"
+    short.write_text("\n".join([header.split(",", 1)[1], *rows[:100]]) + "\n")
+    runs = tmp_path / "runs"
+    err = _one_line_error(capsys, ["run", "--config", str(example), "--runs-dir", str(runs),
+                                   "--set", f"logs.impressions={short}"])
+    cells = len(header.split(","))
+    assert err.startswith(f"adrank run: error: logs: impressions: {short}: the header has {cells - 1} cells")
+    assert f"50 of the first 50 rows have {cells} (line 2 the first)" in err
+    assert f"set logs.csv_header: none and list all {cells} column names in file order in logs.csv_columns" in err
+    assert not runs.exists()

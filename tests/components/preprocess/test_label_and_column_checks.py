@@ -4,9 +4,11 @@ absent from the input's header, a feature absent from most examples."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
+from components.logs.csv_shape import MalformedCsv
 from components.preprocess.input_columns import MissingInputColumns
 from components.preprocess.run import OneClassLabels, check_configured_columns, preprocess
 from components.report.findings import missing_features
@@ -143,12 +145,24 @@ def test_a_missing_label_or_timestamp_column_is_named(tmp_path, config_for):
 
 
 def test_a_mostly_absent_feature_is_in_the_manifest_and_printed_as_a_warning(tmp_path, config_for, caplog):
+    """Also a CSV without a header (one preprocess for both): `logs.csv_header: none` reads the first record as
+    data and names the columns by `logs.csv_columns`, in file order; read as if it had a header, the file fails
+    at the start saying so."""
     csv_path = click_csv(tmp_path / "clicks.csv", "ip,app,click_time,attributed_time")
     text = (tmp_path / "clicks.csv").read_text().splitlines()
     # `app` empty in 9 of 12 rows: 75% absent, above the default share of 50%
-    rows = [text[0]] + [(row if i % 4 == 0 else row.replace(f",{i % 3},", ",,", 1)) for i, row in enumerate(text[1:])]
+    rows = [(row if i % 4 == 0 else row.replace(f",{i % 3},", ",,", 1)) for i, row in enumerate(text[1:])]
     (tmp_path / "clicks.csv").write_text("\n".join(rows) + "\n")
-    manifest = preprocess(click_config(config_for, csv_path), None, str(tmp_path / "out"))
+    config = click_config(config_for, csv_path)
+    with pytest.raises(MalformedCsv, match="the first row looks like data, not a header"):
+        check_configured_columns(config, None)
+    logs = config.logs.model_copy(update={"csv_header": "none",
+                                          "csv_columns": ["ip", "app", "click_time", "attributed_time"]})
+    manifest = preprocess(config.model_copy(update={"logs": logs}), None, str(tmp_path / "out"))
+    # every record an example: 12 rows over 3 days, the last (i % 3 == 2) eval; `attributed_time` set on odd rows
+    assert (manifest.splits["train"].examples, manifest.splits["eval"].examples) == (8, 4)
+    assert (manifest.splits["train"].positives, manifest.splits["eval"].positives) == ({"download": 4},
+                                                                                       {"download": 2})
 
     assert manifest.mostly_missing_features == {"app": pytest.approx(0.75)}
     assert any(record.levelno == logging.WARNING and record.getMessage().startswith(
@@ -158,3 +172,26 @@ def test_a_mostly_absent_feature_is_in_the_manifest_and_printed_as_a_warning(tmp
         "Feature 'app' is absent from 75.0% of examples: check its column in the logs "
         "(logs.impression_fields maps names that differ)."
     ]
+
+
+def test_a_header_with_fewer_cells_than_its_rows_fails_at_the_start_naming_file_counts_and_fix(tmp_path, config_for):
+    csv_path = click_csv(tmp_path / "clicks.csv", "app,click_time,attributed_time")  # `ip` left out of the header
+    out = tmp_path / "out"
+    with pytest.raises(MalformedCsv, match=(
+        rf"^impressions: {re.escape(csv_path)}: the header has 3 cells \('app', 'click_time', 'attributed_time'\) but "
+        r"12 of the first 12 rows have 4 \(line 2 the first\): .* set logs\.csv_header: none and list all 4 column "
+        r"names in file order in logs\.csv_columns$")):
+        preprocess(click_config(config_for, csv_path), None, str(out))
+    assert not (out / "stats").exists()  # failed before the Beam job started
+
+
+def test_a_headerless_file_of_words_is_told_apart_when_no_configured_column_is_in_its_first_row(tmp_path, config_for):
+    """A first row of ids rather than numbers passes the shape check; not one configured column in it is the sign
+    that it is data, and the error names the setting for a file without a header."""
+    path = tmp_path / "clicks.csv"
+    path.write_text("".join(f"u{i},a{i % 3},2026-01-0{1 + i % 3} 10:00:00,\n" for i in range(12)))
+    with pytest.raises(MissingInputColumns, match=(
+            r"its columns are: 'u0', 'a0', '2026-01-01 10:00:00', ''\. Rename the column in the file or map it with "
+            r"logs\.impression_fields; if that first row is data, the file has no header: set logs\.csv_header: none "
+            r"and name its 4 columns in file order in logs\.csv_columns$")):
+        check_configured_columns(click_config(config_for, str(path)), None)

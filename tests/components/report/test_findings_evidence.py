@@ -34,18 +34,51 @@ def test_fewer_epochs_only_when_the_rise_after_the_best_epoch_is_significant():
 
 def test_more_epochs_only_when_the_last_fall_is_significant():
     fell = epochs_advice("cpu", curves([0.40, 0.350], [0.41, 0.361], [0.39, 0.342]))
-    assert "more epochs may help" in fell and "training.epochs: 3" in fell
+    # two evaluations: no decay to measure, so double rather than add one epoch per try
+    assert "more epochs help" in fell and "double the epochs" in fell and fell.endswith("set training.epochs: 4.")
     # the click-log case: the mean fell 1.4% in the last epoch, but not in every run
     assert epochs_advice("cpu", curves([0.0080, 0.0076], [0.0079, 0.0080], [0.0081, 0.0077])) is None
     assert epochs_advice("cpu", curves([0.40, 0.35])) is None  # one run
     assert epochs_advice("cpu", curves([0.40], [0.41])) is None  # one epoch
 
 
+def geometric(floor: float, scale: float, ratio: float, epochs: int, jitter: float = 0.0) -> list[float]:
+    """An eval curve floor + scale · (1 + 10 · jitter) · ratioᵉ for epochs 1…`epochs` (`jitter`: a run's own
+    deviation, so the runs' per-epoch changes differ and can be tested; they average `scale` when the jitters
+    sum to 0)."""
+    return [floor + scale * (1 + 10 * jitter) * ratio ** epoch for epoch in range(1, epochs + 1)]
+
+
+def test_the_advice_says_how_many_epochs_the_trend_supports_not_one_more():
+    """Gains that shrink ×0.6 an epoch from a loss near 0.313 at epoch 4: an epoch gains ≥ 0.1% of the log-loss
+    (0.000313) up to epoch 10, where 0.04 · 0.6^(k-1) first drops below it; the advice names 10 and the expected
+    log-loss there (0.30 + 0.1 · 0.6^10)."""
+    runs = curves(*(geometric(0.30, 0.1, 0.6, 4, jitter) for jitter in (0.0, 0.002, -0.002)))
+    advice = epochs_advice("cpu", runs)
+    assert "gains per epoch shrink ×0.60 an epoch (epochs 2–4)" in advice
+    assert "expected 0.30060 there" in advice and advice.endswith("set training.epochs: 10.")
+    # slower decay, capped at 4x the epochs run
+    slow = epochs_advice("cpu", curves(*(geometric(0.30, 0.1, 0.95, 4, j) for j in (0.0, 0.002, -0.002))))
+    assert "capped at 4×" in slow and slow.endswith("set training.epochs: 16.")
+    # a straight fall: the trend sets no end, double
+    straight = epochs_advice("cpu", curves(*([0.50 - (0.01 + j) * e for e in range(1, 5)] for j in (0, 0.0004, -0.0003))))
+    assert "do not shrink yet" in straight and straight.endswith("set training.epochs: 8.")
+    # nearly converged: the last epoch's fall is significant but under 0.1%: nothing to advise
+    assert epochs_advice("cpu", curves(*(geometric(0.30, 0.1, 0.3, 6, j) for j in (0.0, 0.002, -0.002)))) is None
+
+
+def test_following_the_advice_converges_in_one_more_try():
+    """The advised epochs, run, leave a curve whose last gain is under the threshold: no further advice."""
+    first = epochs_advice("cpu", curves(*(geometric(0.30, 0.1, 0.6, 4, j) for j in (0.0, 0.002, -0.002))))
+    epochs = int(first.rsplit(" ", 1)[1].rstrip("."))
+    assert epochs_advice("cpu", curves(*(geometric(0.30, 0.1, 0.6, epochs, j) for j in (0.0, 0.002, -0.002)))) is None
+
+
 def test_the_report_advises_on_epochs_from_the_runs_curves():
     runs = [with_curve(run("cpu", i, 0.33, 1000.0), values)
             for i, values in enumerate([[0.40, 0.350], [0.41, 0.361], [0.39, 0.342]])]
     lines = findings(summarize(config(), manifest(), runs))
-    assert any("more epochs may help" in line for line in lines)
+    assert any("more epochs help" in line and "set training.epochs: 4" in line for line in lines)
     noisy = [with_curve(run("cpu", i, 0.33, 1000.0), values)
              for i, values in enumerate([[0.40, 0.350], [0.41, 0.415], [0.39, 0.342]])]
     assert not any("epochs" in line for line in findings(summarize(config(), manifest(), noisy)))
