@@ -9,14 +9,15 @@ the same logs with pyarrow alone.
 For each number of impressions in `--sizes`: synthetic logs with the default features, then wide logs with each
 number of hashed categorical features in `--widths` (`write_wide_logs`) at each of `--wide-sizes` (default:
 `--sizes`). Each point writes its logs and times its floor in one child process, then runs the step in another, in
-its own process session with a timeout, and prints records/s (impression and engagement records read, over the step's wall time) and per core, the Beam job's wall
-time, the peak RSS summed over the step's whole process tree (DirectRunner's multi_processing workers are child
-processes) and the workers' time per stage, sampled by Beam's SDK harness (`benchmarks/stage_timing.py`); next to
-it the floor: the same log files read with pyarrow's JSON reader and written as Parquet in one process
-(`floor_seconds`; neither its time nor its memory is counted in the step's), and the ratio step / floor in
-records/s. A point whose processes hold more than `--max-rss-mib` is stopped (the machine is shared); a point that
-the slope measured at the smaller sizes of its row predicts past its timeout is not run, and is printed from that
-slope, marked EXTRAPOLATED. `--before DIR`: the points of `--before-sizes` at the default features and of
+its own process session with a timeout, and prints records/s (impression and engagement records read, over the
+step's wall time) and per core, the Beam job's wall time, the peak RSS summed over the step's whole process tree
+(DirectRunner's multi_processing workers are child processes) and the workers' time per stage, sampled by Beam's
+SDK harness (`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's JSON
+reader and written as Parquet in one process (`floor_seconds`; neither its time nor its memory is counted in the
+step's), and the ratio step / floor in records/s. A point whose processes hold more than `--max-rss-mib` is
+stopped (the machine is shared); a point that the slope measured at the smaller sizes of its row predicts past its
+timeout is not run, and is printed from that slope, marked EXTRAPOLATED. `--before DIR`: the points of
+`--before-sizes` at the default features and of
 `--before-wide-sizes` (default: `--before-sizes`) at `--before-widths` are run a second time, each with
 `--before-timeout` (default: `--point-timeout`), on the source tree in DIR (a checkout of an earlier commit, e.g.
 `git archive <commit> | tar -x -C DIR`), with that tree's code and default config and this file's driver, in the
@@ -175,7 +176,8 @@ def point_config(kind: str, size: int, width: int, workdir: Path):
     impressions, default features, generated into `workdir/logs`) or `wide` (`size` impressions with `width` hashed
     categorical features in `workdir/wide-logs`)."""
     if kind == "synthetic":
-        return load_config(overrides=SYNTHETIC + [f"logs.synthetic.impressions_per_day={size // 4}"]), workdir / "logs"
+        config = load_config(overrides=SYNTHETIC + [f"logs.synthetic.impressions_per_day={size // 4}"])
+        return config, workdir / "logs"
     return wide_config(workdir / "wide-logs", width), None
 
 
@@ -295,7 +297,8 @@ def print_point(what: str, f: dict) -> None:
     top = max(stages, key=stages.get) if stages else "none"
     floor = f["records"] / f["floor_seconds"]
     print(f"{what}: {rate(f):>8,.0f} records/s ({rate(f) / CORES:,.0f} per core; {f['records']:,} records, "
-          f"{f['examples']:,} examples, {f['log_bytes'] / 2**20:,.0f} MiB of logs)  step {f['seconds']:6.1f} s (Beam job {f['job_seconds']:6.1f} s, "
+          f"{f['examples']:,} examples, {f['log_bytes'] / 2**20:,.0f} MiB of logs)  step {f['seconds']:6.1f} s "
+          f"(Beam job {f['job_seconds']:6.1f} s, "
           f"{f['running_mode']})  peak RSS {f['peak_tree_mib']:,.0f} MiB over {f['processes']} processes;  floor "
           f"(pyarrow read + write) {f['floor_seconds']:.1f} s = {floor:,.0f} records/s, step/floor "
           f"{rate(f) / floor:.3f}", flush=True)
