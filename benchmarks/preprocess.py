@@ -3,21 +3,25 @@ the same logs with pyarrow alone.
 
     PYTHONPATH=. .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000]
         [--widths 10 100 1000] [--point-timeout 900] [--max-rss-mib 10240]
-        [--before DIR [--before-sizes 10000 100000] [--before-widths 10 100]]
+        [--before DIR [--before-sizes 10000 100000] [--before-widths 10 100] [--before-wide-sizes 10000]
+        [--before-timeout 300]]
 
 For each number of impressions in `--sizes`: synthetic logs with the default features, then wide logs with each
-number of hashed categorical features in `--widths` (`write_wide_logs`). Each point runs in its own process session
-with a timeout and prints records/s (impression and engagement records read, over the step's wall time) and per
-core, the Beam job's wall time, the peak RSS summed over the step's whole process tree (DirectRunner's
-multi_processing workers are child processes) and the workers' time per stage, sampled by Beam's SDK harness
-(`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's JSON reader and
-written as Parquet in one process (`floor_seconds`), and the ratio step / floor in records/s. A point whose
-processes hold more than `--max-rss-mib` is stopped (the machine is shared); a point that the slope measured at the
-smaller sizes of its row predicts past `--point-timeout` is not run, and is printed from that slope, marked
-EXTRAPOLATED. `--before DIR`: the points of `--before-sizes` (and of the default features and `--before-widths`)
-are run a second time on the source tree in DIR (a checkout of an earlier commit, e.g. `git archive <commit> | tar
--x -C DIR`), with that tree's code and default config, in the same invocation, so the before/after ratios come from
-one machine at one time.
+number of hashed categorical features in `--widths` (`write_wide_logs`) at each of `--wide-sizes` (default:
+`--sizes`). Each point writes its logs and times its floor in one child process, then runs the step in another, in
+its own process session with a timeout, and prints records/s (impression and engagement records read, over the
+step's wall time) and per core, the Beam job's wall time, the peak RSS summed over the step's whole process tree
+(DirectRunner's multi_processing workers are child processes) and the workers' time per stage, sampled by Beam's
+SDK harness (`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's JSON
+reader and written as Parquet in one process (`floor_seconds`; neither its time nor its memory is counted in the
+step's), and the ratio step / floor in records/s. A point whose processes hold more than `--max-rss-mib` is
+stopped (the machine is shared); a point that the slope measured at the smaller sizes of its row predicts past its
+timeout is not run, and is printed from that slope, marked EXTRAPOLATED. `--before DIR`: the points of
+`--before-sizes` at the default features and of
+`--before-wide-sizes` (default: `--before-sizes`) at `--before-widths` are run a second time, each with
+`--before-timeout` (default: `--point-timeout`), on the source tree in DIR (a checkout of an earlier commit, e.g.
+`git archive <commit> | tar -x -C DIR`), with that tree's code and default config and this file's driver, in the
+same invocation, so the before/after ratios come from one machine at one time.
 
     .venv/bin/python benchmarks/preprocess.py --features 1000 [--rows 3000]
 
@@ -167,22 +171,38 @@ def stage_of(transform: str) -> str:
     return next((stage for stage, pattern in STAGES if re.fullmatch(pattern, name)), "other")
 
 
-def grid_point(kind: str, size: int, width: int, workdir: Path) -> dict:
-    """One point of the grid in this process: `synthetic` (`size` impressions, default features) or `wide` (`size`
-    impressions with `width` hashed categorical features). Returns its figures: the floor's and the step's wall
-    time, the Beam job's, and the job's sampled worker time per stage."""
-    figures: dict = {}
+def point_config(kind: str, size: int, width: int, workdir: Path):
+    """The config of one grid point and its logs folder (None: the config names the log files): `synthetic` (`size`
+    impressions, default features, generated into `workdir/logs`) or `wide` (`size` impressions with `width` hashed
+    categorical features in `workdir/wide-logs`)."""
     if kind == "synthetic":
         config = load_config(overrides=SYNTHETIC + [f"logs.synthetic.impressions_per_day={size // 4}"])
-        logs_dir = workdir / "logs"
+        return config, workdir / "logs"
+    return wide_config(workdir / "wide-logs", width), None
+
+
+def prepare_point(kind: str, size: int, width: int, workdir: Path) -> dict:
+    """Write one grid point's logs into `workdir` and time the floor on them. Runs in a process of its own before
+    the step's, so neither the generator's nor pyarrow's memory is counted in the step's peak RSS."""
+    config, logs_dir = point_config(kind, size, width, workdir)
+    if logs_dir is not None:
         generate_logs(PreprocessStepConfig.of(config), logs_dir)
-        logs, files = str(logs_dir), sorted(logs_dir.glob("*/*.jsonl"))
+        files = sorted(logs_dir.glob("*/*.jsonl"))
     else:
         write_wide_logs(workdir / "wide-logs", size, width)
-        config, logs = wide_config(workdir / "wide-logs", width), None
         files = sorted((workdir / "wide-logs").glob("*.jsonl"))
+    seconds = floor_seconds(files, workdir / "floor")
+    shutil.rmtree(workdir / "floor")
+    return {"floor_seconds": seconds, "log_bytes": sum(path.stat().st_size for path in files)}
+
+
+def grid_point(kind: str, size: int, width: int, workdir: Path) -> dict:
+    """The full step of one grid point on the logs `prepare_point` wrote, in this process. Returns its figures: the
+    step's wall time, the Beam job's, and the job's sampled worker time per stage."""
+    figures: dict = {}
+    config, logs_dir = point_config(kind, size, width, workdir)
+    logs = None if logs_dir is None else str(logs_dir)
     config_slice = PreprocessStepConfig.of(config)
-    figures["floor_seconds"] = floor_seconds(files, workdir / "floor")
     figures["running_mode"] = config_slice.preprocess.direct_running_mode
     # the step's own Beam argv, with a DirectRunner that keeps the job's result (its monitoring infos)
     beam_args = [f"--runner={STAGE_TIMING_RUNNER}" if arg.startswith("--runner=") else arg
@@ -210,15 +230,34 @@ def grid_point(kind: str, size: int, width: int, workdir: Path) -> dict:
     return figures
 
 
+def prepare(kind: str, size: int, width: int, workdir: str, env: dict, cwd: Path) -> dict | str:
+    """`prepare_point` in a child process with this environment: its figures, or why it failed."""
+    try:
+        done = subprocess.run([sys.executable, __file__, "--prepare", kind, str(size), str(width), "--workdir",
+                               workdir], capture_output=True, text=True, env=env, cwd=cwd, timeout=PREPARE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"its logs and floor took more than {PREPARE_TIMEOUT} s"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        return f"writing its logs or floor failed (exit {done.returncode}): {(done.stdout + done.stderr)[-800:]}"
+    return json.loads(lines[-1])
+
+
+PREPARE_TIMEOUT = 1800
+
+
 def run_point(kind: str, size: int, width: int, timeout: float, max_rss_mib: float,
               tree: Path | None = None) -> dict | str:
-    """Run one grid point in a child process (its own session, so a timeout kills its Beam workers too), on the
-    source tree `tree` (None: this one), sampling the RSS of its whole process tree twice a second; a tree above
-    `max_rss_mib` is stopped before it pushes a shared machine into swap or the OOM killer. Returns its figures plus
-    `peak_tree_mib`, or why it failed."""
+    """Run one grid point in child processes on the source tree `tree` (None: this one): its logs and floor first
+    (`prepare_point`), then the step in its own session (so a timeout kills its Beam workers too), sampling the RSS
+    of the step's whole process tree twice a second; a tree above `max_rss_mib` is stopped before it pushes a
+    shared machine into swap or the OOM killer. Returns its figures plus `peak_tree_mib`, or why it failed."""
     source = tree or Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]))
     with tempfile.TemporaryDirectory(prefix="adrank-grid-") as tmp:
+        prepared = prepare(kind, size, width, tmp, env, source)
+        if isinstance(prepared, str):
+            return prepared
         log = Path(tmp) / "point.log"
         with open(log, "w") as out:
             child = subprocess.Popen(
@@ -229,7 +268,7 @@ def run_point(kind: str, size: int, width: int, timeout: float, max_rss_mib: flo
                 if time.monotonic() - started > timeout:
                     os.killpg(child.pid, signal.SIGKILL)
                     child.wait()
-                    return f"timed out after {timeout:.0f} s (peak RSS so far {peak / 2**20:,.0f} MiB)"
+                    return f"> {timeout:.0f} s, stopped (peak RSS so far {peak / 2**20:,.0f} MiB)"
                 rss, count = tree_rss(child.pid)
                 peak, processes = max(peak, rss), max(processes, count)
                 if rss > max_rss_mib * 2**20:
@@ -242,7 +281,7 @@ def run_point(kind: str, size: int, width: int, timeout: float, max_rss_mib: flo
     lines = [line for line in text.splitlines() if line.startswith("{")]
     if child.returncode or not lines:
         return f"failed (exit {child.returncode}): {text[-800:]}"
-    return json.loads(lines[-1]) | {"peak_tree_mib": peak / 2**20, "processes": processes}
+    return json.loads(lines[-1]) | prepared | {"peak_tree_mib": peak / 2**20, "processes": processes}
 
 
 CORES = len(os.sched_getaffinity(0))
@@ -258,7 +297,8 @@ def print_point(what: str, f: dict) -> None:
     top = max(stages, key=stages.get) if stages else "none"
     floor = f["records"] / f["floor_seconds"]
     print(f"{what}: {rate(f):>8,.0f} records/s ({rate(f) / CORES:,.0f} per core; {f['records']:,} records, "
-          f"{f['examples']:,} examples)  step {f['seconds']:6.1f} s (Beam job {f['job_seconds']:6.1f} s, "
+          f"{f['examples']:,} examples, {f['log_bytes'] / 2**20:,.0f} MiB of logs)  step {f['seconds']:6.1f} s "
+          f"(Beam job {f['job_seconds']:6.1f} s, "
           f"{f['running_mode']})  peak RSS {f['peak_tree_mib']:,.0f} MiB over {f['processes']} processes;  floor "
           f"(pyarrow read + write) {f['floor_seconds']:.1f} s = {floor:,.0f} records/s, step/floor "
           f"{rate(f) / floor:.3f}", flush=True)
@@ -313,21 +353,27 @@ def grid(args) -> None:
           f"added up, so it can exceed the job's wall time)", flush=True)
     rows = [("default features", "synthetic", 0)] + [(f"{width:>5} features", "wide", width) for width in args.widths]
     trees = [("after", None)] + ([("before", Path(args.before).resolve())] if args.before else [])
+    wide_sizes = args.sizes if args.wide_sizes is None else args.wide_sizes
+    before_wide_sizes = args.before_sizes if args.before_wide_sizes is None else args.before_wide_sizes
+    args.before_timeout = args.before_timeout or args.point_timeout
     for label, kind, width in rows:
         measured: dict[str, dict[int, dict]] = {tree: {} for tree, _ in trees}
-        for size in sorted(args.sizes):
+        sizes = args.sizes if kind == "synthetic" else wide_sizes
+        for size in sorted(sizes):
             what = f"{size:>9,} impressions, {label}"
             results = {}
             for tree, path in trees:
-                if tree == "before" and (size not in args.before_sizes or (kind == "wide"
-                                                                           and width not in args.before_widths)):
+                if tree == "before" and (kind == "wide" and (size not in before_wide_sizes
+                                                             or width not in args.before_widths)
+                                         or kind == "synthetic" and size not in args.before_sizes):
                     continue
+                timeout = args.before_timeout if tree == "before" else args.point_timeout
                 predicted = predicted_seconds(measured[tree], size)
-                if predicted is not None and predicted > args.point_timeout:
+                if predicted is not None and predicted > timeout:
                     print(f"{what} [{tree}]: not run: the measured slope predicts {predicted / 60:,.0f} min, above "
-                          f"--point-timeout {args.point_timeout:.0f} s (extrapolated below)", flush=True)
+                          f"its timeout {timeout:.0f} s (extrapolated below)", flush=True)
                     continue
-                figures = run_point(kind, size, width, args.point_timeout, args.max_rss_mib, path)
+                figures = run_point(kind, size, width, timeout, args.max_rss_mib, path)
                 if isinstance(figures, str):
                     print(f"{what} [{tree}]: {figures}", flush=True)
                     continue
@@ -337,7 +383,7 @@ def grid(args) -> None:
                 print(f"{what}: after/before {rate(results['after']) / rate(results['before']):.1f}x records/s, peak "
                       f"RSS {results['after']['peak_tree_mib'] / results['before']['peak_tree_mib']:.2f}x", flush=True)
         for tree, _ in trees:
-            print_slope(f"{label} [{tree}]", measured[tree], args.sizes)
+            print_slope(f"{label} [{tree}]", measured[tree], sizes)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
 
 
@@ -347,6 +393,10 @@ def running_modes(args, workdir: Path) -> None:
     for mode, workers in (("in_memory", 1), ("multi_processing", 2)):
         env = {**os.environ, "ADRANK_BENCH_MODE": mode, "ADRANK_BENCH_WORKERS": str(workers)}
         with tempfile.TemporaryDirectory(prefix="adrank-mode-", dir=workdir) as tmp:
+            prepared = prepare("synthetic", args.impressions, 0, tmp, env, Path(__file__).resolve().parents[1])
+            if isinstance(prepared, str):
+                print(f"{mode}: {prepared}", flush=True)
+                continue
             child = subprocess.Popen([sys.executable, __file__, "--point", "synthetic", str(args.impressions), "0",
                                       "--workdir", tmp], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True, env=env, text=True)
@@ -364,11 +414,18 @@ def main() -> None:
     parser.add_argument("--grid", action="store_true", help="records/s and peak memory as logs and features grow")
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--widths", type=int, nargs="*", default=[10, 100, 1000])
+    parser.add_argument("--wide-sizes", type=int, nargs="*", default=None,
+                        help="impressions of the --widths points (default: --sizes)")
     parser.add_argument("--max-rss-mib", type=float, default=10_240, help="stop a grid point whose processes hold more")
     parser.add_argument("--point-timeout", type=float, default=900, help="seconds a grid point may take")
     parser.add_argument("--before", default=None, help="also run grid points on the source tree in this folder")
     parser.add_argument("--before-sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--before-widths", type=int, nargs="*", default=[10, 100])
+    parser.add_argument("--before-wide-sizes", type=int, nargs="*", default=None,
+                        help="sizes of the --before-widths points on the earlier tree (default: --before-sizes)")
+    parser.add_argument("--before-timeout", type=float, default=None,
+                        help="seconds a point on the earlier tree may take (default: --point-timeout)")
+    parser.add_argument("--prepare", nargs=3, metavar=("KIND", "SIZE", "WIDTH"), help=argparse.SUPPRESS)
     parser.add_argument("--point", nargs=3, metavar=("KIND", "SIZE", "WIDTH"), help=argparse.SUPPRESS)
     parser.add_argument("--modes", action="store_true", help="in_memory vs multi_processing on synthetic logs")
     parser.add_argument("--impressions", type=int, default=1_000_000)
@@ -377,7 +434,10 @@ def main() -> None:
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
-    if args.point:
+    if args.prepare:
+        print(json.dumps(prepare_point(args.prepare[0], int(args.prepare[1]), int(args.prepare[2]), workdir)),
+              flush=True)
+    elif args.point:
         if "ADRANK_BENCH_MODE" in os.environ:  # --modes: this point with the given running mode
             SYNTHETIC.extend([f"preprocess.direct_running_mode={os.environ['ADRANK_BENCH_MODE']}",
                               f"preprocess.direct_num_workers={os.environ['ADRANK_BENCH_WORKERS']}"])

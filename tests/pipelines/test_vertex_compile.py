@@ -12,6 +12,8 @@ import yaml
 from components.preprocess.options import compiled_beam_args
 from configs import load_config
 from ops.cli import main
+from ops.spec_executor import dataflow
+from ops.spec_executor.storage import CloudStorageRoot
 from tests.support.compiled_spec import spec_tasks, training_branches
 
 VERTEX_CONFIG = Path(__file__).parents[2] / "configs" / "vertex.yaml"
@@ -159,6 +161,17 @@ def test_preprocess_runs_on_dataflow_over_the_scheduled_window(compiled):
     assert config.logs.lookback_days == 14
     assert "--dataflow_kms_key=" + config.vertex.encryption_spec_key_name in args
     assert "--job_name=adrank-daily-preprocess" in args  # the step appends a suffix made when it starts
+
+
+def test_the_compiled_preprocess_flags_pass_the_dataflow_check(compiled, tmp_path):
+    """The Beam argv in the compiled Vertex spec is one Beam's parser knows flag by flag and Dataflow accepts
+    (project, region, gs:// locations, job name, worker counts): `dataflow.direct_runner_argv` raises otherwise.
+    Beam's own PipelineOptionsValidator needs Google credentials, so this is the check run offline."""
+    spec, _ = compiled
+    args = json.loads(spec_tasks(spec)["preprocess-files-step"]["inputs"]["parameters"]["beam_args_json"]
+                      ["runtimeValue"]["constant"])
+    local = dataflow.direct_runner_argv("preprocess", args, CloudStorageRoot(tmp_path), "in_memory", 1)
+    assert local[0] == "--runner=DirectRunner" and "--job_name=adrank-daily-preprocess" in local
 
 
 def test_each_training_run_has_its_own_output_directory_without_ids(compiled):
