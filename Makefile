@@ -50,7 +50,7 @@ compile: install ## compile the Vertex pipeline spec (CONFIG=configs/vertex.yaml
 	$(BIN)/adrank compile --config $(or $(CONFIG),configs/vertex.yaml) --backend vertex --output build/ranking.yaml
 
 bench: install ## print the benchmark figures
-	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	@for script in benchmarks/*.py; do echo "== $$script"; PYTHONPATH=. $(BIN)/python $$script || exit 1; done
 
 device-kit: install ## gather what the lent GPU machine lacks for the device check into build/device (docs/backends.md)
 	$(BIN)/python benchmarks/device_check.py kit --out build/device
