@@ -36,6 +36,8 @@ pytest_plugins = ["tests.support.fixtures"]  # session fixtures any test file ma
 # most tests first). `test_local_dag.py` is the longest of `make test` (its session run, `three_target_run`), so it
 # comes before every file `make test` runs. A new file that runs a whole DAG belongs here, by its measured time.
 LONGEST_FIRST = (
+    "tests/pipelines/test_wide_config_spec_run.py",  # long 385 s: a 5,000-feature config's compiled Vertex spec
+    "tests/pipelines/test_wide_config_run.py",  # long 335 s: a 5,000-feature config through adrank run
     "tests/e2e/test_resume.py",  # long 417 s: runs killed and resumed (training, preprocess, moved, tampered)
     "tests/e2e/test_replay.py",  # long 369 s: a 3-day replay; a 2-day replay killed and resumed
     "tests/e2e/test_local_dag.py",  # make test 220 s: three_target_run (3 targets x 2 runs); long 39 s: a failed run

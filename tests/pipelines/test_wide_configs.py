@@ -1,26 +1,22 @@
 """A config of any width reaches its steps: each step's slice travels as one parameter that stays far below Linux's
 131,072 bytes per command-line argument (the executor input is one argument on Vertex and here), compressed when
 wide (`configs.slices`), and decodes to the very slice the config cuts. With 5,000 features the whole DAG runs
-through `adrank run` and the compiled Vertex spec through `adrank run-spec`."""
+through `adrank run` (test_wide_config_run.py) and the compiled Vertex spec through `adrank run-spec`
+(test_wide_config_spec_run.py)."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-import pytest
 import yaml
 
 from configs import load_config
 from configs.slices import COMPRESSED_PREFIX, PreprocessStepConfig, TrainStepConfig
 from ops.cli import main
-from tests.support.cli import adrank
 from tests.support.paths import CONFIGS
 
 MAX_ARG_STRLEN = 131_072  # Linux: the longest single argument execve accepts
-WIDTH = 5000
-DAYS = ("2026-03-07", "2026-03-08", "2026-03-09")
 
 
 def wide_features(count: int) -> list[dict]:
@@ -93,78 +89,3 @@ def test_a_slice_parameter_is_its_json_until_wide_and_changes_exactly_with_its_c
     assert PreprocessStepConfig.from_parameter(parameter) == wide
     changed = wide.model_copy(update={"seed": wide.seed + 1})
     assert changed.to_parameter() != parameter
-
-
-def run_columns(count: int) -> list[dict]:
-    """`count` features as the whole-DAG runs read them: hashed ids and z-scored numbers (list features cost
-    tf.Transform much more per feature; `wide_features` has them for the compile)."""
-    return [{"name": f"f{index:05d}", **({"kind": "numeric", "normalization": "zscore"} if index % 5 == 4 else
-                                         {"kind": "categorical", "encoding": "hash", "hash_buckets": 100})}
-            for index in range(count)]
-
-
-@pytest.fixture(scope="module")
-def wide_logs(tmp_path_factory) -> dict:
-    """120 impressions over 3 days with a value for each of `WIDTH` columns, a swipe after every third."""
-    directory = tmp_path_factory.mktemp("wide-logs")
-    columns = run_columns(WIDTH)
-    with open(directory / "impressions.jsonl", "w") as impressions, open(directory / "engagements.jsonl", "w") as events:
-        for row in range(120):
-            stamp = f"{DAYS[row * 3 // 120]}T{row % 24:02d}:{row % 60:02d}:00Z"
-            values = {c["name"]: (float((row * j) % 11) if c["kind"] == "numeric" else f"v{(row + j) % 7}")
-                      for j, c in enumerate(columns)}
-            impressions.write(json.dumps({"impression_id": f"imp-{row}", "timestamp": stamp, **values}) + "\n")
-            if row % 3 == 0:
-                events.write(json.dumps({"impression_id": f"imp-{row}", "event_type": "swipe", "timestamp": stamp})
-                             + "\n")
-    return {"logs": {"source": "files", "format": "jsonl", "impressions": str(directory / "impressions.jsonl"),
-                     "engagements": str(directory / "engagements.jsonl"), "max_record_bytes": 4_000_000},
-            "features": columns}
-
-
-def wide_run_config(base: Path, wide_logs: dict, output: Path, **sections) -> Path:
-    """`base` on the wide logs: a linear model trained once for one epoch on the CPU, no promotion."""
-    raw = yaml.safe_load(base.read_text())
-    raw |= wide_logs | {"model": {"kind": "linear", "embedding_dim": 2}, "runs_per_target": 1,
-                        "promotion": {"enabled": False}, "retraining": {"target": "cpu"},
-                        "tasks": [{"name": "engagement", "event_type": "swipe"}]} | sections
-    raw["training"] |= {"epochs": 1, "global_batch_size": 32, "shuffle_buffer": 1000,
-                        "input_capacity_seconds": 0.25}
-    output.write_text(yaml.safe_dump(raw))
-    return output
-
-
-@pytest.mark.long  # a whole DAG with 5,000 features (tf.Transform alone takes two minutes to build their graph)
-@pytest.mark.e2e
-def test_5000_features_run_through_adrank_run(wide_logs, tmp_path):
-    config = wide_run_config(CONFIGS / "local.yaml", wide_logs, tmp_path / "wide.yaml",
-                             targets=[{"name": "cpu", "kind": "cpu", "price_per_hour": 0.38}])
-    adrank("run", "--config", str(config), "--runs-dir", "runs", "--run-id", "wide", "--quiet", cwd=tmp_path,
-           timeout=1500)
-    run_dir = tmp_path / "runs" / "wide"
-    manifest = json.loads(next(run_dir.glob("artifacts/**/manifest.json")).read_text())
-    assert len(manifest["features"]) == WIDTH
-    loglosses = json.loads((run_dir / "summary.json").read_text())["runs"][0]["logloss"]  # task → eval log-loss
-    assert loglosses and all(math.isfinite(value) for value in loglosses.values())
-
-
-@pytest.mark.long  # the compiled Vertex spec of a 5,000-feature config, every task run here as Vertex would run it
-@pytest.mark.e2e
-def test_5000_features_run_through_run_spec_of_the_compiled_vertex_spec(wide_logs, tmp_path):
-    config = wide_run_config(CONFIGS / "vertex.yaml", wide_logs, tmp_path / "wide-vertex.yaml",
-                             targets=[{"name": "cpu", "kind": "cpu", "price_per_hour": 0.76,
-                                       "vertex": {"machine": {"machine_type": "n1-standard-16"}}}],
-                             report={"baseline_target": "cpu"})
-    raw = yaml.safe_load(config.read_text())
-    raw["vertex"]["notify_emails"] = []
-    config.write_text(yaml.safe_dump(raw))
-    adrank("compile", "--config", str(config), "--backend", "vertex", "--output", "spec.yaml",
-           "--allow-image-tags", cwd=tmp_path, timeout=1500)
-    adrank("run-spec", "spec.yaml", "--root", "root", "--pipeline-root", "gs://adrank-wide/root", "--project",
-           "adrank-prod", "--create-time", "2026-03-10T03:00:00Z", "--direct-running-mode", "in_memory",
-           "--direct-num-workers", "1", cwd=tmp_path, timeout=1500)
-    (record,) = (tmp_path / "root" / "spec-runs").glob("*/spec_run.json")
-    run = json.loads(record.read_text())
-    assert run["status"] == "succeeded"
-    (manifest,) = (tmp_path / "root").glob("adrank-wide/root/**/manifest.json")
-    assert len(json.loads(manifest.read_text())["features"]) == WIDTH
