@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
@@ -18,6 +18,7 @@ from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
 from configs.retry import RetryConfig
+from configs.scaling import scale_points
 from configs.shuffle_coverage import warn_on_partial_shuffle
 from configs.training import (
     ModelConfig,
@@ -66,6 +67,15 @@ class AdrankConfig(StrictModel):
             raise ValueError(f"'{name}' is not a pipeline name: lowercase letters, digits and '-', starting with a "
                              "letter and not ending with '-'")
         return name
+
+    @field_validator("targets")
+    @classmethod
+    def _sweep_points(cls, targets: list[TargetConfig], info: ValidationInfo) -> list[TargetConfig]:
+        """A swept target (`targets[].scale`) becomes its points (`configs.scaling`); every rule below sees them."""
+        training = info.data.get("training")
+        if training is None or not any(target.scale for target in targets):
+            return targets  # the training section's own error is reported
+        return scale_points(targets, training)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> AdrankConfig:
