@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
-from configs.vertex_catalog import TPU_SLICE_TOPOLOGIES, tpu_generation, tpu_vm_count
+from configs.vertex_catalog import TPU_SLICE_TOPOLOGIES, tpu_generation, tpu_slice_refusal, tpu_vm_count
 from configs.vertex_names import (
     display_name_problem,
     experiment_name_problem,
@@ -61,13 +61,17 @@ class MachineSpec(StrictModel):
 
     @model_validator(mode="after")
     def _a_slice_the_generation_has(self) -> MachineSpec:
-        """A TPU v5e or v6e topology must be one of the generation's slices (`configs.vertex_catalog`); which slices
-        Vertex takes on which machine is the preflight's to say (`ops.vertex.preflight`)."""
+        """A TPU v5e or v6e topology must be one of the generation's slices (`configs.vertex_catalog`), and one Vertex
+        builds of this machine type (a slice over several VMs only of the 4-chip VM); the preflight applies the same
+        rule (`tpu_slice_refusal`) to a spec it is given."""
         generation = tpu_generation(self.machine_type)
         slices = TPU_SLICE_TOPOLOGIES.get(generation or "")
         if slices and self.tpu_topology is not None and self.tpu_topology not in slices:
             raise ValueError(f"tpu_topology: '{self.tpu_topology}' is not a TPU {generation} slice (slices: "
                              f"{', '.join(slices)}; Cloud TPU's TPU {generation} page, configs/vertex_catalog.py)")
+        refusal = tpu_slice_refusal(self.machine_type, self.tpu_topology) if self.tpu_topology else None
+        if refusal is not None:
+            raise ValueError(f"{refusal[0]}: {refusal[1]}")
         return self
 
     @property

@@ -170,6 +170,25 @@ def tpu_vm_count(machine_type: str, topology: str) -> int | None:
     return chips // per_vm
 
 
+def tpu_slice_refusal(machine_type: str, topology: str) -> tuple[str, str] | None:
+    """Why Vertex offers no slice of `topology` on `machine_type` (a TPU VM machine of v5e or v6e, the topology one
+    of the generation's slices): (the `MachineSpec` field to change, the reason); None when it does. The one rule the
+    config (at load) and the preflight both apply."""
+    generation = tpu_generation(machine_type)
+    if machine_type not in TPU_VM_TOPOLOGY or generation is None or tpu_vm_count(machine_type, topology) is not None:
+        return None
+    own, per_vm, multi_vm = TPU_VM_TOPOLOGY[machine_type], chips_per_vm(machine_type), MULTI_VM_TPU_MACHINE[generation]
+    chips = slice_chips(topology) or 0
+    if topology in TPU_SLICE_TOPOLOGIES[generation] and chips > per_vm:
+        vms = chips // chips_per_vm(multi_vm)
+        return "machine_type", (f"topology {topology} is a {chips}-chip TPU {generation} slice, which Vertex builds of "
+                                f"{vms} × {multi_vm} (one worker pool 0 replica each), not of {machine_type} ({own} on "
+                                f"one VM): set machine_type: {multi_vm}")
+    larger = ", ".join(t for t, c in TPU_SLICE_TOPOLOGIES[generation].items() if c > 4)
+    return "tpu_topology", (f"{machine_type} takes topology {own}, or as {multi_vm} VMs a slice of {larger} "
+                            f"(asked: {topology})")
+
+
 def tpu_slice_of(generation: str, chips: int) -> tuple[str, str] | None:
     """(machine type, topology) of the `generation` slice of `chips` chips: the single VM of that size where there is
     one, else the multi-VM machine; None when the generation has no slice of that size."""

@@ -67,10 +67,8 @@ from configs.vertex import MachineSpec, VertexConfig
 from configs.vertex_catalog import (
     LOCATIONS_PAGE,
     MACHINE_SHAPES_PAGE,
-    MULTI_VM_TPU_MACHINE,
     SOURCE_DATE,
     TPU_MACHINES,
-    TPU_SLICE_TOPOLOGIES,
     TPU_VM_TOPOLOGY,
     TRAINING_CPU_MACHINES,
     TRAINING_MACHINES_PAGE,
@@ -79,9 +77,8 @@ from configs.vertex_catalog import (
     chips_per_vm,
     close_names,
     compute_engine_shape,
-    slice_chips,
     tpu_generation,
-    tpu_vm_count,
+    tpu_slice_refusal,
 )
 from configs.vertex_names import label_key_problem, label_value_problem
 from ops.vertex.jobs import job_id, job_labels
@@ -320,18 +317,11 @@ def _tpu_vm_slice_problems(machine: MachineSpec, field: str, accelerator_label: 
     topology = machine.tpu_topology
     if topology is None:
         return [Problem(f"{field}.tpu_topology", f"{machine_type} needs tpu_topology: {own}", TPU_PAGE)]
-    if tpu_vm_count(machine_type, topology) is not None:
+    refusal = tpu_slice_refusal(machine_type, topology)
+    if refusal is None:
         return []
-    chips = slice_chips(topology) or 0
-    multi_vm = MULTI_VM_TPU_MACHINE[generation]
-    if topology in TPU_SLICE_TOPOLOGIES[generation] and chips > per_vm:
-        vms = chips // chips_per_vm(multi_vm)
-        return [Problem(f"{field}.machine_type", f"topology {topology} is a {chips}-chip TPU {generation} slice, "
-                        f"which Vertex builds of {vms} × {multi_vm} (one worker pool 0 replica each), not of "
-                        f"{machine_type} ({own} on one VM): set machine_type: {multi_vm}", TPU_PAGE)]
-    return [Problem(f"{field}.tpu_topology", f"{machine_type} takes topology {own}, or as {multi_vm} VMs a slice of "
-                    f"{', '.join(t for t, c in TPU_SLICE_TOPOLOGIES[generation].items() if c > 4)} (asked: {topology})",
-                    TPU_PAGE)]
+    subfield, reason = refusal
+    return [Problem(f"{field}.{subfield}", reason, TPU_PAGE)]
 
 
 LOCATION = re.compile(r"^projects/[^/]+/locations/(?P<location>[^/]+)/")
