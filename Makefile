@@ -55,7 +55,7 @@ bench: install ## print the benchmark figures
 device-kit: install ## gather what the lent GPU machine lacks for the device check into build/device (docs/backends.md)
 	$(BIN)/python benchmarks/device_check.py kit --out build/device
 
-lock: ## re-resolve every lock: requirements.lock, requirements-gpu.lock, requirements-tpu.lock
+lock: ## re-resolve every lock: requirements.lock, requirements-gpu.lock, requirements-tpu.lock and the two JAX locks
 	$(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"
 	$(PYTHON) components/images/locks.py compile --uv "$(PYTHON) -m uv"
 

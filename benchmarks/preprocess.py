@@ -1,9 +1,23 @@
-"""Preprocess throughput: the full step (parse → join → split → tf.Transform → TFRecords) with 1 and 2
-DirectRunner workers, against a floor that only reads, parses and writes TFRecords (no join, no analysis).
+"""Preprocess throughput and memory as logs and features grow, each point against the floor of reading and writing
+the same logs with pyarrow alone.
 
-    .venv/bin/python benchmarks/preprocess.py [--impressions 1000000] [--workdir /tmp/adrank-bench]
+    PYTHONPATH=. .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000]
+        [--widths 10 100 1000] [--point-timeout 900] [--max-rss-mib 10240]
+        [--before DIR [--before-sizes 10000 100000] [--before-widths 10 100]]
 
-Prints examples/s per variant and ratios. Not a test: it takes several minutes on 2 cores.
+For each number of impressions in `--sizes`: synthetic logs with the default features, then wide logs with each
+number of hashed categorical features in `--widths` (`write_wide_logs`). Each point runs in its own process session
+with a timeout and prints records/s (impression and engagement records read, over the step's wall time) and per
+core, the Beam job's wall time, the peak RSS summed over the step's whole process tree (DirectRunner's
+multi_processing workers are child processes) and the workers' time per stage, sampled by Beam's SDK harness
+(`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's JSON reader and
+written as Parquet in one process (`floor_seconds`), and the ratio step / floor in records/s. A point whose
+processes hold more than `--max-rss-mib` is stopped (the machine is shared); a point that the slope measured at the
+smaller sizes of its row predicts past `--point-timeout` is not run, and is printed from that slope, marked
+EXTRAPOLATED. `--before DIR`: the points of `--before-sizes` (and of the default features and `--before-widths`)
+are run a second time on the source tree in DIR (a checkout of an earlier commit, e.g. `git archive <commit> | tar
+-x -C DIR`), with that tree's code and default config, in the same invocation, so the before/after ratios come from
+one machine at one time.
 
     .venv/bin/python benchmarks/preprocess.py --features 1000 [--rows 3000]
 
@@ -11,18 +25,10 @@ instead times the full step on a wide log (`--rows` impressions over 3 days, eac
 categorical columns of up to 50 values) with every feature on a vocabulary, then every feature hashed,
 and prints both times and their ratio (the vocabularies' analysis cost).
 
-    .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000] [--widths 10 100 1000]
-        [--rows 10000] [--point-timeout 900] [--max-rss-mib 10240]
+    .venv/bin/python benchmarks/preprocess.py --modes [--impressions 1000000]
 
-prints what a DirectRunner run (the default config's running mode and workers) costs as logs grow: for synthetic
-logs of each size (default features), then for wide logs of `--rows` impressions with each number of hashed
-features, records/s of the full step, the Beam job's wall time, the peak RSS summed over the step's whole process
-tree (DirectRunner's multi_processing workers are child processes) and the workers' time per preprocess stage
-(read, parse, join/label, analyze, transform, write tf.Examples, write blocks, counters/checks), sampled by Beam's
-SDK harness (`benchmarks/stage_timing.py`). Every point runs in its own process session with a timeout, printing
-as it finishes, so a slow point loses no other; a point whose processes hold more than `--max-rss-mib` is stopped
-(the machine is shared). A size that the slope measured on the smaller sizes predicts to run past the timeout
-is not run; its time and memory are printed from that slope, marked EXTRAPOLATED.
+the full step on synthetic logs with the DirectRunner in_memory (the default) and multi_processing with 2 workers:
+seconds, records/s and peak RSS of the process tree.
 """
 
 from __future__ import annotations
@@ -40,53 +46,24 @@ import tempfile
 import time
 from pathlib import Path
 
-import apache_beam as beam
-import tensorflow as tf
-
 from benchmarks.stage_timing import STAGE_TIMING_RUNNER, StageTimingDirectRunner, transform_msecs
-from components.logs.readers import RECORDS, ReadLogRecords
-from components.logs.synthetic import IMPRESSIONS_DIR, generate_logs
-from components.preprocess.options import beam_pipeline_args, beam_pipeline_options
-from components.preprocess.parse import MISSING, parse_stream
-from components.preprocess.run import impression_parser, preprocess
+from components.logs.synthetic import generate_logs
+from components.preprocess.options import beam_pipeline_args
+from components.preprocess.run import preprocess
 from configs import load_config
 from configs.slices import PreprocessStepConfig
 
-
-def floor_pipeline(config, logs_dir: str, output_dir: str) -> None:
-    """Read + parse impressions + write gzip TFRecords of the raw parsed values: the I/O and parsing floor."""
-    pattern = f"{logs_dir}/{IMPRESSIONS_DIR}/*.jsonl"
-
-    def to_example(record: dict) -> bytes:
-        feature = {}
-        for name, value in record.items():
-            if name == MISSING or value is None:
-                continue
-            values = value if isinstance(value, list) else [value]
-            if all(isinstance(v, str) for v in values):
-                feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode() for v in values]))
-            elif all(isinstance(v, int) for v in values):
-                feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-            else:
-                feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[float(v) for v in values]))
-        return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
-
-    with beam.Pipeline(options=beam_pipeline_options(config)) as pipeline:
-        raw = (pipeline | ReadLogRecords(pattern, "jsonl"))[RECORDS]
-        valid, _, _ = parse_stream(raw, "impressions", impression_parser(config, pattern))
-        _ = valid | beam.Map(to_example) | beam.io.WriteToTFRecord(
-            f"{output_dir}/part", file_name_suffix=".tfrecord.gz", num_shards=config.preprocess.output_shards,
-            compression_type=beam.io.filesystem.CompressionTypes.GZIP,
-        )
+WIDE_DAYS = ("2026-03-07", "2026-03-08", "2026-03-09")
+SYNTHETIC = ["logs.synthetic.days=4", "logs.synthetic.users=50000", "logs.synthetic.ads=5000",
+             "logs.synthetic.shards_per_stream=4"]
 
 
 def write_wide_logs(logs_dir: Path, rows: int, features: int) -> None:
     """`rows` impressions over 3 days, feature j of row i = v<(i * (j + 1)) % 50>, one engagement per 10 rows."""
-    days = ("2026-03-07", "2026-03-08", "2026-03-09")
     logs_dir.mkdir(parents=True, exist_ok=True)
     with open(logs_dir / "impressions.jsonl", "w") as imps, open(logs_dir / "engagements.jsonl", "w") as events:
         for i in range(rows):
-            day, second = days[i * len(days) // rows], i % 86_400
+            day, second = WIDE_DAYS[i * len(WIDE_DAYS) // rows], i % 86_400
             stamp = f"{day}T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
             row = {"impression_id": f"imp-{i}", "timestamp": stamp}
             row.update({f"f{j}": f"v{(i * (j + 1)) % 50}" for j in range(features)})
@@ -95,22 +72,36 @@ def write_wide_logs(logs_dir: Path, rows: int, features: int) -> None:
                 events.write(json.dumps({"impression_id": f"imp-{i}", "event_type": "swipe", "timestamp": stamp}) + "\n")
 
 
+def wide_config(logs_dir: Path, features: int, encoding: str = "hash", extra: list[str] | None = None):
+    """The default config on a wide log: files source, `features` categorical columns of `encoding`."""
+    config = load_config(overrides=["logs.source=files", f"logs.impressions={logs_dir}/impressions.jsonl",
+                                    f"logs.engagements={logs_dir}/engagements.jsonl",
+                                    "logs.max_record_bytes=16000000"] + list(extra or ()))
+    columns = [{"name": f"f{j}", "kind": "categorical", "encoding": encoding, "hash_buckets": 64}
+               for j in range(features)]
+    return config.model_validate(config.model_dump() | {"features": columns})
+
+
+def floor_seconds(log_files: list[Path], output_dir: Path) -> float:
+    """Read every log file with pyarrow's JSON reader and write its rows as Parquet, in this process: the least a
+    step that reads and writes these logs can cost."""
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    for index, path in enumerate(log_files):
+        pq.write_table(pajson.read_json(path), output_dir / f"part-{index}.parquet")
+    return time.perf_counter() - started
+
+
 def wide_features(args, workdir: Path) -> None:
     """Full preprocess of a wide log: all features on vocabularies vs all hashed, side by side."""
     logs_dir = workdir / "wide-logs"
     write_wide_logs(logs_dir, args.rows, args.features)
     seconds = {}
     for encoding in ("vocabulary", "hash"):
-        overrides = [
-            "logs.source=files", f"logs.impressions={logs_dir}/impressions.jsonl",
-            f"logs.engagements={logs_dir}/engagements.jsonl",
-            "preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1",
-            "preprocess.output_shards=1",
-        ]
-        config = load_config(overrides=overrides)
-        features = [{"name": f"f{j}", "kind": "categorical", "encoding": encoding, "hash_buckets": 64}
-                    for j in range(args.features)]
-        config = config.model_validate(config.model_dump() | {"features": features})
+        config = wide_config(logs_dir, args.features, encoding, ["preprocess.output_shards=1"])
         out = workdir / f"out-wide-{encoding}"
         shutil.rmtree(out, ignore_errors=True)
         started = time.perf_counter()
@@ -148,52 +139,51 @@ def tree_rss(root: int) -> tuple[int, int]:
 
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
-# Preprocess stages, in flow order, and the top-level Beam labels of run.py's graph that belong to each (a
-# transform matching none is "other" and printed by name, so a renamed transform shows up instead of vanishing).
+# Preprocess stages, in flow order, and the labels of run.py's graph (under `PreprocessLogs/`, first two levels)
+# that belong to each, in this version and the instance-dict one before it (a transform matching none is "other"
+# and printed by name, so a renamed transform shows up instead of vanishing).
 STAGES = (
-    ("read", r"Read(Impressions|Engagements|BigQuery)"),
-    ("parse", r"Parse\w+|PlausibleTimes\w+|MedianImpressionTime"),
-    ("join/label", r"Join|Deduplicate|HistoryFeatures|Time|Latest|EvalStart|SplitByTime|LatestTrainDays|\w+Instances"),
-    ("analyze", r"Analyze"),
-    ("transform", r"Transform(Train|Eval|Calibration)"),
-    ("write tf.Examples", r"Encode\w+|Serialized\w+|ShuffleTrain|Write(Train|Eval|Calibration|RawEval)"),
-    ("write blocks", r"Blocks\w+"),
-    ("counters/checks", r"Count\w+|Name\w+|Flatten\w+Counts|Counters|UnseenEvalValues|\w*DeadLetter\w*|Select\w+|"
-                        r"Announce\w+|Done\w+|WriteTransformFn"),
+    ("read", r"Read(Impressions|Engagements)/(ReadLogChunks|ReadLogRecords)"),
+    ("parse", r"Read(Impressions|Engagements)/\w+|(Parse\w+|Plausible\w+|MedianImpressionTime)(/.*)?"),
+    ("join/label", r"(AttributeEngagements|Deduplicate|HistoryFeatures|SplitByTime)(/.*)?"),
+    ("analyze", r"AnalyzeAndTransform/(Analyze|TrainInstances)"),
+    ("transform", r"AnalyzeAndTransform/\w+"),
+    ("write blocks", r"WriteExamples/Blocks\w+"),
+    ("write tf.Examples", r"WriteExamples/\w+|WriteRawEval/\w+"),
+    ("counters/checks", r"(CountSplits|UnseenEvalValues|Counters|WriteDeadLetters|WriteTransformFn|Flatten)(/.*)?|"
+                        r"\w*DeadLetter\w*|Select\w+|Announce\w+|Done\w+"),
 )
 
 
 def stage_of(transform: str) -> str:
-    """The preprocess stage a transform's full name (`Analyze/ApplySavedModel[Phase0]/...`) belongs to; the
-    runner's own reads and writes of data between fused stages (`ref_PCollection_...`) are "between stages"."""
-    top = transform.split("/", 1)[0]
-    if top.startswith("ref_PCollection"):
+    """The preprocess stage a transform's full name (`PreprocessLogs/AnalyzeAndTransform/Analyze/...`) belongs to;
+    the runner's own reads and writes of data between fused stages (`ref_PCollection_...`) are "between stages"."""
+    parts = transform.split("/")
+    if parts[0].startswith("ref_PCollection"):
         return "between stages"
-    return next((stage for stage, pattern in STAGES if re.fullmatch(pattern, top)), "other")
+    if parts[0] == "PreprocessLogs":
+        parts = parts[1:]
+    name = "/".join(parts[:2])
+    return next((stage for stage, pattern in STAGES if re.fullmatch(pattern, name)), "other")
 
 
-def grid_point(kind: str, size: int, rows: int, workdir: Path) -> dict:
-    """One point of the grid in this process: `synthetic` (`size` impressions, default features) or `wide`
-    (`rows` impressions with `size` hashed categorical features). Returns its figures: the step's wall time, the
-    Beam job's, and the job's sampled worker time per stage."""
+def grid_point(kind: str, size: int, width: int, workdir: Path) -> dict:
+    """One point of the grid in this process: `synthetic` (`size` impressions, default features) or `wide` (`size`
+    impressions with `width` hashed categorical features). Returns its figures: the floor's and the step's wall
+    time, the Beam job's, and the job's sampled worker time per stage."""
     figures: dict = {}
     if kind == "synthetic":
-        base = ["logs.synthetic.days=4", f"logs.synthetic.impressions_per_day={size // 4}",
-                "logs.synthetic.users=50000", "logs.synthetic.ads=5000", "logs.synthetic.shards_per_stream=4"]
+        config = load_config(overrides=SYNTHETIC + [f"logs.synthetic.impressions_per_day={size // 4}"])
         logs_dir = workdir / "logs"
-        started = time.perf_counter()
-        generate_logs(PreprocessStepConfig.of(load_config(overrides=base)), logs_dir)
-        figures["generate_seconds"] = time.perf_counter() - started
-        config_slice, logs = PreprocessStepConfig.of(load_config(overrides=base)), str(logs_dir)
+        generate_logs(PreprocessStepConfig.of(config), logs_dir)
+        logs, files = str(logs_dir), sorted(logs_dir.glob("*/*.jsonl"))
     else:
-        write_wide_logs(workdir / "wide-logs", rows, size)
-        overrides = ["logs.source=files", f"logs.impressions={workdir}/wide-logs/impressions.jsonl",
-                     f"logs.engagements={workdir}/wide-logs/engagements.jsonl"]
-        config = load_config(overrides=overrides)
-        features = [{"name": f"f{j}", "kind": "categorical", "encoding": "hash", "hash_buckets": 64}
-                    for j in range(size)]
-        config = config.model_validate(config.model_dump() | {"features": features})
-        config_slice, logs = PreprocessStepConfig.of(config), None
+        write_wide_logs(workdir / "wide-logs", size, width)
+        config, logs = wide_config(workdir / "wide-logs", width), None
+        files = sorted((workdir / "wide-logs").glob("*.jsonl"))
+    config_slice = PreprocessStepConfig.of(config)
+    figures["floor_seconds"] = floor_seconds(files, workdir / "floor")
+    figures["running_mode"] = config_slice.preprocess.direct_running_mode
     # the step's own Beam argv, with a DirectRunner that keeps the job's result (its monitoring infos)
     beam_args = [f"--runner={STAGE_TIMING_RUNNER}" if arg.startswith("--runner=") else arg
                  for arg in beam_pipeline_args(config_slice)]
@@ -204,13 +194,13 @@ def grid_point(kind: str, size: int, rows: int, workdir: Path) -> dict:
     by_stage: dict[str, float] = {}
     others: dict[str, float] = {}
     msecs_by_transform = transform_msecs(StageTimingDirectRunner.results[-1])
-    figures["top_transforms"] = {name: msecs / 1000 for name, msecs in
-                                 sorted(msecs_by_transform.items(), key=lambda kv: -kv[1])[:8]}
+    figures["top_transforms"] = {name.removeprefix("PreprocessLogs/"): msecs / 1000 for name, msecs in
+                                 sorted(msecs_by_transform.items(), key=lambda kv: -kv[1])[:6]}
     for transform, msecs in msecs_by_transform.items():
         stage = stage_of(transform)
         by_stage[stage] = by_stage.get(stage, 0) + msecs / 1000
         if stage == "other":
-            top = transform.split("/", 1)[0]
+            top = "/".join(transform.removeprefix("PreprocessLogs/").split("/")[:2])
             others[top] = others.get(top, 0) + msecs / 1000
     figures["stage_seconds"], figures["other_transforms"] = by_stage, others
     figures["records"] = sum(manifest.counts.get(f"{stream}_read", 0) for stream in ("impressions", "engagements"))
@@ -220,16 +210,20 @@ def grid_point(kind: str, size: int, rows: int, workdir: Path) -> dict:
     return figures
 
 
-def run_point(kind: str, size: int, rows: int, timeout: float, max_rss_mib: float) -> dict | str:
-    """Run one grid point in a child process (its own session, so a timeout kills its Beam workers too), sampling
-    the RSS of its whole process tree twice a second; a tree above `max_rss_mib` is stopped before it pushes a
-    shared machine into swap or the OOM killer. Returns its figures plus `peak_tree_mib`, or why it failed."""
+def run_point(kind: str, size: int, width: int, timeout: float, max_rss_mib: float,
+              tree: Path | None = None) -> dict | str:
+    """Run one grid point in a child process (its own session, so a timeout kills its Beam workers too), on the
+    source tree `tree` (None: this one), sampling the RSS of its whole process tree twice a second; a tree above
+    `max_rss_mib` is stopped before it pushes a shared machine into swap or the OOM killer. Returns its figures plus
+    `peak_tree_mib`, or why it failed."""
+    source = tree or Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]))
     with tempfile.TemporaryDirectory(prefix="adrank-grid-") as tmp:
         log = Path(tmp) / "point.log"
         with open(log, "w") as out:
             child = subprocess.Popen(
-                [sys.executable, __file__, "--point", kind, str(size), "--rows", str(rows), "--workdir", tmp],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                [sys.executable, __file__, "--point", kind, str(size), str(width), "--workdir", tmp],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=source)
             started, peak, processes = time.monotonic(), 0, 0
             while child.poll() is None:
                 if time.monotonic() - started > timeout:
@@ -251,19 +245,27 @@ def run_point(kind: str, size: int, rows: int, timeout: float, max_rss_mib: floa
     return json.loads(lines[-1]) | {"peak_tree_mib": peak / 2**20, "processes": processes}
 
 
+CORES = len(os.sched_getaffinity(0))
+
+
+def rate(figures: dict) -> float:
+    return figures["records"] / figures["seconds"]
+
+
 def print_point(what: str, f: dict) -> None:
     stages = f["stage_seconds"]
     sampled = sum(stages.values()) or 1.0
-    top = max(stages, key=stages.get)
-    print(f"{what}: {f['records'] / f['seconds']:>8,.0f} records/s ({f['records']:,} records, {f['examples']:,} "
-          f"examples)  step {f['seconds']:6.1f} s (Beam job {f['job_seconds']:6.1f} s)  peak RSS {f['peak_tree_mib']:,.0f}"
-          f" MiB over {f['processes']} processes (largest: step {f['step_maxrss_mib']:,.0f}, worker "
-          f"{f['worker_maxrss_mib']:,.0f})", flush=True)
+    top = max(stages, key=stages.get) if stages else "none"
+    floor = f["records"] / f["floor_seconds"]
+    print(f"{what}: {rate(f):>8,.0f} records/s ({rate(f) / CORES:,.0f} per core; {f['records']:,} records, "
+          f"{f['examples']:,} examples)  step {f['seconds']:6.1f} s (Beam job {f['job_seconds']:6.1f} s, "
+          f"{f['running_mode']})  peak RSS {f['peak_tree_mib']:,.0f} MiB over {f['processes']} processes;  floor "
+          f"(pyarrow read + write) {f['floor_seconds']:.1f} s = {floor:,.0f} records/s, step/floor "
+          f"{rate(f) / floor:.3f}", flush=True)
     shares = "  ".join(f"{stage} {stages.get(stage, 0):.1f} s ({stages.get(stage, 0) / sampled:.0%})"
                        for stage in [s for s, _ in STAGES] + ["between stages", "other"] if stage in stages)
     print(f"    worker time by stage ({sampled:.1f} s sampled in transforms; the rest of the job's wall time is the "
-          f"runner scheduling fused stages and moving data to and from its workers): {shares}; largest: {top}",
-          flush=True)
+          f"runner scheduling fused stages and moving data between them): {shares}; largest: {top}", flush=True)
     print("    largest transforms: " + ", ".join(f"{name} {s:.1f} s" for name, s in f["top_transforms"].items()),
           flush=True)
     if f["other_transforms"]:
@@ -280,118 +282,114 @@ def predicted_seconds(measured: dict[int, dict], impressions: int) -> float | No
     return f2["seconds"] + per_record * (impressions * f2["records"] / n2 - f2["records"])
 
 
-def extrapolate(measured: dict[int, dict], sizes: list[int]) -> None:
-    """Seconds and peak RSS at sizes not measured, from the line through the two largest measured points (a fixed
-    cost plus a cost per record): marked EXTRAPOLATED, never printed as a measurement."""
+def print_slope(what: str, measured: dict[int, dict], sizes: list[int]) -> None:
+    """The line through the two largest measured points (a fixed cost plus a cost per record), and the sizes not
+    measured on it, marked EXTRAPOLATED, never printed as a measurement."""
     if len(measured) < 2:
         return
     (n1, f1), (n2, f2) = sorted(measured.items())[-2:]
     per_record = (f2["seconds"] - f1["seconds"]) / (f2["records"] - f1["records"])
     fixed = f2["seconds"] - per_record * f2["records"]
     mib_per_record = (f2["peak_tree_mib"] - f1["peak_tree_mib"]) / (f2["records"] - f1["records"])
-    records_per_impression = f2["records"] / n2
-    print(f"slope between {n1:,} and {n2:,} impressions: {per_record * 1e6:,.0f} s per million records "
-          f"(marginal {1 / per_record:,.0f} records/s), fixed cost {fixed:,.0f} s; memory "
+    print(f"{what}: slope between {n1:,} and {n2:,} impressions: {per_record * 1e6:,.1f} s per million records "
+          f"(marginal {1 / per_record:,.0f} records/s), fixed cost {fixed:,.1f} s; memory "
           f"{mib_per_record * 1e6:,.0f} MiB per million records", flush=True)
     for n in sizes:
         if n in measured:
             continue
-        records = n * records_per_impression
+        records = n * f2["records"] / n2
         seconds = fixed + per_record * records
         mib = f2["peak_tree_mib"] + mib_per_record * (records - f2["records"])
-        print(f"{n:>9,} impressions, default features: EXTRAPOLATED (not measured) {records / seconds:>8,.0f} "
-              f"records/s, step {seconds / 60:,.0f} min, peak RSS {mib:,.0f} MiB", flush=True)
+        print(f"{n:>9,} impressions, {what}: EXTRAPOLATED (not measured) {records / seconds:>8,.0f} records/s, "
+              f"step {seconds / 60:,.1f} min, peak RSS {mib:,.0f} MiB", flush=True)
 
 
 def grid(args) -> None:
-    """Each point in a child process (`--point`) with a timeout, its figures printed as they come."""
-    cores = len(os.sched_getaffinity(0))
-    print(f"DirectRunner (the default config's running mode and workers), {cores} cores, load average "
+    """Each point in a child process (`--point`) with a timeout, its figures printed as they come; with `--before`,
+    each point on the earlier tree right after it."""
+    print(f"DirectRunner (each tree's default config's running mode), {CORES} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start: full preprocess step per point; peak RSS summed over the step's "
           f"process tree (its Beam workers included); worker time by stage sampled by the SDK harness (all workers "
           f"added up, so it can exceed the job's wall time)", flush=True)
-    measured: dict[int, dict] = {}
-    points = [("synthetic", n) for n in sorted(args.sizes)] + [("wide", f) for f in args.widths]
-    for kind, size in points:
-        what = (f"{size:>9,} impressions, default features" if kind == "synthetic"
-                else f"{args.rows:>9,} impressions, {size:>5} features")
-        predicted = predicted_seconds(measured, size) if kind == "synthetic" else None
-        if predicted is not None and predicted > args.point_timeout:
-            print(f"{what}: not run: the measured slope predicts {predicted / 60:,.0f} min, above --point-timeout "
-                  f"{args.point_timeout:.0f} s (extrapolated below)", flush=True)
-            continue
-        figures = run_point(kind, size, args.rows, args.point_timeout, args.max_rss_mib)
-        if isinstance(figures, str):
-            print(f"{what}: {figures}", flush=True)
-            continue
-        print_point(what, figures)
-        if kind == "synthetic":
-            measured[size] = figures
+    rows = [("default features", "synthetic", 0)] + [(f"{width:>5} features", "wide", width) for width in args.widths]
+    trees = [("after", None)] + ([("before", Path(args.before).resolve())] if args.before else [])
+    for label, kind, width in rows:
+        measured: dict[str, dict[int, dict]] = {tree: {} for tree, _ in trees}
+        for size in sorted(args.sizes):
+            what = f"{size:>9,} impressions, {label}"
+            results = {}
+            for tree, path in trees:
+                if tree == "before" and (size not in args.before_sizes or (kind == "wide"
+                                                                           and width not in args.before_widths)):
+                    continue
+                predicted = predicted_seconds(measured[tree], size)
+                if predicted is not None and predicted > args.point_timeout:
+                    print(f"{what} [{tree}]: not run: the measured slope predicts {predicted / 60:,.0f} min, above "
+                          f"--point-timeout {args.point_timeout:.0f} s (extrapolated below)", flush=True)
+                    continue
+                figures = run_point(kind, size, width, args.point_timeout, args.max_rss_mib, path)
+                if isinstance(figures, str):
+                    print(f"{what} [{tree}]: {figures}", flush=True)
+                    continue
+                print_point(f"{what} [{tree}]", figures)
+                measured[tree][size] = results[tree] = figures
+            if len(results) == 2:
+                print(f"{what}: after/before {rate(results['after']) / rate(results['before']):.1f}x records/s, peak "
+                      f"RSS {results['after']['peak_tree_mib'] / results['before']['peak_tree_mib']:.2f}x", flush=True)
+        for tree, _ in trees:
+            print_slope(f"{label} [{tree}]", measured[tree], args.sizes)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
-    extrapolate(measured, args.sizes)
+
+
+def running_modes(args, workdir: Path) -> None:
+    """The full step on the same synthetic logs with each DirectRunner running mode, each point in its own process."""
+    print(f"{args.impressions:,} impressions, default features, {CORES} cores", flush=True)
+    for mode, workers in (("in_memory", 1), ("multi_processing", 2)):
+        env = {**os.environ, "ADRANK_BENCH_MODE": mode, "ADRANK_BENCH_WORKERS": str(workers)}
+        with tempfile.TemporaryDirectory(prefix="adrank-mode-", dir=workdir) as tmp:
+            child = subprocess.Popen([sys.executable, __file__, "--point", "synthetic", str(args.impressions), "0",
+                                      "--workdir", tmp], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True, env=env, text=True)
+            peak = 0
+            while child.poll() is None:
+                peak = max(peak, tree_rss(child.pid)[0])
+                time.sleep(0.5)
+            figures = json.loads([line for line in child.stdout.read().splitlines() if line.startswith("{")][-1])
+        print(f"{mode:17s} ({workers} worker{'s' if workers > 1 else ''}): step {figures['seconds']:6.1f} s, "
+              f"{rate(figures):,.0f} records/s, peak RSS {peak / 2**30:.2f} GiB", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", action="store_true", help="records/s and peak memory as logs and features grow")
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--widths", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--max-rss-mib", type=float, default=10_240, help="stop a grid point whose processes hold more")
     parser.add_argument("--point-timeout", type=float, default=900, help="seconds a grid point may take")
-    parser.add_argument("--widths", type=int, nargs="*", default=[10, 100, 1000])
-    parser.add_argument("--point", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
+    parser.add_argument("--before", default=None, help="also run grid points on the source tree in this folder")
+    parser.add_argument("--before-sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--before-widths", type=int, nargs="*", default=[10, 100])
+    parser.add_argument("--point", nargs=3, metavar=("KIND", "SIZE", "WIDTH"), help=argparse.SUPPRESS)
+    parser.add_argument("--modes", action="store_true", help="in_memory vs multi_processing on synthetic logs")
     parser.add_argument("--impressions", type=int, default=1_000_000)
-    parser.add_argument("--days", type=int, default=4)
     parser.add_argument("--features", type=int, default=None, help="time vocabulary vs hashed features instead")
-    parser.add_argument("--rows", type=int, default=None,
-                        help="impressions of the wide log (default 3000 with --features, 10000 with --grid)")
+    parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log of --features")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
     if args.point:
-        print(json.dumps(grid_point(args.point[0], int(args.point[1]), args.rows, workdir)), flush=True)
-        return
-    if args.grid:
-        args.rows = args.rows or 10_000
+        if "ADRANK_BENCH_MODE" in os.environ:  # --modes: this point with the given running mode
+            SYNTHETIC.extend([f"preprocess.direct_running_mode={os.environ['ADRANK_BENCH_MODE']}",
+                              f"preprocess.direct_num_workers={os.environ['ADRANK_BENCH_WORKERS']}"])
+        print(json.dumps(grid_point(args.point[0], int(args.point[1]), int(args.point[2]), workdir)), flush=True)
+    elif args.grid:
         grid(args)
-        return
-    if args.features:
-        args.rows = args.rows or 3000
+    elif args.features:
         wide_features(args, workdir)
-        return
-    per_day = args.impressions // args.days
-    base = [f"logs.synthetic.days={args.days}", f"logs.synthetic.impressions_per_day={per_day}",
-            "logs.synthetic.users=50000", "logs.synthetic.ads=5000", "logs.synthetic.shards_per_stream=8",
-            "preprocess.direct_running_mode=multi_processing"]
-    logs_dir = workdir / "logs"
-    started = time.perf_counter()
-    generated = generate_logs(PreprocessStepConfig.of(load_config(overrides=base)), logs_dir)
-    print(f"generated {generated.impressions} impressions, {generated.engagements} events "
-          f"in {time.perf_counter() - started:.0f} s")
-
-    rates: dict[str, float] = {}
-    for name, workers, run in (
-        ("floor (read+parse+write, 2 workers)", 2, "floor"),
-        ("full preprocess, 1 worker", 1, "full"),
-        ("full preprocess, 2 workers", 2, "full"),
-    ):
-        config = load_config(overrides=base + [f"preprocess.direct_num_workers={workers}"])
-        out = workdir / f"out-{run}-{workers}"
-        shutil.rmtree(out, ignore_errors=True)
-        started = time.perf_counter()
-        if run == "floor":
-            floor_pipeline(config, str(logs_dir), str(out))
-            examples = generated.impressions
-        else:
-            manifest = preprocess(PreprocessStepConfig.of(config), str(logs_dir), str(out))
-            examples = sum(s.examples for s in manifest.splits.values())
-        seconds = time.perf_counter() - started
-        rates[name] = examples / seconds
-        print(f"{name:40s} {examples:>9d} examples  {seconds:7.1f} s  {rates[name]:9.0f} examples/s", flush=True)
-
-    floor = rates["floor (read+parse+write, 2 workers)"]
-    one, two = rates["full preprocess, 1 worker"], rates["full preprocess, 2 workers"]
-    print(f"full/floor (2 workers): {two / floor:.2f}   full 2 workers / 1 worker: {two / one:.2f}   "
-          f"full 1 worker / floor: {one / floor:.2f}")
+    elif args.modes:
+        running_modes(args, workdir)
+    else:
+        parser.print_help()
 
 
 if __name__ == "__main__":

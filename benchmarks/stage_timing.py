@@ -1,9 +1,11 @@
 """Where a DirectRunner job's time went: the SDK harness's sampled execution time of every transform
 (`beam:metric:ptransform_execution_time:total_msecs:v1`, summed over workers), grouped into preprocess stages.
 
-`StageTimingDirectRunner` is Beam's DirectRunner that keeps each job's result, so a benchmark that only calls
-`preprocess()` can read the job's monitoring infos afterwards: pass `--runner=benchmarks.stage_timing.
-StageTimingDirectRunner` in the Beam argv (Beam creates a runner from its fully qualified class name).
+`StageTimingDirectRunner` is the DirectRunner's batch runner (FnApiRunner, what preprocess runs locally) that keeps
+each job's result, so a benchmark that only calls `preprocess()` can read the job's monitoring infos afterwards:
+pass `--runner=benchmarks.stage_timing.StageTimingDirectRunner` in the Beam argv (Beam creates a runner from its
+fully qualified class name). On a tree whose preprocess ran on `DirectRunner` (which tries its Prism runner first
+and falls back to FnApiRunner where it cannot fetch it), the job runs as that tree ran it on this machine.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ import time
 from collections import defaultdict
 
 from apache_beam.metrics import monitoring_infos
-from apache_beam.runners.direct.direct_runner import DirectRunner
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 STAGE_TIMING_RUNNER = "benchmarks.stage_timing.StageTimingDirectRunner"
 
 
-class StageTimingDirectRunner(DirectRunner):
-    """DirectRunner that remembers the result of every job it ran in this process (`results`) and its wall time
+class StageTimingDirectRunner(FnApiRunner):
+    """FnApiRunner that remembers the result of every job it ran in this process (`results`) and its wall time
     (`job_seconds`; the DirectRunner's `run_pipeline` returns when the job is done)."""
 
     results: list = []

@@ -97,6 +97,18 @@ class TimeFeature(StrictModel):
 NEVER_SEEN_SECONDS = 365 * 86_400  # `seconds_since_previous` of an id with no earlier impression in the logs read
 
 
+def window_name(hours: float) -> str:
+    """How a history window appears in its columns' names: whole hours as `24h`, a whole number of minutes as
+    `90m` (1.5 h); any other window has no name a feature may carry (ValueError)."""
+    if hours == int(hours):
+        return f"{int(hours)}h"
+    minutes = hours * 60
+    if abs(minutes - round(minutes)) < 1e-9 and round(minutes) > 0:
+        return f"{round(minutes)}m"
+    raise ValueError(f"a window of {hours:g} h is neither whole hours nor whole minutes; its columns need a name "
+                     f"such as 24h or 90m")
+
+
 class HistoryFeature(StrictModel):
     """What an id (or a pair of ids) did before each impression, computed in preprocess from earlier examples only
     (components/preprocess/history.py): per window, its impressions, its clicks (labels of `task` whose
@@ -129,6 +141,8 @@ class HistoryFeature(StrictModel):
             raise ValueError(f"windows must be positive hours, got {windows}")
         if len(set(windows)) != len(windows):
             raise ValueError(f"windows must differ, got {windows}")
+        for window in windows:
+            window_name(window)  # a window whose columns cannot be named fails here, on this field
         return windows
 
     def numeric_inputs(self) -> list[NumericFeature]:
@@ -143,12 +157,16 @@ class HistoryFeature(StrictModel):
         inputs = []
         for window in self.windows_hours:
             inputs += [
-                NumericFeature(name=f"{self.name}_impressions_{window:g}h", normalization="log1p"),
-                NumericFeature(name=f"{self.name}_clicks_{window:g}h", normalization="log1p"),
-                NumericFeature(name=f"{self.name}_rate_{window:g}h", normalization="log_ratio",
+                NumericFeature(name=self.window_column("impressions", window), normalization="log1p"),
+                NumericFeature(name=self.window_column("clicks", window), normalization="log1p"),
+                NumericFeature(name=self.window_column("rate", window), normalization="log_ratio",
                                reference=self.prior_rate),
             ]
         return inputs + [NumericFeature(name=f"{self.name}_seconds_since_previous", normalization="log1p_zscore")]
+
+    def window_column(self, what: str, window_hours: float) -> str:
+        """The column of `what` (impressions, clicks, rate) over one window: `<name>_<what>_<window_name>`."""
+        return f"{self.name}_{what}_{window_name(window_hours)}"
 
     def column_names(self) -> list[str]:
         return [column.name for column in self.numeric_inputs()]

@@ -130,7 +130,8 @@ class LogsConfig(StrictModel):
     impressions: str | None = Field(
         None,
         description="path glob of impression logs (or of the one outcome table); may contain {date} (YYYY-MM-DD), "
-        "expanded per day of the lookback. With format bigquery: a table `project.dataset.table` or a SQL query",
+        "expanded per day of the lookback; `*` (and `**`) match, every other character is itself (`?`, `[` and `]` "
+        "too). With format bigquery: a table `project.dataset.table` or a SQL query",
     )
     engagements: str | None = Field(None, description="path glob (or BigQuery table/query) of engagement events")
     impression_fields: dict[str, str] = Field(

@@ -38,16 +38,13 @@ class PreprocessConfig(StrictModel):
     runner: Literal["DirectRunner", "DataflowRunner"] = "DirectRunner"
     direct_num_workers: Annotated[int, at_most(1024, "each DirectRunner worker is a process on this machine")] = Field(
         0, ge=0, description="0 = one worker per core")
-    direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = "multi_processing"
+    direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = Field(
+        "in_memory", description="in_memory: the job in the step's own process (the fastest and smallest here: the "
+        "stages move Arrow record batches, not records; docs/input.md); multi_processing: a worker process per "
+        "direct_num_workers")
     output_shards: Annotated[int, at_most(
-        MAX_OUTPUT_SHARDS, "each split is written as this many files (one per shard, each a few records when the "
-        "count is far above the data); more shards add file-system load, not parallelism")] = Field(4, ge=1)
-    shuffle_buckets_per_shard: Annotated[int, at_most(
-        1_000_000, "the train split is grouped into output_shards x this many hash buckets before it is written",
-    )] = Field(
-        64, ge=1,
-        description="the train split is written in a seeded hash order, grouped in output_shards x this many buckets",
-    )
+        MAX_OUTPUT_SHARDS, "each split is written as at least this many block files (and the raw eval examples as "
+        "this many TFRecord shards); more shards add file-system load, not parallelism")] = Field(4, ge=1)
     block_examples: int = Field(
         512, ge=1, le=65_536, description="examples per block of the training-ready block files (docs/input.md)"
     )

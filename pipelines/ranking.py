@@ -148,7 +148,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         raise ValueError("window_end is set by Vertex (the run's scheduled time) or by `adrank submit`; pass it "
                          "only locally")
     plan = training_plan(config, backend, pipeline, local_devices)
-    preprocess_config_json = PreprocessStepConfig.of(config).to_json()
+    preprocess_config_json = PreprocessStepConfig.of(config).to_parameter()  # compressed when wide
     # The Beam/Dataflow options are compiled into the DAG where a reviewer can read them (vertex backend).
     beam_args_json = json.dumps(compiled_beam_args(config)) if backend == "vertex" else ""
     image = _base_image(config, backend)
@@ -208,7 +208,7 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
                 writes the serving model from the trained weights), whose summary is the run's."""
                 output_directory = directory.output if directory is not None else None
                 task = placement.training_component(train_op, target, config, backend, output_directory)(
-                    train_config_json=TrainStepConfig.of(config, target.name).to_json(),
+                    train_config_json=TrainStepConfig.of(config, target.name).to_parameter(),
                     target=target.name,
                     run_index=run.run_index,
                     examples=preprocess.outputs["examples"],

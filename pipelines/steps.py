@@ -9,8 +9,9 @@ pipeline spec and run by the KFP executor inside an image that has adrank instal
 import happens inside the function body. (No `from __future__ import annotations` here: KFP reads
 the annotations as types.)
 
-Each step gets only its slice of the config (`configs.slices`), as canonical JSON: a step's inputs,
-and so its cache key on Vertex, change only when what it reads changes.
+Each step gets only its slice of the config (`configs.slices`), as canonical JSON (a wide slice bzip2-compressed,
+`_Slice.to_parameter`, so that it fits a command line): a step's inputs, and so its cache key on Vertex, change
+only when what it reads changes.
 """
 
 
@@ -26,7 +27,7 @@ def generate_logs_step(preprocess_config_json: str, logs: Output[Dataset]):
     from configs.slices import PreprocessStepConfig
     configure_step_logging()
 
-    generated = generate_logs(PreprocessStepConfig.model_validate_json(preprocess_config_json), logs.path)
+    generated = generate_logs(PreprocessStepConfig.from_parameter(preprocess_config_json), logs.path)
     logs.metadata.update({"impressions": generated.impressions, "engagement_events": generated.engagements})
 
 
@@ -83,7 +84,7 @@ def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end:
     from components.preprocess.run import preprocess
     from configs.slices import PreprocessStepConfig
 
-    config = PreprocessStepConfig.model_validate_json(preprocess_config_json)
+    config = PreprocessStepConfig.from_parameter(preprocess_config_json)
     beam_args = with_run_job_name(json.loads(beam_args_json), config.name, launch_suffix()) if beam_args_json else None
     end = run_window_end(window_end, scheduled_time, vertex=bool(beam_args_json))
     manifest = preprocess(config, logs_path, examples.path, examples.uri, window_end=end or None, beam_args=beam_args,
@@ -111,7 +112,7 @@ def train_step(
     configure_step_logging()
 
     index = int(run_index)
-    run = train(TrainStepConfig.model_validate_json(train_config_json), target, index, examples.path,
+    run = train(TrainStepConfig.from_parameter(train_config_json), target, index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
     if run is None:  # another replica of a run over several machines: the chief writes the outputs
         raise SystemExit(0)

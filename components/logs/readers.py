@@ -5,6 +5,10 @@ fails to decode or parse can go to the dead-letter output exactly as it was read
 per file says where its bytes went (records, blank lines, framing), so the preprocess manifest can account for
 every input byte.
 
+`ReadLogChunks` hands them on in chunks, which the preprocess job parses column-wise (a list of at most
+`CHUNK_RECORDS` records and `CHUNK_BYTES` bytes of a text file; a Parquet row group's table, cut to
+`CHUNK_RECORDS` rows; a list of BigQuery rows); `ReadLogRecords` one by one.
+
 Each JSONL or CSV file is read by one worker, from its first byte to its last (`components.logs.text_files`:
 decompression that fails loudly at a truncated stream, BOMs, blank lines, CSV records spanning lines and the
 cut-back of an unbalanced quote).
@@ -30,9 +34,11 @@ from components.logs.text_files import (
 )
 
 DATE_PLACEHOLDER = "{date}"
-RECORDS = "records"  # the outputs of ReadLogRecords
+RECORDS = "records"  # the outputs of ReadLogRecords (records) and ReadLogChunks (chunks of them)
 FILES = "files"
 DAY_MS = 86_400_000
+CHUNK_RECORDS = 8192
+CHUNK_BYTES = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -75,21 +81,39 @@ def expand_pattern(pattern: str, window: LogWindow, extra_days_after: int = 0) -
     return [pattern.replace(DATE_PLACEHOLDER, day.isoformat()) for day in dates]
 
 
+def match_pattern(path: str) -> str:
+    """A configured log path (`{date}` expanded) as the pattern Beam's file systems match: `*` and `**` are wildcards
+    and every other character is itself. (`?` and `[...]` are pattern syntax to Beam: a directory `logs[1]/` would
+    match its sibling `logs1/` and read another day's logs without a word.)"""
+    return "".join("[?]" if c == "?" else "[[]" if c == "[" else c for c in path)
+
+
+def matched_files(path: str) -> list[str]:
+    """The files a configured path (`{date}` expanded) names, sorted."""
+    return sorted(m.path for r in FileSystems.match([match_pattern(path)]) for m in r.metadata_list)
+
+
 def matching_patterns(patterns: list[str]) -> list[str]:
-    """The patterns that match at least one file (a day without logs is not an error; no logs at all is)."""
-    matched = [p for p in patterns if any(r.metadata_list for r in FileSystems.match([p]))]
+    """The patterns (as `match_pattern` writes them) of the configured paths that match at least one file (a day
+    without logs is not an error; no logs at all is)."""
+    matched = [match_pattern(p) for p in patterns if matched_files(p)]
     if not matched:
         raise FileNotFoundError(f"no log files match {patterns}")
     return matched
 
 
-def csv_header(pattern: str, delimiter: str) -> list[str]:
-    """Column names from the first line of the first file matching `pattern`."""
+def any_day(path: str) -> str:
+    """A configured path with `{date}` matching any day."""
+    return path.replace(DATE_PLACEHOLDER, "*")
+
+
+def csv_header(path: str, delimiter: str) -> list[str]:
+    """Column names from the first line of the first file a configured path names (`{date}`: any day)."""
     import csv
 
-    paths = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
+    paths = matched_files(any_day(path))
     if not paths:
-        raise FileNotFoundError(f"no log files match {[pattern]}")
+        raise FileNotFoundError(f"no log files match {[any_day(path)]}")
     first = paths[0]
     with FileSystems.open(first) as handle:
         line = handle.readline()
@@ -99,8 +123,9 @@ def csv_header(pattern: str, delimiter: str) -> list[str]:
         raise ValueError(f"the CSV header of {first} is empty or not UTF-8") from None
 
 
-class _TextFileRecords(beam.DoFn):
-    """One matched JSONL or CSV file → its records; tagged `FILES`: its `FileTally` (`components.logs.text_files`)."""
+class _TextFileChunks(beam.DoFn):
+    """One matched JSONL or CSV file → its records in chunks (lists of bytes, in file order); tagged `FILES`: its
+    `FileTally` (`components.logs.text_files`)."""
 
     def __init__(self, file_format: str, delimiter: str, max_record_bytes: int | None, max_record_lines: int | None):
         super().__init__()
@@ -116,8 +141,19 @@ class _TextFileRecords(beam.DoFn):
             log_file = TextLogFile(path, raw, readable_file.metadata.size_in_bytes)
             items = (csv_file_records(log_file, self.delimiter, self.max_record_bytes, self.max_record_lines)
                      if self.file_format == "csv" else jsonl_records(log_file))
+            chunk: list[bytes] = []
+            size = 0
             for item in items:
-                yield beam.pvalue.TaggedOutput(FILES, item) if isinstance(item, FileTally) else item
+                if isinstance(item, FileTally):
+                    if chunk:
+                        yield chunk
+                    yield beam.pvalue.TaggedOutput(FILES, item)
+                    return
+                chunk.append(item)
+                size += len(item)
+                if len(chunk) >= CHUNK_RECORDS or size >= CHUNK_BYTES:
+                    yield chunk
+                    chunk, size = [], 0
 
 
 def parquet_tally(metadata) -> FileTally:
@@ -130,12 +166,13 @@ def parquet_tally(metadata) -> FileTally:
     return FileTally(metadata.path, bytes=size, framing_bytes=size, records=rows)
 
 
-class ReadLogRecords(beam.PTransform):
-    """Every record of one stream, and what each file held.
+class ReadLogChunks(beam.PTransform):
+    """Every record of one stream in chunks, and what each file held.
 
-    Returns `{RECORDS: ..., FILES: ...}`: records are text lines (JSONL) or CSV records without the header (a
-    record may span lines), as bytes, or dicts (Parquet, BigQuery); `FILES` holds one `FileTally` per file read
-    (none for BigQuery). A truncated or corrupt compressed file fails the job, naming the file and the offset."""
+    Returns `{RECORDS: chunks, FILES: tallies}`: a chunk is a list of text records (JSONL lines, or CSV records
+    without the header, which may span lines; bytes), a `pyarrow.Table` of Parquet rows, or a list of BigQuery rows
+    (dicts); `FILES` holds one `FileTally` per file read (none for BigQuery). A truncated or corrupt compressed file
+    fails the job, naming the file and the offset."""
 
     def __init__(self, source: str, file_format: str, window: LogWindow = LogWindow(), extra_days_after: int = 0,
                  csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None):
@@ -156,25 +193,52 @@ class ReadLogRecords(beam.PTransform):
                 if is_query
                 else beam.io.ReadFromBigQuery(table=self.source)
             )
-            records = pbegin | "ReadBigQuery" >> read_bigquery | "JsonSafe" >> beam.Map(_json_safe)
-            return {RECORDS: records, FILES: pbegin | "NoFiles" >> beam.Create([])}
+            chunks = (pbegin | "ReadBigQuery" >> read_bigquery | "JsonSafe" >> beam.Map(_json_safe)
+                      | "Chunks" >> beam.BatchElements(min_batch_size=CHUNK_RECORDS, max_batch_size=CHUNK_RECORDS))
+            return {RECORDS: chunks, FILES: pbegin | "NoFiles" >> beam.Create([])}
         from apache_beam.io import fileio
 
         patterns = matching_patterns(expand_pattern(self.source, self.window, self.extra_days_after))
         files = pbegin | "Patterns" >> beam.Create(patterns) | "Match" >> fileio.MatchAll()
         if self.file_format == "parquet":
-            reads = [pbegin | f"Read{index}" >> beam.io.ReadFromParquet(pattern)
-                     | f"JsonSafe{index}" >> beam.Map(_json_safe) for index, pattern in enumerate(patterns)]
-            records = reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
-            return {RECORDS: records, FILES: files | "ParquetFooters" >> beam.Map(parquet_tally)}
+            reads = [pbegin | f"Read{index}" >> beam.io.ReadFromParquetBatched(pattern)
+                     for index, pattern in enumerate(patterns)]
+            tables = reads[0] if len(reads) == 1 else tuple(reads) | "FlattenDays" >> beam.Flatten()
+            chunks = tables | "RowGroupChunks" >> beam.FlatMap(
+                lambda table: [table.slice(start, CHUNK_RECORDS) for start in range(0, table.num_rows, CHUNK_RECORDS)])
+            return {RECORDS: chunks, FILES: files | "ParquetFooters" >> beam.Map(parquet_tally)}
         read = (
             files
             | "SpreadFiles" >> beam.Reshuffle()
             | "Open" >> fileio.ReadMatches()
-            | "Records" >> beam.ParDo(_TextFileRecords(self.file_format, self.csv_delimiter, self.max_record_bytes,
-                                                       self.max_record_lines)).with_outputs(FILES, main=RECORDS)
+            | "Chunks" >> beam.ParDo(_TextFileChunks(self.file_format, self.csv_delimiter, self.max_record_bytes,
+                                                     self.max_record_lines)).with_outputs(FILES, main=RECORDS)
         )
         return {RECORDS: read[RECORDS], FILES: read[FILES]}
+
+
+def chunk_records(chunk) -> list:
+    """The records of a chunk one by one: text records as bytes, Parquet and BigQuery rows as JSON-safe dicts."""
+    import pyarrow as pa
+
+    if isinstance(chunk, pa.Table):
+        return [_json_safe(row) for row in chunk.to_pylist()]
+    return list(chunk)
+
+
+class ReadLogRecords(beam.PTransform):
+    """Every record of one stream, one by one (`ReadLogChunks`, flattened), and what each file held:
+    `{RECORDS: records, FILES: tallies}`."""
+
+    def __init__(self, source: str, file_format: str, window: LogWindow = LogWindow(), extra_days_after: int = 0,
+                 csv_delimiter: str = ",", max_record_bytes: int | None = None, max_record_lines: int | None = None):
+        super().__init__()
+        self.chunks = ReadLogChunks(source, file_format, window, extra_days_after, csv_delimiter, max_record_bytes,
+                                    max_record_lines)
+
+    def expand(self, pbegin):
+        read = pbegin | "ReadLogChunks" >> self.chunks
+        return {RECORDS: read[RECORDS] | "OneByOne" >> beam.FlatMap(chunk_records), FILES: read[FILES]}
 
 
 def _json_safe(row: dict) -> dict:

@@ -9,7 +9,8 @@ line, or a byte of a record; `FileTally.bytes` is the position the file object r
 of that split, so `FileTally.balanced` checks it.
 
 A compressed file that ends early or is corrupt is an error naming the file and the offset (`LogFileUnreadable`),
-not a dead letter: the records after the break cannot be counted, so no `max_invalid_fraction` could be applied
+and so is an empty one (0 bytes stored: no compressed stream at all, not even an empty one, which gzip writes in 20
+bytes; what an interrupted copy or a failed export leaves), not a dead letter: the records after the break cannot be counted, so no `max_invalid_fraction` could be applied
 to them honestly, and a model trained on part of a file must not be promoted.
 
 CSV records end at the first line break outside quotes (RFC 4180). A record whose quote is still open after
@@ -89,6 +90,7 @@ class TextLogFile:
         check_readable_compression(path)
         self.path, self.raw, self.size = path, raw, size
         opener = next((o for suffix, o in _DECOMPRESSORS.items() if path.endswith(suffix)), None)
+        self.compressed = opener is not None
         self.handle: _Readable = opener(raw) if opener is not None else raw
         self.text_bytes = 0  # bytes of text delivered so far
         self.lines_read = 0
@@ -100,6 +102,8 @@ class TextLogFile:
             except _DECOMPRESSION_ERRORS as error:
                 raise self._unreadable(error) from None
             if not line:
+                if self._empty_stream():  # gzip reads an empty file as no text at all
+                    raise self._unreadable(EOFError())
                 return
             self.text_bytes += len(line)
             self.lines_read += 1
@@ -112,11 +116,28 @@ class TextLogFile:
         except (OSError, ValueError):  # a stream without tell(): the bytes its lines held
             return self.text_bytes
 
-    def _unreadable(self, error: BaseException) -> LogFileUnreadable:
+    def _stored_bytes_read(self) -> int | None:
+        """How far into the stored (compressed) bytes reading got; None when the stream cannot say."""
         try:
-            stored = f"{self.raw.tell():,}"
+            return int(self.raw.tell())
         except (OSError, ValueError):
-            stored = "?"
+            return None
+
+    def _empty_stream(self) -> bool:
+        """A compressed file of 0 stored bytes (no stream at all)."""
+        if not self.compressed or self.lines_read:
+            return False
+        stored = self._stored_bytes_read()
+        return stored == 0 if stored is not None else self.size == 0
+
+    def _unreadable(self, error: BaseException) -> LogFileUnreadable:
+        if self._empty_stream():
+            return LogFileUnreadable(
+                f"{self.path}: the file is empty (0 bytes), which is no compressed stream at all (an empty log "
+                f"compressed is not empty: gzip writes 20 bytes): an interrupted copy or a failed export? Re-copy or "
+                f"re-export it, or remove it if the day has no logs")
+        position = self._stored_bytes_read()
+        stored = f"{position:,}" if position is not None else "?"
         of_size = f" of {self.size:,}" if self.size is not None else ""
         return LogFileUnreadable(
             f"{self.path}: compressed data truncated or corrupt after {self.text_bytes:,} bytes of text "

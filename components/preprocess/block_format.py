@@ -7,8 +7,7 @@ feature per example (docs/input.md has the measurements that chose it).
     fingerprint = farmhash64(rows ‖ index ‖ payload) XOR farmhash64(file name ‖ "\n" ‖ layout)   (format 2)
 
 Columns are the transformed features and labels in name order (a list of length L is L adjacent columns), then
-`HOLDOUT_COLUMN`: the bucket of the example's serialized tf.Example under `tf.strings.to_hash_bucket_fast`, the
-same bucket the per-example path computes, so the calibration holdout holds the same examples in both formats.
+`HOLDOUT_COLUMN`: the example's holdout bucket, its content fingerprint mod `HOLDOUT_BUCKETS` (`with_content_keys`).
 Every record of a file has the same length; a file's last block may hold fewer than `block_examples` rows (its
 `rows` says how many; the rest is zero padding). The fingerprint covers the header's rows and index with the
 payload, and is salted with the file's name (as the manifest lists it) and the layout (`BlockLayout.canonical`), so a
@@ -18,6 +17,12 @@ layout was edited are each an error naming the file and block in both readers (t
 epoch. The fingerprint (and the holdout bucket) is FarmHash64 as `tf.fingerprint` (`tf.strings.to_hash_bucket_fast`)
 computes it; `pyfarmhash` computes the same value without TensorFlow, so writing and reading blocks needs no
 TensorFlow.
+
+An example's content fingerprint is the FarmHash64 of its row as a block stores it (its int64 values without the
+holdout column, then its float32 values, little-endian): the same in every process, venv and working directory,
+unlike the bytes of a serialized tf.Example, whose map order changes from process to process. It decides the
+holdout bucket and, mixed with the seed, the order key that groups examples into files and orders them there
+(`components/preprocess/blocks.py`), so the same config and seed write the same block files byte for byte.
 """
 
 from __future__ import annotations
@@ -86,6 +91,53 @@ def file_salt(layout: BlockLayout, file_name: str) -> int:
     return farmhash.fingerprint64(f"{file_name}\n{layout.canonical()}".encode())
 
 
+def content_fingerprints(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> np.ndarray:
+    """uint64 [n]: FarmHash64 of each row's values as a block stores them, the holdout column left out (one
+    vectorized `tf.fingerprint` over the rows' bytes; equal to `pyfarmhash.fingerprint64` of each row)."""
+    holdout = _holdout_offset(layout)
+    kept = np.delete(ints, holdout, axis=1) if ints.shape[1] else ints
+    rows = np.concatenate([np.ascontiguousarray(kept, "<i8").view(np.uint8).reshape(len(ints), -1),
+                           np.ascontiguousarray(floats, "<f4").view(np.uint8).reshape(len(floats), -1)], axis=1)
+    if not len(rows):
+        return np.zeros([0], np.uint64)
+    import tensorflow as tf  # only preprocess (a TensorFlow process) fingerprints content; readers need no TensorFlow
+
+    return tf.fingerprint(tf.constant(rows)).numpy().view("<u8").reshape(-1).astype(np.uint64)
+
+
+def order_keys(fingerprints: np.ndarray, seed: int) -> np.ndarray:
+    """uint64 [n]: each example's seeded order key, `splitmix64(fingerprint ^ splitmix64(seed))` (a bijection of the
+    fingerprint for a seed, so a seed reorders examples without a second pass over their bytes)."""
+    seed_mix = _splitmix64(np.array([seed % 2**64], np.uint64))[0]
+    return _splitmix64(np.asarray(fingerprints, np.uint64) ^ seed_mix)
+
+
+def with_content_keys(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, seed: int) -> np.ndarray:
+    """Fill `ints`' holdout column with each row's bucket (content fingerprint mod HOLDOUT_BUCKETS); returns their
+    order keys (`order_keys`)."""
+    fingerprints = content_fingerprints(layout, ints, floats)
+    ints[:, _holdout_offset(layout)] = (fingerprints % np.uint64(HOLDOUT_BUCKETS)).astype(np.int64)
+    return order_keys(fingerprints, seed)
+
+
+def _holdout_offset(layout: BlockLayout) -> int:
+    offset = 0
+    for column in layout.of_dtype("int64"):
+        if column.name == HOLDOUT_COLUMN:
+            return offset
+        offset += column.width
+    raise ValueError(f"the layout has no {HOLDOUT_COLUMN} column")
+
+
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele et al.), elementwise on uint64 with wrap-around arithmetic."""
+    with np.errstate(over="ignore"):
+        x = values + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
 def block_fingerprint(checked: bytes, salt: int) -> bytes:
     """The 8 fingerprint bytes of a record whose bytes after the fingerprint (rows ‖ index ‖ payload) are `checked`."""
     return (farmhash.fingerprint64(checked) ^ salt).to_bytes(8, "little")
@@ -112,3 +164,35 @@ def encode_blocks(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, fil
     size, salt = layout.block_examples, file_salt(layout, file_name)
     return [encode_block(layout, ints[start:start + size], floats[start:start + size], index, salt)
             for index, start in enumerate(range(0, ints.shape[0], size))]
+
+
+def decode_blocks(layout: BlockLayout, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a block file's records (`encode_blocks` inverted, padding dropped): (int64 [n, W_int], float32
+    [n, W_float]). Checks nothing but sizes: the trainer's reader is what verifies fingerprints and indices."""
+    size = layout.record_bytes
+    if len(data) % size:
+        raise ValueError(f"{len(data)} bytes is not a whole number of {size}-byte records")
+    ints, floats = [], []
+    width_int, width_float = layout.width("int64"), layout.width("float32")
+    for start in range(0, len(data), size):
+        (rows,) = struct.unpack_from("<q", data, start + 8)  # after the 8 fingerprint bytes
+        payload = start + BLOCK_HEADER_BYTES
+        int_bytes = layout.block_examples * width_int * 8
+        ints.append(np.frombuffer(data, "<i8", layout.block_examples * width_int, payload)
+                    .reshape(layout.block_examples, width_int)[:rows])
+        floats.append(np.frombuffer(data, "<f4", layout.block_examples * width_float, payload + int_bytes)
+                      .reshape(layout.block_examples, width_float)[:rows])
+    if not ints:
+        return np.zeros([0, width_int], np.int64), np.zeros([0, width_float], np.float32)
+    return np.concatenate(ints), np.concatenate(floats)
+
+
+def column_values(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> dict[str, np.ndarray]:
+    """Decoded rows as each column's values: name → [n] (width 1) or [n, width]."""
+    values, offsets = {}, {"int64": 0, "float32": 0}
+    for column in layout.columns:
+        matrix, start = (ints if column.dtype == "int64" else floats), offsets[column.dtype]
+        block = matrix[:, start:start + column.width]
+        values[column.name] = block[:, 0] if column.width == 1 else block
+        offsets[column.dtype] += column.width
+    return values

@@ -1,15 +1,16 @@
-"""`WriteExampleBlocks`: a split's transformed examples → block files (components/preprocess/block_format.py),
+"""`WriteExampleBlocks`: a split's transformed record batches → block files (components/preprocess/block_format.py),
 as a Beam transform, so it runs on Dataflow like the rest of preprocess.
 
-    (serialized tf.Example, transformed dict) ──► rows + holdout bucket, keyed by a seeded hash of the example
-        ──► file = hash mod F   (F from the split's size: about `examples_per_file` per file, ≥ `min_files`)
-        ──► per file: rows sorted by hash ──► blocks of `block_examples` (the last one partial) ──► one file
+    transformed record batch ──► int64 and float32 matrices (one column slice per feature, no per-row step)
+        ──► holdout bucket and order key of each row, from a fingerprint of its content (`with_content_keys`)
+        ──► file = key mod F   (F from the split's size: about `examples_per_file` per file, ≥ `min_files`)
+        ──► per file: rows sorted by key ──► blocks of `block_examples` (the last one partial) ──► one file
         ──► ("block_examples", split, file) counters for the manifest
 
-Each file is a uniform sample of the split in a seeded hash order, like the per-example train shards
-(`ShuffleExamples` uses the same hash), and its content depends only on its examples: a retried bundle rewrites
-the same bytes. A file's examples are held in one worker's memory while it is written: `examples_per_file`
-bounds that (at 1,000 features, 32,768 examples are ~270 MB).
+Each file is a uniform sample of the split in a seeded hash order, and its content depends only on its examples
+(never on the process that computed them, nor on how they were batched): a retried bundle, or a second run of the
+same config and seed, rewrites the same bytes. A file's examples are held in one worker's memory while it is
+written: `examples_per_file` bounds that (at 1,000 features, 32,768 examples are ~270 MB).
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from components.preprocess.block_format import BLOCK_FILE_SUFFIX, encode_blocks, example_matrices, holdout_buckets
+from components.preprocess.block_format import BLOCK_FILE_SUFFIX, HOLDOUT_COLUMN, encode_blocks, with_content_keys
 from components.preprocess.counters import Count
 from components.preprocess.manifest import BlockLayout
-from components.preprocess.shuffle import example_key
 
 
 def block_file(split: str, index: int, files: int) -> str:
@@ -32,19 +33,41 @@ def block_file(split: str, index: int, files: int) -> str:
     return f"{split}/blocks-{index:05d}-of-{files:05d}{BLOCK_FILE_SUFFIX}"
 
 
-class _ExampleRows(beam.DoFn):
-    """A batch of (serialized, transformed) examples → (file, (hash, int64 row, float32 row)) per example."""
+def transformed_matrices(layout: BlockLayout, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 [n, W_int], float32 [n, W_float]) of a transformed record batch (each column a list of `width` values
+    per row, as tf.Transform writes its output record batches); the holdout column left 0."""
+    n = batch.num_rows
+    matrices: dict[str, np.ndarray] = {"int64": np.zeros([n, layout.width("int64")], np.int64),
+                                       "float32": np.zeros([n, layout.width("float32")], np.float32)}
+    for dtype, matrix in matrices.items():
+        offset = 0
+        for column in layout.of_dtype(dtype):
+            if column.name != HOLDOUT_COLUMN:
+                values = np.asarray(batch.column(column.name).flatten().to_numpy(zero_copy_only=False), dtype)
+                if values.size != n * column.width:
+                    raise ValueError(f"'{column.name}' has {values.size} values for {n} examples, the layout "
+                                     f"{column.width} each")
+                matrix[:, offset:offset + column.width] = values.reshape(n, column.width)
+            offset += column.width
+    return matrices["int64"], matrices["float32"]
+
+
+class _FileParts(beam.DoFn):
+    """A transformed record batch → (file, (order keys, int64 rows, float32 rows)) for each file it has rows in."""
 
     def __init__(self, layout: BlockLayout, seed: int):
         self.layout, self.seed = layout, seed
 
-    def process(self, batch: list[tuple[bytes, dict]], files: int) -> Iterator[tuple[int, tuple[int, np.ndarray,
-                                                                                                 np.ndarray]]]:
-        serialized = [example for example, _ in batch]
-        ints, floats = example_matrices(self.layout, [values for _, values in batch], holdout_buckets(serialized))
-        for row, example in enumerate(serialized):
-            key = example_key(self.seed, example)
-            yield key % files, (key, ints[row], floats[row])
+    def process(self, batch: pa.RecordBatch, files: int) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray,
+                                                                                      np.ndarray]]]:
+        if not batch.num_rows:
+            return
+        ints, floats = transformed_matrices(self.layout, batch)
+        keys = with_content_keys(self.layout, ints, floats, self.seed)
+        where = (keys % np.uint64(files)).astype(np.int64)
+        for index in np.unique(where).tolist():
+            rows = np.flatnonzero(where == index)
+            yield index, (keys[rows], ints[rows], floats[rows])
 
 
 class _WriteBlockFile(beam.DoFn):
@@ -53,21 +76,23 @@ class _WriteBlockFile(beam.DoFn):
     def __init__(self, root: str, split: str, layout: BlockLayout):
         self.root, self.split, self.layout = root.rstrip("/"), split, layout
 
-    def process(self, keyed: tuple[int, Iterable[tuple[int, np.ndarray, np.ndarray]]],
+    def process(self, keyed: tuple[int, Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]],
                 files: int) -> Iterator[tuple[str, int]]:
-        index, rows = keyed
-        ordered = sorted(rows, key=lambda row: row[0])
-        ints = np.stack([row[1] for row in ordered])
-        floats = np.stack([row[2] for row in ordered])
+        index, parts = keyed
+        parts = list(parts)
+        keys = np.concatenate([part[0] for part in parts])
+        order = np.argsort(keys, kind="stable")  # equal keys: equal content (a 64-bit fingerprint's collision aside)
+        ints = np.concatenate([part[1] for part in parts])[order]
+        floats = np.concatenate([part[2] for part in parts])[order]
         name = block_file(self.split, index, files)
         with FileSystems.create(f"{self.root}/{name}") as handle:
             for record in encode_blocks(self.layout, ints, floats, name):
                 handle.write(record)
-        yield Count("block_examples", self.split, name).key, len(ordered)
+        yield Count("block_examples", self.split, name).key, len(keys)
 
 
 class WriteExampleBlocks(beam.PTransform):
-    """(serialized tf.Example, transformed dict) pairs of one split → block files; outputs counter pairs."""
+    """Transformed record batches of one split → block files; outputs counter pairs."""
 
     def __init__(self, root: str, split: str, layout: BlockLayout, seed: int, min_files: int,
                  examples_per_file: int = 32_768, label: str | None = None):
@@ -77,17 +102,17 @@ class WriteExampleBlocks(beam.PTransform):
         self.root, self.split, self.layout, self.seed = root, split, layout, seed
         self.min_files, self.examples_per_file = max(1, min_files), examples_per_file
 
-    def expand(self, examples):
+    def expand(self, batches):
         min_files, per_file = self.min_files, self.examples_per_file
         files = (
-            examples
-            | "CountForFiles" >> beam.combiners.Count.Globally()
+            batches
+            | "Rows" >> beam.Map(lambda batch: batch.num_rows)
+            | "CountForFiles" >> beam.CombineGlobally(sum)
             | "Files" >> beam.Map(lambda n: max(min_files, math.ceil(n / per_file)))
         )
         return (
-            examples
-            | "Batch" >> beam.BatchElements(min_batch_size=64, max_batch_size=1024)
-            | "Rows" >> beam.ParDo(_ExampleRows(self.layout, self.seed), beam.pvalue.AsSingleton(files))
+            batches
+            | "FileParts" >> beam.ParDo(_FileParts(self.layout, self.seed), beam.pvalue.AsSingleton(files))
             | "GroupIntoFiles" >> beam.GroupByKey()
             | "WriteBlockFiles" >> beam.ParDo(_WriteBlockFile(self.root, self.split, self.layout),
                                               beam.pvalue.AsSingleton(files))

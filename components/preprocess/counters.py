@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 import apache_beam as beam
+import numpy as np
+import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from components.logs.readers import match_pattern
 from components.logs.text_files import FileTally
-from components.preprocess.parse import MISSING, ParseOutcomes
+from components.preprocess.example_batches import missing_counts
+from components.preprocess.parse import FeatureField, ParseOutcomes
 
 COUNTERS_PREFIX = "stats/counters"
 
@@ -102,55 +105,17 @@ class PreprocessCounts:
                 if c.kind == "block_examples" and c.scope == split}
 
 
-class CountExamples(beam.CombineFn):
-    """One pass over a split: examples, positives per label key, missing values per feature."""
-
-    def __init__(self, split: str, label_keys: tuple[str, ...]):
-        super().__init__()
-        self.split = split
-        self.label_keys = label_keys
-
-    def create_accumulator(self) -> dict[Count, int]:
-        return {}
-
-    def add_input(self, counts: dict[Count, int], example: dict) -> dict[Count, int]:
-        examples = Count("split_examples", self.split)
-        counts[examples] = counts.get(examples, 0) + 1
-        for key in self.label_keys:
-            if example[key] > 0:
-                positives = Count("split_positives", self.split, key)
-                counts[positives] = counts.get(positives, 0) + 1
-        for name in example[MISSING]:
-            missing = Count("split_missing", self.split, name)
-            counts[missing] = counts.get(missing, 0) + 1
-        return counts
-
-    def merge_accumulators(self, accumulators: Iterable[dict[Count, int]]) -> dict[Count, int]:
-        merged: dict[Count, int] = {}
-        for counts in accumulators:
-            for count, value in counts.items():
-                merged[count] = merged.get(count, 0) + value
-        return merged
-
-    def extract_output(self, counts: dict[Count, int]) -> list[tuple[str, int]]:
-        return [(count.key, n) for count, n in counts.items()] or [(Count("split_examples", self.split).key, 0)]
-
-
-def count_split(examples: beam.PCollection, split: str, label_keys: tuple[str, ...]) -> beam.PCollection:
-    return (
-        examples
-        | f"Count{split.title()}" >> beam.CombineGlobally(CountExamples(split, label_keys))
-        | f"Flatten{split.title()}Counts" >> beam.FlatMap(lambda pairs: pairs)
-    )
-
-
-def count_records_read(records: beam.PCollection, stream: str) -> beam.PCollection:
-    """The number of records read of one stream, keyed by `Count("records_read", stream)`."""
-    return (
-        records
-        | f"Count{stream.title()}Read" >> beam.combiners.Count.Globally()
-        | f"Name{stream.title()}Read" >> beam.Map(lambda n, key=Count("records_read", stream).key: (key, n))
-    )
+def split_counts(batch: pa.RecordBatch, split: str, label_keys: tuple[str, ...],
+                 features: tuple[FeatureField, ...]) -> list[tuple[str, int]]:
+    """One batch of a split, counted: examples, positives per label key, missing values per logged feature
+    (`example_batches.missing_counts`); a count of 0 is left out (the sum of a count never emitted is 0)."""
+    counts = {Count("split_examples", split): batch.num_rows}
+    for key in label_keys:
+        counts[Count("split_positives", split, key)] = int(np.count_nonzero(
+            np.asarray(batch.column(key).to_numpy(zero_copy_only=False)) > 0))
+    for name, missing in missing_counts(batch, features).items():
+        counts[Count("split_missing", split, name)] = missing
+    return [(count.key, n) for count, n in counts.items() if n]
 
 
 def count_input_files(tallies: beam.PCollection, stream: str) -> beam.PCollection:
@@ -164,13 +129,9 @@ def count_input_files(tallies: beam.PCollection, stream: str) -> beam.PCollectio
     return tallies | f"Count{stream.title()}Files" >> beam.FlatMap(pairs)
 
 
-def count_parse_outcomes(outcomes: beam.PCollection, stream: str) -> beam.PCollection:
-    """The parser's `ParseOutcomes` of each bundle as `input` counts of `stream`."""
-
-    def pairs(outcome: ParseOutcomes) -> list[tuple[str, int]]:
-        return [(Count("input", stream, name).key, getattr(outcome, name)) for name in PARSE_OUTCOME_FIELDS]
-
-    return outcomes | f"Count{stream.title()}Parsed" >> beam.FlatMap(pairs)
+def parse_outcome_counts(outcome: ParseOutcomes, stream: str) -> list[tuple[str, int]]:
+    """The parser's `ParseOutcomes` of a chunk as `input` counts of `stream`."""
+    return [(Count("input", stream, name).key, getattr(outcome, name)) for name in PARSE_OUTCOME_FIELDS]
 
 
 def count_dead_letter(dead: dict) -> tuple[str, int]:
@@ -197,7 +158,7 @@ class WriteCounters(beam.PTransform):
 
 def read_counters(root: str) -> PreprocessCounts:
     values: dict[Count, int] = {}
-    for result in FileSystems.match([f"{root.rstrip('/')}/{COUNTERS_PREFIX}*"]):
+    for result in FileSystems.match([f"{match_pattern(root.rstrip('/'))}/{COUNTERS_PREFIX}*"]):
         for metadata in result.metadata_list:
             with FileSystems.open(metadata.path) as handle:
                 for line in handle.read().decode("utf-8").splitlines():

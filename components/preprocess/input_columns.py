@@ -3,6 +3,9 @@
 A CSV header (or a Parquet schema) that spells a configured column differently (`..ip` for `ip`) would otherwise
 run to the end with that feature absent from every example. JSONL and BigQuery rows have no header to check:
 their absent columns show up as the feature's missing share (`preprocess.max_missing_share`).
+
+A feature is a column of the logs unless preprocess derives it (`logged_features`): a `time` part comes from the
+impression time, a `history` feature from earlier examples of its ids (which are columns, checked as such).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from components.logs.readers import csv_header
+from components.logs.readers import any_day, csv_header, matched_files
+from configs.features import Feature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP
 from configs.slices import PreprocessStepConfig
 
@@ -26,6 +30,14 @@ class RequiredColumn:
     configured_by: str  # the config field that asks for it, e.g. "features.0 (ip)"
 
 
+DERIVED_KINDS = ("time", "history")  # features preprocess computes rather than reads
+
+
+def logged_features(features: list[Feature]) -> list[tuple[int, Feature]]:
+    """(index in the config, feature) of each feature read from a column of the impression logs."""
+    return [(index, feature) for index, feature in enumerate(features) if feature.kind not in DERIVED_KINDS]
+
+
 def impression_columns(config: PreprocessStepConfig) -> list[RequiredColumn]:
     """The impression (or outcome-table) columns the config reads."""
     logs = config.logs
@@ -33,12 +45,11 @@ def impression_columns(config: PreprocessStepConfig) -> list[RequiredColumn]:
     if logs.label_mode == "engagements" or IMPRESSION_ID in logs.impression_fields:
         required.append(RequiredColumn(logs.impression_column(IMPRESSION_ID),
                                        _mapped(logs.impression_fields, IMPRESSION_ID, "impression_fields")))
-    for index, feature in enumerate(config.features):
-        if feature.kind != "time":
-            where = f"features.{index} ({feature.name})"
-            if feature.name in logs.impression_fields:
-                where += f" via logs.impression_fields.{feature.name}"
-            required.append(RequiredColumn(logs.impression_column(feature.name), where))
+    for index, feature in logged_features(config.features):
+        where = f"features.{index} ({feature.name})"
+        if feature.name in logs.impression_fields:
+            where += f" via logs.impression_fields.{feature.name}"
+        required.append(RequiredColumn(logs.impression_column(feature.name), where))
     if logs.label_mode == "outcome":
         required += [
             RequiredColumn(task.label_column, f"tasks.{index}.label_column ({task.name})")
@@ -53,16 +64,16 @@ def engagement_columns(config: PreprocessStepConfig) -> list[RequiredColumn]:
             for name in (IMPRESSION_ID, EVENT_TYPE, TIMESTAMP)]
 
 
-def input_header(pattern: str, file_format: str, csv_delimiter: str = ",") -> tuple[str, list[str]] | None:
-    """(first file, its column names) for CSV and Parquet inputs; None for formats without a header."""
-    pattern = pattern.replace("{date}", "*")
+def input_header(path: str, file_format: str, csv_delimiter: str = ",") -> tuple[str, list[str]] | None:
+    """(first file, its column names) for CSV and Parquet inputs of a configured path (`{date}`: any day); None for
+    formats without a header."""
     if file_format not in ("csv", "parquet"):
         return None
-    files = sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
+    files = matched_files(any_day(path))
     if not files:
         return None  # the reader says that no file matches, naming the pattern
     if file_format == "csv":
-        return files[0], csv_header(pattern, csv_delimiter)
+        return files[0], csv_header(path, csv_delimiter)
     import pyarrow.parquet as pq
 
     with FileSystems.open(files[0]) as handle:

@@ -3,21 +3,37 @@
 A task's label is 1 when an event of the task's `event_type` happened `0 <= t_event − t_impression <= window`
 (both edges inclusive). Duplicate impression ids keep the earliest record; events with no impression
 (orphans), events before their impression (early) and after the window (late) are counted, not lost.
+
+`attribute` says it for the records of one id; `attribute_batch` does the same for every id of a partition at once
+(column-wise), and the Beam transforms group record batches by a partition of the impression id
+(`components.preprocess.partitions`) so that an id's impressions and events meet:
+
+    impressions ─► (partition, part) ─┐
+    engagements ─► (partition, part) ─┴─► CoGroupByKey ─► attribute_batch per partition ─► examples + counters
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam import typehints
 
 from components.logs.readers import LogWindow
+from components.preprocess.batch_coder import BATCH, KEYED_BATCH
 from components.preprocess.counters import Count
-from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS
+from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, concat, record_dicts
+from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS, FeatureField
+from components.preprocess.partitions import partition_parts
 from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"
+SIDED_BATCH = typehints.Tuple[int, typehints.Tuple[str, pa.RecordBatch]]  # (partition, (stream, batch))
 
 
 @dataclass(frozen=True)
@@ -68,70 +84,244 @@ def attribute(impressions: list[dict], events: list[dict], tasks: tuple[EventTas
     return example, counts
 
 
-class _Attribute(beam.DoFn):
-    def __init__(self, tasks: tuple[EventTask, ...], window: LogWindow):
+def _window_mask(times: np.ndarray, window: LogWindow) -> np.ndarray:
+    inside = np.ones(len(times), bool)
+    if window.start_ms is not None:
+        inside &= times >= window.start_ms
+    if window.end_ms is not None:
+        inside &= times < window.end_ms
+    return inside
+
+
+def _earliest_per_id(impressions: pa.RecordBatch, features: Sequence[FeatureField]) -> tuple[np.ndarray, np.ndarray,
+                                                                                               dict[str, int]]:
+    """(the row kept for each id code, the id code of each row, counts): the earliest impression of each id, ties
+    broken as `attribute` breaks them (by the record's JSON); `duplicate_impressions` counted."""
+    codes = np.asarray(pc.dictionary_encode(impressions.column(IMPRESSION_ID)).indices, np.int64)
+    times = np.asarray(impressions.column(TIMESTAMP_MS), np.int64)
+    order = np.lexsort((times, codes))
+    first = np.ones(len(order), bool)
+    first[1:] = codes[order][1:] != codes[order][:-1]
+    kept = order[first]  # the row of each code (codes ascending), earliest time first
+    counts = {}
+    duplicates = len(order) - len(kept)
+    if duplicates:
+        counts["duplicate_impressions"] = duplicates
+        # several rows at a code's earliest time: the smallest JSON record wins, as in `attribute`
+        earliest = times[kept][codes[order]] == times[order]
+        tied = np.bincount(codes[order][earliest], minlength=len(kept))
+        for code in np.flatnonzero(tied > 1).tolist():
+            rows = order[(codes[order] == code) & earliest].tolist()
+            dicts = record_dicts(impressions, rows, features)
+            kept[code] = rows[min(range(len(rows)), key=lambda i: json.dumps(dicts[i], sort_keys=True, default=str))]
+    return kept, codes, counts
+
+
+def attribute_batch(impressions: pa.RecordBatch, events: pa.RecordBatch, tasks: tuple[EventTask, ...],
+                    window: LogWindow, features: Sequence[FeatureField]) -> tuple[pa.RecordBatch, dict[str, int]]:
+    """`attribute` for every impression id of the batches at once: the labelled examples (sorted by id) and the
+    counts (only those that occurred, as `attribute` names them)."""
+    counts: dict[str, int] = {}
+    if not impressions.num_rows:
+        if events.num_rows:
+            counts["orphan_engagements"] = events.num_rows
+        return _with_labels(impressions, tasks, {}, np.zeros(0, np.int64)), counts
+    ids = pa.chunked_array([impressions.column(IMPRESSION_ID), events.column(IMPRESSION_ID)]).combine_chunks()
+    codes = np.asarray(pc.dictionary_encode(ids).indices, np.int64)
+    impression_codes, event_codes = codes[:impressions.num_rows], codes[impressions.num_rows:]
+    kept_row = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, np.int64)
+    if impressions.num_rows:
+        kept, local_codes, duplicate_counts = _earliest_per_id(impressions, features)
+        counts |= duplicate_counts
+        kept_row[impression_codes[kept]] = kept
+    event_row = kept_row[event_codes] if len(event_codes) else np.zeros(0, np.int64)
+    orphans = int(np.count_nonzero(event_row < 0))
+    if orphans:
+        counts["orphan_engagements"] = orphans
+    times = np.asarray(impressions.column(TIMESTAMP_MS), np.int64)
+    rows = kept_row[kept_row >= 0]
+    inside_rows = rows[_window_mask(times[rows], window)]
+    outside = len(rows) - len(inside_rows)
+    inside = np.zeros(impressions.num_rows, bool)
+    inside[inside_rows] = True
+    matched = event_row >= 0
+    event_inside = np.zeros(len(event_row), bool)
+    event_inside[matched] = inside[event_row[matched]]
+    if outside:
+        counts["impressions_outside_window"] = outside
+        counts["engagements_of_impressions_outside_window"] = int(np.count_nonzero(matched & ~event_inside))
+    types = np.asarray(events.column(EVENT_TYPE).to_numpy(zero_copy_only=False), dtype=object)
+    used = np.isin(types, [task.event_type for task in tasks]) if len(types) else np.zeros(0, bool)
+    unused = int(np.count_nonzero(event_inside & ~used))
+    if unused:
+        counts["engagements_of_unused_type"] = unused
+    event_times = np.asarray(events.column(TIMESTAMP_MS), np.int64)
+    delays = event_times - times[np.where(matched, event_row, 0)] if len(event_row) else event_times
+    labels = {}
+    for task in tasks:
+        of_task = event_inside & (types == task.event_type)
+        positive_events = of_task & (delays >= 0) & (delays <= task.window_ms)
+        positive = np.zeros(impressions.num_rows, bool)
+        positive[event_row[positive_events]] = True
+        early = int(np.count_nonzero(of_task & (delays < 0)))
+        late = int(np.count_nonzero(of_task & (delays > task.window_ms)))
+        if early:
+            counts[f"early_events:{task.label}"] = early
+        if late:
+            counts[f"late_events:{task.label}"] = late
+        labels[task.label] = positive
+    order = np.asarray(pc.sort_indices(impressions.column(IMPRESSION_ID).take(pa.array(inside_rows))))
+    return _with_labels(impressions, tasks, labels, inside_rows[order]), counts
+
+
+def _with_labels(impressions: pa.RecordBatch, tasks: tuple[EventTask, ...], labels: dict[str, np.ndarray],
+                 rows: np.ndarray) -> pa.RecordBatch:
+    """The impressions `rows`, in that order, with a float 0/1 column per task (in task order)."""
+    examples = impressions.take(pa.array(rows, pa.int64()))
+    for task in tasks:
+        values = labels[task.label][rows] if task.label in labels else np.zeros(len(rows), bool)
+        examples = examples.append_column(task.label, pa.array(values.astype(np.float64)))
+    return examples
+
+
+def deduplicate_batch(rows: pa.RecordBatch, window: LogWindow,
+                      features: Sequence[FeatureField]) -> tuple[pa.RecordBatch, dict[str, int]]:
+    """Single-table mode, for rows of a partition: `attribute` of each id's rows with no events (the earliest kept),
+    and of each row without an id on its own."""
+    with_id = np.asarray(rows.column(IMPRESSION_ID).is_valid(), bool)
+    counts: dict[str, int] = {}
+    kept_rows = np.flatnonzero(~with_id)
+    if with_id.any():
+        identified = rows.filter(pa.array(with_id))
+        kept, _, duplicate_counts = _earliest_per_id(identified, features)
+        counts |= duplicate_counts
+        kept_rows = np.concatenate([kept_rows, np.flatnonzero(with_id)[kept]])
+    times = np.asarray(rows.column(TIMESTAMP_MS), np.int64)
+    inside = _window_mask(times[kept_rows], window)
+    if not inside.all():
+        counts["impressions_outside_window"] = int(np.count_nonzero(~inside))
+        counts["engagements_of_impressions_outside_window"] = 0
+    examples = rows.take(pa.array(np.sort(kept_rows[inside])))
+    if with_id.all():  # one row per id: sorted by it, whatever order the rows came in
+        examples = examples.take(pc.sort_indices(examples.column(IMPRESSION_ID)))
+    return examples, counts
+
+
+def _counter_pairs(counts: dict[str, int]) -> list[tuple[str, int]]:
+    return [(Count("join", subject=name).key, value) for name, value in counts.items()]
+
+
+class _KeyByImpressionId(beam.DoFn):
+    def __init__(self, side: str, partitions: int):
         super().__init__()
-        self.tasks = tasks
-        self.window = window
+        self.side, self.partitions = side, partitions
+
+    def process(self, batch: pa.RecordBatch):
+        for partition, part in partition_parts(batch, batch.column(IMPRESSION_ID), self.partitions):
+            yield partition, (self.side, part)
+
+
+class _AttributePartition(beam.DoFn):
+    def __init__(self, tasks: tuple[EventTask, ...], window: LogWindow, features: tuple[FeatureField, ...],
+                 schema: pa.Schema):
+        super().__init__()
+        self.tasks, self.window, self.features, self.schema = tasks, window, features, schema
 
     def process(self, keyed):
-        _, grouped = keyed
-        example, counts = attribute(list(grouped["impressions"]), list(grouped["events"]), self.tasks, self.window)
-        for name, value in counts.items():
-            yield beam.pvalue.TaggedOutput(COUNTERS, (Count("join", subject=name).key, value))
-        if example is not None:
-            yield example
+        _, parts = keyed
+        parts = list(parts)
+        # the order the parts came in changes nothing: the kept duplicate is chosen by content, the examples are
+        # sorted by their (unique) id
+        impressions = concat([p for side, p in parts if side == "impressions"], self.schema)
+        events = concat([p for side, p in parts if side == "events"], ENGAGEMENT_SCHEMA)
+        examples, counts = attribute_batch(impressions, events, self.tasks, self.window, self.features)
+        for pair in _counter_pairs(counts):
+            yield beam.pvalue.TaggedOutput(COUNTERS, pair)
+        if examples.num_rows:
+            yield examples
 
 
 class JoinEngagements(beam.PTransform):
-    """(impressions, engagements) → (examples, counters): CoGroupByKey on impression id, then `attribute`."""
+    """(impression batches, engagement batches) → (example batches, counter pairs): the two streams grouped by a
+    partition of the impression id (`partitions` of them), then `attribute_batch` per partition. `schema`: the
+    impression batches'; `features`: the logged features (for the tie-break among duplicates)."""
 
-    def __init__(self, tasks: tuple[EventTask, ...], window: LogWindow = LogWindow()):
+    def __init__(self, tasks: tuple[EventTask, ...], window: LogWindow, features: tuple[FeatureField, ...],
+                 schema: pa.Schema, partitions: int):
         super().__init__()
-        self.tasks = tasks
-        self.window = window
+        self.tasks, self.window, self.features, self.schema, self.partitions = (tasks, window, features, schema,
+                                                                                partitions)
 
     def expand(self, streams):
         impressions, engagements = streams
-        grouped = {
-            "impressions": impressions | "KeyImpressions" >> beam.Map(lambda r: (r[IMPRESSION_ID], r)),
-            "events": engagements | "KeyEvents" >> beam.Map(lambda r: (r[IMPRESSION_ID], r)),
-        } | "GroupById" >> beam.CoGroupByKey()
-        outputs = grouped | "Attribute" >> beam.ParDo(_Attribute(self.tasks, self.window)).with_outputs(
-            COUNTERS, main="examples"
-        )
+        parts = (
+            impressions | "KeyImpressions" >> beam.ParDo(_KeyByImpressionId("impressions", self.partitions))
+            .with_output_types(SIDED_BATCH),
+            engagements | "KeyEvents" >> beam.ParDo(_KeyByImpressionId("events", self.partitions))
+            .with_output_types(SIDED_BATCH),
+        ) | "BothStreams" >> beam.Flatten()
+        outputs = (parts
+                   | "GroupById" >> beam.GroupByKey()
+                   | "Attribute" >> beam.ParDo(_AttributePartition(self.tasks, self.window, self.features,
+                                                                   self.schema)).with_output_types(BATCH).with_outputs(
+                       COUNTERS, main="examples"))
         return outputs["examples"], outputs[COUNTERS]
+
+
+class _KeepOnePerId(beam.DoFn):
+    def __init__(self, window: LogWindow, features: tuple[FeatureField, ...]):
+        super().__init__()
+        self.window, self.features = window, features
+
+    def process(self, keyed):
+        _, rows = keyed
+        examples, counts = deduplicate_batch(rows, self.window, self.features)
+        for pair in _counter_pairs(counts):
+            yield beam.pvalue.TaggedOutput(COUNTERS, pair)
+        if examples.num_rows:
+            yield examples
 
 
 class DeduplicateOutcomes(beam.PTransform):
-    """Single-table mode: rows with an impression id keep one record per id; rows without one pass as is."""
+    """Single-table mode: row batches → (example batches, counter pairs); rows with an impression id keep one per id
+    (grouped by a partition of the id), rows without one pass as they are (outside the window: dropped, counted)."""
 
-    def __init__(self, window: LogWindow = LogWindow()):
+    def __init__(self, window: LogWindow, features: tuple[FeatureField, ...], schema: pa.Schema, partitions: int):
         super().__init__()
-        self.window = window
+        self.window, self.features, self.schema, self.partitions = window, features, schema, partitions
 
     def expand(self, rows):
-        with_id = rows | "HasId" >> beam.Filter(lambda r: r[IMPRESSION_ID] is not None)
-        without_id = rows | "NoId" >> beam.Filter(lambda r: r[IMPRESSION_ID] is None)
-        outputs = (
-            (
-                with_id | "KeyRows" >> beam.Map(lambda r: (r[IMPRESSION_ID], r)) | "GroupRows" >> beam.GroupByKey(),
-                without_id | "Unkeyed" >> beam.Map(lambda r: (None, [r])),
-            )
-            | "AllRows" >> beam.Flatten()
-            | "Keep" >> beam.ParDo(_KeepOne(self.window)).with_outputs(COUNTERS, main="examples")
-        )
-        return outputs["examples"], outputs[COUNTERS]
+        partitions = self.partitions
+        split = rows | "ById" >> beam.ParDo(_WithAndWithoutId(partitions)).with_output_types(KEYED_BATCH).with_outputs(
+            WITHOUT_ID, main="with_id")
+        grouped = (split["with_id"]
+                   | "GroupRows" >> beam.GroupByKey()
+                   | "OnePerPartition" >> beam.MapTuple(lambda key, parts, schema=self.schema: (
+                       key, concat(list(parts), schema))).with_output_types(KEYED_BATCH)
+                   | "Keep" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_output_types(BATCH)
+                   .with_outputs(COUNTERS, main="examples"))
+        alone = split[WITHOUT_ID] | "KeepInWindow" >> beam.ParDo(_KeepOnePerId(self.window, self.features)
+                                                                 ).with_output_types(BATCH).with_outputs(
+            COUNTERS, main="examples")
+        return ((grouped["examples"], alone["examples"]) | "AllExamples" >> beam.Flatten(),
+                (grouped[COUNTERS], alone[COUNTERS]) | "AllCounters" >> beam.Flatten())
 
 
-class _KeepOne(beam.DoFn):
-    def __init__(self, window: LogWindow):
+WITHOUT_ID = "without_id"
+
+
+class _WithAndWithoutId(beam.DoFn):
+    """A batch → `(partition, part)` of its rows with an impression id, and (tagged `without_id`) `(None, rows)` of
+    those without one (each its own example: nothing to group them with)."""
+
+    def __init__(self, partitions: int):
         super().__init__()
-        self.window = window
+        self.partitions = partitions
 
-    def process(self, keyed):
-        example, counts = attribute(list(keyed[1]), [], (), self.window)
-        for name, value in counts.items():
-            yield beam.pvalue.TaggedOutput(COUNTERS, (Count("join", subject=name).key, value))
-        if example is not None:
-            yield example
+    def process(self, batch: pa.RecordBatch):
+        with_id = batch.column(IMPRESSION_ID).is_valid()
+        if not pc.all(with_id).as_py():
+            yield beam.pvalue.TaggedOutput(WITHOUT_ID, (None, batch.filter(pc.invert(with_id))))
+        identified = batch.filter(with_id)
+        if identified.num_rows:
+            yield from partition_parts(identified, identified.column(IMPRESSION_ID), self.partitions)

@@ -106,7 +106,8 @@ class SplitInfo(Contract):
     examples: int
     label_rates: dict[str, float]
     file_pattern: str = Field(description="glob of gzip TFRecord shards of per-example tf.Examples, relative to "
-                              "the manifest's directory")
+                              "the manifest's directory: what a manifest without `blocks` (written before them) "
+                              "trains from; preprocess now writes blocks only, so it matches no file beside them")
     blocks: SplitBlocks | None = Field(
         None, description="the same examples in training-ready blocks (what the trainer reads when present)"
     )

@@ -16,6 +16,7 @@ from configs.schema import AdrankConfig
 from configs.slices import PreprocessStepConfig
 
 JOB_NAME_FLAG = "--job_name="
+LOCAL_RUNNER = "FnApiRunner"  # the DirectRunner's batch runner (`runner: DirectRunner` in the config)
 
 
 def dataflow_job_name(pipeline_name: str, run_id: str = "") -> str:
@@ -64,8 +65,12 @@ def beam_pipeline_args(config: PreprocessStepConfig, job_name: str | None = None
     with it (`--dataflow_kms_key`)."""
     pre = config.preprocess
     if pre.runner == "DirectRunner":
-        args = ["--runner=DirectRunner", f"--direct_running_mode={pre.direct_running_mode}"]
-        if pre.direct_num_workers:
+        # Beam's DirectRunner tries its Prism runner first (downloading it where the machine can, falling back where
+        # not): FnApiRunner is the DirectRunner's own batch runner, what the preprocess figures are measured on
+        args = [f"--runner={LOCAL_RUNNER}", f"--direct_running_mode={pre.direct_running_mode}"]
+        if pre.direct_running_mode == "in_memory":
+            args.append("--direct_num_workers=1")  # one worker in this process, whatever direct_num_workers says
+        elif pre.direct_num_workers:
             args.append(f"--direct_num_workers={pre.direct_num_workers}")
         else:
             args.append("--direct_num_workers=0")  # Beam: one worker per core

@@ -33,8 +33,8 @@ _TRUE = {"1", "true", "yes", "y", "t", "1.0"}
 _NON_FINITE_WORDS = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # Times whose day and the days around it are valid dates (date arithmetic on year 9999 overflows).
-_EARLIEST_MS = int((dt.datetime(1, 1, 8, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
-_LATEST_MS = int((dt.datetime(9999, 12, 24, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
+EARLIEST_MS = int((dt.datetime(1, 1, 8, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
+LATEST_MS = int((dt.datetime(9999, 12, 24, tzinfo=dt.timezone.utc) - _EPOCH).total_seconds() * 1000)
 
 
 class InvalidRecord(ValueError):
@@ -100,7 +100,7 @@ class TimestampParser:
 
     def __call__(self, value: Any) -> int:
         stamp = self._epoch_ms(value)
-        if not _EARLIEST_MS <= stamp <= _LATEST_MS:
+        if not EARLIEST_MS <= stamp <= LATEST_MS:
             raise InvalidRecord("bad_timestamp")
         return stamp
 
@@ -132,7 +132,7 @@ def _required(record: dict, name: str, column: str) -> Any:
     return value
 
 
-def _identifier(value: Any, name: str) -> str | None:
+def identifier(value: Any, name: str) -> str | None:
     """A categorical value as a string id; None when absent."""
     if value is None:
         return None
@@ -171,7 +171,7 @@ def _any_number(value: Any, name: str) -> float | None:
     raise InvalidRecord(f"wrong_type:{name}")
 
 
-def _number(value: Any, name: str) -> float | None:
+def feature_number(value: Any, name: str) -> float | None:
     """A numeric feature's value; None when absent. nan and ±inf are no value a model can use, and not an absent
     one either (a logger wrote something wrong): `non_finite:<feature>`."""
     number = _any_number(value, name)
@@ -180,7 +180,7 @@ def _number(value: Any, name: str) -> float | None:
     return number
 
 
-def _flag(value: Any, name: str, positive_when: str) -> float:
+def outcome_flag(value: Any, name: str, positive_when: str) -> float:
     """Outcome label: `present` → the column is set; `truthy` → 1/true/yes or a positive number.
 
     Values outside the label's domain are dead letters, never a silent 0: nan or ±inf (`non_finite_label:<column>`,
@@ -251,9 +251,9 @@ class ImpressionParser:
     def __call__(self, raw: Any) -> dict:
         record = self.decoder(raw)
         if self.id_required:
-            impression_id = _identifier(_required(record, IMPRESSION_ID, self.id_column), IMPRESSION_ID)
+            impression_id = identifier(_required(record, IMPRESSION_ID, self.id_column), IMPRESSION_ID)
         else:
-            impression_id = _identifier(record.get(self.id_column), IMPRESSION_ID)
+            impression_id = identifier(record.get(self.id_column), IMPRESSION_ID)
         example: dict[str, Any] = {
             IMPRESSION_ID: impression_id,
             TIMESTAMP_MS: self.timestamps(_required(record, TIMESTAMP, self.timestamp_column)),
@@ -263,29 +263,29 @@ class ImpressionParser:
         for feature in self.features:
             value = record.get(feature.column)
             if feature.kind == "categorical":
-                parsed = _identifier(value, feature.name)
+                parsed = identifier(value, feature.name)
                 if parsed is None:
                     missing.append(feature.name)
                     parsed = MISSING_TOKEN
             elif feature.kind == "categorical_list":
-                parsed = self._id_list(value, feature)
+                parsed = self.id_list(value, feature)
                 if not parsed:
                     missing.append(feature.name)
             elif feature.kind == "numeric":
-                parsed = _number(value, feature.name)
+                parsed = feature_number(value, feature.name)
                 if parsed is None:
                     missing.append(feature.name)
                     parsed = feature.default
-            else:  # time-derived: computed in the transform graph from timestamp_ms
+            else:  # derived, not a column: a time part (the transform graph), a history feature (history.py)
                 continue
             example[feature.name] = parsed
         for label in self.outcome_labels:
-            example[label.name] = _flag(record.get(label.column), label.column, label.positive_when)
+            example[label.name] = outcome_flag(record.get(label.column), label.column, label.positive_when)
         example[MISSING] = missing
         return example
 
     @staticmethod
-    def _id_list(value: Any, feature: FeatureField) -> list[str]:
+    def id_list(value: Any, feature: FeatureField) -> list[str]:
         if value is None:
             return []
         if isinstance(value, str):
@@ -296,7 +296,7 @@ class ImpressionParser:
         for item in value:
             if isinstance(item, (list, dict)):
                 raise InvalidRecord(f"wrong_type:{feature.name}")
-            parsed = _identifier(item, feature.name)
+            parsed = identifier(item, feature.name)
             if parsed is not None:
                 ids.append(parsed)
         return ids
@@ -315,7 +315,7 @@ class EngagementParser:
 
     def __call__(self, raw: Any) -> dict:
         record = self.decoder(raw)
-        impression_id = _identifier(_required(record, IMPRESSION_ID, self.id_column), IMPRESSION_ID)
+        impression_id = identifier(_required(record, IMPRESSION_ID, self.id_column), IMPRESSION_ID)
         event_type = _required(record, EVENT_TYPE, self.type_column)
         if not isinstance(event_type, str):
             raise InvalidRecord(f"wrong_type:{EVENT_TYPE}")

@@ -33,15 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
+import pyarrow as pa
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.error_handling import ErrorHandler
 
 from components.log_records import fields
-from components.logs.readers import LogWindow, csv_header
+from components.logs.readers import LogWindow, csv_header, expand_pattern, match_pattern
 from components.logs.records import format_timestamp
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
+from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
 from components.preprocess.counters import WriteCounters, read_counters
 from components.preprocess.dataflow_job import watch_job
@@ -51,6 +54,7 @@ from components.preprocess.input_columns import (
     check_input_columns,
     engagement_columns,
     impression_columns,
+    logged_features,
 )
 from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
 from components.preprocess.manifest import (
@@ -73,6 +77,7 @@ from components.preprocess.parse import (
     RecordDecoder,
     TimestampParser,
 )
+from components.preprocess.partitions import partition_count
 from components.preprocess.stages import (
     DAY_SECONDS,
     DEAD_LETTER_DIR,
@@ -258,7 +263,7 @@ def impression_parser(config: PreprocessStepConfig, impressions_path: str) -> Im
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
-        columns = tuple(csv_header(impressions_path.replace("{date}", "*"), logs.csv_delimiter))
+        columns = tuple(csv_header(impressions_path, logs.csv_delimiter))
     outcome = logs.label_mode == "outcome"
     return ImpressionParser(
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
@@ -267,7 +272,7 @@ def impression_parser(config: PreprocessStepConfig, impressions_path: str) -> Im
             FeatureField(f.name, f.kind, logs.impression_column(f.name),
                          f.separator if isinstance(f, CategoricalListFeature) else "|",
                          f.default if isinstance(f, NumericFeature) else 0.0)
-            for f in config.features
+            for _, f in logged_features(config.features)
         ),
         id_column=logs.impression_column(IMPRESSION_ID),
         timestamp_column=logs.impression_column(TIMESTAMP),
@@ -283,7 +288,7 @@ def engagement_parser(config: PreprocessStepConfig, engagements_path: str) -> En
     logs = config.logs
     columns: tuple[str, ...] = ()
     if logs.format == "csv":
-        columns = tuple(csv_header(engagements_path.replace("{date}", "*"), logs.csv_delimiter))
+        columns = tuple(csv_header(engagements_path, logs.csv_delimiter))
     return EngagementParser(
         decoder=RecordDecoder(logs.format, columns, logs.csv_delimiter, logs.max_record_bytes),
         timestamps=TimestampParser(logs.timestamp_format),
@@ -302,9 +307,9 @@ def event_tasks(config: PreprocessStepConfig) -> tuple[EventTask, ...]:
 
 
 class PreprocessLogs(beam.PTransform):
-    """The whole job, on the pipeline's root: the logs of `config` → under `root`, examples of each split (blocks,
-    TFRecords), the raw eval examples, `transform_fn`, dead letters and the counters `_manifest` reads; outputs
-    the counters file's name. The stages are `components.preprocess.stages`; `tft_temp` is tf.Transform's scratch."""
+    """The whole job, on the pipeline's root: the logs of `config` → under `root`, each split's block files, the raw
+    eval examples, `transform_fn`, dead letters and the counters `_manifest` reads; outputs the counters file's
+    name. The stages are `components.preprocess.stages`; `tft_temp` is tf.Transform's scratch."""
 
     def __init__(self, config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow,
                  tft_temp: str):
@@ -318,53 +323,78 @@ class PreprocessLogs(beam.PTransform):
                                    "max_record_lines": logs.max_record_lines}
         late_seconds = max(t.attribution_window_seconds for t in config.tasks)
         skew_days = logs.max_timestamp_skew_days
+        parser = ChunkParser("impressions", impression_parser(config, impressions_path))
+        columns = parser.impressions
+        assert columns is not None  # an impression parser's batches have impression columns
+        features = columns.features
+        partitions = partition_count(_input_bytes(config, [impressions_path, engagements_path], window, late_seconds))
         with ErrorHandler(WriteDeadLetters(self.root)) as dead_letters:
             impressions = pbegin | ReadImpressions(
-                impressions_path, logs.format, impression_parser(config, impressions_path), window, **reading
+                impressions_path, logs.format, parser, window, **reading
             ).with_error_handler(dead_letters)
             engagements = None
             if logs.label_mode == "engagements":
                 if engagements_path is None:  # the config requires it (checked at load)
                     raise ValueError("logs.label_mode 'engagements' needs logs.engagements")
                 engagements = pbegin | ReadEngagements(
-                    engagements_path, logs.format, engagement_parser(config, engagements_path), window,
-                    late_seconds // DAY_SECONDS + 1, **reading
+                    engagements_path, logs.format, ChunkParser("engagements", engagement_parser(config,
+                                                                                                engagements_path)),
+                    window, late_seconds // DAY_SECONDS + 1, **reading
                 ).with_error_handler(dead_letters)
-            impression_records = impressions.records
-            engagement_records = engagements.records if engagements is not None else None
+            impression_batches = impressions.batches
+            engagement_batches = engagements.batches if engagements is not None else None
             if skew_days is not None:
-                median = impression_records | "MedianImpressionTime" >> MedianTime()
-                impression_records = impression_records | "PlausibleImpressionTimes" >> DropImplausibleTimes(
-                    "impressions", median, skew_days).with_error_handler(dead_letters)
-                if engagement_records is not None:
-                    engagement_records = engagement_records | "PlausibleEngagementTimes" >> DropImplausibleTimes(
+                median = impression_batches | "MedianImpressionTime" >> MedianTime()
+                impression_batches = impression_batches | "PlausibleImpressionTimes" >> DropImplausibleTimes(
+                    "impressions", median, skew_days, features=features).with_error_handler(dead_letters)
+                if engagement_batches is not None:
+                    engagement_batches = engagement_batches | "PlausibleEngagementTimes" >> DropImplausibleTimes(
                         "engagements", median, skew_days, late_seconds * 1000).with_error_handler(dead_letters)
-        if engagement_records is not None:
-            examples, labelling = (impression_records, engagement_records) | (
-                "AttributeEngagements" >> JoinEngagements(event_tasks(config), window))
+        schema = columns.schema
+        if engagement_batches is not None:
+            tasks = event_tasks(config)
+            examples, labelling = (impression_batches, engagement_batches) | (
+                "AttributeEngagements" >> JoinEngagements(tasks, window, features, schema, partitions))
+            for task in tasks:
+                schema = schema.append(pa.field(task.label, pa.float64()))
         else:
-            examples, labelling = impression_records | "Deduplicate" >> DeduplicateOutcomes(window)
+            examples, labelling = impression_batches | "Deduplicate" >> DeduplicateOutcomes(
+                window, features, schema, partitions)
         # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
-        examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks)
+        examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks, schema,
+                                                                      partitions)
         splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days,
                                         config.split.history_burn_in_days)
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
         block_files = transformed.transformed | WriteExamples(
-            self.root, transformed.transformed_schema, config.seed, settings.output_shards,
-            settings.shuffle_buckets_per_shard, settings.block_examples)
-        _ = transformed.raw["eval"] | WriteRawEval(self.root, transformed.raw_schema, settings.output_shards)
+            self.root, transformed.transformed_schema, config.seed, settings.output_shards, settings.block_examples)
+        _ = transformed.raw["eval"] | WriteRawEval(self.root, settings.output_shards)
         _ = transformed.transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(self.root)
         counters = (
             impressions.counters,
             *((engagements.counters,) if engagements is not None else ()),
             labelling,
             dead_letters.output(),
-            splits | CountSplits(tuple(label_key(t.name) for t in config.tasks)),
-            (splits["train"], splits["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(config.features),
+            splits.by_split | CountSplits(tuple(label_key(t.name) for t in config.tasks), features),
+            (splits.by_split["train"], splits.by_split["eval"]) | "UnseenEvalValues" >> CountUnseenEvalValues(
+                config.features),
             block_files,
         )
         return counters | "Counters" >> WriteCounters(self.root)
+
+
+def _input_bytes(config: PreprocessStepConfig, paths: list[str | None], window: LogWindow,
+                 late_seconds: int) -> int | None:
+    """The bytes of the log files the job reads (what sizes its partitions), None for a BigQuery source."""
+    if config.logs.format == "bigquery":
+        return None
+    total = 0
+    for index, path in enumerate(p for p in paths if p is not None):
+        patterns = expand_pattern(path, window, late_seconds // DAY_SECONDS + 1 if index else 0)
+        total += sum(m.size_in_bytes for result in FileSystems.match([match_pattern(p) for p in patterns])
+                     for m in result.metadata_list)
+    return total
 
 
 def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, window: LogWindow) -> Manifest:

@@ -1,11 +1,15 @@
-"""The stages of the preprocess job as composite Beam transforms, named for what they do to the data.
+"""The stages of the preprocess job as composite Beam transforms, named for what they do to the data. Every
+PCollection between them holds Arrow record batches (`components.preprocess.example_batches`), never one element
+per record: reading parses a chunk of records at once (`batch_parse`), the join and the history features group
+batches by a partition of their key (`partitions`), tf.Transform reads and writes record batches through TFXIO,
+and the block writer slices matrices out of them.
 
-    ReadImpressions / ReadEngagements  log files → parsed records + counters             dead letters ──┐
-    DropImplausibleTimes               records → those near the median impression time   dead letters ──┤ ErrorHandler
-    SplitByTime                        examples → {train, eval[, calibration]}                          ▼
-    CountSplits                        {split: examples} → counters                              WriteDeadLetters
-    AnalyzeAndTransform                {split: examples} → transform_fn + transformed            → dead_letter/*.jsonl
-    WriteExamples                      transformed splits → blocks + TFRecords                     + counters
+    ReadImpressions / ReadEngagements  log chunks → record batches + counters                     dead letters ──┐
+    DropImplausibleTimes               batches → rows near the median impression time             dead letters ──┤
+    SplitByTime                        example batches → {train, eval[, calibration]}                           ▼
+    CountSplits                        {split: batches} → counters                             ErrorHandler → WriteDeadLetters
+    AnalyzeAndTransform                {split: batches} → transform_fn + transformed batches     → dead_letter/*.jsonl
+    WriteExamples                      transformed batches → blocks                                + counters
     WriteRawEval                       the eval split as logged → TFRecords
 
 `components.preprocess.run.PreprocessLogs` chains them in the order of the data flow.
@@ -15,13 +19,13 @@ transforms do (`stage.with_error_handler(handler)`) and hands it its dead-letter
 them into its consumer, `WriteDeadLetters`, and the pipeline refuses to run while a handler is left open, so a
 stage's dead letters cannot be wired to nowhere. A stage given no handler refuses to build.
 
-Inside the stages a bad record still leaves its `ParDo` through a tagged output (`parse.ParseRecords`,
+Inside the stages a bad record still leaves its `ParDo` through a tagged output (`ParseChunks`,
 `time_range.keep_plausible_times`), not through `ParDo.with_exception_handling`: that wrapper's dead-letter element
-is `(input, (exception type, repr(exception), traceback lines))`, so the reason (`InvalidRecord.reason`,
-`bad_csv_row:<what>`) would survive only as text to parse back out of a repr; the records and bytes a bundle
-parsed and dead-lettered (`ParseOutcomes`, the manifest's input accounting) and the worker's running tally are
-counted inside `ParseRecords`, which the wrapper's failure path bypasses; and a traceback would be formatted for
-every bad record. A time outside the plausible range is no exception at all, only a comparison.
+is `(input, (exception type, repr(exception), traceback lines))`, one per failed input (here a whole chunk), so the
+reason (`InvalidRecord.reason`, `bad_csv_row:<what>`) would survive only as text to parse back out of a repr; the
+records and bytes a chunk parsed and dead-lettered (`ParseOutcomes`, the manifest's input accounting) are counted
+inside `ParseChunks`, which the wrapper's failure path bypasses. A time outside the plausible range is no
+exception at all, only a comparison.
 """
 
 from __future__ import annotations
@@ -30,27 +34,30 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import apache_beam as beam
-import tensorflow_transform as tft
+import numpy as np
+import pyarrow as pa
 import tensorflow_transform.beam as tft_beam
 from apache_beam.transforms.error_handling import ErrorHandler
-from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+from tensorflow_transform.tf_metadata import schema_utils
+from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 
-from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogRecords
-from components.logs.split import eval_start_for_latest, split_of, train_start_after_burn_in
+from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogChunks
+from components.logs.split import eval_start_for_latest, train_start_after_burn_in
+from components.preprocess.batch_coder import BATCH
+from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
 from components.preprocess.blocks import WriteExampleBlocks
 from components.preprocess.counters import (
     Count,
     count_dead_letter,
     count_input_files,
-    count_parse_outcomes,
-    count_records_read,
-    count_split,
+    parse_outcome_counts,
+    split_counts,
 )
 from components.preprocess.manifest import CALIBRATION_SPLIT, TransformedFeatureSpec
-from components.preprocess.parse import TIMESTAMP_MS, parse_stream
-from components.preprocess.shuffle import ShuffleExamples
+from components.preprocess.parse import DEAD_LETTER, TIMESTAMP_MS, VALID, FeatureField
 from components.preprocess.step_messages import (
+    ParseTally,
     announce_counter,
     announce_dead_letters,
     announce_done,
@@ -59,12 +66,13 @@ from components.preprocess.step_messages import (
     say,
 )
 from components.preprocess.time_range import keep_plausible_times
-from components.preprocess.transform import build_preprocessing_fn, raw_feature_spec
+from components.preprocess.transform import build_preprocessing_fn, tensor_adapter_config, tft_input
 
 SPLITS = ("train", "eval")
 DEAD_LETTER_DIR = "dead_letter"
 RAW_EVAL_DIR = "raw_eval"
 DAY_SECONDS = 86_400
+COUNTS = "counts"
 
 
 class _RoutesDeadLetters(beam.PTransform):
@@ -87,20 +95,60 @@ class _RoutesDeadLetters(beam.PTransform):
 
 
 class ParsedStream(NamedTuple):
-    """One stream read: `records` the parsed records (dicts, `parse.ImpressionParser` / `EngagementParser`), and
-    `counters` its `(Count key, n)` pairs: records read, and for files each file's tally and the parse outcomes."""
+    """One stream read: `batches` its valid records as record batches (`ChunkParser.schema`), and `counters` its
+    `(Count key, n)` pairs: records read, and for files each file's tally and the parse outcomes."""
 
-    records: beam.PCollection
+    batches: beam.PCollection
     counters: beam.PCollection
 
 
+class ParseChunks(beam.DoFn):
+    """Chunks of raw records (`readers.ReadLogChunks`) → record batches of the valid ones; tagged `dead_letter`:
+    {stream, reason, raw} for each other one; tagged `counts`: the chunk's records read and (`files`: for a source of
+    files) its `input` parse outcomes, as `(Count key, n)` pairs."""
+
+    def __init__(self, parser: ChunkParser, files: bool = True):
+        super().__init__()
+        self.parser, self.files = parser, files
+        self.tally: ParseTally | None = None
+
+    def setup(self):
+        self.tally = ParseTally(self.parser.stream)  # this worker's progress lines and the job's metrics counters
+
+    def process(self, chunk):
+        if isinstance(chunk, pa.Table):
+            parsed = self.parser.parse_table(chunk)
+        elif chunk and isinstance(chunk[0], dict):
+            parsed = self.parser.parse_rows(chunk)
+        else:
+            parsed = self.parser.parse_text(chunk)
+        stream = self.parser.stream
+        if self.tally is None:  # setup() runs first on every runner; this keeps the type honest
+            self.tally = ParseTally(stream)
+        self.tally.count_many(parsed.outcomes.parsed, parsed.outcomes.dead_letters)
+        read = parsed.outcomes.parsed + parsed.outcomes.dead_letters
+        yield beam.pvalue.TaggedOutput(COUNTS, (Count("records_read", stream).key, read))
+        if self.files:
+            for pair in parse_outcome_counts(parsed.outcomes, stream):
+                yield beam.pvalue.TaggedOutput(COUNTS, pair)
+        for letter in parsed.dead_letters:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, letter)
+        if parsed.batch.num_rows:
+            yield parsed.batch
+
+    def finish_bundle(self):
+        if self.tally is not None:
+            self.tally.flush_metrics()
+
+
 class _ReadStream(_RoutesDeadLetters):
-    """PBegin → `ParsedStream` of `stream`: read every record (`ReadLogRecords`), parse it with `parser`; each record
-    that does not parse is a dead letter `{stream, reason, raw}` for the error handler."""
+    """PBegin → `ParsedStream` of `stream`: read every record in chunks (`ReadLogChunks`), parse each chunk with
+    `parser` (`batch_parse.ChunkParser`); each record that does not parse is a dead letter `{stream, reason, raw}`
+    for the error handler."""
 
     stream = ""
 
-    def __init__(self, source: str, file_format: str, parser: Callable[[Any], dict], window: LogWindow = LogWindow(),
+    def __init__(self, source: str, file_format: str, parser: ChunkParser, window: LogWindow = LogWindow(),
                  extra_days_after: int = 0, *, csv_delimiter: str = ",", max_record_bytes: int | None = None,
                  max_record_lines: int | None = None):
         super().__init__()
@@ -112,18 +160,23 @@ class _ReadStream(_RoutesDeadLetters):
     def expand(self, pbegin: beam.pvalue.PBegin) -> ParsedStream:
         stream = self.stream
         say(input_files_line(stream, self.source, self.file_format, self.window, self.extra_days_after), stream=stream)
-        read = pbegin | "ReadLogRecords" >> ReadLogRecords(
+        read = pbegin | "ReadLogChunks" >> ReadLogChunks(
             self.source, self.file_format, self.window, self.extra_days_after, csv_delimiter=self.csv_delimiter,
             max_record_bytes=self.max_record_bytes, max_record_lines=self.max_record_lines)
-        parsed, dead_letters, outcomes = parse_stream(read[RECORDS], stream, self.parser)
-        self._route(dead_letters)
-        records_read = count_records_read(read[RECORDS], stream)
+        files = self.file_format != "bigquery"  # a table has no files or bytes to account for
+        parsed = read[RECORDS] | f"Parse{stream.title()}" >> beam.ParDo(ParseChunks(self.parser, files)).with_output_types(
+            BATCH).with_outputs(DEAD_LETTER, COUNTS, main=VALID)
+        self._route(parsed[DEAD_LETTER])
+        records_read = (parsed[COUNTS]
+                        | "RecordsRead" >> beam.Filter(lambda pair, key=Count("records_read", stream).key:
+                                                       pair[0] == key)
+                        | "SumRecordsRead" >> beam.CombinePerKey(sum))
         _ = announce_counter(records_read, Count("records_read", stream).key, f"{stream.title()}Read",
                              counted_line(f"{stream}: read ", "record"))
-        counters = [records_read]
-        if self.file_format != "bigquery":  # a table has no files or bytes to account for
-            counters += [count_input_files(read[FILES], stream), count_parse_outcomes(outcomes, stream)]
-        return ParsedStream(parsed, tuple(counters) | "AllCounters" >> beam.Flatten())
+        counters = [parsed[COUNTS]]
+        if files:
+            counters.append(count_input_files(read[FILES], stream))
+        return ParsedStream(parsed[VALID], tuple(counters) | "AllCounters" >> beam.Flatten())
 
 
 class ReadImpressions(_ReadStream):
@@ -140,16 +193,19 @@ class ReadEngagements(_ReadStream):
 
 
 class DropImplausibleTimes(_RoutesDeadLetters):
-    """Parsed records of `stream` → those within `skew_days` of the `median` impression time (a one-element
+    """Record batches of `stream` → their rows within `skew_days` of the `median` impression time (a one-element
     PCollection, `time_range.MedianTime`) and at most `late_ms` after that; the others are dead letters
-    `timestamp_out_of_range` for the error handler."""
+    `timestamp_out_of_range` for the error handler. `features`: the batches' logged features."""
 
-    def __init__(self, stream: str, median: beam.PCollection, skew_days: float, late_ms: int = 0):
+    def __init__(self, stream: str, median: beam.PCollection, skew_days: float, late_ms: int = 0,
+                 features: tuple[FeatureField, ...] = ()):
         super().__init__()
-        self.stream, self.median, self.skew_days, self.late_ms = stream, median, skew_days, late_ms
+        self.stream, self.median, self.skew_days, self.late_ms, self.features = (stream, median, skew_days, late_ms,
+                                                                                 features)
 
-    def expand(self, records: beam.PCollection) -> beam.PCollection:
-        kept, dead_letters = keep_plausible_times(records, self.stream, self.median, self.skew_days, self.late_ms)
+    def expand(self, batches: beam.PCollection) -> beam.PCollection:
+        kept, dead_letters = keep_plausible_times(batches, self.stream, self.median, self.skew_days, self.late_ms,
+                                                  self.features)
         self._route(dead_letters)
         return kept
 
@@ -171,147 +227,211 @@ class WriteDeadLetters(beam.PTransform):
         return dead_letters | "DeadLetterReason" >> beam.Map(count_dead_letter)
 
 
-class _PartitionByTime(beam.PartitionFn):
-    """Partition index (in `SPLITS`) of an example: eval from the side input `eval_start_ms` on, train before."""
+SPLIT_CODE = "__split__"  # a row's split, carried through tf.Transform (a passthrough column)
+TRAIN, EVAL, CALIBRATION = 0, 1, 2  # split codes; a calibration row is a train row too
+CODES_OF = {"train": (TRAIN, CALIBRATION), "eval": (EVAL,), CALIBRATION_SPLIT: (CALIBRATION,)}
 
-    def partition_for(self, element: Any, num_partitions: int, *args: Any, **kwargs: Any) -> int:
-        (eval_start_ms,) = args
-        return SPLITS.index(split_of(element[TIMESTAMP_MS], eval_start_ms))
+
+class _SplitCodes(beam.DoFn):
+    """An example batch → its rows in a split, with a `__split__` column of their split codes (burn-in rows left
+    out)."""
+
+    def __init__(self, calibration_days: int | None):
+        super().__init__()
+        self.calibration_days = calibration_days
+
+    def process(self, batch: pa.RecordBatch, eval_start: int, train_start: int | None):
+        times = np.asarray(batch.column(TIMESTAMP_MS), np.int64)
+        codes = np.where(times >= eval_start, EVAL, TRAIN)
+        if self.calibration_days:
+            codes[(codes == TRAIN) & (times >= eval_start - self.calibration_days * DAY_SECONDS * 1000)] = CALIBRATION
+        kept = np.ones(len(times), bool) if train_start is None else (codes == EVAL) | (times >= train_start)
+        if kept.any():  # burn-in rows (before train_start) are in no split
+            rows = pa.array(np.flatnonzero(kept))
+            yield batch.take(rows).append_column(SPLIT_CODE, pa.array(codes[np.asarray(rows)], pa.int64()))
+
+
+def rows_of_split(batch: pa.RecordBatch, split: str) -> list[pa.RecordBatch]:
+    """The rows of a batch with split codes (`_SplitCodes`) that are in `split`, without the code column; none
+    for a batch without such rows."""
+    inside = np.isin(_codes(batch), CODES_OF[split])
+    if not inside.any():
+        return []
+    kept = batch if inside.all() else batch.filter(pa.array(inside))
+    return [kept.drop_columns([SPLIT_CODE])]
+
+
+def _codes(batch: pa.RecordBatch) -> np.ndarray:
+    """The split code of each row: an int64 column, or as tf.Transform reads it, a list of one."""
+    column = batch.column(SPLIT_CODE)
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        column = column.flatten()
+    return np.asarray(column.to_numpy(zero_copy_only=False), np.int64)
+
+
+def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable) -> beam.PCollection:
+    """One element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows, 0 for none."""
+    return (batches
+            | f"{label}InBatch" >> beam.Map(lambda batch: extreme(batch.column(TIMESTAMP_MS).to_pylist(), default=None))
+            | label >> beam.CombineGlobally(lambda stamps: extreme((s for s in stamps if s is not None), default=0)))
+
+
+class Splits(NamedTuple):
+    """What `SplitByTime` gives: `coded` every example in a split, with its split code (`__split__`), and `by_split`
+    the examples of each split (`train`, `eval`, and `calibration` when configured) without it."""
+
+    coded: beam.PCollection
+    by_split: dict[str, beam.PCollection]
 
 
 class SplitByTime(beam.PTransform):
-    """Examples → `{"train": …, "eval": …}` (and `"calibration"`, a part of train, when `calibration_days`): the
-    last `eval_days` UTC days up to the latest example are eval; calibration is the last `calibration_days` before
-    them. `burn_in_days`: the first N UTC days from the earliest example are in no split (they fed the history
-    features computed before the split; `split.history_burn_in_days`)."""
+    """Example batches → `Splits`: the last `eval_days` UTC days up to the latest example are eval, the days before
+    them train, and calibration (a part of train, when `calibration_days`) the last `calibration_days` of train.
+    `burn_in_days`: the first N UTC days from the earliest example are in no split (they fed the history features
+    computed before the split; `split.history_burn_in_days`)."""
 
     def __init__(self, eval_days: int, calibration_days: int | None = None, burn_in_days: int = 0):
         super().__init__()
         self.eval_days, self.calibration_days, self.burn_in_days = eval_days, calibration_days, burn_in_days
 
-    def expand(self, examples: beam.PCollection) -> dict[str, beam.PCollection]:
-        times = examples | "Time" >> beam.Map(lambda e: e[TIMESTAMP_MS])
-        latest = times | "Latest" >> beam.CombineGlobally(lambda stamps: max(stamps, default=0))
-        boundary = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days))
-        splits = dict(zip(SPLITS, examples | "Partition" >> beam.Partition(_PartitionByTime(), len(SPLITS), boundary)))
+    def expand(self, batches: beam.PCollection) -> Splits:
+        latest = _extreme_time(batches, "Latest", max)
+        eval_start = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days))
         if self.burn_in_days:
-            earliest = times | "Earliest" >> beam.CombineGlobally(lambda stamps: min(stamps, default=0))
-            train_start = beam.pvalue.AsSingleton(
-                earliest | "TrainStart" >> beam.Map(train_start_after_burn_in, self.burn_in_days))
-            splits["train"] = splits["train"] | "AfterBurnIn" >> beam.Filter(
-                lambda e, start: e[TIMESTAMP_MS] >= start, train_start)
-        if self.calibration_days:
-            splits[CALIBRATION_SPLIT] = splits["train"] | "LatestTrainDays" >> beam.Filter(
-                lambda e, start, days: e[TIMESTAMP_MS] >= start - days * DAY_SECONDS * 1000,
-                boundary, self.calibration_days,
-            )
-        return splits
+            train_start = beam.pvalue.AsSingleton(_extreme_time(batches, "Earliest", min)
+                                                  | "TrainStart" >> beam.Map(train_start_after_burn_in,
+                                                                              self.burn_in_days))
+        else:
+            train_start = beam.pvalue.AsSingleton(batches.pipeline | "NoBurnIn" >> beam.Create([None]))
+        coded = batches | "SplitCodes" >> beam.ParDo(_SplitCodes(self.calibration_days), eval_start,
+                                                     train_start).with_output_types(BATCH)
+        names = list(SPLITS) + ([CALIBRATION_SPLIT] if self.calibration_days else [])
+        return Splits(coded, {split: coded | f"{split.title()}Rows" >> beam.FlatMap(rows_of_split, split)
+                              .with_output_types(BATCH) for split in names})
 
 
 class CountSplits(beam.PTransform):
-    """`{split: examples}` → counters: examples, positives per label key and missing values per feature of each
-    split (`counters.CountExamples`), with a progress line per split (`train split: 9,000 examples`)."""
+    """`{split: batches}` → counters: examples, positives per label key and missing values per logged feature of
+    each split (`counters.split_counts`), with a progress line per split (`train split: 9,000 examples`)."""
 
-    def __init__(self, label_keys: tuple[str, ...]):
+    def __init__(self, label_keys: tuple[str, ...], features: tuple[FeatureField, ...] = ()):
         super().__init__()
-        self.label_keys = label_keys
+        self.label_keys, self.features = label_keys, features
 
     def expand(self, splits: dict[str, beam.PCollection]) -> beam.PCollection:
         counters = []
-        for split, examples in splits.items():
-            counters.append(count_split(examples, split, self.label_keys))
-            _ = announce_counter(counters[-1], Count("split_examples", split).key, f"{split.title()}Examples",
-                                 counted_line(f"{split} split: ", "example"))
+        label_keys, features = self.label_keys, self.features
+        for split, batches in splits.items():
+            key = Count("split_examples", split).key
+            counted = (batches | f"Count{split.title()}" >> beam.FlatMap(split_counts, split, label_keys, features),
+                       batches.pipeline | f"No{split.title()}Examples" >> beam.Create([(key, 0)]))
+            counters.append(counted | f"All{split.title()}Counts" >> beam.Flatten())
+            examples = (counters[-1] | f"{split.title()}Rows" >> beam.Filter(lambda pair, key=key: pair[0] == key)
+                        | f"Sum{split.title()}Rows" >> beam.CombinePerKey(sum))
+            _ = announce_counter(examples, key, f"{split.title()}Examples", counted_line(f"{split} split: ", "example"))
         return tuple(counters) | "AllSplits" >> beam.Flatten()
 
 
 class TransformedSplits(NamedTuple):
     """What `AnalyzeAndTransform` gives: `transform_fn` as tf.Transform returns it (for `WriteTransformFn`); `raw`
-    each split's examples as dicts of the raw feature spec, `raw_schema` their schema; `transformed` each split's
-    transformed dicts, `transformed_schema` theirs (one transform function: one schema for every split). The
-    schemas are known when the job is built."""
+    each split's batches as tf.Transform read them (`transform.tft_input`); `transformed` each split's transformed
+    record batches, `transformed_schema` their schema (one transform function: one schema for every split, known
+    when the job is built)."""
 
     transform_fn: Any
     raw: dict[str, beam.PCollection]
-    raw_schema: Any
     transformed: dict[str, beam.PCollection]
     transformed_schema: Any
 
 
 class AnalyzeAndTransform(beam.PTransform):
-    """`{split: examples}` → `TransformedSplits`: the preprocessing function of `features` and `tasks`
+    """`Splits` → `TransformedSplits`: the preprocessing function of `features` and `tasks`
     (`transform.build_preprocessing_fn`) analysed on the train split only (vocabularies, statistics), then applied
-    to every split. `temp_dir`: tf.Transform's scratch space."""
+    once to every example in a split (its split code passed through tf.Transform, so the transform graph is loaded
+    once, and a calibration row, also a train row, is transformed once), reading and writing record batches (TFXIO:
+    `transform.tensor_adapter_config`, `output_record_batches`). `temp_dir`: tf.Transform's scratch space."""
 
     def __init__(self, features: Any, tasks: Any, temp_dir: str):
         super().__init__()
         self.features, self.tasks, self.temp_dir = features, tasks, temp_dir
 
-    def expand(self, splits: dict[str, beam.PCollection]) -> TransformedSplits:
-        spec = raw_feature_spec(self.features, self.tasks)
-        metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
-        keys = tuple(spec)
-        raw = {split: examples | f"{split.title()}Instances" >> beam.Map(lambda e: {k: e[k] for k in keys})
-               for split, examples in splits.items()}
+    def expand(self, splits: Splits) -> TransformedSplits:
+        features, tasks = self.features, self.tasks
+        adapter = tensor_adapter_config(features, tasks, passthrough=SPLIT_CODE)
+        raw = splits.coded | "Instances" >> beam.Map(tft_input, features, tasks, passthrough=SPLIT_CODE
+                                                     ).with_output_types(BATCH)
+        train = raw | "TrainInstances" >> beam.FlatMap(_with_codes, CODES_OF["train"]).with_output_types(BATCH)
         with tft_beam.Context(temp_dir=self.temp_dir, force_tf_compat_v1=False):
-            transform_fn = (raw["train"], metadata) | "Analyze" >> tft_beam.AnalyzeDataset(
-                build_preprocessing_fn(self.features, self.tasks)
+            transform_fn = (train, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(
+                build_preprocessing_fn(features, tasks)
             )
             _ = announce_done(transform_fn[0], "Analysis", "train split analysed: vocabularies and statistics ready")
-            transformed = {
-                split: ((instances, metadata), transform_fn) | f"Transform{split.title()}" >> (
-                    tft_beam.TransformDataset())
-                for split, instances in raw.items()
-            }
-        return TransformedSplits(transform_fn, raw, metadata.schema,
-                                 {split: examples for split, (examples, _) in transformed.items()},
-                                 transformed["train"][1].schema)
+            with tft_beam.Context(passthrough_keys={SPLIT_CODE}):
+                transformed, metadata = ((raw, adapter), transform_fn) | "Transform" >> (
+                    tft_beam.TransformDataset(output_record_batches=True))
+        batches = transformed | "TransformedBatches" >> beam.Map(lambda pair: pair[0]).with_output_types(BATCH)
+        names = splits.by_split.keys()
+        return TransformedSplits(
+            transform_fn,
+            {"eval": raw | "RawEval" >> beam.FlatMap(rows_of_split, "eval").with_output_types(BATCH)},
+            {split: batches | f"Transformed{split.title()}" >> beam.FlatMap(rows_of_split, split).with_output_types(
+                BATCH) for split in names},
+            metadata.schema)
+
+
+def _with_codes(batch: pa.RecordBatch, codes: tuple[int, ...]) -> list[pa.RecordBatch]:
+    """A tf.Transform input batch's rows whose split code is one of `codes`, the code column kept (what the
+    analysis reads: its adapter knows the column, and reads only the raw features)."""
+    inside = np.isin(_codes(batch), codes)
+    if not inside.any():
+        return []
+    return [batch if inside.all() else batch.filter(pa.array(inside))]
 
 
 class WriteExamples(beam.PTransform):
-    """`{split: transformed dicts}` of schema `schema` → under `root`, per split: training-ready block files
-    (`blocks.WriteExampleBlocks`) and gzip tf.Example TFRecords (`<split>/part-*`; the train split in a seeded hash
-    order, never the join's label order), with a progress line as each split's files are written. Outputs the block
-    files' `block_examples` counters."""
+    """`{split: transformed record batches}` of schema `schema` → under `root`, per split, training-ready block files
+    (`blocks.WriteExampleBlocks`), with a progress line as each split's files are written. Outputs the block
+    files' `block_examples` counters.
 
-    def __init__(self, root: str, schema: Any, seed: int, output_shards: int, shuffle_buckets_per_shard: int,
-                 block_examples: int):
+    (The per-example tf.Example TFRecords of each split that earlier versions wrote are no longer written: the
+    trainer reads blocks, and a manifest without blocks, written before them, still has its TFRecords.)"""
+
+    def __init__(self, root: str, schema: Any, seed: int, output_shards: int, block_examples: int):
         super().__init__()
         self.root, self.schema, self.seed, self.output_shards = root, schema, seed, output_shards
-        self.shuffle_buckets_per_shard, self.block_examples = shuffle_buckets_per_shard, block_examples
+        self.block_examples = block_examples
 
     def expand(self, splits: dict[str, beam.PCollection]) -> beam.PCollection:
-        coder = tft.coders.ExampleProtoCoder(self.schema)
         layout = block_layout(_transformed_spec(self.schema), self.block_examples)
         block_counters = []
-        for split, transformed in splits.items():
-            pairs = transformed | f"Encode{split.title()}" >> beam.Map(lambda values, encode=coder.encode: (
-                encode(values), values))
-            block_counters.append(pairs | f"Blocks{split.title()}" >> WriteExampleBlocks(
-                self.root, split, layout, self.seed, min_files=self.output_shards))
-            encoded = pairs | f"Serialized{split.title()}" >> beam.Map(lambda pair: pair[0])
-            if split == "train":  # the join emits examples grouped by label; never write them in that order
-                encoded = encoded | "ShuffleTrain" >> ShuffleExamples(
-                    self.seed, self.output_shards * self.shuffle_buckets_per_shard)
-            written = encoded | f"Write{split.title()}" >> gzip_tfrecords(self.root, split, self.output_shards)
-            _ = announce_done(written, f"Written{split.title()}", f"{split} examples written ({{files}})")
+        for split, batches in splits.items():
+            counters = batches | f"Blocks{split.title()}" >> WriteExampleBlocks(
+                self.root, split, layout, self.seed, min_files=self.output_shards)
+            block_counters.append(counters)
+            _ = announce_done(counters, f"Written{split.title()}", f"{split} examples written ({{files}})")
         return tuple(block_counters) | "AllBlockFiles" >> beam.Flatten()
 
 
 class WriteRawEval(beam.PTransform):
-    """The eval split's raw feature dicts (schema `schema`) → `raw_eval/part-*` under `root`, gzip tf.Example
-    TFRecords as logged, for scoring any model (today's or the champion) through its raw signature."""
+    """The eval split's batches as tf.Transform read them (`transform.tft_input`) → `raw_eval/part-*` under `root`,
+    gzip tf.Example TFRecords as logged (features in name order: the same bytes in every run), for scoring any model
+    (today's or the champion) through its raw signature."""
 
-    def __init__(self, root: str, schema: Any, output_shards: int):
+    def __init__(self, root: str, output_shards: int):
         super().__init__()
-        self.root, self.schema, self.output_shards = root, schema, output_shards
+        self.root, self.output_shards = root, output_shards
 
     def expand(self, raw_eval: beam.PCollection) -> beam.PCollection:
         return (
             raw_eval
-            | "Encode" >> beam.Map(tft.coders.ExampleProtoCoder(self.schema).encode)
+            | "Encode" >> beam.FlatMap(_encoded_examples)
             | "Write" >> gzip_tfrecords(self.root, RAW_EVAL_DIR, self.output_shards)
         )
+
+
+def _encoded_examples(batch: pa.RecordBatch) -> list[bytes]:
+    ordered = batch.select(sorted(batch.schema.names))
+    return RecordBatchToExamplesEncoder().encode(ordered)
 
 
 def gzip_tfrecords(root: str, directory: str, shards: int) -> beam.io.WriteToTFRecord:

@@ -28,7 +28,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from components.log_records import worker_logger
-from components.logs.readers import LogWindow, expand_pattern
+from components.logs.readers import LogWindow, expand_pattern, match_pattern
 from components.progress import progress
 
 METRICS_NAMESPACE = "adrank"
@@ -47,7 +47,8 @@ def input_files_line(stream: str, source: str, file_format: str, window: LogWind
     if file_format == "bigquery":
         return f"{stream}: BigQuery {' '.join(source.split())[:80]}"
     patterns = expand_pattern(source, window, extra_days_after)
-    sizes = [m.size_in_bytes for result in FileSystems.match(patterns) for m in result.metadata_list]
+    sizes = [m.size_in_bytes for result in FileSystems.match([match_pattern(p) for p in patterns])
+             for m in result.metadata_list]
     where = patterns[0] if len(patterns) == 1 else f"{patterns[0]} … {len(patterns)} day patterns"
     return f"{stream}: {plural(len(sizes), 'file')}, {_megabytes(sum(sizes))} ({where})"
 
@@ -77,11 +78,15 @@ class ParseTally:
         self._worker = os.environ.get("WORKER_ID", f"pid {os.getpid()}")
 
     def count(self, parsed: bool) -> None:
-        if parsed:
-            self.parsed += 1
-        else:
-            self.dead_letters += 1
-        if (self.parsed + self.dead_letters) % 1024 == 0 and self.clock() - self._last_line >= self.interval_seconds:
+        self.count_many(1 if parsed else 0, 0 if parsed else 1)
+
+    def count_many(self, parsed: int, dead_letters: int) -> None:
+        """A chunk's records: `parsed` valid, `dead_letters` not."""
+        before = (self.parsed + self.dead_letters) // 1024
+        self.parsed += parsed
+        self.dead_letters += dead_letters
+        crossed = (self.parsed + self.dead_letters) // 1024 > before
+        if crossed and self.clock() - self._last_line >= self.interval_seconds:
             self._last_line = self.clock()
             say(f"{self.stream}: {self.parsed:,} records parsed, {self.dead_letters:,} dead letters so far "
                 f"({self._worker})", self.logger, stream=self.stream, records=self.parsed,

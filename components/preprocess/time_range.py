@@ -7,52 +7,60 @@ The reference is the median impression time, which a few outliers cannot move:
     valid impressions ──────────────────┴─► |t − median| <= skew ──► kept, else dead letter
     valid engagements ──────────────────┴─► −skew <= t − median <= skew + late ──► kept, else dead letter
 
-`late` is the longest attribution window: an engagement may follow the last impression by that much.
+`late` is the longest attribution window: an engagement may follow the last impression by that much. Both work on
+record batches; a dead letter's `raw` is the record as the per-record parser gives it (`example_batches.as_records`).
 """
 
 from __future__ import annotations
 
-import apache_beam as beam
+from collections.abc import Sequence
 
-from components.preprocess.parse import DEAD_LETTER, TIMESTAMP_MS, VALID, dead_letter
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from components.preprocess.batch_coder import BATCH
+from components.preprocess.example_batches import as_records
+from components.preprocess.parse import DEAD_LETTER, TIMESTAMP_MS, VALID, FeatureField, dead_letter
 
 OUT_OF_RANGE = "timestamp_out_of_range"
 DAY_MS = 86_400_000
 
 
 @beam.ptransform_fn
-def MedianTime(records):  # noqa: N802 - a PTransform
-    """A one-element PCollection: the median `timestamp_ms` of `records`, or None when there are none."""
+def MedianTime(batches):  # noqa: N802 - a PTransform
+    """A one-element PCollection: the median `timestamp_ms` of the rows of `batches`, or None when there are none."""
     return (
-        records
-        | "Times" >> beam.Map(lambda record: record[TIMESTAMP_MS])
-        | "Quantiles" >> beam.ApproximateQuantiles.Globally(3)  # [min, median, max]
+        batches
+        | "Times" >> beam.Map(lambda batch: batch.column(TIMESTAMP_MS).to_pylist())
+        | "Quantiles" >> beam.ApproximateQuantiles.Globally(3, input_batched=True)  # [min, median, max]
         | "Median" >> beam.Map(lambda quantiles: quantiles[1] if len(quantiles) == 3 else None)
     )
 
 
 class _KeepInRange(beam.DoFn):
-    def __init__(self, stream: str, skew_ms: int, late_ms: int):
+    def __init__(self, stream: str, skew_ms: int, late_ms: int, features: tuple[FeatureField, ...]):
         super().__init__()
-        self.stream = stream
-        self.skew_ms = skew_ms
-        self.late_ms = late_ms
+        self.stream, self.skew_ms, self.late_ms, self.features = stream, skew_ms, late_ms, features
 
-    def process(self, record: dict, median: int | None):
-        offset = record[TIMESTAMP_MS] - median if median is not None else 0
-        if -self.skew_ms <= offset <= self.skew_ms + self.late_ms:
-            yield record
-        else:
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, OUT_OF_RANGE, _without_missing(record)))
+    def process(self, batch: pa.RecordBatch, median: int | None):
+        times = np.asarray(batch.column(TIMESTAMP_MS), np.int64)
+        offsets = times - median if median is not None else np.zeros(len(times), np.int64)
+        inside = (offsets >= -self.skew_ms) & (offsets <= self.skew_ms + self.late_ms)
+        if inside.all():
+            yield batch
+            return
+        for record in as_records(batch, np.flatnonzero(~inside).tolist(), self.features):
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, OUT_OF_RANGE, record))
+        if inside.any():
+            yield batch.filter(pa.array(inside))
 
 
-def _without_missing(record: dict) -> dict:
-    return {k: v for k, v in record.items() if not k.startswith("_")}
-
-
-def keep_plausible_times(records, stream: str, median, skew_days: float, late_ms: int = 0):
-    """(kept, dead letters) of one stream's parsed records, against the impressions' `median` time."""
-    outputs = records | f"PlausibleTimes{stream.title()}" >> beam.ParDo(
-        _KeepInRange(stream, int(skew_days * DAY_MS), late_ms), beam.pvalue.AsSingleton(median)
-    ).with_outputs(DEAD_LETTER, main=VALID)
+def keep_plausible_times(batches, stream: str, median, skew_days: float, late_ms: int = 0,
+                         features: Sequence[FeatureField] = ()):
+    """(kept, dead letters) of one stream's record batches, against the impressions' `median` time; `features`: the
+    batches' logged features (a dead letter's record holds their values, defaults filled)."""
+    outputs = batches | f"PlausibleTimes{stream.title()}" >> beam.ParDo(
+        _KeepInRange(stream, int(skew_days * DAY_MS), late_ms, tuple(features)), beam.pvalue.AsSingleton(median)
+    ).with_output_types(BATCH).with_outputs(DEAD_LETTER, main=VALID)
     return outputs[VALID], outputs[DEAD_LETTER]

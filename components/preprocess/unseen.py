@@ -13,6 +13,9 @@ are left out (an example with several new ids would be counted once per id).
     train ─► (feature, value) pairs ─► distinct ──┐
                                                   ├─► CoGroupByKey ─► eval counts of pairs train lacks ─► counters
     eval ──► (feature, value) pairs ─► count ─────┘
+
+On record batches, each batch gives its distinct pairs (train) or its pairs with their counts (eval) at once
+(`batch_values`), so the elements Beam moves are distinct values, not examples.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import datetime as dt
 from typing import Any
 
 import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.preprocess.counters import Count
 from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS
@@ -46,6 +52,25 @@ def feature_values(example: dict[str, Any], features: list[Feature]) -> list[tup
     return pairs
 
 
+def batch_values(batch: pa.RecordBatch, features: list[Feature]) -> list[tuple[tuple[str, str], int]]:
+    """((feature name, value), examples) of each distinct value of each checked feature in a batch: what
+    `feature_values` gives its examples, counted."""
+    pairs: list[tuple[tuple[str, str], int]] = []
+    times = np.asarray(batch.column(TIMESTAMP_MS), np.int64) if batch.num_rows else np.zeros(0, np.int64)
+    for feature in checked_features(features):
+        if isinstance(feature, TimeFeature):
+            # the UTC hour or weekday (Monday = 0; 1970-01-01 was a Thursday), as datetime gives it
+            values = pa.array(times // 3_600_000 % 24 if feature.part == "hour_of_day"
+                              else (times // 86_400_000 + 3) % 7).cast(pa.string())
+        else:
+            values = batch.column(feature.name)
+            values = values.filter(pc.and_(values.is_valid(), pc.not_equal(values, MISSING_TOKEN)))
+        counted = pc.value_counts(values)
+        pairs += [((feature.name, value), count) for value, count in
+                  zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist())]
+    return pairs
+
+
 def unseen_count(joined: tuple[tuple[str, str], dict[str, Any]]) -> list[tuple[str, int]]:
     """A (counter key, eval examples) pair for a (feature, value) that eval has and train does not."""
     (feature, _), grouped = joined
@@ -56,8 +81,8 @@ def unseen_count(joined: tuple[tuple[str, str], dict[str, Any]]) -> list[tuple[s
 
 
 class CountUnseenEvalValues(beam.PTransform):
-    """(train, eval) parsed examples → `(Count("split_unseen", "eval", feature).key, n)` pairs for `WriteCounters`:
-    n eval examples of `feature` carry a value no train example has."""
+    """(train, eval) example batches → `(Count("split_unseen", "eval", feature).key, n)` pairs for
+    `WriteCounters`: n eval examples of `feature` carry a value no train example has."""
 
     def __init__(self, features: list[Feature]):
         super().__init__()
@@ -68,14 +93,13 @@ class CountUnseenEvalValues(beam.PTransform):
         features = self.features
         seen = (
             train
-            | "TrainValues" >> beam.FlatMap(feature_values, features)
+            | "TrainValues" >> beam.FlatMap(lambda batch: [pair for pair, _ in batch_values(batch, features)])
             | "DistinctTrainValues" >> beam.Distinct()
             | "MarkSeen" >> beam.Map(lambda pair: (pair, True))
         )
         eval_counts = (
             eval_examples
-            | "EvalValues" >> beam.FlatMap(feature_values, features)
-            | "OneEach" >> beam.Map(lambda pair: (pair, 1))
+            | "EvalValues" >> beam.FlatMap(batch_values, features)
             | "CountEvalValues" >> beam.CombinePerKey(sum)
         )
         return (

@@ -14,7 +14,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from components.logs.readers import FILES, RECORDS, ReadLogRecords
+from components.logs.readers import FILES, RECORDS, ReadLogRecords, matched_files
 from components.logs.text_files import (
     BOM,
     FileTally,
@@ -83,6 +83,22 @@ def test_a_compressed_file_cut_in_half_is_an_error_naming_the_file_and_offset(tm
     assert f"of {len(stored) // 2:,}" in message and "preprocess stops" in message
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_a_zero_byte_compressed_file_is_an_error_naming_it_and_an_empty_plain_file_is_no_record(tmp_path, suffix):
+    """A zero-byte `.jsonl.gz` holds no compressed stream (an empty log compresses to 20 bytes): a failed copy,
+    reported like a truncated file rather than read as a day without impressions. A zero-byte `.jsonl` is empty."""
+    path = tmp_path / f"impressions.jsonl{suffix}"
+    path.write_bytes(b"")
+    with pytest.raises(LogFileUnreadable, match=rf"^{path}: the file is empty \(0 bytes\), which is no compressed "):
+        read(path)
+    (tmp_path / "empty.jsonl.gz").write_bytes(gzip.compress(b""))
+    records, tally = read(tmp_path / "empty.jsonl.gz")  # an empty log, compressed: a valid stream of no records
+    assert records == [] and tally.records == 0
+    (tmp_path / "plain.jsonl").write_bytes(b"")
+    records, tally = read(tmp_path / "plain.jsonl")
+    assert records == [] and tally == FileTally(str(tmp_path / "plain.jsonl"))
+
+
 def test_corrupt_gzip_bytes_are_an_error(tmp_path):
     stored = bytearray(gzip.compress(b"\n".join(impression_lines(400)) + b"\n"))
     stored[len(stored) // 2] ^= 0xFF
@@ -97,6 +113,23 @@ def test_a_compression_whose_truncation_cannot_be_seen_is_refused(tmp_path):
     path.write_bytes(b"\x28\xb5\x2f\xfd")
     with pytest.raises(LogFileUnreadable, match="zst-compressed logs are not read"):
         TextLogFile(str(path), io.BytesIO(path.read_bytes()))
+
+
+def test_a_configured_path_is_literal_but_for_its_stars(tmp_path):
+    """`logs[1]/*.jsonl` reads the directory `logs[1]`, never its sibling `logs1` (which Beam's glob syntax would
+    match); `?` is itself too. `*` is still a wildcard."""
+    for directory, lines in (("logs[1]", impression_lines(2)), ("logs1", impression_lines(5)), ("logsX", [b"{}"])):
+        (tmp_path / directory).mkdir()
+        (tmp_path / directory / "day.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (tmp_path / "a?b.jsonl").write_bytes(impression_lines(1)[0] + b"\n")
+    (tmp_path / "axb.jsonl").write_bytes(b"{}\n")
+    assert matched_files(str(tmp_path / "logs[1]" / "*.jsonl")) == [str(tmp_path / "logs[1]" / "day.jsonl")]
+    assert matched_files(str(tmp_path / "logs[1]") + "/") == [str(tmp_path / "logs[1]" / "day.jsonl")]
+    assert matched_files(str(tmp_path / "a?b.jsonl")) == [str(tmp_path / "a?b.jsonl")]
+    assert len(matched_files(str(tmp_path / "logs*" / "day.jsonl"))) == 3
+    with TestPipeline(argv=DIRECT) as pipeline:
+        read = pipeline | ReadLogRecords(str(tmp_path / "logs[1]" / "*.jsonl"), "jsonl")
+        assert_that(read[RECORDS], equal_to(impression_lines(2)))
 
 
 def test_beam_fails_the_job_on_a_truncated_gzip_naming_the_file(tmp_path):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the tests share block_rows.py
 
 from configs.loader import config_from_dict
 from configs.slices import PreprocessStepConfig
@@ -49,3 +52,4 @@ def config_for():
 def log_writer():
     """`log_writer(path, lines)`: write JSON lines (dicts are dumped, strings written as they are)."""
     return write_lines
+

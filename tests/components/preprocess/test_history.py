@@ -10,10 +10,12 @@ from collections import defaultdict
 from datetime import datetime
 
 import apache_beam as beam
+import pyarrow as pa
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from components.preprocess import history
 from components.preprocess.history import AddHistoryFeatures, history_key, no_history, with_history
 from components.preprocess.manifest import Manifest
 from components.preprocess.parse import MISSING_TOKEN
@@ -133,12 +135,37 @@ def test_flipping_an_examples_own_label_never_changes_its_own_features():
         assert history_columns(all_history(flipped)[own]) == history_columns(before[own])
 
 
+def batches(rows, size=25):
+    """The rows as record batches of `size` rows (several parts per partition, as in a real job)."""
+    return [pa.RecordBatch.from_pylist(rows[start:start + size]) for start in range(0, len(rows), size)]
+
+
+@pytest.mark.parametrize("feature", [USER, USER.model_copy(update={"censored_windows": "keep"}), PAIR,
+                                     PAIR.model_copy(update={"windows_hours": [0.5, 1.5, 30]})],
+                         ids=["user", "user, censored kept", "user-ad pair", "fractional windows"])
+def test_a_batch_gets_each_ids_columns_to_the_last_bit(feature):
+    """`history.history_columns` (every id at once) equals `with_history` id by id, float for float: ties in time,
+    ids with one example, a missing id and a null one included."""
+    log = random_log(seed=5, days=3, per_day=120)
+    log += [{**log[7], "impression_id": "tie"}, example(998, 30.0, 1, user=MISSING_TOKEN), example(999, 31.0, 0)]
+    log[-1]["user_id"] = None
+    expected = all_history([dict(e, user_id=e["user_id"] or MISSING_TOKEN) for e in log], feature)
+    batch = pa.RecordBatch.from_pylist(log)
+    columns = history.history_columns(batch, feature, LABEL, TASK.attribution_window_seconds * 1000,
+                                      min(e["timestamp_ms"] for e in log))
+    for row, impression_id in enumerate(batch.column("impression_id").to_pylist()):
+        assert {name: values[row] for name, values in columns.items()} == history_columns(
+            expected[impression_id], feature), impression_id
+
+
 def test_the_beam_transform_computes_the_same_columns_and_gives_a_missing_id_no_history():
     log = random_log(seed=3, days=2, per_day=40) + [example(999, 30.0, 1, user=MISSING_TOKEN)]
     expected = all_history(log)
     pair_expected = all_history(list(expected.values()), PAIR)
+    schema = pa.RecordBatch.from_pylist(log).schema
     with TestPipeline() as pipeline:
-        out = (pipeline | beam.Create(log) | AddHistoryFeatures([USER, PAIR], [TASK])
+        out = (pipeline | beam.Create(batches(log)) | AddHistoryFeatures([USER, PAIR], [TASK], schema, partitions=3)
+               | beam.FlatMap(lambda batch: batch.to_pylist())
                | beam.Map(lambda row: (row["impression_id"], sorted(row.items()))))
         assert_that(out, equal_to([(i, sorted(row.items())) for i, row in pair_expected.items()]))
     assert expected["imp-999"]["user_history_impressions_1h"] == 0.0
@@ -150,6 +177,8 @@ def test_the_beam_transform_computes_the_same_columns_and_gives_a_missing_id_no_
     ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [200]}", "features.9.windows_hours"),
     ("features.9={name: h, kind: history, ids: [user_id], smoothing_prior: 0}", "features.9.smoothing_prior"),
     ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [-1]}", "features.9.windows_hours"),
+    # a window of neither whole hours nor whole minutes: its columns could not be named (not `name` of a column)
+    ("features.9={name: h, kind: history, ids: [user_id], windows_hours: [0.01, 24]}", "features.9.windows_hours"),
     ("features.9={name: h, kind: history, ids: [user_id], task: purchase}", "features.9.task"),
 ])
 def test_a_bad_history_feature_fails_at_load_naming_the_field(override, field):
@@ -167,6 +196,12 @@ def test_a_window_is_checked_against_the_lookback_when_one_is_set():
     assert config.features[9].column_names()[0] == "h_impressions_1h"
 
 
+def test_a_fractional_window_of_whole_minutes_is_named_in_minutes():
+    config = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id], windows_hours: [1.5, 24]}"])
+    assert config.features[9].column_names()[:4] == ["h_impressions_90m", "h_clicks_90m", "h_rate_90m",
+                                                     "h_impressions_24h"]
+
+
 @pytest.mark.parametrize("burn_in_days, train_days", [(0, {0, 1}), (1, {1})])
 def test_burn_in_days_leave_the_train_split_but_keep_feeding_the_history_of_later_examples(burn_in_days, train_days):
     """split.history_burn_in_days: the first days' examples are in no split, and every later example keeps the
@@ -182,11 +217,13 @@ def test_burn_in_days_leave_the_train_split_but_keep_feeding_the_history_of_late
 
     assert any(row["user_history_impressions_24h"] > 0 for _, row in expected.items() if day(row) == 1)
     assert len(rows_of(train_days)) == 40 * len(train_days)
+    schema = pa.RecordBatch.from_pylist(log).schema
     with TestPipeline(argv=IN_MEMORY) as pipeline:
-        splits = (pipeline | beam.Create(log) | AddHistoryFeatures([USER, PAIR], [TASK])
+        splits = (pipeline | beam.Create(batches(log)) | AddHistoryFeatures([USER, PAIR], [TASK], schema, partitions=2)
                   | SplitByTime(eval_days=1, calibration_days=1, burn_in_days=burn_in_days))
         for split, days in (("train", train_days), ("eval", {2}), ("calibration", {1})):
-            rows = splits[split] | f"Rows{split}" >> beam.Map(lambda row: (row["impression_id"], sorted(row.items())))
+            rows = (splits.by_split[split] | f"Examples{split}" >> beam.FlatMap(lambda batch: batch.to_pylist())
+                    | f"Rows{split}" >> beam.Map(lambda row: (row["impression_id"], sorted(row.items()))))
             assert_that(rows, equal_to(rows_of(days)), label=f"Expected{split}")
 
 

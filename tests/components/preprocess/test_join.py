@@ -1,26 +1,55 @@
-"""Join and label semantics on Beam's TestPipeline: window edges, duplicates, early/late and orphan events."""
+"""Join and label semantics on Beam's TestPipeline (window edges, duplicates, early/late and orphan events), and the
+column-wise join against `attribute` id by id on random logs."""
 
 from __future__ import annotations
 
+import random
+
 import apache_beam as beam
+import pyarrow as pa
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from components.logs.readers import LogWindow
 from components.preprocess.counters import Count
-from components.preprocess.join import DeduplicateOutcomes, EventTask, JoinEngagements
+from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, ImpressionColumns
+from components.preprocess.join import (
+    DeduplicateOutcomes,
+    EventTask,
+    JoinEngagements,
+    attribute,
+    attribute_batch,
+    deduplicate_batch,
+)
+from components.preprocess.parse import FeatureField
 
 HOUR = 3_600_000
 TASKS = (EventTask("label_swipe", "swipe", HOUR), EventTask("label_install", "install", 2 * HOUR))
 OPTIONS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+COLUMNS = ImpressionColumns((FeatureField("ad", "categorical", "ad"),))
+OUTCOME_COLUMNS = ImpressionColumns((FeatureField("ad", "categorical", "ad"),), ("label_x",))
 
 
 def imp(i, t, **extra):
-    return {"impression_id": i, "timestamp_ms": t, "_missing": [], **extra}
+    return {"impression_id": i, "timestamp_ms": t, "_missing": [] if "ad" in extra else ["ad"], "ad": None, **extra}
 
 
 def ev(i, kind, t):
     return {"impression_id": i, "event_type": kind, "timestamp_ms": t}
+
+
+def impression_batches(rows, columns=COLUMNS, size=3):
+    """The rows as record batches of `size` (several parts per partition, as a real job has)."""
+    return [columns.from_records(rows[start:start + size]) for start in range(0, len(rows), size)]
+
+
+def event_batches(rows):
+    return [pa.RecordBatch.from_pylist(rows, schema=ENGAGEMENT_SCHEMA)]
+
+
+def rows_of(batches):
+    return batches | "Rows" >> beam.FlatMap(lambda batch: batch.to_pylist())
 
 
 
@@ -55,8 +84,9 @@ def test_window_edges_duplicates_orphans_and_several_tasks():
     ]
     with TestPipeline(argv=OPTIONS) as p:
         examples, counters = (
-            p | "I" >> beam.Create(impressions), p | "E" >> beam.Create(events)
-        ) | JoinEngagements(TASKS)
+            p | "I" >> beam.Create(impression_batches(impressions)), p | "E" >> beam.Create(event_batches(events))
+        ) | JoinEngagements(TASKS, LogWindow(), COLUMNS.features, COLUMNS.schema, partitions=3)
+        examples = rows_of(examples)
         assert_that(examples | "Labels" >> beam.Map(labels_of), equal_to(expected_labels), label="labels")
         kept = examples | beam.Filter(lambda e: e["impression_id"] == "dup") | beam.Map(lambda e: e["ad"])
         assert_that(kept, equal_to(["first"]), label="earliest duplicate kept")
@@ -75,10 +105,10 @@ def test_impressions_outside_the_lookback_window_are_dropped_and_counted():
     window = LogWindow(start_ms=HOUR, end_ms=3 * HOUR)
     with TestPipeline(argv=OPTIONS) as p:
         examples, counters = (
-            p | "I" >> beam.Create([imp("before", 0), imp("start", HOUR), imp("end", 3 * HOUR)]),
-            p | "E" >> beam.Create([ev("before", "swipe", 10), ev("start", "swipe", HOUR + 5)]),
-        ) | JoinEngagements(TASKS, window)
-        assert_that(examples | beam.Map(labels_of), equal_to([("start", 1.0, 0.0)]), label="kept")
+            p | "I" >> beam.Create(impression_batches([imp("before", 0), imp("start", HOUR), imp("end", 3 * HOUR)])),
+            p | "E" >> beam.Create(event_batches([ev("before", "swipe", 10), ev("start", "swipe", HOUR + 5)])),
+        ) | JoinEngagements(TASKS, window, COLUMNS.features, COLUMNS.schema, partitions=2)
+        assert_that(rows_of(examples) | beam.Map(labels_of), equal_to([("start", 1.0, 0.0)]), label="kept")
         assert_that(
             counters | beam.CombinePerKey(sum),
             equal_to([(joined("impressions_outside_window"), 2),
@@ -90,10 +120,61 @@ def test_impressions_outside_the_lookback_window_are_dropped_and_counted():
 def test_single_table_rows_dedup_by_id_and_keep_rows_without_one():
     rows = [imp("a", 2, label_x=1.0), imp("a", 1, label_x=0.0), imp(None, 5, label_x=1.0), imp(None, 5, label_x=1.0)]
     with TestPipeline(argv=OPTIONS) as p:
-        examples, counters = p | beam.Create(rows) | DeduplicateOutcomes()
+        examples, counters = p | beam.Create(impression_batches(rows, OUTCOME_COLUMNS, 2)) | DeduplicateOutcomes(
+            LogWindow(), OUTCOME_COLUMNS.features, OUTCOME_COLUMNS.schema, partitions=2)
         assert_that(
-            examples | beam.Map(lambda e: (e["impression_id"], e["timestamp_ms"], e["label_x"])),
+            rows_of(examples) | beam.Map(lambda e: (e["impression_id"], e["timestamp_ms"], e["label_x"])),
             equal_to([("a", 1, 0.0), (None, 5, 1.0), (None, 5, 1.0)]),
             label="rows",
         )
         assert_that(counters, equal_to([(joined("duplicate_impressions"), 1)]), label="counters")
+
+
+def random_streams(seed: int) -> tuple[list[dict], list[dict]]:
+    """Impressions with duplicate ids (some at the same time, with different values), events of every kind, orphans."""
+    rng = random.Random(seed)
+    impressions = [imp(f"i{rng.randrange(60)}", rng.randrange(6) * HOUR // 2, **({"ad": rng.choice(["a", "b"])}
+                                                                                 if rng.random() < 0.7 else {}))
+                   for _ in range(120)]
+    events = [ev(f"i{rng.randrange(70)}", rng.choice(["swipe", "install", "view"]), rng.randrange(-2, 12) * HOUR // 2)
+              for _ in range(200)]
+    return impressions, events
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_column_wise_join_is_attribute_id_by_id(seed):
+    impressions, events = random_streams(seed)
+    window = LogWindow(start_ms=HOUR // 2, end_ms=5 * HOUR // 2) if seed % 2 else LogWindow()
+    expected, counts = [], {}
+    for key in sorted({r["impression_id"] for r in impressions} | {e["impression_id"] for e in events}):
+        example, counted = attribute([r for r in impressions if r["impression_id"] == key],
+                                     [e for e in events if e["impression_id"] == key], TASKS, window)
+        if example is not None:
+            expected.append({k: v for k, v in example.items() if k != "_missing"})
+        for name, n in counted.items():
+            counts[name] = counts.get(name, 0) + n
+    batch, got = attribute_batch(COLUMNS.from_records(impressions), event_batches(events)[0], TASKS, window,
+                                 COLUMNS.features)
+    assert batch.to_pylist() == expected  # sorted by id, the earliest duplicate kept (ties: by the record's JSON)
+    assert got == counts
+
+
+def test_the_column_wise_deduplication_is_attribute_row_by_row():
+    rng = random.Random(9)
+    rows = [imp(rng.choice([None, "a", "b", "c"]), rng.randrange(4) * HOUR, ad=rng.choice(["x", "y"]),
+                label_x=float(rng.random() < 0.5)) for _ in range(40)]
+    window = LogWindow(start_ms=HOUR, end_ms=3 * HOUR)
+    expected, counts = [], {}
+    keyed = sorted({r["impression_id"] for r in rows if r["impression_id"] is not None})
+    groups = [[r] for r in rows if r["impression_id"] is None] + [
+        [r for r in rows if r["impression_id"] == key] for key in keyed]
+    for group in groups:
+        example, counted = attribute(group, [], (), window)
+        if example is not None:
+            expected.append({k: v for k, v in example.items() if k != "_missing"})
+        for name, n in counted.items():
+            counts[name] = counts.get(name, 0) + n
+    batch, got = deduplicate_batch(OUTCOME_COLUMNS.from_records(rows), window, OUTCOME_COLUMNS.features)
+    key = lambda e: (e["impression_id"] or "", e["timestamp_ms"], e["ad"], e["label_x"])  # noqa: E731
+    assert sorted(batch.to_pylist(), key=key) == sorted(expected, key=key)
+    assert got == counts

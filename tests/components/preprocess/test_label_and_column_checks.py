@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from components.preprocess.input_columns import MissingInputColumns
-from components.preprocess.run import OneClassLabels, preprocess
+from components.preprocess.run import OneClassLabels, check_configured_columns, preprocess
 from components.report.findings import missing_features
 
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
@@ -99,6 +99,38 @@ def test_a_misspelt_csv_column_fails_at_the_start_naming_it_and_the_columns_pres
     assert "its columns are: '..ip', 'app', 'click_time', 'attributed_time'" in message
     assert "logs.impression_fields" in message
     assert not (out / "stats").exists()  # failed before the Beam job started
+
+
+HISTORY_AND_TIME = [{"name": "ip", "kind": "categorical", "encoding": "hash", "hash_buckets": 10},
+                    {"name": "app", "kind": "categorical", "oov_buckets": 1},
+                    {"name": "hour", "kind": "time", "part": "hour_of_day"},
+                    {"name": "ip_history", "kind": "history", "ids": ["ip"], "windows_hours": [24]}]
+
+
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_derived_features_are_no_columns_of_the_file_but_their_ids_are(tmp_path, config_for, file_format):
+    """A history feature (and a time part) is computed by preprocess: a CSV header or Parquet schema without a
+    column of its name passes the check; the ids it is computed over are columns, checked as such."""
+    csv_path = click_csv(tmp_path / "clicks.csv", "ip,app,click_time,attributed_time")
+    path = csv_path
+    if file_format == "parquet":
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        path = str(tmp_path / "clicks.parquet")
+        pq.write_table(pacsv.read_csv(csv_path), path)
+
+    def config(features):
+        raw = click_config(config_for, path, features)
+        return raw.model_copy(update={"logs": raw.logs.model_copy(update={"format": file_format})})
+
+    check_configured_columns(config(HISTORY_AND_TIME), None)
+    without_ip = [{"name": "ip_history", "kind": "history", "ids": ["app"]}, *HISTORY_AND_TIME[1:3]]
+    check_configured_columns(config(without_ip), None)
+    renamed = [{**HISTORY_AND_TIME[0], "name": "user"}, *HISTORY_AND_TIME[1:3],
+               {**HISTORY_AND_TIME[3], "ids": ["user"]}]
+    with pytest.raises(MissingInputColumns, match=r"has no column 'user' \(configured by features\.0 \(user\)\);"):
+        check_configured_columns(config(renamed), None)
 
 
 def test_a_missing_label_or_timestamp_column_is_named(tmp_path, config_for):

@@ -7,8 +7,7 @@ import math
 
 import numpy as np
 import pytest
-import tensorflow as tf
-import tensorflow_transform as tft
+from block_rows import read_blocks
 
 from components.preprocess.manifest import Manifest, TransformedFeatureSpec
 from components.preprocess.run import TooManyInvalidRecords, preprocess
@@ -68,13 +67,7 @@ def tiny_run(tmp_path_factory, config_for, log_writer):
 
 
 def read_split(out, manifest: Manifest, split: str) -> list[dict]:
-    spec = tft.TFTransformOutput(str(out)).transformed_feature_spec()
-    files = tf.io.gfile.glob(str(out / manifest.splits[split].file_pattern))
-    rows = []
-    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
-        parsed = tf.io.parse_single_example(record, spec)
-        rows.append({k: v.numpy() for k, v in parsed.items()})
-    return sorted(rows, key=lambda r: int(r["hour"]))
+    return sorted(read_blocks(out, manifest, split), key=lambda r: int(r["hour"]))
 
 
 def test_labels_follow_the_attribution_window(tiny_run):
@@ -121,13 +114,13 @@ def test_transformed_values_and_feature_contract(tiny_run):
     assert features["user_id"].table_rows == 10
     assert all(0 <= int(r["user_id"]) < 10 for r in train + evaluation)
     # lists: fixed length 2, id 0 pads, vocabulary ids shifted by one; y (twice) is the most frequent token.
-    lists = [r["user_interests"].tolist() for r in train]
+    lists = [r["user_interests"] for r in train]
     assert lists[1] == [1, 0] and lists[2] == [0, 0]
     assert len(lists[0]) == 2 and all(i >= 1 for i in lists[0])
     assert features["user_interests"].length == 2
     assert features["user_interests"].table_rows == 5  # x, y, z + 1 OOV + padding
-    assert evaluation[0]["user_interests"].tolist()[0] == 1
-    assert evaluation[0]["user_interests"].tolist()[1] == 4  # q is OOV: 3 + 1
+    assert evaluation[0]["user_interests"][0] == 1
+    assert evaluation[0]["user_interests"][1] == 4  # q is OOV: 3 + 1
     assert features["user_interests"].missing_rate == pytest.approx(0.25)
     # z-score with train mean 30 and population std sqrt(200/3).
     std = math.sqrt(200 / 3)
@@ -192,10 +185,10 @@ def test_eval_values_never_seen_in_train_are_measured_per_feature_and_flagged(ti
     assert set(manifest.mostly_unseen_features) == {"ad_id", "hour", "weekday"}  # above max_unseen_share 0.5
 
 
-def test_every_split_is_written_as_blocks_holding_the_same_examples(tiny_run):
-    """The training-ready blocks hold each split's examples once, counted per file in the manifest, and the trainer
-    reads from them exactly the examples of the per-example records."""
-    from components.train.input import InputOptions, block_dataset, example_dataset
+def test_every_split_is_written_as_blocks_the_trainer_reads(tiny_run):
+    """The training-ready blocks hold each split's examples once, counted per file in the manifest, and the trainer's
+    reader gives exactly the examples the block format holds."""
+    from components.train.input import InputOptions, block_dataset
 
     manifest, out = tiny_run
     assert manifest.block_layout is not None
@@ -205,10 +198,10 @@ def test_every_split_is_written_as_blocks_holding_the_same_examples(tiny_run):
         assert all((out / name).stat().st_size == blocks.blocks_in(name) * manifest.block_layout.record_bytes
                    for name in blocks.files)
         options = InputOptions(batch_size=2, training=False, drop_remainder=False)
-
-        def values(data):
-            return sorted((int(f["hour"][i]), float(f["user_age"][i]), tuple(f["user_interests"][i].numpy().tolist()),
-                           float(labels["engagement"][i][0])) for f, labels in data for i in range(len(f["hour"])))
-
-        assert values(block_dataset(out, manifest, split, options)) == values(example_dataset(out, manifest, split,
-                                                                                              options))
+        read = sorted((int(f["hour"][i]), float(f["user_age"][i]), tuple(f["user_interests"][i].numpy().tolist()),
+                       float(labels["engagement"][i][0]))
+                      for f, labels in block_dataset(out, manifest, split, options) for i in range(len(f["hour"])))
+        assert read == sorted((r["hour"], r["user_age"], tuple(r["user_interests"]), r["label_engagement"])
+                              for r in read_blocks(out, manifest, split))
+        assert not list((out / split).glob("part-*"))  # blocks only: no per-example TFRecords
+    assert list((out / "raw_eval").glob("part-*.tfrecord.gz"))

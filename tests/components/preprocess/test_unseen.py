@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from components.preprocess.counters import Count
 from components.preprocess.parse import MISSING_TOKEN
-from components.preprocess.unseen import CountUnseenEvalValues, feature_values
+from components.preprocess.unseen import CountUnseenEvalValues, batch_values, feature_values
 from configs.features import CategoricalFeature, CategoricalListFeature, NumericFeature, TimeFeature
 
 FEATURES = [CategoricalFeature(name="ad_id"), CategoricalListFeature(name="interests"),
@@ -27,11 +28,23 @@ def test_values_of_single_valued_id_and_time_features_only():
     assert feature_values(example(MISSING_TOKEN, FRIDAY_10H), FEATURES) == [("weekday", "4"), ("hour", "10")]
 
 
+def test_a_batch_gives_each_example_values_counted():
+    rows = [example("a1", THURSDAY_10H), example(None, FRIDAY_10H), example(MISSING_TOKEN, FRIDAY_10H),
+            example("a1", FRIDAY_10H - 3_600_000), example("a2", 0)]
+    counted: dict = {}
+    for row in rows:
+        for pair in feature_values({**row, "ad_id": row["ad_id"] or MISSING_TOKEN}, FEATURES):
+            counted[pair] = counted.get(pair, 0) + 1
+    assert dict(batch_values(pa.RecordBatch.from_pylist(rows), FEATURES)) == counted
+
+
 def test_eval_examples_whose_value_train_never_had_are_counted_per_feature():
     train = [example("a1", THURSDAY_10H), example("a2", THURSDAY_10H), example("a1", THURSDAY_10H)]
     evaluation = [example("a1", FRIDAY_10H), example("a3", FRIDAY_10H), example("a3", FRIDAY_10H)]
     with TestPipeline() as pipeline:
-        counts = (pipeline | "Train" >> beam.Create(train), pipeline | "Eval" >> beam.Create(evaluation)) | (
+        counts = (pipeline | "Train" >> beam.Create([pa.RecordBatch.from_pylist(train[:2]),
+                                                     pa.RecordBatch.from_pylist(train[2:])]),
+                  pipeline | "Eval" >> beam.Create([pa.RecordBatch.from_pylist(evaluation)])) | (
             CountUnseenEvalValues(FEATURES))
         assert_that(counts, equal_to([(Count("split_unseen", "eval", "ad_id").key, 2),
                                       (Count("split_unseen", "eval", "weekday").key, 3)]))
