@@ -130,10 +130,16 @@ def describe_machines(spec: VertexTargetSpec) -> str:
     return ", ".join(parts)
 
 
+def configured_index(targets: list[TargetConfig], position: int) -> int:
+    """The index in the config file of the target at `position` of the loaded (swept) list: every point of a sweep
+    is the one entry `targets.<i>` that declared it."""
+    return sum(1 for target in targets[:position + 1]
+               if target.scale_point is None or target.scale_point.factor == 1) - 1
+
+
 def configured_field(targets: list[TargetConfig], position: int) -> str:
     """How the config file names the target at `position` of the loaded (swept) list: `targets[i]` at its index in
     the file, and for a sweep point other than the first `targets[i] (scale point N)`."""
-    index = sum(1 for target in targets[:position + 1]
-                if target.scale_point is None or target.scale_point.factor == 1) - 1
     point = targets[position].scale_point
-    return f"targets[{index}]" + (f" (scale point {point.factor})" if point is not None and point.factor > 1 else "")
+    return (f"targets[{configured_index(targets, position)}]"
+            + (f" (scale point {point.factor})" if point is not None and point.factor > 1 else ""))

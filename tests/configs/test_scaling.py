@@ -67,3 +67,20 @@ def test_a_point_that_cannot_train_fails_at_load_naming_the_field(source, overri
     with pytest.raises(ConfigError) as error:
         load_config(source, overrides)
     assert words in str(error.value)
+
+
+def test_rules_after_the_sweep_name_the_entry_in_the_file():
+    """Rules run on the loaded list, where a sweep's points sit; their errors and warnings name `targets.<i>` as the
+    file has it, and a swept target's own setting is said once, not once per point."""
+    from configs.shuffle_coverage import shuffle_coverage_problems
+
+    swept = LOCAL.replace("scale: [1, 2, 4]}", "scale: [1, 2, 4], training: {shuffle_buffer: 1000}}")
+    config = load_config(None, [swept.replace("{name: cpu-ps, kind: cpu-ps}",
+                                              "{name: cpu-ps, kind: cpu-ps, training: {shuffle_buffer: 500}}")])
+    problems = shuffle_coverage_problems(config.logs, config.split, config.model, config.training, config.targets)
+    assert [problem.split(":")[0] for problem in problems] == ["targets.0.training.shuffle_buffer",
+                                                               "targets.1.training.shuffle_buffer"]
+    with pytest.raises(ConfigError) as error:
+        load_config(None, [LOCAL, "name=" + "a" * 63, "targets.1.name=" + "c" * 59])
+    assert "targets.1.name: target 'ccc" in str(error.value) and "makes a 129-character training job display name" \
+        in str(error.value)
