@@ -35,7 +35,8 @@ class ScalingPoint(Contract):
     global_batch_size: int
     learning_rate: float
     runs: int
-    examples_per_second_mean: float
+    examples_per_second_mean: float | None = Field(description="None when no run timed a steady step (a run too "
+                                                   "short: its only execution was start-up)")
     examples_per_second_std: float | None
     speedup: float | None = Field(None, description="examples/s over point 1's")
     efficiency: float | None = Field(None, description="examples/s over (device ratio × point 1's)")
@@ -86,20 +87,23 @@ def scaling_sweeps(targets: list[TargetConfig], runs: list[RunSummary], task: st
 def _point(target: TargetConfig, runs: list[RunSummary], task: str, base: ScalingPoint | None,
            base_runs: list[RunSummary] | None) -> ScalingPoint:
     assert target.scale_point is not None
-    throughput = describe([r.examples_per_second for r in runs])
+    timed = [r.examples_per_second for r in runs if r.examples_per_second > 0]  # 0: no steady step was timed
+    throughput = describe(timed) if timed else None
     logloss = describe([r.metrics[task].logloss for r in runs])
     devices = min(r.hardware.device_count for r in runs)
     speedup = efficiency = None
-    if base is not None and base.examples_per_second_mean > 0:
+    if base is not None and base.examples_per_second_mean and throughput is not None:
         speedup = throughput.mean / base.examples_per_second_mean
         efficiency = speedup / (devices / base.devices)
     return ScalingPoint(
         target=target.name, factor=target.scale_point.factor, devices=devices,
         processes=max(r.hardware.processes for r in runs), simulated=any(r.hardware.simulated for r in runs),
         global_batch_size=runs[0].global_batch_size, learning_rate=runs[0].learning_rate, runs=len(runs),
-        examples_per_second_mean=throughput.mean, examples_per_second_std=throughput.std, speedup=speedup,
+        examples_per_second_mean=throughput.mean if throughput else None,
+        examples_per_second_std=throughput.std if throughput else None, speedup=speedup,
         efficiency=efficiency, price_per_hour=target.price_per_hour,
-        cost_per_million_examples_usd=cost_per_million_examples(target.price_per_hour, throughput.mean),
+        cost_per_million_examples_usd=cost_per_million_examples(target.price_per_hour, throughput.mean)
+        if throughput else None,
         logloss_mean=logloss.mean, logloss_std=logloss.std,
         vs_first=None if base_runs is None else welch_test([r.metrics[task].logloss for r in runs],
                                                             [r.metrics[task].logloss for r in base_runs],
@@ -122,7 +126,8 @@ def scaling_table(sweeps: list[ScalingSweep]) -> Table | None:
             rows.append([
                 sweep.target, f"×{point.factor}", point.target, devices, str(point.processes),
                 f"{point.global_batch_size:,}", f"{point.learning_rate:.3g}",
-                f"{point.examples_per_second_mean:,.0f}"
+                "— (no steady step)" if point.examples_per_second_mean is None
+                else f"{point.examples_per_second_mean:,.0f}"
                 + (f" ± {point.examples_per_second_std:,.0f}" if point.examples_per_second_std else ""),
                 f"{point.speedup:.2f}×" if point.speedup is not None else "—",
                 f"{point.efficiency:.0%}" if point.efficiency is not None else "—",
@@ -147,6 +152,11 @@ def scaling_findings(sweeps: list[ScalingSweep]) -> list[str]:
             lines.append(f"Scaling of {sweep.target}: ×{last.factor} trains {last.speedup:.2f}× the examples/s of "
                          f"×1 ({last.efficiency:.0%} efficiency) at ${last.cost_per_million_examples_usd or 0:.4f} "
                          "per million examples.")
+        untimed = [p for p in sweep.points if p.examples_per_second_mean is None]
+        if untimed:
+            lines.append(f"Scaling of {sweep.target}: " + ", ".join(f"×{p.factor}" for p in untimed)
+                         + " timed no steady training step (each run's only execution was start-up: too few steps "
+                         "for its batch); no throughput, speed-up or cost for it.")
         short = [p for p in sweep.points if p.devices < sweep.points[0].devices * p.factor]
         if short:
             lines.append(f"Scaling of {sweep.target}: " + ", ".join(

@@ -50,3 +50,14 @@ def test_simulated_devices_are_said_so_and_a_report_without_a_sweep_has_no_table
     assert "2 (simulated)" in markdown and "the devices were simulated on one host's CPU" in markdown
     plain = summarize(swept("null"), manifest(), [run("cpu", 0, 0.33, 1000.0)])
     assert plain.scaling == [] and "## Scaling" not in render_markdown(plain)
+
+
+def test_a_point_that_timed_no_steady_step_has_no_throughput_and_says_why():
+    runs = [point_run("cpu", i, 0.33, 1000.0, 1) for i in range(2)]
+    runs += [point_run("cpu-x2", i, 0.33, 0.0, 2, simulated=True) for i in range(2)]  # RunClock's 0: none timed
+    (sweep,) = summarize(swept("[1, 2]"), manifest(), runs).scaling
+    two = sweep.points[1]
+    assert (two.examples_per_second_mean, two.speedup, two.efficiency, two.cost_per_million_examples_usd) == (
+        None, None, None, None)
+    markdown = render_markdown(summarize(swept("[1, 2]"), manifest(), runs))
+    assert "| — (no steady step) | — | — | — |" in markdown and "×2 timed no steady training step" in markdown
