@@ -15,6 +15,7 @@ SWEEPS = ("targets=[{name: cpu, kind: cpu, price_per_hour: 0.38, scale: [1, 2, 4
           "{name: cpu-jax, kind: cpu, backend: jax, price_per_hour: 0.38, scale: [1, 2, 4]}]")
 
 
+@pytest.mark.long  # one whole-DAG run of 6 training steps (2 min on the shared host)
 def test_a_local_run_sweeps_each_lane_over_simulated_devices_and_reports_the_scaling_table(tmp_path):
     adrank("run", "--runs-dir", "runs", "--run-id", "sweep", "--quiet",
            *sets([*TINY, "training.global_batch_size=128", "training.steps_per_execution=2", SWEEPS]), cwd=tmp_path)
