@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
@@ -18,6 +18,7 @@ from configs.preprocess import PreprocessConfig
 from configs.promotion import PromotionConfig
 from configs.report import ReportConfig
 from configs.retry import RetryConfig
+from configs.scaling import configured_index, scale_points
 from configs.shuffle_coverage import warn_on_partial_shuffle
 from configs.training import (
     ModelConfig,
@@ -67,6 +68,15 @@ class AdrankConfig(StrictModel):
                              "letter and not ending with '-'")
         return name
 
+    @field_validator("targets")
+    @classmethod
+    def _sweep_points(cls, targets: list[TargetConfig], info: ValidationInfo) -> list[TargetConfig]:
+        """A swept target (`targets[].scale`) becomes its points (`configs.scaling`); every rule below sees them."""
+        training = info.data.get("training")
+        if training is None or not any(target.scale for target in targets):
+            return targets  # the training section's own error is reported
+        return scale_points(targets, training)
+
     @model_validator(mode="after")
     def _cross_field_rules(self) -> AdrankConfig:
         FeaturesConfig(features=self.features)  # unique names
@@ -103,7 +113,7 @@ class AdrankConfig(StrictModel):
             return
         overridden = self.targets[target_index].training
         field = ("training.calibration_data" if overridden is None or overridden.calibration_data is None
-                 else f"targets.{target_index}.training.calibration_data")
+                 else f"targets.{configured_index(self.targets, target_index)}.training.calibration_data")
         if self.split.calibration_days == 0:
             raise ValueError(f"{field}: latest_train_days needs split.calibration_days ≥ 1 (the days preprocess "
                              "writes as the calibration split); it is 0")
@@ -179,8 +189,8 @@ class AdrankConfig(StrictModel):
         """Names built from two fields (see configs.vertex_names) stay within Vertex's limits."""
         for index, target in enumerate(self.targets):
             problem = training_job_name_problem(self.name, target.name)
-            if problem:
-                raise ValueError(f"targets.{index}.name: {problem}")
+            if problem:  # a sweep point's name is its target's with `-x<N>`: the field to shorten is the same
+                raise ValueError(f"targets.{configured_index(self.targets, index)}.name: {problem}")
         experiment = self.vertex.experiment if self.vertex else None
         problem = experiment_run_problem(experiment, self.name) if experiment else ""
         if problem:

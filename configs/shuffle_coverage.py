@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 from configs.logs import LogsConfig, SplitConfig
+from configs.scaling import configured_index
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, resolve_target
 
 
@@ -38,10 +39,13 @@ def shuffle_coverage_problems(
     problems = []
     if training.shuffle_buffer < examples:
         problems.append(_line("training.shuffle_buffer", training.shuffle_buffer, examples))
-    for index, target in enumerate(targets):
+    for position, target in enumerate(targets):
+        if target.scale_point is not None and target.scale_point.factor > 1:
+            continue  # a sweep's points share their target's training section: said once, for point 1
         buffer = resolve_target(model, training, target).training.shuffle_buffer
         if buffer < examples and buffer != training.shuffle_buffer:
-            problems.append(_line(f"targets.{index}.training.shuffle_buffer", buffer, examples))
+            field = f"targets.{configured_index(targets, position)}.training.shuffle_buffer"
+            problems.append(_line(field, buffer, examples))
     return problems
 
 

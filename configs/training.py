@@ -215,6 +215,18 @@ class LocalClusterShape(StrictModel):
     parameter_servers: int = Field(1, ge=1, le=16)
 
 
+MAX_SCALE = 1024  # a sweep point: accelerators relative to the target's own (a v5e 2x2 to 16x16 is 64x)
+
+
+class ScalePoint(StrictModel):
+    """One point of a target's scaling sweep (`targets[].scale`), written when the config loads
+    (`configs.scaling`): the swept target and how many times its accelerators this point trains on."""
+
+    of: str = Field(description="the swept target's name (the point of factor 1 keeps it)")
+    factor: int = Field(ge=1, le=MAX_SCALE, description="accelerators relative to the sweep's first point")
+    batch: Literal["per_device", "global"] = Field(description="the sweep's `scale_batch`")
+
+
 class TargetConfig(StrictModel):
     """A hardware target. `kind` says what hardware it needs; what actually ran is read at run time."""
 
@@ -236,6 +248,21 @@ class TargetConfig(StrictModel):
         None, description="cpu-ps on the local backend: the worker and ps processes the train step starts; default: "
         "the replica counts of the `vertex` pools, else 2 workers and 1 parameter server",
     )
+    scale: list[Annotated[int, Field(ge=1, le=MAX_SCALE)]] | None = Field(
+        None, min_length=1, max_length=16,
+        description="a scaling sweep: train this target at these multiples of its accelerators (1 first, rising), "
+        "each point a target of its own (`<name>` for 1, `<name>-x<N>`): on Vertex a larger TPU slice (v5e, v6e) or "
+        "N times the machines (`vertex.replica_count`), priced N times; locally, on the CPU, N simulated devices "
+        "(docs/scaling.md). The report's scaling table compares the points",
+    )
+    scale_batch: Literal["per_device", "global"] = Field(
+        "per_device", description="the global batch of sweep point N: per_device keeps each device's batch (N times "
+        "the target's global batch, as Snap's large synchronous batches; the learning rate follows "
+        "training.learning_rate_scaling); global keeps the global batch and splits it over N times the devices "
+        "(N must divide it)",
+    )
+    scale_point: ScalePoint | None = Field(
+        None, description="set when the config loads, for each point of a `scale` sweep; not written by hand")
     # ModelOverrides / TrainingOverrides are built by pydantic.create_model from the sections' fields, so mypy
     # sees variables, not classes:
     model: ModelOverrides | None = None  # type: ignore[valid-type]  # a class made at import (above)
@@ -267,6 +294,20 @@ class TargetConfig(StrictModel):
         if self.backend == "tensorflow" and machine.startswith(TENSORFLOW_REFUSED_MACHINES):
             raise ValueError(f"vertex.machine.machine_type {machine} is TPU v6e (Trillium), which Vertex trains with "
                              "JAX and PyTorch only (TensorFlow's TPU build stopped at 2.20): set backend: jax")
+        return self
+
+    @model_validator(mode="after")
+    def _a_sweep_from_one(self) -> TargetConfig:
+        if self.scale is None:
+            return self
+        if self.scale_point is not None:
+            raise ValueError("scale: a sweep point (scale_point) is not swept again")
+        if self.scale[0] != 1 or any(b <= a for a, b in zip(self.scale, self.scale[1:])):
+            raise ValueError(f"scale: {self.scale}: the sweep starts at 1 (the target as configured, every other "
+                             "point's reference) and rises, e.g. [1, 2, 4]")
+        if self.kind == "cpu-ps":
+            raise ValueError("scale: a cpu-ps target trains asynchronously; sweep its parameter-server workers "
+                             "(vertex.workers.replica_count) as targets of their own")
         return self
 
     def local_cluster_shape(self) -> LocalClusterShape:

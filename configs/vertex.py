@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.bounds import at_most
+from configs.vertex_catalog import TPU_SLICE_TOPOLOGIES, tpu_generation, tpu_slice_refusal, tpu_vm_count
 from configs.vertex_names import (
     display_name_problem,
     experiment_name_problem,
@@ -58,6 +59,21 @@ class MachineSpec(StrictModel):
             raise ValueError("accelerator_count is set but accelerator_type is not")
         return self
 
+    @model_validator(mode="after")
+    def _a_slice_the_generation_has(self) -> MachineSpec:
+        """A TPU v5e or v6e topology must be one of the generation's slices (`configs.vertex_catalog`), and one Vertex
+        builds of this machine type (a slice over several VMs only of the 4-chip VM); the preflight applies the same
+        rule (`tpu_slice_refusal`) to a spec it is given."""
+        generation = tpu_generation(self.machine_type)
+        slices = TPU_SLICE_TOPOLOGIES.get(generation or "")
+        if slices and self.tpu_topology is not None and self.tpu_topology not in slices:
+            raise ValueError(f"tpu_topology: '{self.tpu_topology}' is not a TPU {generation} slice (slices: "
+                             f"{', '.join(slices)}; Cloud TPU's TPU {generation} page, configs/vertex_catalog.py)")
+        refusal = tpu_slice_refusal(self.machine_type, self.tpu_topology) if self.tpu_topology else None
+        if refusal is not None:
+            raise ValueError(f"{refusal[0]}: {refusal[1]}")
+        return self
+
     @property
     def is_tpu(self) -> bool:
         return bool(self.tpu_topology) or (self.accelerator_type or "").startswith("TPU_")
@@ -65,6 +81,14 @@ class MachineSpec(StrictModel):
     @property
     def is_gpu(self) -> bool:
         return (self.accelerator_type or "").startswith("NVIDIA_")
+
+    @property
+    def tpu_vms(self) -> int:
+        """The VMs of a TPU VM slice (a multi-host slice: each a replica of worker pool 0); 1 for any other machine
+        and for a slice Vertex does not offer (the preflight refuses it)."""
+        if self.tpu_topology is None or tpu_generation(self.machine_type) not in TPU_SLICE_TOPOLOGIES:
+            return 1
+        return tpu_vm_count(self.machine_type, self.tpu_topology) or 1
 
     def to_vertex(self) -> dict:
         """The REST `MachineSpec` (snake_case, as GCPC's custom-job component passes it on)."""
@@ -89,6 +113,11 @@ class VertexTargetSpec(StrictModel):
     """The CustomJob a training target becomes: chief machine, optional worker and parameter-server pools."""
 
     machine: MachineSpec = MachineSpec()
+    replica_count: Annotated[int, at_most(
+        10_000, "machines of one CustomJob training synchronously")] = Field(
+        1, ge=1, description="machines of `machine` training synchronously together (multi-node GPU or CPU: worker "
+        "pool 0 holds the first, the chief, pool 1 the others, as Vertex asks); a TPU slice's hosts follow from its "
+        "topology instead (`machine.tpu_topology`)")
     workers: ReplicaPool | None = Field(None, description="worker pool (parameter-server training)")
     parameter_servers: ReplicaPool | None = Field(None, description="parameter-server pool")
     image: ImageKind | None = Field(None, description="which `vertex.images` entry; default follows the target kind "
@@ -104,7 +133,19 @@ class VertexTargetSpec(StrictModel):
     def _ps_pools_come_together(self) -> VertexTargetSpec:
         if (self.workers is None) != (self.parameter_servers is None):
             raise ValueError("parameter-server training needs both 'workers' and 'parameter_servers' pools")
+        if self.replica_count > 1 and self.workers is not None:
+            raise ValueError("replica_count: synchronous replicas and parameter-server pools do not mix (the worker "
+                             "pool is the parameter-server workers); scale 'workers.replica_count' instead")
+        if self.replica_count > 1 and self.machine.is_tpu:
+            raise ValueError(f"replica_count: a TPU slice's hosts follow from its topology (machine.tpu_topology "
+                             f"{self.machine.tpu_topology}), not replica_count; leave it 1")
         return self
+
+    @property
+    def machines(self) -> int:
+        """The machines one run of this target trains on: a TPU slice's VMs or the synchronous replicas (parameter-
+        server pools apart)."""
+        return self.machine.tpu_vms if self.machine.is_tpu else self.replica_count
 
 
 def check_target_machine(kind: str, spec: VertexTargetSpec) -> None:

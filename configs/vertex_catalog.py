@@ -75,6 +75,23 @@ TPU_MACHINES: dict[str, str] = {
 }
 UNOFFERED_TPU_MACHINE = re.compile(r"^ct(?P<generation>4p|5p)-")
 
+# The slices of TPU v5e and v6e (2D shapes, topology → chips): Cloud TPU's "TPU v5e" and "TPU v6e" pages, section
+# "Supported configurations" (https://cloud.google.com/tpu/docs/v5e, https://cloud.google.com/tpu/docs/v6e). A slice of
+# up to 8 chips fits one host; a larger one spans several hosts and is made of 4-chip VMs (ct5lp-hightpu-4t,
+# ct6e-standard-4t: the v6e table's "VMs" column, 16x16 = 64 VMs), each a replica of the CustomJob's worker pool 0.
+TPU_VM_CONFIGURATIONS_PAGES = ("https://cloud.google.com/tpu/docs/v5e", "https://cloud.google.com/tpu/docs/v6e")
+TPU_SLICE_TOPOLOGIES: dict[str, dict[str, int]] = {
+    generation: {"1x1": 1, "2x2": 4, "2x4": 8, "4x4": 16, "4x8": 32, "8x8": 64, "8x16": 128, "16x16": 256}
+    for generation in ("v5e", "v6e")
+}
+# each TPU VM machine type's own (single-VM) topology
+TPU_VM_TOPOLOGY: dict[str, str] = {
+    **{f"ct5lp-hightpu-{n}t": topology for n, topology in ((1, "1x1"), (4, "2x2"), (8, "2x4"))},
+    **{f"ct6e-standard-{n}t": topology for n, topology in ((1, "1x1"), (4, "2x2"), (8, "2x4"))},
+}
+# the VM a slice over several VMs is made of, per generation
+MULTI_VM_TPU_MACHINE: dict[str, str] = {"v5e": "ct5lp-hightpu-4t", "v6e": "ct6e-standard-4t"}
+
 VERTEX_REGIONS: frozenset[str] = frozenset({
     # Americas
     "us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3", "us-west4",
@@ -114,3 +131,71 @@ def compute_engine_shape(machine_type: str) -> MachineShape | None:
 def close_names(name: str, known: frozenset[str] | set[str], count: int = 3) -> list[str]:
     """The known names closest to `name` (for a "did you mean" hint)."""
     return difflib.get_close_matches(name, sorted(known), n=count, cutoff=0.6)
+
+
+def tpu_generation(machine_type: str) -> str | None:
+    """'v2/v3', 'v5e' or 'v6e' for a TPU machine type Vertex training offers; None for any other machine."""
+    return TPU_MACHINES.get(machine_type)
+
+
+def slice_chips(topology: str) -> int | None:
+    """The chips of a topology (`4x4`: 16); None when it is not `AxB` or `AxBxC` of whole numbers."""
+    try:
+        sides = [int(side) for side in topology.split("x")]
+    except ValueError:
+        return None
+    chips = 1
+    for side in sides:
+        chips *= side
+    return chips
+
+
+def chips_per_vm(machine_type: str) -> int:
+    """The chips of one TPU VM machine (`ct5lp-hightpu-4t`: 4)."""
+    return int(machine_type.rsplit("-", 1)[1].rstrip("t"))
+
+
+def tpu_vm_count(machine_type: str, topology: str) -> int | None:
+    """How many VMs (worker pool 0 replicas) a slice of `topology` made of `machine_type` takes: 1 for the machine's
+    own topology, chips / 4 for a larger slice of the multi-VM machine; None when Vertex offers no such slice (an
+    unknown topology, or a multi-VM slice of a 1- or 8-chip machine)."""
+    generation = tpu_generation(machine_type)
+    if generation not in TPU_SLICE_TOPOLOGIES or topology not in TPU_SLICE_TOPOLOGIES[generation]:
+        return None
+    if topology == TPU_VM_TOPOLOGY[machine_type]:
+        return 1
+    chips, per_vm = TPU_SLICE_TOPOLOGIES[generation][topology], chips_per_vm(machine_type)
+    if machine_type != MULTI_VM_TPU_MACHINE[generation] or chips <= per_vm:
+        return None
+    return chips // per_vm
+
+
+def tpu_slice_refusal(machine_type: str, topology: str) -> tuple[str, str] | None:
+    """Why Vertex offers no slice of `topology` on `machine_type` (a TPU VM machine of v5e or v6e, the topology one
+    of the generation's slices): (the `MachineSpec` field to change, the reason); None when it does. The one rule the
+    config (at load) and the preflight both apply."""
+    generation = tpu_generation(machine_type)
+    if machine_type not in TPU_VM_TOPOLOGY or generation is None or tpu_vm_count(machine_type, topology) is not None:
+        return None
+    own, per_vm, multi_vm = TPU_VM_TOPOLOGY[machine_type], chips_per_vm(machine_type), MULTI_VM_TPU_MACHINE[generation]
+    chips = slice_chips(topology) or 0
+    if topology in TPU_SLICE_TOPOLOGIES[generation] and chips > per_vm:
+        vms = chips // chips_per_vm(multi_vm)
+        return "machine_type", (f"topology {topology} is a {chips}-chip TPU {generation} slice, which Vertex builds of "
+                                f"{vms} × {multi_vm} (one worker pool 0 replica each), not of {machine_type} ({own} on "
+                                f"one VM): set machine_type: {multi_vm}")
+    larger = ", ".join(t for t, c in TPU_SLICE_TOPOLOGIES[generation].items() if c > 4)
+    return "tpu_topology", (f"{machine_type} takes topology {own}, or as {multi_vm} VMs a slice of {larger} "
+                            f"(asked: {topology})")
+
+
+def tpu_slice_of(generation: str, chips: int) -> tuple[str, str] | None:
+    """(machine type, topology) of the `generation` slice of `chips` chips: the single VM of that size where there is
+    one, else the multi-VM machine; None when the generation has no slice of that size."""
+    topologies = {count: topology for topology, count in TPU_SLICE_TOPOLOGIES.get(generation, {}).items()}
+    topology = topologies.get(chips)
+    if topology is None:
+        return None
+    single = [machine for machine, own in TPU_VM_TOPOLOGY.items()
+              if own == topology and tpu_generation(machine) == generation]
+    return (single[0] if single else MULTI_VM_TPU_MACHINE[generation]), topology

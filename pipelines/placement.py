@@ -166,10 +166,14 @@ def target_spec(target: TargetConfig) -> VertexTargetSpec:
 
 
 def worker_pool_specs(spec: VertexTargetSpec, container: dict) -> list[dict]:
-    """The CustomJob `workerPoolSpecs`: the chief, then (parameter-server training) workers and servers.
+    """The CustomJob `workerPoolSpecs`, every replica running the same container (Vertex sets CLUSTER_SPEC and
+    TF_CONFIG, so the trainer finds its role: `components.train.strategy`, `components.train.jax_lane.cluster`):
 
-    Every replica runs the same container; Vertex sets TF_CONFIG so the trainer's strategy finds its
-    cluster role.
+        one machine                 pool 0: 1 replica
+        a TPU slice over N VMs      pool 0: N replicas, one per VM (Vertex's TPU VM slices; `MachineSpec.tpu_vms`)
+        N synchronous machines      pool 0: the chief, pool 1: N − 1 replicas of the same machine
+                                    (`vertex.replica_count`; Vertex's primary pool has exactly one replica)
+        parameter servers           pool 0: the chief, pool 1: the workers, pool 2: the servers
     """
 
     def pool(machine, replica_count: int) -> dict:
@@ -180,7 +184,9 @@ def worker_pool_specs(spec: VertexTargetSpec, container: dict) -> list[dict]:
             "disk_spec": {"boot_disk_type": machine.boot_disk_type, "boot_disk_size_gb": machine.boot_disk_size_gb},
         }
 
-    pools = [pool(spec.machine, 1)]
+    pools = [pool(spec.machine, spec.machine.tpu_vms if spec.machine.is_tpu else 1)]
+    if spec.replica_count > 1:
+        pools.append(pool(spec.machine, spec.replica_count - 1))
     if spec.workers is not None and spec.parameter_servers is not None:
         pools.append(pool(spec.workers.machine, spec.workers.replica_count))
         pools.append(pool(spec.parameter_servers.machine, spec.parameter_servers.replica_count))

@@ -1,7 +1,8 @@
 """What one run of a compiled pipeline is expected to cost, before anything is paid: every figure an estimate.
 
     training   for every training task: its target's `price_per_hour` (the whole machine set: chief, workers,
-               parameter servers, accelerators) × `targets[].vertex.expected_hours` (1 h when unset, said so)
+               parameter servers, accelerators) × `targets[].vertex.expected_hours` (1 h when unset, said so); a
+               scaling sweep's point N (`configs.scaling`) at N times the price for 1/N of the hours
     Dataflow   (DataflowRunner) up to `preprocess.dataflow.max_workers` workers × the worker machine's price
                (`vertex.cost.dataflow_worker_price_per_hour`, else list prices, `pipelines.list_prices`) ×
                `vertex.cost.preprocess_expected_hours`: an upper bound, autoscaling may run fewer workers
@@ -32,6 +33,7 @@ class TrainingCost:
     price_per_hour: float
     hours: float
     hours_configured: bool  # False: the 1-hour default of `expected_hours`
+    scale_point: tuple[str, int] | None = None  # (the swept target, the point's factor): its hours are the target's / N
 
     @property
     def usd(self) -> float:
@@ -100,6 +102,9 @@ class RunCost:
                  "an estimate)"]
         for line in self.training:
             default = "" if line.hours_configured else " (1 h default: set vertex.expected_hours)"
+            if line.scale_point is not None and line.scale_point[1] > 1 and line.hours_configured:
+                swept, factor = line.scale_point
+                default = f" ({swept}'s hours / {factor}: perfect scaling assumed)"
             lines.append(f"  train {line.target}: {line.runs} × {line.hours:g} h{default} × "
                          f"${line.price_per_hour:,.2f}/h (targets[].price_per_hour) = ${line.usd:,.2f}")
         if self.dataflow is not None:
@@ -140,7 +145,8 @@ def estimate_run_cost(config: AdrankConfig, pipeline: PipelineKind) -> RunCost:
         spec = target.vertex
         hours = spec.expected_hours if spec is not None else 1.0
         configured = spec is not None and "expected_hours" in spec.model_fields_set
-        lines.append(TrainingCost(target.name, runs, target.price_per_hour, hours, configured))
+        point = (target.scale_point.of, target.scale_point.factor) if target.scale_point is not None else None
+        lines.append(TrainingCost(target.name, runs, target.price_per_hour, hours, configured, point))
     if config.vertex is None:
         return RunCost(pipeline, lines)
     jax_runs = sum(1 for name, _ in plan.runs

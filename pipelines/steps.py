@@ -114,6 +114,8 @@ def train_step(
     index = int(run_index)
     run = train(TrainStepConfig.from_parameter(train_config_json), target, index, examples.path,
                 model.path, model.uri, warm_start_from=warm_start_from or None)
+    if run is None:  # another replica of a run over several machines: the chief writes the outputs
+        raise SystemExit(0)
     run.write(summary.path)
     record_training_metrics(target, index, run, metrics)
 

@@ -43,6 +43,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_local_dag.py",  # make test 220 s: three_target_run (3 targets x 2 runs); long 39 s: a failed run
     "tests/components/preprocess/test_wide_and_windowed.py",  # long 164 s: 1,000 features through preprocess
     "tests/pipelines/test_retraining_spec_run.py",  # long 131 s: the retraining spec twice, a failing day
+    "tests/e2e/test_scaling_sweep.py",  # long 121 s: a sweep of 1, 2, 4 simulated devices on each lane
     "tests/e2e/test_run_interruption.py",  # long 120 s: runs killed in preprocess and training, a code edit
     "tests/pipelines/test_compiled_spec_run.py",  # long 113 s: the compiled Vertex spec; make test 14 s
     "tests/e2e/test_csv_records_run.py",  # long 45 s, make test 12 s

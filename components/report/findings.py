@@ -9,6 +9,7 @@ from __future__ import annotations
 from components.report.calibration_finding import calibration_findings
 from components.report.epochs import epochs_advice
 from components.report.retraining_target import retraining_target_finding
+from components.report.scaling import scaling_findings
 from components.report.summary import BenchmarkSummary, TargetSummary
 
 
@@ -162,6 +163,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
     recommendation = retraining_target_finding(summary)
     if recommendation:
         lines.append(recommendation)
+    lines += scaling_findings(summary.scaling)
     for target in targets:
         comparison = target.tasks[task].vs_baseline
         if comparison is not None:

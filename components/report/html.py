@@ -11,6 +11,7 @@ from components.display_tables import Table, html_table
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
+from components.report.scaling import scaling_table
 from components.report.sections import REPORT_SECTIONS
 from components.report.summary import BenchmarkSummary
 from components.report.table import (
@@ -100,6 +101,7 @@ def _dead_letters(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) ->
 SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], str | None]] = {
     "findings": _findings,
     "targets": lambda summary, figures: _table(per_target_table(summary)),
+    "scaling": _optional(lambda summary: scaling_table(summary.scaling)),
     "skipped_targets": _skipped,
     "time_split": _optional(time_split_table),
     "figures": _figures,

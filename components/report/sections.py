@@ -19,6 +19,10 @@ class ReportSection:
 REPORT_SECTIONS: tuple[ReportSection, ...] = (
     ReportSection("findings", None),
     ReportSection("targets", "Targets"),
+    ReportSection("scaling", "Scaling",
+                  "Each swept target (targets[].scale) at every point: the devices the runtime saw, steady examples/s, "
+                  "speed-up and efficiency (examples/s over the device ratio × point 1's), cost per million examples "
+                  "at the point's price, and log-loss against point 1 (Welch's t-test over runs)."),
     ReportSection("skipped_targets", "Skipped targets",
                   "Configured targets this DAG did not train on this backend or machine."),
     ReportSection("time_split", "Where the time went",

@@ -16,6 +16,7 @@ from components.evaluate.calibration_interval import calibration_interval
 from components.evaluate.run_statistics import Comparison, SampleStats, describe, welch_test
 from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
+from components.report.scaling import ScalingSweep, scaling_sweeps
 from components.train.run_clock import TimeSplit
 from components.train.summary import RunSummary
 from configs.loader import format_validation_error
@@ -157,6 +158,9 @@ class BenchmarkSummary(Contract):
     skipped_targets: list[SkippedTarget] = Field(
         default_factory=list, description="configured targets this DAG did not train, with the reason"
     )
+    scaling: list[ScalingSweep] = Field(
+        default_factory=list, description="every swept target's points side by side (targets[].scale; "
+        "components/report/scaling.py)")
 
     @classmethod
     def read(cls, path: str | Path) -> BenchmarkSummary:
@@ -240,6 +244,7 @@ def summarize(config: ReportStepConfig, manifest: Manifest, runs: list[RunSummar
         mostly_missing_features=dict(manifest.mostly_missing_features),
         mostly_unseen_features=dict(manifest.mostly_unseen_features),
         skipped_targets=list(config.skipped_targets),
+        scaling=scaling_sweeps(config.targets, runs, primary),
     )
 
 

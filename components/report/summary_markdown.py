@@ -8,6 +8,7 @@ from components.display_tables import Table, markdown_table
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
+from components.report.scaling import scaling_table
 from components.report.sections import REPORT_SECTIONS
 from components.report.summary import BenchmarkSummary
 from components.report.table import (
@@ -65,6 +66,7 @@ def _dead_letters(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) ->
 SECTION_BODIES: dict[str, Callable[[BenchmarkSummary, Sequence[ReportFigure]], str | None]] = {
     "findings": lambda summary, figures: "\n".join(f"- {line}" for line in findings(summary)),
     "targets": lambda summary, figures: markdown_table(per_target_table(summary)),
+    "scaling": _optional(lambda summary: scaling_table(summary.scaling)),
     "skipped_targets": _optional(skipped_targets_table),
     "time_split": _optional(time_split_table),
     "figures": _figures,

@@ -17,9 +17,12 @@ from configs.slices import TrainStepConfig
 
 
 def train(config: TrainStepConfig, target_name: str, run_index: int, examples_dir: str, model_dir: str,
-          model_uri: str | None = None, warm_start_from: str | None = None) -> RunSummary:
+          model_uri: str | None = None, warm_start_from: str | None = None) -> RunSummary | None:
     """Train `target_name` once on its lane (the plain function behind the KFP `train_step`). A JAX run's summary has
-    no model yet: its export step writes the serving model (`components.train.export_trained`)."""
+    no model yet: its export step writes the serving model (`components.train.export_trained`).
+
+    None in a replica that is not the run's chief (several processes train one run: a multi-host TPU slice, several
+    GPU or CPU machines, docs/scaling.md): the chief alone evaluates and writes the run's outputs."""
     started = time.perf_counter()  # the lane's imports (TensorFlow or JAX and Keras) count as the run's start-up
     backend = config.target(target_name).backend
     select_backend(backend)

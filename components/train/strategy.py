@@ -1,10 +1,13 @@
 """Which `tf.distribute` strategy to use, decided from the hardware present at run time.
 
     TF_CONFIG has a `ps` job          → ParameterServerStrategy (asynchronous; target kind cpu-ps)
-    target tpu and a TPU answers      → TPUStrategy
-    TF_CONFIG has several workers     → MultiWorkerMirroredStrategy
+    target tpu and a TPU answers      → TPUStrategy (over every host of a slice: the TPU cluster resolver's)
+    TF_CONFIG has several workers     → refused (`MultiWorkerUnsupported`): Keras 3.15's `fit` cannot start under
+                                        MultiWorkerMirroredStrategy with the model's dict batches (below); several
+                                        GPU or CPU machines train on the JAX lane (docs/scaling.md)
     GPUs visible (target gpu)         → MirroredStrategy over them
-    several logical CPUs              → MirroredStrategy over them
+    several logical CPUs              → MirroredStrategy over them (a local sweep point's simulated devices:
+                                        `simulate_cpu_devices`)
     otherwise                         → the default strategy on one device
 
 A target whose hardware is absent fails with `HardwareUnavailableError` unless it allows a CPU fallback.
@@ -54,6 +57,17 @@ class Runtime:
     def is_tpu(self) -> bool:
         return isinstance(self.strategy, tf.distribute.TPUStrategy)
 
+    @property
+    def processes(self) -> int:
+        """The hosts that train the run: a TPU slice's (one process drives them all), else this one."""
+        return int(self.strategy.extended.num_hosts) if self.is_tpu else 1
+
+    @property
+    def simulated(self) -> bool:
+        """CPU devices beyond the host's physical CPUs are logical CPUs, slices of one host's CPU."""
+        return self.device_kind == "CPU" and len(tf.config.list_logical_devices("CPU")) > len(
+            tf.config.list_physical_devices("CPU"))
+
     def hardware_seen(self) -> HardwareSeen:
         return HardwareSeen(
             device_kind=self.device_kind,
@@ -63,6 +77,8 @@ class Runtime:
             strategy=self.strategy_name,
             replicas=self.replicas,
             host=socket.gethostname(),
+            processes=self.processes,
+            simulated=self.simulated,
         )
 
 
@@ -75,6 +91,34 @@ def cluster_jobs() -> dict[str, list[str]]:
     """TF_CONFIG's cluster as {job: [address, ...]} ({} without TF_CONFIG)."""
     cluster = cluster_from_env().cluster_spec()
     return {job: cluster.job_tasks(job) for job in cluster.jobs}
+
+
+# Tried on 127.0.0.1 (a chief and a worker, TF_CONFIG as Vertex sets it, TensorFlow 2.21, Keras 3.15.1): `fit` reduces
+# the first distributed batch with `strategy.reduce("MEAN", batch)` before building the model
+# (keras/src/backend/tensorflow/trainer.py, `_maybe_symbolic_build`), which MultiWorkerMirroredStrategy cannot do for
+# a dict of per-replica tensors ("Attempt to convert a value ({'packed_int64': PerReplica: ...})"; MirroredStrategy
+# passes it through). A synchronous loop of adrank's own (as the parameter-server loop is) would lift it.
+MULTI_WORKER_UNSUPPORTED = (
+    "the TensorFlow lane does not train over several machines: TF_CONFIG names several workers, and Keras 3.15's fit "
+    "fails under MultiWorkerMirroredStrategy with the model's dict batches (docs/scaling.md); train several GPU or "
+    "CPU machines on the JAX lane (backend: jax), one machine with MirroredStrategy, or a TPU slice with TPUStrategy")
+
+
+class MultiWorkerUnsupported(RuntimeError):
+    """Several synchronous TensorFlow workers: not trainable by this lane (`MULTI_WORKER_UNSUPPORTED`)."""
+
+
+def simulate_cpu_devices(count: int) -> None:
+    """`count` logical CPUs in this process (a local sweep point's simulated devices,
+    `components.train.simulated_devices`): before TensorFlow initializes its runtime."""
+    if count <= 1:
+        return
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+    except RuntimeError as error:
+        raise RuntimeError(f"a sweep point of {count} simulated devices found TensorFlow's runtime initialized "
+                           f"already ({error}): it trains in a process of its own (the train step's)") from None
 
 
 def runtime_for(target_kind: str, allow_cpu_fallback: bool = False) -> Runtime:
@@ -91,13 +135,11 @@ def runtime_for(target_kind: str, allow_cpu_fallback: bool = False) -> Runtime:
             return _tpu_runtime()
         except HardwareUnavailableError as error:
             return _fallback_or_fail(str(error), allow_cpu_fallback)
+    if len(cluster.get("worker", [])) + len(cluster.get("chief", [])) > 1:
+        raise MultiWorkerUnsupported(MULTI_WORKER_UNSUPPORTED)
     gpus = tf.config.list_logical_devices("GPU")
     if target_kind == "gpu" and not gpus:
         return _fallback_or_fail("target kind 'gpu' but TensorFlow sees no GPU", allow_cpu_fallback)
-    if len(cluster.get("worker", [])) + len(cluster.get("chief", [])) > 1:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        kind = "GPU" if gpus else "CPU"
-        return Runtime(strategy, kind, list(strategy.extended.worker_devices), _gpu_descriptions() if gpus else [])
     if gpus:
         strategy = tf.distribute.MirroredStrategy([d.name for d in gpus])
         return Runtime(strategy, "GPU", [d.name for d in gpus], _gpu_descriptions())

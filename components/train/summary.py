@@ -52,7 +52,11 @@ class HardwareSeen(Contract):
     device_descriptions: list[str] = Field(default_factory=list, description="e.g. GPU model names")
     strategy: str
     replicas: int
-    host: str = ""
+    host: str = Field("", description="the host of the process that wrote the summary (the chief's)")
+    processes: int = Field(1, description="the processes (hosts, CustomJob replicas) that trained the run together")
+    simulated: bool = Field(False, description="the devices were slices of one host's CPU (JAX's forced host-platform "
+                            "devices, TensorFlow's logical CPUs; a local scaling sweep, components/train/"
+                            "simulated_devices.py), not separate hardware")
 
 
 class TaskMetrics(Contract):

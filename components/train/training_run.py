@@ -4,12 +4,18 @@
     model + optimizers under the strategy scope → restore checkpoint → fit in checkpointed chunks (eval
     log-loss after each epoch; TensorBoard scalars when `AIP_TENSORBOARD_LOG_DIR` is set) → evaluate on the
     eval split → export the serving SavedModel (from TPU: a CPU copy of the model) → RunSummary
+
+A multi-host TPU slice is driven from its first host (TPUStrategy over the slice's TPU cluster); its other hosts'
+replicas wait for the job to end. Several GPU or CPU machines (MultiWorkerMirroredStrategy) are refused when the
+strategy is chosen (`components.train.strategy`). A CPU sweep point trained by one process simulates its devices
+(`components.train.simulated_devices`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from pathlib import Path
 
 import keras
@@ -21,14 +27,17 @@ from components.train.loop import fit_synchronous
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
 from components.train.predictions import predict_split
+from components.train.replica_cluster import ReplicaCluster, replica_cluster
 from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
+from components.train.simulated_devices import simulated_device_count
 from components.train.strategy import (
     Runtime,
     local_cluster_for,
     parameter_server_role,
     runtime_for,
     serve_parameter_server_task,
+    simulate_cpu_devices,
 )
 from components.train.summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.table_rows_check import check_table_rows
@@ -67,11 +76,16 @@ def train(
         with cluster:         # as its chief; no server outlives this call (components/train/local_cluster.py)
             return train(config, target_name, run_index, examples_dir, model_dir, model_uri, warm_start_from,
                          started)
+    replicas = replica_cluster()
+    if config.target(target_name).kind == "tpu" and replicas is not None and not replicas.is_chief:
+        wait_for_the_job_to_end(replicas)  # does not return
+    simulate_cpu_devices(simulated_device_count(config.target(target_name)))
     clock = RunClock(started)
     resolved = reproducible_where_possible(resolve_target(config.model, config.training, config.target(target_name)))
     seed = config.seed + run_index
-    seed_everything(seed, resolved.training.deterministic)
+    # the strategy first: connecting to a TPU cluster (as any collective set-up) must precede TensorFlow's context
     runtime = runtime_for(resolved.target.kind, resolved.target.allow_cpu_fallback)
+    seed_everything(seed, resolved.training.deterministic)
     if runtime.fallback_reason:
         log.warning("falling back to CPU: %s", runtime.fallback_reason)
     set_precision_policy(resolved.training, runtime)
@@ -134,6 +148,16 @@ def train(
         calibration_skipped=calibration_skipped,
         deterministic=resolved.training.deterministic,
     )
+
+
+def wait_for_the_job_to_end(replicas: ReplicaCluster) -> None:
+    """A TPU slice's host other than the first: TensorFlow drives the whole slice from the first host (its
+    TPUStrategy reaches every host's TPU runtime), so this replica trains nothing and waits for the job to end, as the
+    parameter-server tasks do (Vertex ends a job's replicas when its chief ends)."""
+    log.info("TPU host %d of %d: the first host trains the slice; waiting for the job to end",
+             replicas.process_index, replicas.processes)
+    while True:
+        time.sleep(3600)
 
 
 # -- after the fit ---------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ The compiled task runs `python3 -m google_cloud_pipeline_components.container.v1
 --type CustomJob --payload <json> --project P --location L --gcp_resources FILE`. Here the payload goes
 through GCPC's own launcher code (`recursive_remove_empty`, system labels, `max_wait_duration` dropped unless
 FLEX_START), then `LocalCustomJobs.create_custom_job` plays the CustomJob service: the job must parse as an
-`aiplatform_v1.CustomJob` (unknown fields, wrong types, a primary pool of more than one replica are errors as
-on Vertex), and every replica of every worker pool starts as a process with the environment Vertex gives it:
+`aiplatform_v1.CustomJob` (unknown fields, wrong types, a primary pool of more than one replica unless it is a
+TPU slice over several VMs are errors as on Vertex), and every replica of every worker pool starts as a process
+with the environment Vertex gives it:
 
     CLUSTER_SPEC   {"cluster": {"workerpool0": [addr], "workerpool1": [...], ...}, "environment": "cloud",
                     "task": {"type": "workerpool<i>", "index": j}, "job": <the job spec, container args left out>}
@@ -34,6 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ops.spec_executor import machines
 from ops.spec_executor.machines import local_gpu_count
 from ops.spec_executor.processes import ProcessTable, Started
 from ops.spec_executor.storage import CloudStorageRoot
@@ -103,8 +105,9 @@ def validate_custom_job(task: str, job_spec: dict) -> None:
     pools = job_spec.get("job_spec", {}).get("worker_pool_specs", [])
     if not pools or not pools[0]:
         raise CustomJobError(f"task '{task}': the CustomJob has no primary worker pool (worker_pool_specs[0])")
-    if int(pools[0].get("replica_count", 1)) != 1:
-        raise CustomJobError(f"task '{task}': worker_pool_specs[0] must have exactly one replica (Vertex's rule)")
+    if int(pools[0].get("replica_count", 1)) != 1 and not machines.is_tpu(pools[0].get("machine_spec", {})):
+        raise CustomJobError(f"task '{task}': worker_pool_specs[0] must have exactly one replica (Vertex's rule; only "
+                             "a TPU slice over several VMs has one replica per VM there)")
     if len(pools) > len(TF_TASK_TYPES):
         raise CustomJobError(f"task '{task}': {len(pools)} worker pools; Vertex takes at most {len(TF_TASK_TYPES)}")
     for index, pool in enumerate(pools):

@@ -21,10 +21,15 @@ said so in the message.
   table lists (T4, P100, P4: 1, 2 or 4; V100: 1, 2, 4 or 8). K80 is past its end of support (enum comment).
 - TPUs (documented, "Training with TPU accelerators", https://cloud.google.com/vertex-ai/docs/training/training-
   with-tpu-vm, and the configure-compute page's TPU section): TPU v2/v3 are `machine_type: cloud-tpu` with
-  `TPU_V2`/`TPU_V3` × 8; TPU v5e is `ct5lp-hightpu-1t` (1x1), `-4t` (2x2) or `-8t` (2x4) on one host, and a
-  larger slice (e.g. ct5lp-hightpu-4t with topology 4x4) spans several hosts, each a replica of worker pool 0
-  (replica_count = chips / chips per host). adrank's pool 0 is the single chief (its trainer starts one
-  TPUStrategy on one host), so a multi-host slice is refused here.
+  `TPU_V2`/`TPU_V3` × 8; TPU v5e is `ct5lp-hightpu-1t` (1x1), `-4t` (2x2) or `-8t` (2x4) on one VM, and a
+  larger slice (4x4, 4x8, 8x8, 8x16, 16x16: the slices of Cloud TPU's v5e and v6e pages, `configs.vertex_catalog`)
+  is made of 4-chip VMs (`ct5lp-hightpu-4t`, `ct6e-standard-4t`), each a replica of worker pool 0 (replica_count =
+  chips / 4, which adrank compiles from the topology: `pipelines.placement.worker_pool_specs`); every VM runs the
+  trainer (docs/scaling.md). A multi-VM slice of a 1- or 8-chip machine, and a TPU v2/v3 pod (Vertex trains TPU v2/v3
+  only as the 8-core cloud-tpu device), are refused, saying so; a topology the generation does not have fails when
+  the config loads (`configs.vertex.MachineSpec`).
+- Several GPU or CPU machines (`vertex.replica_count` > 1, a sweep point's machines) train on the JAX lane only
+  (adrank: the TensorFlow lane's Keras `fit` fails under MultiWorkerMirroredStrategy, `components.train.strategy`).
 - Frameworks per TPU generation (documented, same TPU page: "TPU v5e supports JAX 0.4.6+, TensorFlow 2.15+, and
   PyTorch 2.1+. TPU v6e supports Python 3.10+, JAX 0.4.37+, and PyTorch 2.1+"): TPU v6e (`ct6e-standard-1t` 1x1,
   `-4t` 2x2, `-8t` 2x4 on one host) is accepted only for a target on the JAX lane (`backend: jax`, docs/backends.md)
@@ -57,18 +62,23 @@ import re
 from dataclasses import dataclass
 
 from configs import AdrankConfig
+from configs.scaling import configured_field
 from configs.vertex import MachineSpec, VertexConfig
 from configs.vertex_catalog import (
     LOCATIONS_PAGE,
     MACHINE_SHAPES_PAGE,
     SOURCE_DATE,
     TPU_MACHINES,
+    TPU_VM_TOPOLOGY,
     TRAINING_CPU_MACHINES,
     TRAINING_MACHINES_PAGE,
     UNOFFERED_TPU_MACHINE,
     VERTEX_REGIONS,
+    chips_per_vm,
     close_names,
     compute_engine_shape,
+    tpu_generation,
+    tpu_slice_refusal,
 )
 from configs.vertex_names import label_key_problem, label_value_problem
 from ops.vertex.jobs import job_id, job_labels
@@ -114,10 +124,8 @@ LEGACY_TPU_MACHINE = "cloud-tpu"
 LEGACY_TPU_ACCELERATORS = ("TPU_V2", "TPU_V3")
 LEGACY_TPU_COUNT = 8
 V5E_MACHINE = re.compile(r"^ct5lp-hightpu-(?P<chips>\d+)t$")
-V5E_SINGLE_HOST = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2", "ct5lp-hightpu-8t": "2x4"}
 V5E_ACCELERATOR = "TPU_V5_LITEPOD"
 V6E_MACHINE = re.compile(r"^ct6e-")
-V6E_SINGLE_HOST = {"ct6e-standard-1t": "1x1", "ct6e-standard-4t": "2x2", "ct6e-standard-8t": "2x4"}
 MACHINE_TABLE = f"{TRAINING_MACHINES_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
 REGION_TABLE = f"{LOCATIONS_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
 SHAPE_TABLE = f"{MACHINE_SHAPES_PAGE} (configs/vertex_catalog.py, as of {SOURCE_DATE})"
@@ -161,8 +169,13 @@ def config_problems(config: AdrankConfig) -> list[Problem]:
     for index, target in enumerate(config.targets):
         if target.vertex is None:
             continue  # pipelines.placement names the missing spec when the DAG is built
-        where = f"targets[{index}].vertex"
+        where = f"{configured_field(config.targets, index)}.vertex"
         problems += machine_problems(target.vertex.machine, f"{where}.machine", chief=True, backend=target.backend)
+        if target.backend == "tensorflow" and target.vertex.replica_count > 1:
+            problems.append(Problem(f"{where}.replica_count", f"{target.vertex.replica_count} machines: the "
+                                    "TensorFlow lane trains on one machine (or one TPU slice) — Keras 3.15's fit "
+                                    "fails under MultiWorkerMirroredStrategy (docs/scaling.md); set backend: jax for "
+                                    "several GPU or CPU machines", ADRANK_RULE))
         for pool in ("workers", "parameter_servers"):
             replicas = getattr(target.vertex, pool)
             if replicas is not None:
@@ -180,8 +193,8 @@ def accelerator_names() -> list[str]:
 
 
 def machine_problems(machine: MachineSpec, field: str, chief: bool, backend: str = "tensorflow") -> list[Problem]:
-    """What Vertex refuses in one `MachineSpec` (`chief`: worker pool 0, always one replica in adrank) for a target
-    of training lane `backend`."""
+    """What Vertex refuses in one `MachineSpec` (`chief`: worker pool 0, the chief or a TPU slice's VMs) for a
+    target of training lane `backend`."""
     accelerator = machine.accelerator_type
     if accelerator is not None:
         known = accelerator_names()
@@ -265,7 +278,7 @@ def _tpu_problems(machine: MachineSpec, field: str, chief: bool, backend: str = 
             return [Problem(backend_field, f"'{machine_type}' is TPU v6e (Trillium), for which Vertex documents JAX "
                             "and PyTorch training but not TensorFlow: set backend: jax (adrank's JAX lane), or train "
                             "this target on TPU v5e (ct5lp-hightpu-4t, topology 2x2)", TPU_PAGE)]
-        return _single_host_slice_problems(machine, field, V6E_SINGLE_HOST, None, "v6e")
+        return _tpu_vm_slice_problems(machine, field, None, "v6e")
     if machine_type == LEGACY_TPU_MACHINE:
         if accelerator not in LEGACY_TPU_ACCELERATORS:
             return [Problem(f"{field}.accelerator_type", f"cloud-tpu takes {' or '.join(LEGACY_TPU_ACCELERATORS)} "
@@ -281,50 +294,34 @@ def _tpu_problems(machine: MachineSpec, field: str, chief: bool, backend: str = 
         return [Problem(f"{field}.machine_type", f"'{machine_type}' with {accelerator}: Vertex TPU training takes "
                         "cloud-tpu (TPU_V2/TPU_V3 x 8), ct5lp-hightpu-1t/4t/8t (TPU v5e) or ct6e-standard-1t/4t/8t "
                         "(TPU v6e, JAX lane)", TPU_PAGE)]
-    return _single_host_slice_problems(machine, field, V5E_SINGLE_HOST, V5E_ACCELERATOR, "v5e")
+    return _tpu_vm_slice_problems(machine, field, V5E_ACCELERATOR, "v5e")
 
 
-def _single_host_slice_problems(machine: MachineSpec, field: str, single_hosts: dict[str, str],
-                                accelerator_label: str | None, generation: str) -> list[Problem]:
-    """A TPU VM machine of `generation` (v5e, v6e): a known machine type, the topology of its one host; the
-    accelerator left unset or (where aiplatform_v1 has a label for the generation) its label x the host's chips."""
+def _tpu_vm_slice_problems(machine: MachineSpec, field: str, accelerator_label: str | None,
+                           generation: str) -> list[Problem]:
+    """A TPU VM slice of `generation` (v5e, v6e): a known machine type; its own topology on one VM, or a larger slice
+    of the generation made of its 4-chip VMs (one worker pool 0 replica each); the accelerator left unset or (where
+    aiplatform_v1 has a label for the generation) its label x one VM's chips."""
     machine_type, accelerator, count = machine.machine_type, machine.accelerator_type, machine.accelerator_count
-    if machine_type not in single_hosts:
+    machines = [name for name in TPU_VM_TOPOLOGY if tpu_generation(name) == generation]
+    if machine_type not in machines:
         return [Problem(f"{field}.machine_type", f"'{machine_type}' is not a TPU {generation} training machine (known: "
-                        f"{', '.join(single_hosts)})", TPU_PAGE)]
-    chips_per_host = int(machine_type.rsplit("-", 1)[1].rstrip("t"))
-    if accelerator is not None and (accelerator != accelerator_label or count != chips_per_host):
-        allowed = f"unset (or {accelerator_label} x {chips_per_host})" if accelerator_label else \
+                        f"{', '.join(machines)})", TPU_PAGE)]
+    per_vm = chips_per_vm(machine_type)
+    if accelerator is not None and (accelerator != accelerator_label or count != per_vm):
+        allowed = f"unset (or {accelerator_label} x {per_vm})" if accelerator_label else \
             "unset (aiplatform_v1 has no accelerator label for it)"
-        return [Problem(f"{field}.accelerator_type", f"{machine_type} carries {chips_per_host} TPU {generation} chips: "
+        return [Problem(f"{field}.accelerator_type", f"{machine_type} carries {per_vm} TPU {generation} chips: "
                         f"leave accelerator_type {allowed}; asked {accelerator} x {count}", TPU_PAGE)]
-    single_host = single_hosts[machine_type]
+    own = TPU_VM_TOPOLOGY[machine_type]
     topology = machine.tpu_topology
     if topology is None:
-        return [Problem(f"{field}.tpu_topology", f"{machine_type} needs tpu_topology: {single_host}", TPU_PAGE)]
-    if topology == single_host:
+        return [Problem(f"{field}.tpu_topology", f"{machine_type} needs tpu_topology: {own}", TPU_PAGE)]
+    refusal = tpu_slice_refusal(machine_type, topology)
+    if refusal is None:
         return []
-    chips = _chips(topology)
-    if chips is not None and chips > chips_per_host and chips % chips_per_host == 0 and len(topology.split("x")) == 2:
-        hosts = chips // chips_per_host
-        largest = max(single_hosts, key=lambda name: int(name.rsplit("-", 1)[1].rstrip("t")))
-        return [Problem(f"{field}.tpu_topology", f"{machine_type} with topology {topology} is a {chips}-chip slice "
-                        f"over {hosts} hosts: Vertex needs replica_count {hosts} in worker pool 0, and adrank's pool 0 "
-                        f"is the single chief; use {single_host} on {machine_type} (or {largest}, "
-                        f"{single_hosts[largest]})", TPU_PAGE)]
-    return [Problem(f"{field}.tpu_topology", f"{machine_type} takes topology {single_host} (asked: {topology})",
-                    TPU_PAGE)]
-
-
-def _chips(topology: str) -> int | None:
-    try:
-        sides = [int(side) for side in topology.split("x")]
-    except ValueError:
-        return None
-    chips = 1
-    for side in sides:
-        chips *= side
-    return chips
+    subfield, reason = refusal
+    return [Problem(f"{field}.{subfield}", reason, TPU_PAGE)]
 
 
 LOCATION = re.compile(r"^projects/[^/]+/locations/(?P<location>[^/]+)/")
@@ -384,8 +381,8 @@ def name_problems(config: AdrankConfig) -> list[Problem]:
         problems.append(Problem("name", f"the pipeline job id '{example_id}' does not match {JOB_ID.pattern}",
                                 JOB_ID_RULE))
     label_sets = {"vertex.labels (pipeline job labels)": job_labels(config, "unknown", "retraining", "20260101")}
-    label_sets.update({f"targets[{i}] (training job labels)": custom_job_labels(config, target)
-                       for i, target in enumerate(config.targets)})
+    label_sets.update({f"{configured_field(config.targets, i)} (training job labels)":
+                       custom_job_labels(config, target) for i, target in enumerate(config.targets)})
     for field, labels in label_sets.items():
         for key, value in labels.items():
             problem = label_key_problem(key) or label_value_problem(value, f"label '{key}' value")

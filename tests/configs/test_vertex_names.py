@@ -62,7 +62,7 @@ def test_names_at_the_limits_load():
         "vertex.labels={" + ", ".join(f"k{i}: v" for i in range(58)) + "}",
         "vertex.experiment=" + "e" * 39, "vertex.schedule.display_name=" + "s" * 128,
     ])
-    assert len(config.name) + len("-train-") + len(config.targets[4].name) == 128
+    assert len(config.name) + len("-train-") + len(config.target("c" * 58).name) == 128
     assert len(config.vertex.labels) == 58
     # the longest job id (<name>-<hash8>-<yyyymmdd-hhmmss>) inside the experiment: 39 + 1 + 88 = 128
     assert len(config.vertex.experiment) + 1 + len(config.name) + 25 == 128

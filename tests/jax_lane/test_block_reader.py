@@ -53,6 +53,35 @@ def test_each_seed_draws_its_own_order_every_epoch_and_a_resume_continues_it(blo
         assert all(np.array_equal(a[0], b[0]) for a, b in zip(first[2:], resumed))
 
 
+def test_devices_streams_cover_the_epoch_once_and_each_process_reads_only_its_own(blocks_dir):
+    """Four devices, four streams (32 blocks of 128: 8 each): one process reading all four gets the same global
+    batches as processes reading one or two streams each, and an epoch holds every example once."""
+    manifest = Manifest.read(blocks_dir)
+    split = BlockSplit(blocks_dir, manifest, "train")
+    whole = sorted(map(tuple, split.all_rows()[1]))
+    for cache in (True, False):
+        def executions(local_streams, count=4, cache=cache):
+            rows = TrainingRows(split, 256, 4, 7, cache, shuffle_buffer=1024, streams=4,
+                                local_streams=local_streams).executions()
+            return [next(rows) for _ in range(count)]
+
+        together = executions([0, 1, 2, 3])
+        assert together[0][0].shape == (4, 256, split.ints_width)  # four streams' 64 rows of each batch, in order
+        apart = [executions([0, 1]), executions([2]), executions([3])]
+        for k in range(4):
+            joined = np.concatenate([process[k][1] for process in apart], axis=1)
+            assert np.array_equal(joined, together[k][1])
+        epoch = np.concatenate([e[1].reshape(-1, split.floats_width) for e in together])  # 4 x 4 x 256 = 4,096
+        assert sorted(map(tuple, epoch)) == whole
+        mine = {tuple(row) for e in apart[1] for row in e[1].reshape(-1, split.floats_width)}
+        others = {tuple(row) for p in (apart[0], apart[2]) for e in p for row in e[1].reshape(-1, split.floats_width)}
+        assert len(mine) == 1024 and not mine & others  # an epoch of stream 2: 8 blocks no other stream reads
+        if cache:  # cached, a stream's blocks are every fourth in file order
+            assert mine == set(map(tuple, split.all_rows(2, 4)[1]))
+    with pytest.raises(ValueError, match="32 blocks, fewer than the 64 devices"):
+        next(TrainingRows(split, 256 * 64, 1, 7, False, 1024, streams=64, local_streams=[0]).executions())
+
+
 def test_the_holdout_splits_the_train_rows_in_two(blocks_dir):
     manifest = Manifest.read(blocks_dir)
     kept = len(BlockSplit(blocks_dir, manifest, "train", Holdout(0.1)).all_rows()[0])

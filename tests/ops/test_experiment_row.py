@@ -141,7 +141,8 @@ def test_the_sdk_row_has_keys_per_target_run_and_task_and_the_parameters(run_met
     assert parameters == {**run_parameters(config), "window_days": 14.0, "global_batch_size": 8192.0,
                           "runs_per_target": 1.0}  # Struct numbers come back as floats
     assert parameters["config_hash"] == config_hash(config)
-    assert parameters["targets"] == "tpu-v3-8,tpu-v5e-4,gpu-a100x4,cpu-ps,cpu,tpu-v6e-4,gpu-a100x4-jax"
+    assert parameters["targets"] == ("tpu-v3-8,tpu-v5e-4,tpu-v5e-4-x4,tpu-v5e-4-x16,gpu-a100x4,cpu-ps,cpu,tpu-v6e-4,"
+                                     "tpu-v6e-4-x4,tpu-v6e-4-x16,gpu-a100x4-jax,gpu-h100x8-jax,gpu-h100x8-jax-x2")
     metrics = {key.removeprefix("metric."): value for key, value in row.items() if key.startswith("metric.")}
     # every figure of every task is in the row: no key is shared, so none is lost in the merge
     logged = [key for values in by_task.values() for key in values]

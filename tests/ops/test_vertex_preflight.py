@@ -11,8 +11,8 @@ from ops.cli import main
 from ops.vertex.preflight import accelerator_names, config_problems, machine_problems
 from tests.ops.conftest import VERTEX_CONFIG
 
-# targets of configs/vertex.yaml: 0 tpu-v3-8, 1 tpu-v5e-4, 2 gpu-a100x4, 3 cpu-ps, 4 cpu, 5 tpu-v6e-4 (jax),
-# 6 gpu-a100x4-jax
+# targets of configs/vertex.yaml: 0 tpu-v3-8, 1 tpu-v5e-4 (swept x1, x4, x16), 2 gpu-a100x4, 3 cpu-ps, 4 cpu,
+# 5 tpu-v6e-4 (jax, swept x1, x4, x16), 6 gpu-a100x4-jax, 7 gpu-h100x8-jax (swept x1, x2); errors name them so
 T = "targets.{}.vertex.machine."
 
 BAD = [
@@ -25,10 +25,12 @@ BAD = [
      "a2-highgpu-4g comes with exactly 4 x NVIDIA_TESLA_A100"),
     ([T.format(2) + "machine_type=n1-standard-16"], "targets[2].vertex.machine.machine_type",
      "NVIDIA_TESLA_A100 does not attach to 'n1-standard-16'"),
-    ([T.format(1) + "tpu_topology=4x4"], "targets[1].vertex.machine.tpu_topology",
-     "16-chip slice over 4 hosts"),
-    ([T.format(5) + "tpu_topology=4x4"], "targets[5].vertex.machine.tpu_topology",
-     "ct6e-standard-4t with topology 4x4 is a 16-chip slice over 4 hosts"),  # tpu-v6e-4, the JAX lane
+    ([T.format(0) + "tpu_topology=4x4", "targets.0.scale=null"], "targets[0].vertex.machine.tpu_topology",
+     "cloud-tpu (TPU v2/v3) takes no topology"),
+    (["targets.7.vertex.machine.accelerator_count=4"], "targets[7] (scale point 2).vertex.machine.accelerator_count",
+     "a3-highgpu-8g comes with exactly 8 x NVIDIA_H100_80GB"),  # a sweep point, named by the target it sweeps
+    (["targets.2.vertex.replica_count=2"], "targets[2].vertex.replica_count",
+     "2 machines: the TensorFlow lane trains on one machine"),
     ([T.format(5) + "accelerator_type=TPU_V5_LITEPOD", T.format(5) + "accelerator_count=4"],
      "targets[5].vertex.machine.accelerator_type", "aiplatform_v1 has no accelerator label for it"),
     ([T.format(0) + "accelerator_count=32"], "targets[0].vertex.machine.accelerator_count",
@@ -80,12 +82,12 @@ def test_compile_refuses_what_vertex_would_refuse(overrides, field, rule, fake_v
 
 def test_submit_and_schedule_refuse_before_any_request(fake_vertex, capsys):
     fake, endpoint = fake_vertex
-    bad = ["--config", str(VERTEX_CONFIG), "--set", T.format(1) + "tpu_topology=4x4"]
+    bad = ["--config", str(VERTEX_CONFIG), "--set", "targets.2.vertex.replica_count=2"]
     assert main(["submit", *bad, "--api-endpoint", endpoint]) == 2
     assert main(["schedule", "create", *bad, "--api-endpoint", endpoint]) == 2
     assert main(["schedule", "update", *bad, "--api-endpoint", endpoint]) == 2
     errors = capsys.readouterr().err
-    assert errors.count("targets[1].vertex.machine.tpu_topology") == 3
+    assert errors.count("targets[2].vertex.replica_count") == 3
     assert fake.requests == []
 
 
@@ -118,6 +120,11 @@ GOOD = [
     MachineSpec(machine_type="ct5lp-hightpu-8t", tpu_topology="2x4"),
     MachineSpec(machine_type="ct5lp-hightpu-4t", accelerator_type="TPU_V5_LITEPOD", accelerator_count=4,
                 tpu_topology="2x2"),
+    # slices over several VMs (Cloud TPU's v5e and v6e pages): 4-chip VMs, one worker pool 0 replica each
+    MachineSpec(machine_type="ct5lp-hightpu-4t", tpu_topology="4x4"),
+    MachineSpec(machine_type="ct5lp-hightpu-4t", tpu_topology="16x16"),
+    MachineSpec(machine_type="ct5lp-hightpu-4t", accelerator_type="TPU_V5_LITEPOD", accelerator_count=4,
+                tpu_topology="8x8"),
 ]
 
 
@@ -133,7 +140,11 @@ MORE_BAD = [
     (MachineSpec(machine_type="n1-standard-8", accelerator_type="NVIDIA_TESLA_K80", accelerator_count=1),
      "accelerator_type", "end of support"),
     (MachineSpec(machine_type="ct5lp-hightpu-4t"), "tpu_topology", "needs tpu_topology: 2x2"),
-    (MachineSpec(machine_type="ct5lp-hightpu-4t", tpu_topology="2x2x2"), "tpu_topology", "takes topology 2x2"),
+    # slices the config refuses at load (tests/configs/test_scaling.py), here as a spec made without its checks
+    (MachineSpec.model_construct(machine_type="ct5lp-hightpu-8t", tpu_topology="2x2"), "tpu_topology",
+     "ct5lp-hightpu-8t takes topology 2x4, or as ct5lp-hightpu-4t VMs a slice of 2x4, 4x4"),
+    (MachineSpec.model_construct(machine_type="ct5lp-hightpu-1t", tpu_topology="8x8"), "machine_type",
+     "which Vertex builds of 16 × ct5lp-hightpu-4t"),
     (MachineSpec(machine_type="n1-standard-8", tpu_topology="2x2"), "tpu_topology", "not a TPU machine type"),
     (MachineSpec(machine_type="cloud-tpu", accelerator_type="TPU_V5_LITEPOD", accelerator_count=8),
      "accelerator_type", "cloud-tpu takes TPU_V2 or TPU_V3"),
@@ -160,6 +171,17 @@ def test_accelerator_names_come_from_the_installed_api():
     from google.cloud.aiplatform_v1.types import AcceleratorType
 
     assert set(accelerator_names()) == set(AcceleratorType.__members__) - {"ACCELERATOR_TYPE_UNSPECIFIED"}
+
+
+def test_multi_host_slices_are_accepted_with_their_vms_and_a_topology_no_generation_has_fails_at_load():
+    for machine_type, topology, vms in (("ct5lp-hightpu-4t", "4x4", 4), ("ct6e-standard-4t", "8x8", 16),
+                                        ("ct5lp-hightpu-4t", "16x16", 64), ("ct5lp-hightpu-8t", "2x4", 1)):
+        machine = MachineSpec(machine_type=machine_type, tpu_topology=topology)
+        assert machine_problems(machine, "m", chief=True, backend="jax") == [] and machine.tpu_vms == vms
+    with pytest.raises(ValueError, match=r"tpu_topology: '3x3' is not a TPU v5e slice \(slices: 1x1, 2x2"):
+        MachineSpec(machine_type="ct5lp-hightpu-4t", tpu_topology="3x3")
+    with pytest.raises(Exception, match=r"targets.1.vertex.machine: .*tpu_topology: '2x2x2' is not a TPU v5e slice"):
+        load_config(VERTEX_CONFIG, [T.format(1) + "tpu_topology=2x2x2"])
 
 
 def test_tpu_v6e_is_accepted_on_the_jax_lane_and_refused_on_tensorflow_naming_backend():

@@ -33,8 +33,8 @@ def test_submit_sends_the_pipeline_job(fake_vertex, vertex_args, capsys):
     spec = body["pipelineSpec"]
     assert spec["pipelineInfo"]["name"] == "adrank-daily"
     tasks = spec_tasks(spec)  # the root DAG's and those nested in it: the e-mail exit handler, the runs loop
-    assert sum(name.startswith("train") for name in tasks) == 7  # the benchmark: one branch per target
-    assert len(spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 7  # x 1 run
+    assert sum(name.startswith("train") for name in tasks) == 13  # the benchmark: one branch per target (sweep points too)
+    assert len(spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 13  # x 1 run
     # a submitted run reads the window ending when it was submitted (a scheduled one: its scheduled time)
     window_end = body["runtimeConfig"]["parameterValues"]["window_end"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", window_end)

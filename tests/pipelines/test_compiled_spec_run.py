@@ -200,8 +200,12 @@ def production_spec(tmp_path_factory) -> Path:
 def test_the_production_spec_resolves_everywhere_and_tpu_targets_are_skipped(production_spec, tmp_path):
     run = run_spec(production_spec, _options(tmp_path, check_only=True), report=lambda line: None)
     states = {task.display_name: task for task in run.tasks}
-    for name in ("train · tpu-v3-8 · run 1", "train · tpu-v5e-4 · run 1"):
+    # each CustomJob parsed strictly first (aiplatform_v1.CustomJob): a multi-host slice too (pool 0: 16 VMs)
+    for name in ("train · tpu-v3-8 · run 1", "train · tpu-v5e-4 · run 1", "train · tpu-v5e-4-x16 · run 1",
+                 "train · tpu-v6e-4-x4 · run 1"):
         assert states[name].state == "skipped" and "asks for a TPU" in states[name].reason
+    two_nodes = states["train · gpu-h100x8-jax-x2 · run 1"]  # pool 0 and pool 1: an a3-highgpu-8g each
+    assert two_nodes.state == "skipped" and "asks for 16 GPU(s) over its replicas" in two_nodes.reason
     for name in ("preprocess", "train · cpu-ps · run 1", "train · cpu · run 1"):
         assert states[name].state == "checked", states[name].reason
     # the report needs every run's summary, on Vertex as here: it is checked but would not run
@@ -343,10 +347,12 @@ def test_a_failing_replica_fails_the_job_and_stops_the_others(tmp_path):
     assert processes.running == []
 
 
-def test_the_primary_pool_has_one_replica(tmp_path):
+def test_the_primary_pool_has_one_replica_but_a_tpu_slice_one_per_vm(tmp_path):
     job = {"display_name": "train", "job_spec": {"worker_pool_specs": [_python_pool("pass", 2)]}}
     with pytest.raises(custom_job.CustomJobError, match=r"worker_pool_specs\[0\] must have exactly one replica"):
         _jobs(tmp_path, ProcessTable()).create_custom_job("projects/p/locations/l", job)
+    slice_pool = {**_python_pool("pass", 4), "machine_spec": {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "4x4"}}
+    custom_job.validate_custom_job("train", {"display_name": "train", "job_spec": {"worker_pool_specs": [slice_pool]}})
 
 
 def test_a_payload_field_vertex_does_not_know_is_refused(tmp_path):

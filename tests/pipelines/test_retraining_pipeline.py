@@ -56,8 +56,8 @@ def test_exactly_one_training_task_of_the_retraining_target(compiled):
     runs = retraining["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
     assert [(item["target"], item["run_index"]) for item in runs] == [("tpu-v5e-4", "0")]
     # the benchmark: one training task per target (a branch of the runs loop), 5 runs of each as loop items
-    assert sum(name.startswith("train") for name in spec_tasks(benchmark)) == 7
-    assert len(benchmark["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 35
+    assert sum(name.startswith("train") for name in spec_tasks(benchmark)) == 13
+    assert len(benchmark["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]) == 65
     assert "promote-step" not in spec_tasks(benchmark)  # benchmark.promote is false
 
 
@@ -123,10 +123,13 @@ def test_compile_prints_what_one_run_costs(compiled):
             "× $0.567/h (list price as of 2026-11-27) = $28.36") in retraining_out
     assert "  promote model: 1 × e2-standard-8 × 0.1 h × $0.308/h = $0.03" in retraining_out
     assert "  run fee: $0.03 per pipeline run (Vertex AI Pipelines)" in retraining_out
-    assert "estimated cost of one benchmark run: $408.24 (training $378.40, Dataflow up to $28.36" in benchmark_out
+    assert "estimated cost of one benchmark run: $771.10 (training $740.02, Dataflow up to $28.36" in benchmark_out
     assert "train cpu: 5 × 10 h × $0.76/h (targets[].price_per_hour) = $38.00" in benchmark_out
-    assert "  run directory: 35 × e2-standard-4" in benchmark_out and "  record run: 35 × " in benchmark_out
-    assert "  export: 10 × e2-standard-4" in benchmark_out  # the JAX targets' runs, each exported by TensorFlow
+    assert "  run directory: 65 × e2-standard-4" in benchmark_out and "  record run: 65 × " in benchmark_out
+    assert "  export: 30 × e2-standard-4" in benchmark_out  # the JAX targets' runs, each exported by TensorFlow
+    # a sweep point: N times the price for 1/N of the hours
+    assert ("train tpu-v5e-4-x16: 5 × 0.078125 h (tpu-v5e-4's hours / 16: perfect scaling assumed) × $76.80/h "
+            "(targets[].price_per_hour) = $30.00") in benchmark_out
 
 
 def test_the_priced_steps_are_the_compiled_tasks(compiled):
@@ -136,7 +139,7 @@ def test_the_priced_steps_are_the_compiled_tasks(compiled):
 
     config = load_config(VERTEX_CONFIG)
     for spec, pipeline, runs, promote, jax_runs in ((compiled[0], "retraining", 1, True, 0),
-                                                    (compiled[1], "benchmark", 35, False, 10)):
+                                                    (compiled[1], "benchmark", 65, False, 30)):
         executors = spec["deploymentSpec"]["executors"]
         compiled_steps = {name for name, task in spec_tasks(spec).items()
                           if "dag" not in spec["components"][task["componentRef"]["name"]]

@@ -66,13 +66,15 @@ def _by_target(spec: dict) -> dict[str, list[dict]]:
 
 def test_every_target_and_run_is_a_custom_job(compiled):
     """One training task per target (its `dsl.If` branch, with that target's machines), run once per item of the
-    `training_runs` loop: 7 targets x 5 runs = 35 CustomJobs a benchmark run."""
+    `training_runs` loop: 8 targets, three of them swept (2 × 3 points and 2), 13 targets x 5 runs = 65 CustomJobs a
+    benchmark run."""
     spec, _ = compiled
     config = load_config(VERTEX_CONFIG)
     branches = training_branches(spec)
     assert sorted(branches) == sorted(t.name for t in config.targets)
+    assert {"tpu-v5e-4-x4", "tpu-v5e-4-x16", "tpu-v6e-4-x16", "gpu-h100x8-jax-x2"} <= set(branches)
     runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
-    assert len(runs) == len(config.targets) * config.runs_per_target == 35
+    assert len(runs) == len(config.targets) * config.runs_per_target == 65
     for target in branches:
         assert sorted(int(run["run_index"]) for run in runs if run["target"] == target) == [0, 1, 2, 3, 4]
     executor = spec["deploymentSpec"]["executors"]
@@ -120,6 +122,38 @@ def test_tpu_gpu_and_parameter_server_machines(compiled):
     assert cpu["machine_spec"] == {"machine_type": "n1-standard-16"} and cpu["replica_count"] == 1
     # every replica runs the training component through the KFP executor
     assert "train_step" in " ".join(cpu["container_spec"]["args"] + cpu["container_spec"]["command"])
+
+
+def test_a_scaling_study_compiles_to_multi_host_slices_and_nodes_that_parse_strictly(compiled):
+    """configs/vertex.yaml's study: TPU v5e and v6e 2x2 → 4x4 → 8x8 (a slice over several VMs is worker pool 0 with a
+    replica per VM), 1 → 2 a3-highgpu-8g nodes (the second in pool 1); each CustomJob parses as aiplatform_v1's."""
+    from google.cloud import aiplatform_v1
+
+    spec, _ = compiled
+    jobs = _by_target(spec)
+    expected = {"tpu-v5e-4": ("ct5lp-hightpu-4t", "2x2", 1), "tpu-v5e-4-x4": ("ct5lp-hightpu-4t", "4x4", 4),
+                "tpu-v5e-4-x16": ("ct5lp-hightpu-4t", "8x8", 16), "tpu-v6e-4-x4": ("ct6e-standard-4t", "4x4", 4),
+                "tpu-v6e-4-x16": ("ct6e-standard-4t", "8x8", 16)}
+    for target, (machine_type, topology, vms) in expected.items():
+        (pool,) = jobs[target][0]["worker_pool_specs"]
+        assert pool["machine_spec"] == {"machine_type": machine_type, "tpu_topology": topology}
+        assert pool["replica_count"] == vms
+    one, two = (jobs[name][0]["worker_pool_specs"] for name in ("gpu-h100x8-jax", "gpu-h100x8-jax-x2"))
+    assert [p["replica_count"] for p in one] == [1] and [p["replica_count"] for p in two] == [1, 1]
+    assert two[0]["machine_spec"] == two[1]["machine_spec"] == one[0]["machine_spec"]
+    assert {p["container_spec"]["image_uri"] for p in two} == {IMAGES.format("jax-gpu")}
+    for target in ("tpu-v5e-4-x16", "tpu-v6e-4-x16", "gpu-h100x8-jax-x2"):
+        job = jobs[target][0]
+        pools = json.loads(json.dumps(job["worker_pool_specs"]),  # the spec's numbers are JSON's: 16.0 is 16
+                           parse_float=lambda text: int(float(text)) if float(text).is_integer() else float(text))
+        parsed = aiplatform_v1.CustomJob({"display_name": job["display_name"], "job_spec": {
+            "worker_pool_specs": pools, "service_account": job["service_account"]}})
+        assert parsed.job_spec.worker_pool_specs[0].replica_count == {"gpu-h100x8-jax-x2": 1}.get(target, 16)
+    # each point's global batch grows with its devices: 16,384 per 4 chips, 65,536 per 8-GPU node
+    config = load_config(VERTEX_CONFIG)
+    assert [config.target(name).global_batch_size for name in ("tpu-v5e-4", "tpu-v5e-4-x4", "tpu-v5e-4-x16")] == [
+        16384, 65536, 262144]
+    assert config.target("gpu-h100x8-jax-x2").price_per_hour == 2 * config.target("gpu-h100x8-jax").price_per_hour
 
 
 def test_custom_job_settings_come_from_config(compiled):
@@ -194,13 +228,13 @@ def test_each_training_run_has_its_own_output_directory_without_ids(compiled):
     for task in trains.values():
         assert task["inputs"]["parameters"]["base_output_directory"] == {
             "componentInputParameter": "pipelinechannel--run-directory-step-Output"}
-    # the 35 runs of the compiled benchmark: 35 directories
+    # the 65 runs of the compiled benchmark: 65 directories
     from pipelines.placement import run_output_directory
 
     runs = spec["root"]["inputDefinitions"]["parameters"]["training_runs"]["defaultValue"]
     directories = {run_output_directory("gs://adrank-prod-pipelines/root/custom-jobs", run["target"],
                                         run["run_index"], "20260303") for run in runs}
-    assert len(runs) == len(directories) == 35
+    assert len(runs) == len(directories) == 65
     assert "gs://adrank-prod-pipelines/root/custom-jobs/tpu-v3-8/day-20260303/run-index-4" in directories
 
 

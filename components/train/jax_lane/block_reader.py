@@ -14,6 +14,15 @@ Epochs follow each other as one stream of rows cut into full batches (an epoch's
 first batch, so no example is lost and every batch is full). A resumed run starts at its step's place in that
 stream. `Prefetcher` prepares the next executions' batches on a thread while the device trains.
 
+Data parallel over G devices (several processes included: multi-host), the run reads G streams, one per device:
+stream g holds every G-th block of the epoch's block order (cached: every G-th block in file order), its rows drawn
+as above from (seed, epoch, G, g), and device g's share of each global batch (B/G rows) is stream g's next rows.
+Every example is read once per epoch of its stream, by the process that owns the stream's device, so a process
+reads only its own share of the blocks; the global batches do not depend on how the devices are spread over
+processes (one process with G devices reads the same batches as G processes with one each). With G = 1 the one
+stream is the order above. Streams of unequal length (a file's last block is short, the calibration holdout) wrap
+into their next epoch on their own.
+
 Ids are handed over as int32 (JAX's default integer; a table row fits: `configs.features.MAX_TABLE_ROWS`).
 """
 
@@ -115,32 +124,56 @@ class BlockSplit:
 
     def blocks_in_order(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every block's kept rows in file and block order; the rows read are counted against the manifest."""
-        return self._counted((file, index) for file in self.files for index in range(file.blocks))
+        return self._counted(self._blocks())
 
-    def _counted(self, blocks) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _blocks(self) -> list[tuple[BlockFile, int]]:
+        return [(file, index) for file in self.files for index in range(file.blocks)]
+
+    def _counted(self, blocks, whole_split: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The blocks' kept rows, read one by one; a pass over the whole split is counted against the manifest (a
+        stream's share, against the manifest's rows of its blocks, which `_stream_blocks` checked add up)."""
         read = 0
         for file, index in blocks:
             read += file.rows_of(index, self.layout.block_examples)
             yield self.read_block(file, index)
-        if read != self.expected_examples:
+        if whole_split and read != self.expected_examples:
             raise CorruptBlockFile(f"read {read:,} rows of the {self.split} split where the manifest counts "
                                    f"{self.expected_examples:,} — rerun preprocess")
 
-    def all_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every kept row of the split, in file order, as two contiguous matrices."""
-        parts = list(self.blocks_in_order())
+    def _stream_blocks(self, blocks: list[tuple[BlockFile, int]], stream: int,
+                       streams: int) -> list[tuple[BlockFile, int]]:
+        """Stream `stream`'s share of `blocks` (every `streams`-th); the manifest's rows of all of them must be the
+        split's count (so the shares together cover it)."""
+        rows = sum(file.rows_of(index, self.layout.block_examples) for file, index in blocks)
+        if rows != self.expected_examples:
+            raise CorruptBlockFile(f"the {self.split} split's block files hold {rows:,} rows where the manifest counts "
+                                   f"{self.expected_examples:,} — rerun preprocess")
+        return blocks[stream::streams]
+
+    def all_rows(self, stream: int = 0, streams: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Every kept row of the split (of stream `stream` of `streams`: its blocks), in file order, as two
+        contiguous matrices."""
+        if streams == 1:
+            parts = list(self.blocks_in_order())
+        else:
+            parts = list(self._counted(self._stream_blocks(self._blocks(), stream, streams), whole_split=False))
         if not parts:
             return np.zeros((0, self.ints_width), np.int32), np.zeros((0, self.floats_width), np.float32)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     # -- training order --------------------------------------------------------------------------------------
-    def epoch_windows(self, seed: int, epoch: int, window_blocks: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def epoch_windows(self, seed: int, epoch: int, window_blocks: int, stream: int = 0,
+                      streams: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """One epoch of the uncached order: the blocks permuted, read `window_blocks` at a time, each window's rows
-        permuted (all drawn from (seed, epoch))."""
+        permuted (all drawn from (seed, epoch)); of several streams, stream `stream`'s every `streams`-th block of
+        that order, its windows' rows drawn from (seed, epoch, streams, stream)."""
         rng = epoch_rng(seed, epoch)
-        blocks = [(file, index) for file in self.files for index in range(file.blocks)]
+        blocks = self._blocks()
         order = [blocks[i] for i in rng.permutation(len(blocks))]
-        reader = self._counted(order)
+        if streams > 1:
+            order = self._stream_blocks(order, stream, streams)
+            rng = stream_rng(seed, epoch, stream, streams)
+        reader = self._counted(order, whole_split=streams == 1)
         for start in range(0, len(order), window_blocks):
             parts = [next(reader) for _ in order[start:start + window_blocks]]
             ints, floats = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -155,29 +188,55 @@ def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
     return np.random.default_rng([seed, epoch])
 
 
+def stream_rng(seed: int, epoch: int, stream: int, streams: int) -> np.random.Generator:
+    """The generator of one stream's epoch (of several): a function of (seed, epoch, streams, stream) alone."""
+    return np.random.default_rng([seed, epoch, streams, stream])
+
+
 class TrainingRows:
-    """A run's training stream cut into executions of `steps` batches of `batch` rows: (ints [steps, batch, W_int],
-    floats [steps, batch, W_float]), from step `start_step` on (see the module docstring)."""
+    """A run's training order cut into executions of `steps` batches of `batch` rows: (ints [steps, batch, W_int],
+    floats [steps, batch, W_float]), from step `start_step` on (see the module docstring).
+
+    Of `streams` streams (one per data-parallel device), this process reads `local_streams` (default: all) and an
+    execution holds their shares of each batch side by side: [steps, batch / streams × len(local_streams), W]."""
 
     def __init__(self, split: BlockSplit, batch: int, steps: int, seed: int, cache: bool, shuffle_buffer: int,
-                 start_step: int = 0):
+                 start_step: int = 0, streams: int = 1, local_streams: list[int] | None = None):
+        if batch % streams:
+            raise ValueError(f"a global batch of {batch} does not split into {streams} devices' streams")
+        if split.block_count < streams:
+            raise ValueError(f"the {split.split} split has {split.block_count} blocks, fewer than the {streams} "
+                             "devices that each read a stream of them: train on fewer devices, or write smaller "
+                             "blocks (preprocess.block_examples)")
         self.split, self.batch, self.steps, self.seed = split, batch, steps, seed
         self.cache = cache
-        self.window_blocks = max(1, min(split.block_count, -(-shuffle_buffer // split.layout.block_examples)))
+        self.streams = streams
+        self.local_streams = list(range(streams)) if local_streams is None else list(local_streams)
+        self.stream_batch = batch // streams
+        window_examples = -(-shuffle_buffer // streams)  # the shuffle buffer's memory, shared by the streams
+        self.window_blocks = max(1, min(split.block_count, -(-window_examples // split.layout.block_examples)))
         self.start_step = start_step
-        self._cached: tuple[np.ndarray, np.ndarray] | None = None
 
     def executions(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        rows = self.batch * self.steps
+        streams = [self._stream_executions(stream) for stream in self.local_streams]
+        if len(streams) == 1:
+            yield from streams[0]
+            return
+        while True:
+            parts = [next(stream) for stream in streams]
+            yield (np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts], axis=1))
+
+    def _stream_executions(self, stream: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        rows = self.stream_batch * self.steps
         if self.cache:
-            yield from self._cached_executions(rows)
+            yield from self._cached_executions(rows, stream)
             return
         ints_left = np.zeros((0, self.split.ints_width), np.int32)
         floats_left = np.zeros((0, self.split.floats_width), np.float32)
-        skip = self.start_step * self.batch
+        skip = self.start_step * self.stream_batch
         epoch = 0
         while True:
-            for ints, floats in self.split.epoch_windows(self.seed, epoch, self.window_blocks):
+            for ints, floats in self.split.epoch_windows(self.seed, epoch, self.window_blocks, stream, self.streams):
                 if skip:
                     dropped = min(skip, len(ints))
                     ints, floats, skip = ints[dropped:], floats[dropped:], skip - dropped
@@ -187,16 +246,20 @@ class TrainingRows:
                     ints_left, floats_left = ints_left[rows:], floats_left[rows:]
             epoch += 1
 
-    def _cached_executions(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        if self._cached is None:
-            self._cached = self.split.all_rows()
-        ints, floats = self._cached
+    def _cached_executions(self, rows: int, stream: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        ints, floats = self.split.all_rows(stream, self.streams)
         count = len(ints)
         if count == 0:
             raise ValueError(f"the {self.split.split} split has no rows to train on")
-        position = self.start_step * self.batch
+
+        def permutation_of(epoch: int) -> np.ndarray:
+            rng = epoch_rng(self.seed, epoch) if self.streams == 1 else stream_rng(self.seed, epoch, stream,
+                                                                                    self.streams)
+            return rng.permutation(count)
+
+        position = self.start_step * self.stream_batch
         epoch, offset = divmod(position, count)
-        permutation = epoch_rng(self.seed, epoch).permutation(count)
+        permutation = permutation_of(epoch)
         while True:
             taken, pieces = 0, []
             while taken < rows:
@@ -206,12 +269,12 @@ class TrainingRows:
                 offset += len(piece)
                 if offset == count:
                     epoch, offset = epoch + 1, 0
-                    permutation = epoch_rng(self.seed, epoch).permutation(count)
+                    permutation = permutation_of(epoch)
             index = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
             yield self._shaped(ints[index], floats[index])
 
     def _shaped(self, ints: np.ndarray, floats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (ints.reshape(self.steps, self.batch, -1), floats.reshape(self.steps, self.batch, -1))
+        return (ints.reshape(self.steps, self.stream_batch, -1), floats.reshape(self.steps, self.stream_batch, -1))
 
 
 def sequential_batches(split: BlockSplit, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:

@@ -1,6 +1,7 @@
 """The devices a JAX run trains on, read from `jax.devices()` (never from the target), and what follows from them:
-data parallelism over every local device, bfloat16 compute where the hardware has it, SparseCore tables where the
-TPU has SparseCore and `jax-tpu-embedding` is installed.
+data parallelism over every device of every process (several processes: `components.train.jax_lane.distributed`),
+bfloat16 compute where the hardware has it, SparseCore tables where the TPU has SparseCore and `jax-tpu-embedding` is
+installed.
 
     target gpu and JAX sees a GPU   → every GPU, the batch sharded over them
     target tpu and JAX sees a TPU   → every TPU core, the batch sharded over them
@@ -28,6 +29,8 @@ SPARSECORE_DEVICE_KINDS = ("TPU v5", "TPU v5p", "TPU v6 lite", "TPU v6e", "TPU7x
 
 @dataclass
 class JaxRuntime:
+    """`devices`: every process's, in `jax.devices()` order (the data-parallel mesh)."""
+
     devices: list = field(default_factory=list)
     device_kind: str = "CPU"
     fallback_reason: str | None = None
@@ -37,7 +40,29 @@ class JaxRuntime:
         return len(self.devices)
 
     @property
+    def processes(self) -> int:
+        return jax.process_count()
+
+    @property
+    def is_chief(self) -> bool:
+        """Process 0: the one that evaluates and writes (checkpoints, weights, the run summary)."""
+        return jax.process_index() == 0
+
+    @property
+    def local_positions(self) -> list[int]:
+        """This process's devices' places in `devices` (the input streams it reads, `block_reader.TrainingRows`)."""
+        index = jax.process_index()
+        return [i for i, device in enumerate(self.devices) if device.process_index == index]
+
+    @property
+    def simulated(self) -> bool:
+        """Several CPU devices in one process are JAX's forced host-platform devices, slices of one host's CPU."""
+        return self.device_kind == "CPU" and len(self.local_positions) > 1
+
+    @property
     def strategy_name(self) -> str:
+        if self.processes > 1:
+            return f"jax.jit data parallel over {self.replicas} devices of {self.processes} processes"
         return f"jax.jit data parallel over {self.replicas} devices" if self.replicas > 1 else "jax.jit on one device"
 
     @property
@@ -56,6 +81,8 @@ class JaxRuntime:
             strategy=self.strategy_name,
             replicas=self.replicas,
             host=socket.gethostname(),
+            processes=self.processes,
+            simulated=self.simulated,
         )
 
 

@@ -8,11 +8,18 @@
 
 The serving SavedModel is written by the export step, a TensorFlow process, from the weights this writes
 (`components.train.export_trained`): one model artefact whatever the lane.
+
+Several processes (the replicas of a multi-host CustomJob, `components.train.jax_lane.distributed`) run this same
+function: each reads its devices' input streams and steps in lockstep; the chief (process 0) alone evaluates and
+writes checkpoints, the weights and the summary, and the others return None. The paired-rounds input stall is timed
+by the wall clock, round by round, which processes cannot agree on, so a multi-process run leaves it out. A CPU sweep
+point trained by one process simulates its devices (`components.train.simulated_devices`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -37,6 +44,7 @@ from components.train.input_capacity import (
 from components.train.jax_lane import sparse_updates
 from components.train.jax_lane.block_reader import BlockSplit, Holdout, Prefetcher, TrainingRows
 from components.train.jax_lane.checkpoints import StateCheckpoints
+from components.train.jax_lane.distributed import join_replicas, simulate_host_devices
 from components.train.jax_lane.embedding import SparseRowTables
 from components.train.jax_lane.prediction import SplitPredictor
 from components.train.jax_lane.runtime import JaxRuntime, jax_runtime, set_precision_policy
@@ -57,6 +65,7 @@ from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, label_co
 from components.train.run_clock import RunClock, examples_rate
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
+from components.train.simulated_devices import simulated_device_count
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.table_rows_check import check_table_rows
@@ -71,13 +80,17 @@ log = logging.getLogger(__name__)
 
 
 def train(config: TrainStepConfig, target_name: str, run_index: int, examples_dir: str, model_dir: str,
-          warm_start_from: str | None = None, started: float | None = None) -> RunSummary:
-    """Train `target_name`'s model once on the JAX lane (seed = config.seed + run_index) and summarize the run.
+          warm_start_from: str | None = None, started: float | None = None) -> RunSummary | None:
+    """Train `target_name`'s model once on the JAX lane (seed = config.seed + run_index) and summarize the run (None
+    in a process other than the chief of a multi-process run).
 
     `started`: when the step began (`time.perf_counter()`, before its imports), so start-up counts them."""
     select_backend("jax")  # no TensorFlow in this process (Keras would load it to seed it)
     clock = RunClock(started)
-    resolved = resolve_target(config.model, config.training, config.target(target_name))
+    target = config.target(target_name)
+    join_replicas(target.kind, os.environ)  # before anything asks JAX for its devices
+    simulate_host_devices(simulated_device_count(target))
+    resolved = resolve_target(config.model, config.training, target)
     training = resolved.training
     seed = config.seed + run_index
     keras.utils.set_random_seed(seed)
@@ -114,32 +127,53 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
                                "steps")
     placement = data_sharding(runtime.devices)
     state = replicated(state, runtime)
+    several_processes = runtime.processes > 1
+    local_streams = runtime.local_positions
 
     def rows_from(step: int) -> TrainingRows:
         return TrainingRows(train_split, training.global_batch_size, plan.steps_per_execution, seed, cache.cache,
-                            training.shuffle_buffer, start_step=step)
+                            training.shuffle_buffer, start_step=step, streams=runtime.replicas,
+                            local_streams=local_streams)
 
     def to_device(execution):
-        """An execution's batches on the devices (run on the reader's thread), with the host-formatted ids the
-        tables need (SparseCore)."""
+        """An execution's batches on the devices (run on the reader's thread; of several processes, this one's
+        share of each global batch on its devices), with the host-formatted ids the tables need (SparseCore)."""
         ints, floats = execution
-        on_device = [jax.device_put(ints, placement), jax.device_put(floats, placement)]
+        if several_processes:
+            shape = (plan.steps_per_execution, training.global_batch_size)
+            on_device = [jax.make_array_from_process_local_data(placement, part, (*shape, part.shape[-1]))
+                         for part in (ints, floats)]
+        else:
+            on_device = [jax.device_put(ints, placement), jax.device_put(floats, placement)]
         formatted = trainer.host_inputs(ints)
         return tuple(on_device) if formatted is None else (*on_device, jax.device_put(formatted))
 
     held: list = []
     with clock.phase("input_check"):
-        input_rate = input_examples_per_second(rows_from(0), plan.steps_per_execution * training.global_batch_size,
-                                               training.input_capacity_seconds, held)
+        execution_examples = plan.steps_per_execution * training.global_batch_size * len(local_streams) \
+            // runtime.replicas
+        input_rate = input_examples_per_second(rows_from(0), execution_examples, training.input_capacity_seconds,
+                                               held)
+        if several_processes:
+            held = []  # the paired rounds are not timed over several processes (the module docstring)
+            log.info("input stall not measured: %d processes would time their paired rounds apart",
+                     runtime.processes)
         held = [to_device(execution) for execution in held]
 
     predictor = SplitPredictor(model, manifest, examples_dir, trainer.labels)
     progress = TrainingProgress.of_plan(plan, training.global_batch_size)
     curve: list[CurvePoint] = []
-    scalars = scalar_writer()
+    scalars = scalar_writer() if runtime.is_chief else None
     if done_steps < plan.total_steps:
         state = fit(trainer, state, Prefetcher(rows_from(done_steps).executions(), to_device), plan, training,
-                    done_steps, clock, checkpoints, predictor, progress, curve, scalars)
+                    done_steps, clock, checkpoints if runtime.is_chief else None,
+                    predictor if runtime.is_chief else None, progress, curve, scalars)
+    if not runtime.is_chief:
+        log.info("process %d of %d: trained; the chief evaluates and writes the run", jax.process_index(),
+                 runtime.processes)
+        return None
+    if several_processes:
+        state = local_copy(state)
 
     stall = step_rate = None
     if held:
@@ -184,12 +218,13 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
 
 # -- the fit ----------------------------------------------------------------------------------------------------
 def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan, training: TrainingConfig,
-        done_steps: int, clock: RunClock, checkpoints: StateCheckpoints, predictor: SplitPredictor,
+        done_steps: int, clock: RunClock, checkpoints: StateCheckpoints | None, predictor: SplitPredictor | None,
         progress: TrainingProgress, curve: list[CurvePoint], scalars: ScalarWriter | None = None) -> TrainState:
     """Train the plan's chunks from `done_steps` on; the host reads the device at chunk ends only (loss, non-finite
     marker), and the clock times each chunk's executions apart from the first (tracing and compilation: start-up).
     Checkpoints and evaluations between epochs follow the config's cadences (`training.checkpoint_every_minutes`,
-    `eval_every_epochs`, `eval_sample_examples`)."""
+    `eval_every_epochs`, `eval_sample_examples`); without `checkpoints` and `predictor` (a process other than the
+    chief) neither is written or run."""
     executions = plan.chunk_steps // plan.steps_per_execution
     cadence, batch = CheckpointCadence(training.checkpoint_every_minutes), prediction_batch_size(training)
     step, first = done_steps, True
@@ -218,16 +253,16 @@ def fit(trainer: TrainStep, state: TrainState, feed: Prefetcher, plan: StepPlan,
                 raise NonFiniteLossError(f"training loss or gradient norm is not finite at step {nonfinite} "
                                          "(non-finite loss); lower the learning rate, enable gradient_clip_norm, or "
                                          "check the input features")
-            if cadence.due(chunk == plan.chunks - 1):
+            if checkpoints is not None and cadence.due(chunk == plan.chunks - 1):
                 with clock.phase("checkpoints"):
                     checkpoints.save(state, step)
             epoch = eval_logloss = None
             if plan.ends_epoch(chunk):
                 epoch = (chunk + 1) // plan.chunks_per_epoch
                 # the final evaluation measures the last one
-                if chunk != plan.chunks - 1 and epoch % training.eval_every_epochs == 0:
+                if predictor is not None and chunk != plan.chunks - 1 and epoch % training.eval_every_epochs == 0:
                     with clock.phase("evaluation"):
-                        predictor.state = state
+                        predictor.state = local_copy(state)
                         eval_logloss = predictor.eval_logloss(batch, training.eval_sample_examples)
             curve.append(CurvePoint(step=step, loss=loss if loss is not None else float("nan"), epoch=epoch,
                                     eval_logloss=eval_logloss))
@@ -295,9 +330,18 @@ def paired_step_times(trainer: TrainStep, state: TrainState, rows: TrainingRows,
 
 
 # -- pieces ------------------------------------------------------------------------------------------------------
+# keras-rs DistributedEmbedding over several hosts: keras-team/keras-rs#143, open ("Multi-host training does not work
+# for distributed embeddings"); a multi-host run's tables are the lane's own stacked arrays instead
+MULTI_HOST_SPARSECORE = ("keras-rs DistributedEmbedding does not train over several hosts yet "
+                         "(keras-team/keras-rs#143, open): tables as ordinary arrays in the TensorCores' memory, "
+                         "sparse row updates")
+
+
 def lane_tables(runtime: JaxRuntime):
     """How this lane makes a model's tables on `runtime` (`components.train.models.build_model`)."""
-    if runtime.has_sparsecore:
+    if runtime.has_sparsecore and runtime.processes > 1:
+        log.warning("%s", MULTI_HOST_SPARSECORE)
+    elif runtime.has_sparsecore:
         return lambda configs: SparseCoreTables(configs, name="embedding")
     return lambda configs: SparseRowTables(configs, name="embedding")
 
@@ -310,11 +354,32 @@ def symbolic_batch(split: BlockSplit, batch: int) -> dict:
 
 
 def replicated(state: TrainState, runtime: JaxRuntime) -> TrainState:
-    """The state on every device (data parallelism: each holds the whole model), or as it is on one."""
+    """The state on every device (data parallelism: each holds the whole model), or as it is on one. Over several
+    processes every process builds each leaf from its own host copy (the same values: the same seed and checkpoint)."""
     if runtime.replicas <= 1:
         return state
     mesh = jax.sharding.Mesh(np.asarray(runtime.devices), ("data",))
-    return jax.device_put(state, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+    everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    if runtime.processes == 1:
+        return jax.device_put(state, everywhere)
+
+    def global_leaf(leaf):
+        host = np.asarray(leaf)
+        return jax.make_array_from_callback(host.shape, everywhere, lambda index: host[index])
+
+    return jax.tree_util.tree_map(global_leaf, state)
+
+
+def local_copy(state: TrainState) -> TrainState:
+    """The state on this process's first device: of a multi-process run's replicated arrays, the local replica, so
+    the chief predicts without the other processes (a computation over arrays spanning processes needs them all)."""
+
+    def local(leaf):
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            return leaf.addressable_data(0)
+        return leaf
+
+    return jax.tree_util.tree_map(local, state)
 
 
 def warm_start_model(model: RankingModel, examples_dir: str, manifest: Manifest, warm_start_from: str):
@@ -342,8 +407,9 @@ def table_placement_seen(model: RankingModel, runtime: JaxRuntime) -> TablePlace
     """Where the tables lived, from the implementation the run built on the devices it found."""
     if isinstance(model.embedding, SparseRowTables):
         devices = runtime.device_kind if runtime.replicas == 1 else f"{runtime.replicas} {runtime.device_kind}s"
-        detail = ("this TPU has no SparseCore (or jax-tpu-embedding is not installed): tables as ordinary arrays in "
-                  "the TensorCores' memory" if runtime.device_kind == "TPU" else "")
+        detail = ("" if runtime.device_kind != "TPU" else MULTI_HOST_SPARSECORE if runtime.has_sparsecore else
+                  "this TPU has no SparseCore (or jax-tpu-embedding is not installed): tables as ordinary arrays in "
+                  "the TensorCores' memory")
         return TablePlacementSeen(implementation=f"stacked arrays on the {devices}, sparse row updates",
                                   embedding_hardware=False, detail=detail)
     return model.embedding.placement_seen()
