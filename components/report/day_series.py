@@ -16,6 +16,7 @@ from pydantic import Field
 from components.contract import Contract
 from components.display_tables import Table, html_table, markdown_table
 from components.registry.promotion_rule import PromotionDecision
+from components.report.html_page import html_page
 
 SERIES_FILE = "replay.json"
 
@@ -138,16 +139,19 @@ def render_markdown(series: DaySeries, figure_name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+REPLAY_STYLE = ("body{font-family:sans-serif;margin:24px auto;max-width:1200px}"
+                "table{border-collapse:collapse;font-size:13px}"
+                "td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}")
+
+
 def render_html(series: DaySeries, figure: bytes | None) -> str:
     table = series_table(series)
     image = (f"<img alt='challenger and champion per day' src='data:image/png;base64,"
              f"{base64.b64encode(figure).decode()}'/>" if figure else "")
     reasons = "".join(f"<li>day {d.day}: {html.escape(d.decision.reason)}</li>" for d in series.days)
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>adrank replay</title><style>"
-            "body{font-family:sans-serif;margin:24px auto;max-width:1200px}table{border-collapse:collapse;font-size:13px}"
-            "td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}</style></head><body>"
-            f"<h1>Daily retraining replay — {html.escape(series.config_name)}</h1><p>{html.escape(_intro(series))}</p>"
-            f"{html_table(table)}{image}<h2>Decisions</h2><ul>{reasons}</ul></body></html>\n")
+    return html_page("adrank replay", REPLAY_STYLE,
+                     f"<h1>Daily retraining replay — {html.escape(series.config_name)}</h1>"
+                     f"<p>{html.escape(_intro(series))}</p>{html_table(table)}{image}<h2>Decisions</h2><ul>{reasons}</ul>")
 
 
 def write_reports(series: DaySeries, directory: Path) -> dict[str, Path]:

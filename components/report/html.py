@@ -10,6 +10,7 @@ from collections.abc import Set as AbstractSet
 from components.display_tables import Table, html_table
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
+from components.report.html_page import html_page
 from components.report.plots import ReportFigure
 from components.report.scaling import scaling_table
 from components.report.sections import REPORT_SECTIONS
@@ -56,11 +57,7 @@ def render_html(summary: BenchmarkSummary, figures: Sequence[ReportFigure] = ())
         if section.explanation:
             body.append(f"<p class='meta'>{_e(section.explanation)}</p>")
         body.append(content)
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>adrank benchmark — {_e(summary.pipeline)}</title><style>{STYLE}</style></head><body>"
-        + "\n".join(body) + "</body></html>\n"
-    )
+    return html_page(f"adrank benchmark — {summary.pipeline}", STYLE, "\n".join(body))
 
 
 def _findings(summary: BenchmarkSummary, figures: Sequence[ReportFigure]) -> str:

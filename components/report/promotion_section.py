@@ -11,6 +11,7 @@ import html
 
 from components.display_tables import Table, html_table, markdown_table
 from components.registry.promotion_rule import PromotionDecision
+from components.report.html_page import with_section_at_end
 
 HTML_MARKER = "<!-- adrank:promotion -->"
 
@@ -84,7 +85,5 @@ def promotion_html(decision: PromotionDecision) -> str:
 
 
 def with_promotion_section(report_html: str, decision: PromotionDecision) -> str:
-    """The report with the promotion section before `</body>` (replacing one added before)."""
-    if HTML_MARKER in report_html:
-        report_html = report_html[:report_html.index(HTML_MARKER)] + "</body></html>\n"
-    return report_html.replace("</body></html>", promotion_html(decision) + "</body></html>", 1)
+    """The report with the promotion section at its end (replacing one added before)."""
+    return with_section_at_end(report_html, promotion_html(decision), HTML_MARKER)
