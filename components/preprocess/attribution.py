@@ -10,6 +10,10 @@ A task's label is 1 when an event of the task's `event_type` happened `0 <= t_ev
 
     impressions ─► (partition, part) ─┐
     engagements ─► (partition, part) ─┴─► CoGroupByKey ─► attribute_batch per partition ─► examples + counters
+
+A partition's impression parts are not concatenated: `attribute_batch` and `deduplicate_batch` take them as a
+`pyarrow.Table` (the parts as its chunks), decide on the id and timestamp columns alone, and copy the wide feature
+columns once, for the rows they keep (`_take`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import apache_beam as beam
 import numpy as np
@@ -34,6 +39,7 @@ from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"
 SIDED_BATCH = typehints.Tuple[int, typehints.Tuple[str, pa.RecordBatch]]  # (partition, (stream, batch))
+Rows: TypeAlias = pa.RecordBatch | pa.Table  # one batch, or a partition's parts as the chunks of a table
 
 
 @dataclass(frozen=True)
@@ -93,12 +99,24 @@ def _window_mask(times: np.ndarray, window: LogWindow) -> np.ndarray:
     return inside
 
 
-def _earliest_per_id(impressions: pa.RecordBatch, features: Sequence[FeatureField]) -> tuple[np.ndarray, np.ndarray,
-                                                                                               dict[str, int]]:
+def _column(rows: Rows, name: str) -> pa.Array:
+    """One column of `rows` as one array (a table's chunks of it concatenated: only this column is copied)."""
+    column = rows.column(name)
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _take(rows: Rows, indices: np.ndarray) -> pa.RecordBatch:
+    """The rows at `indices`, in that order, as one batch: each column copied once, for those rows only."""
+    taken = rows.take(pa.array(indices, pa.int64()))
+    return taken if isinstance(taken, pa.RecordBatch) else concat(taken.to_batches(), taken.schema)
+
+
+def _earliest_per_id(impressions: Rows, features: Sequence[FeatureField]) -> tuple[np.ndarray, np.ndarray,
+                                                                                      dict[str, int]]:
     """(the row kept for each id code, the id code of each row, counts): the earliest impression of each id, ties
     broken as `attribute` breaks them (by the record's JSON); `duplicate_impressions` counted."""
-    codes = np.asarray(pc.dictionary_encode(impressions.column(IMPRESSION_ID)).indices, np.int64)
-    times = np.asarray(impressions.column(TIMESTAMP_MS), np.int64)
+    codes = np.asarray(pc.dictionary_encode(_column(impressions, IMPRESSION_ID)).indices, np.int64)
+    times = np.asarray(_column(impressions, TIMESTAMP_MS), np.int64)
     order = np.lexsort((times, codes))
     first = np.ones(len(order), bool)
     first[1:] = codes[order][1:] != codes[order][:-1]
@@ -112,12 +130,12 @@ def _earliest_per_id(impressions: pa.RecordBatch, features: Sequence[FeatureFiel
         tied = np.bincount(codes[order][earliest], minlength=len(kept))
         for code in np.flatnonzero(tied > 1).tolist():
             rows = order[(codes[order] == code) & earliest].tolist()
-            dicts = record_dicts(impressions, rows, features)
+            dicts = record_dicts(_take(impressions, np.asarray(rows, np.int64)), range(len(rows)), features)
             kept[code] = rows[min(range(len(rows)), key=lambda i: json.dumps(dicts[i], sort_keys=True, default=str))]
     return kept, codes, counts
 
 
-def attribute_batch(impressions: pa.RecordBatch, events: pa.RecordBatch, tasks: tuple[EventTask, ...],
+def attribute_batch(impressions: Rows, events: pa.RecordBatch, tasks: tuple[EventTask, ...],
                     window: LogWindow, features: Sequence[FeatureField]) -> tuple[pa.RecordBatch, dict[str, int]]:
     """`attribute` for every impression id of the batches at once: the labelled examples (sorted by id) and the
     counts (only those that occurred, as `attribute` names them)."""
@@ -126,7 +144,8 @@ def attribute_batch(impressions: pa.RecordBatch, events: pa.RecordBatch, tasks: 
         if events.num_rows:
             counts["orphan_engagements"] = events.num_rows
         return _with_labels(impressions, tasks, {}, np.zeros(0, np.int64)), counts
-    ids = pa.chunked_array([impressions.column(IMPRESSION_ID), events.column(IMPRESSION_ID)]).combine_chunks()
+    impression_ids = _column(impressions, IMPRESSION_ID)
+    ids = pa.chunked_array([impression_ids, events.column(IMPRESSION_ID)]).combine_chunks()
     codes = np.asarray(pc.dictionary_encode(ids).indices, np.int64)
     impression_codes, event_codes = codes[:impressions.num_rows], codes[impressions.num_rows:]
     kept_row = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, np.int64)
@@ -138,7 +157,7 @@ def attribute_batch(impressions: pa.RecordBatch, events: pa.RecordBatch, tasks: 
     orphans = int(np.count_nonzero(event_row < 0))
     if orphans:
         counts["orphan_engagements"] = orphans
-    times = np.asarray(impressions.column(TIMESTAMP_MS), np.int64)
+    times = np.asarray(_column(impressions, TIMESTAMP_MS), np.int64)
     rows = kept_row[kept_row >= 0]
     inside_rows = rows[_window_mask(times[rows], window)]
     outside = len(rows) - len(inside_rows)
@@ -170,38 +189,38 @@ def attribute_batch(impressions: pa.RecordBatch, events: pa.RecordBatch, tasks: 
         if late:
             counts[f"late_events:{task.label}"] = late
         labels[task.label] = positive
-    order = np.asarray(pc.sort_indices(impressions.column(IMPRESSION_ID).take(pa.array(inside_rows))))
+    order = np.asarray(pc.sort_indices(impression_ids.take(pa.array(inside_rows))))
     return _with_labels(impressions, tasks, labels, inside_rows[order]), counts
 
 
-def _with_labels(impressions: pa.RecordBatch, tasks: tuple[EventTask, ...], labels: dict[str, np.ndarray],
+def _with_labels(impressions: Rows, tasks: tuple[EventTask, ...], labels: dict[str, np.ndarray],
                  rows: np.ndarray) -> pa.RecordBatch:
     """The impressions `rows`, in that order, with a float 0/1 column per task (in task order)."""
-    examples = impressions.take(pa.array(rows, pa.int64()))
+    examples = _take(impressions, rows)
     for task in tasks:
         values = labels[task.label][rows] if task.label in labels else np.zeros(len(rows), bool)
         examples = examples.append_column(task.label, pa.array(values.astype(np.float64)))
     return examples
 
 
-def deduplicate_batch(rows: pa.RecordBatch, window: LogWindow,
+def deduplicate_batch(rows: Rows, window: LogWindow,
                       features: Sequence[FeatureField]) -> tuple[pa.RecordBatch, dict[str, int]]:
     """Single-table mode, for rows of a partition: `attribute` of each id's rows with no events (the earliest kept),
     and of each row without an id on its own."""
-    with_id = np.asarray(rows.column(IMPRESSION_ID).is_valid(), bool)
+    with_id = np.asarray(_column(rows, IMPRESSION_ID).is_valid(), bool)
     counts: dict[str, int] = {}
     kept_rows = np.flatnonzero(~with_id)
     if with_id.any():
-        identified = rows.filter(pa.array(with_id))
+        identified = rows if with_id.all() else rows.filter(pa.array(with_id))
         kept, _, duplicate_counts = _earliest_per_id(identified, features)
         counts |= duplicate_counts
         kept_rows = np.concatenate([kept_rows, np.flatnonzero(with_id)[kept]])
-    times = np.asarray(rows.column(TIMESTAMP_MS), np.int64)
+    times = np.asarray(_column(rows, TIMESTAMP_MS), np.int64)
     inside = _window_mask(times[kept_rows], window)
     if not inside.all():
         counts["impressions_outside_window"] = int(np.count_nonzero(~inside))
         counts["engagements_of_impressions_outside_window"] = 0
-    examples = rows.take(pa.array(np.sort(kept_rows[inside])))
+    examples = _take(rows, np.sort(kept_rows[inside]))
     if with_id.all():  # one row per id: sorted by it, whatever order the rows came in
         examples = examples.take(pc.sort_indices(examples.column(IMPRESSION_ID)))
     return examples, counts
@@ -232,7 +251,7 @@ class _AttributePartition(beam.DoFn):
         parts = list(parts)
         # the order the parts came in changes nothing: the kept duplicate is chosen by content, the examples are
         # sorted by their (unique) id
-        impressions = concat([p for side, p in parts if side == "impressions"], self.schema)
+        impressions = pa.Table.from_batches([p for side, p in parts if side == "impressions"], self.schema)
         events = concat([p for side, p in parts if side == "events"], ENGAGEMENT_SCHEMA)
         examples, counts = attribute_batch(impressions, events, self.tasks, self.window, self.features)
         for pair in _counter_pairs(counts):
@@ -269,12 +288,15 @@ class JoinEngagements(beam.PTransform):
 
 
 class _KeepOnePerId(beam.DoFn):
-    def __init__(self, window: LogWindow, features: tuple[FeatureField, ...]):
+    """`(partition, its parts)` or `(None, one batch of rows without an id)` → `deduplicate_batch`'s examples."""
+
+    def __init__(self, window: LogWindow, features: tuple[FeatureField, ...], schema: pa.Schema):
         super().__init__()
-        self.window, self.features = window, features
+        self.window, self.features, self.schema = window, features, schema
 
     def process(self, keyed):
-        _, rows = keyed
+        _, parts = keyed
+        rows = parts if isinstance(parts, pa.RecordBatch) else pa.Table.from_batches(list(parts), self.schema)
         examples, counts = deduplicate_batch(rows, self.window, self.features)
         for pair in _counter_pairs(counts):
             yield beam.pvalue.TaggedOutput(COUNTERS, pair)
@@ -296,12 +318,11 @@ class DeduplicateOutcomes(beam.PTransform):
             WITHOUT_ID, main="with_id")
         grouped = (split["with_id"]
                    | "GroupRows" >> beam.GroupByKey()
-                   | "OnePerPartition" >> beam.MapTuple(lambda key, parts, schema=self.schema: (
-                       key, concat(list(parts), schema))).with_output_types(KEYED_BATCH)
-                   | "Keep" >> beam.ParDo(_KeepOnePerId(self.window, self.features)).with_output_types(BATCH)
+                   | "Keep" >> beam.ParDo(_KeepOnePerId(self.window, self.features, self.schema))
+                   .with_output_types(BATCH)
                    .with_outputs(COUNTERS, main="examples"))
-        alone = split[WITHOUT_ID] | "KeepInWindow" >> beam.ParDo(_KeepOnePerId(self.window, self.features)
-                                                                 ).with_output_types(BATCH).with_outputs(
+        alone = split[WITHOUT_ID] | "KeepInWindow" >> beam.ParDo(_KeepOnePerId(self.window, self.features,
+                                                                               self.schema)).with_output_types(BATCH).with_outputs(
             COUNTERS, main="examples")
         return ((grouped["examples"], alone["examples"]) | "AllExamples" >> beam.Flatten(),
                 (grouped[COUNTERS], alone[COUNTERS]) | "AllCounters" >> beam.Flatten())

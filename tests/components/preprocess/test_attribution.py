@@ -44,6 +44,11 @@ def impression_batches(rows, columns=COLUMNS, size=3):
     return [columns.from_records(rows[start:start + size]) for start in range(0, len(rows), size)]
 
 
+def as_parts(batch, size=7):
+    """`batch` as a partition's parts arrive: a table whose chunks are slices of `size` rows."""
+    return pa.Table.from_batches([batch.slice(start, size) for start in range(0, batch.num_rows, size)])
+
+
 def event_batches(rows):
     return [pa.RecordBatch.from_pylist(rows, schema=ENGAGEMENT_SCHEMA)]
 
@@ -153,10 +158,12 @@ def test_the_column_wise_join_is_attribute_id_by_id(seed):
             expected.append({k: v for k, v in example.items() if k != "_missing"})
         for name, n in counted.items():
             counts[name] = counts.get(name, 0) + n
-    batch, got = attribute_batch(COLUMNS.from_records(impressions), event_batches(events)[0], TASKS, window,
-                                 COLUMNS.features)
-    assert batch.to_pylist() == expected  # sorted by id, the earliest duplicate kept (ties: by the record's JSON)
-    assert got == counts
+    rows = COLUMNS.from_records(impressions)
+    for given in (rows, as_parts(rows)):  # one batch, or a partition's parts as a table's chunks
+        batch, got = attribute_batch(given, event_batches(events)[0], TASKS, window, COLUMNS.features)
+        assert isinstance(batch, pa.RecordBatch)
+        assert batch.to_pylist() == expected  # sorted by id, the earliest duplicate kept (ties: by the record's JSON)
+        assert got == counts
 
 
 def test_the_column_wise_deduplication_is_attribute_row_by_row():
@@ -174,7 +181,14 @@ def test_the_column_wise_deduplication_is_attribute_row_by_row():
             expected.append({k: v for k, v in example.items() if k != "_missing"})
         for name, n in counted.items():
             counts[name] = counts.get(name, 0) + n
-    batch, got = deduplicate_batch(OUTCOME_COLUMNS.from_records(rows), window, OUTCOME_COLUMNS.features)
     key = lambda e: (e["impression_id"] or "", e["timestamp_ms"], e["ad"], e["label_x"])  # noqa: E731
-    assert sorted(batch.to_pylist(), key=key) == sorted(expected, key=key)
-    assert got == counts
+    given = OUTCOME_COLUMNS.from_records(rows)
+    identified = OUTCOME_COLUMNS.from_records([r for r in rows if r["impression_id"] is not None])
+    for batch_of, rows_of_ids in ((given, identified), (as_parts(given), as_parts(identified))):
+        batch, got = deduplicate_batch(batch_of, window, OUTCOME_COLUMNS.features)
+        assert sorted(batch.to_pylist(), key=key) == sorted(expected, key=key)
+        assert got == counts
+        # a partition's rows (all with an id): sorted by it
+        by_id, _ = deduplicate_batch(rows_of_ids, window, OUTCOME_COLUMNS.features)
+        assert isinstance(by_id, pa.RecordBatch)
+        assert by_id.column("impression_id").to_pylist() == sorted(by_id.column("impression_id").to_pylist())
