@@ -32,7 +32,7 @@ from components.preprocess.manifest import Manifest
 from components.progress import progress_quiet
 from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.day_series import DaySeries, ReplayDay, write_reports
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from configs import AdrankConfig, config_hash, load_config
 from ops.local_dag import last_job, run_locally, step_outputs
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from components.atomic_write import write_text_atomically
 from components.contract import Contract
-from components.report.summary import BenchmarkSummary
+from components.report.benchmark_summary import BenchmarkSummary
 from ops.process_table import process_start_ticks, process_state
 
 RUN_FILE = "run.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from components.evaluate import metrics
-from components.train.summary import TaskMetrics
+from components.train.run_summary import TaskMetrics
 
 RELIABILITY_BINS = 10
 

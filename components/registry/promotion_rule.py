@@ -37,7 +37,7 @@ from pydantic import Field
 
 from components.contract import Contract
 from components.evaluate.run_statistics import PairedComparison
-from components.report.summary import BenchmarkSummary
+from components.report.benchmark_summary import BenchmarkSummary
 from configs.promotion import PromotionConfig, ToleranceForm
 
 DECISION_FILE = "promotion.json"

@@ -15,7 +15,7 @@ to set instead.
 from __future__ import annotations
 
 from components.display_tables import Table
-from components.report.summary import BenchmarkSummary, TaskFloor, TaskStats
+from components.report.benchmark_summary import BenchmarkSummary, TaskFloor, TaskStats
 
 CALIBRATION_TOLERANCE = 0.05
 SETTINGS_WITHOUT_STEP = (

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
 from components.display_tables import Table, html_table
+from components.report.benchmark_summary import BenchmarkSummary
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.html_page import html_page
 from components.report.plots import ReportFigure
 from components.report.scaling import scaling_table
 from components.report.sections import REPORT_SECTIONS
-from components.report.summary import BenchmarkSummary
 from components.report.table import (
     eval_curve_table,
     per_run_table,

@@ -21,7 +21,7 @@ from components.contract import Contract
 from components.display_tables import Table
 from components.evaluate.run_statistics import Comparison, describe, welch_test
 from components.report.cost import cost_per_million_examples
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from configs.training import TargetConfig
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from components.display_tables import Table, markdown_table
+from components.report.benchmark_summary import BenchmarkSummary
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure
 from components.report.scaling import scaling_table
 from components.report.sections import REPORT_SECTIONS
-from components.report.summary import BenchmarkSummary
 from components.report.table import (
     eval_curve_table,
     per_run_table,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.display_tables import Table
-from components.report.summary import BenchmarkSummary
+from components.report.benchmark_summary import BenchmarkSummary
 
 
 def per_target_table(summary: BenchmarkSummary) -> Table:

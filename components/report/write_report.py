@@ -7,11 +7,11 @@ from typing import Any
 
 from components.evaluate.experiment_keys import target_key
 from components.preprocess.manifest import Manifest
+from components.report.benchmark_summary import BenchmarkSummary, summarize
 from components.report.html import render_html
 from components.report.plots import ReportFigure, report_figures
-from components.report.summary import BenchmarkSummary, summarize
 from components.report.summary_markdown import render_markdown
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from configs.slices import ReportStepConfig
 
 

@@ -11,7 +11,7 @@ import time
 
 from components.preprocess.manifest import Manifest
 from components.train.export import rebuilt_model, write_serving_model
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from components.train.trained_weights import TrainedWeights
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from components.train.backend_choice import select_backend
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from configs.slices import TrainStepConfig
 
 

@@ -38,9 +38,9 @@ from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
 from components.train.run_clock import RunClock, examples_rate
 from components.train.run_paths import TENSORBOARD_ENV, checkpoint_dir
+from components.train.run_summary import CurvePoint, WarmStartSummary
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
-from components.train.summary import CurvePoint, WarmStartSummary
 from components.train.tf_input_capacity import input_examples_per_second, paired_step_times
 from components.train.tf_step import bind_train_step, build_optimizers
 from components.train.training_progress import TrainingProgress

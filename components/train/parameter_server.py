@@ -31,9 +31,9 @@ from components.train.loop import (
 )
 from components.train.models import RankingModel
 from components.train.run_clock import RunClock, examples_rate
+from components.train.run_summary import CurvePoint, WarmStartSummary
 from components.train.step_plan import StepPlan
 from components.train.strategy import Runtime
-from components.train.summary import CurvePoint, WarmStartSummary
 from components.train.tf_input_capacity import input_examples_per_second
 from components.train.tf_step import apply_split_gradients, table_gradients_summed, variable_groups
 from components.train.training_progress import TrainingProgress

@@ -12,8 +12,8 @@ import numpy as np
 from components.evaluate.task_metrics import task_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
 from components.train.posthoc_calibration import Calibrator, checked_calibrator
+from components.train.run_summary import CurvePoint, TaskMetrics
 from components.train.step_plan import calibration_holdout
-from components.train.summary import CurvePoint, TaskMetrics
 from configs.training import TrainingConfig
 
 log = logging.getLogger(__name__)

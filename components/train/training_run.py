@@ -30,6 +30,7 @@ from components.train.predictions import predict_split
 from components.train.replica_cluster import ReplicaCluster, replica_cluster
 from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
+from components.train.run_summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.simulated_devices import simulated_device_count
 from components.train.strategy import (
     Runtime,
@@ -39,7 +40,6 @@ from components.train.strategy import (
     serve_parameter_server_task,
     simulate_cpu_devices,
 )
-from components.train.summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.table_rows_check import check_table_rows
 from configs.slices import TrainStepConfig
 from configs.training import ResolvedTarget, TrainingConfig, resolve_target

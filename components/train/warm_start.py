@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from components.preprocess.manifest import Manifest
-from components.train.summary import TableCarryOver, WarmStartSummary
+from components.train.run_summary import TableCarryOver, WarmStartSummary
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from components.preprocess.manifest import Manifest
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from tests.support.cli import adrank, sets
 from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS
 

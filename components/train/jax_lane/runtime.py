@@ -19,7 +19,7 @@ import jax
 import keras
 
 from components.train.failures import HardwareUnavailableError
-from components.train.summary import HardwareSeen
+from components.train.run_summary import HardwareSeen
 from configs.training import TrainingConfig
 
 PLATFORM_KINDS = {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU", "tpu": "TPU"}

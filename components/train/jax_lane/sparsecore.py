@@ -23,7 +23,7 @@ import keras_rs
 import numpy as np
 
 from components.train.embedding_tables import EmbeddingTables
-from components.train.summary import TablePlacementSeen
+from components.train.run_summary import TablePlacementSeen
 
 
 class SparseCoreTables(EmbeddingTables):

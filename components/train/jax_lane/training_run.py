@@ -65,9 +65,9 @@ from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, label_co
 from components.train.run_clock import RunClock, examples_rate
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
+from components.train.run_summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.simulated_devices import simulated_device_count
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
-from components.train.summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.table_rows_check import check_table_rows
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR, dense_variables, trained_weights
 from components.train.training_progress import TrainingProgress

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from components.preprocess.manifest import FeatureInfo, ImpressionWindow, Manifest, SplitInfo
-from components.report.summary import BenchmarkSummary, BestRun, RunRow
+from components.report.benchmark_summary import BenchmarkSummary, BestRun, RunRow
 
 TASK = "engagement"
 

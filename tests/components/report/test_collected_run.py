@@ -6,7 +6,7 @@ import json
 import pytest
 
 from components.report.collected_run import RunMismatch, record_training_run
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from tests.components.report.test_report import run
 
 

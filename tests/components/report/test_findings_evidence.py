@@ -5,9 +5,9 @@ and a calibration step that hurt or was skipped says what to set."""
 import pytest
 
 from components.evaluate.run_statistics import paired_change
+from components.report.benchmark_summary import summarize
 from components.report.epochs import epochs_advice
 from components.report.findings import findings
-from components.report.summary import summarize
 from components.train.posthoc_calibration import Calibrator
 from tests.components.report.test_eval_curve_and_exports import with_curve
 from tests.components.report.test_report import config, manifest, run

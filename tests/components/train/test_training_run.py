@@ -5,7 +5,7 @@ import tensorflow as tf
 from config_fixture import small_config
 
 from components.preprocess.manifest import Manifest
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from components.train.training_run import train
 
 

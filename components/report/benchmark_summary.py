@@ -18,7 +18,7 @@ from components.preprocess.manifest import Manifest
 from components.report.cost import cost_per_million_examples, cost_per_run
 from components.report.scaling import ScalingSweep, scaling_sweeps
 from components.train.run_clock import TimeSplit
-from components.train.summary import RunSummary
+from components.train.run_summary import RunSummary
 from configs.loader import format_validation_error
 from configs.report import SkippedTarget
 from configs.slices import ReportStepConfig
