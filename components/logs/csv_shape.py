@@ -49,7 +49,10 @@ def first_records(path: str, delimiter: str, count: int = SAMPLE_RECORDS) -> lis
         for record, _ in csv_records(_without_bom(lines), delimiter):
             text = record.decode("utf-8", errors="replace")
             if text.strip():
-                records.append((line_number, next(csv.reader([text], delimiter=delimiter), [])))
+                try:
+                    records.append((line_number, next(csv.reader([text], delimiter=delimiter), [])))
+                except csv.Error:  # a field past csv's limit: preprocess makes it a dead letter, its shape is no sample
+                    pass
             line_number += text.count("\n") + 1
             if len(records) >= count:
                 break
