@@ -164,35 +164,3 @@ def encode_blocks(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray, fil
     size, salt = layout.block_examples, file_salt(layout, file_name)
     return [encode_block(layout, ints[start:start + size], floats[start:start + size], index, salt)
             for index, start in enumerate(range(0, ints.shape[0], size))]
-
-
-def decode_blocks(layout: BlockLayout, data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of a block file's records (`encode_blocks` inverted, padding dropped): (int64 [n, W_int], float32
-    [n, W_float]). Checks nothing but sizes: the trainer's reader is what verifies fingerprints and indices."""
-    size = layout.record_bytes
-    if len(data) % size:
-        raise ValueError(f"{len(data)} bytes is not a whole number of {size}-byte records")
-    ints, floats = [], []
-    width_int, width_float = layout.width("int64"), layout.width("float32")
-    for start in range(0, len(data), size):
-        (rows,) = struct.unpack_from("<q", data, start + 8)  # after the 8 fingerprint bytes
-        payload = start + BLOCK_HEADER_BYTES
-        int_bytes = layout.block_examples * width_int * 8
-        ints.append(np.frombuffer(data, "<i8", layout.block_examples * width_int, payload)
-                    .reshape(layout.block_examples, width_int)[:rows])
-        floats.append(np.frombuffer(data, "<f4", layout.block_examples * width_float, payload + int_bytes)
-                      .reshape(layout.block_examples, width_float)[:rows])
-    if not ints:
-        return np.zeros([0, width_int], np.int64), np.zeros([0, width_float], np.float32)
-    return np.concatenate(ints), np.concatenate(floats)
-
-
-def column_values(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> dict[str, np.ndarray]:
-    """Decoded rows as each column's values: name → [n] (width 1) or [n, width]."""
-    values, offsets = {}, {"int64": 0, "float32": 0}
-    for column in layout.columns:
-        matrix, start = (ints if column.dtype == "int64" else floats), offsets[column.dtype]
-        block = matrix[:, start:start + column.width]
-        values[column.name] = block[:, 0] if column.width == 1 else block
-        offsets[column.dtype] += column.width
-    return values
