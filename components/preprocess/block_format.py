@@ -94,7 +94,7 @@ def file_salt(layout: BlockLayout, file_name: str) -> int:
 def content_fingerprints(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray) -> np.ndarray:
     """uint64 [n]: FarmHash64 of each row's values as a block stores them, the holdout column left out (one
     vectorized `tf.fingerprint` over the rows' bytes; equal to `pyfarmhash.fingerprint64` of each row)."""
-    holdout = _holdout_offset(layout)
+    holdout = layout.offsets("int64")[HOLDOUT_COLUMN][0]
     kept = np.delete(ints, holdout, axis=1) if ints.shape[1] else ints
     rows = np.concatenate([np.ascontiguousarray(kept, "<i8").view(np.uint8).reshape(len(ints), -1),
                            np.ascontiguousarray(floats, "<f4").view(np.uint8).reshape(len(floats), -1)], axis=1)
@@ -116,17 +116,9 @@ def with_content_keys(layout: BlockLayout, ints: np.ndarray, floats: np.ndarray,
     """Fill `ints`' holdout column with each row's bucket (content fingerprint mod HOLDOUT_BUCKETS); returns their
     order keys (`order_keys`)."""
     fingerprints = content_fingerprints(layout, ints, floats)
-    ints[:, _holdout_offset(layout)] = (fingerprints % np.uint64(HOLDOUT_BUCKETS)).astype(np.int64)
+    holdout = layout.offsets("int64")[HOLDOUT_COLUMN][0]
+    ints[:, holdout] = (fingerprints % np.uint64(HOLDOUT_BUCKETS)).astype(np.int64)
     return order_keys(fingerprints, seed)
-
-
-def _holdout_offset(layout: BlockLayout) -> int:
-    offset = 0
-    for column in layout.of_dtype("int64"):
-        if column.name == HOLDOUT_COLUMN:
-            return offset
-        offset += column.width
-    raise ValueError(f"the layout has no {HOLDOUT_COLUMN} column")
 
 
 def _splitmix64(values: np.ndarray) -> np.ndarray:

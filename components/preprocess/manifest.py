@@ -66,6 +66,14 @@ class BlockLayout(Contract):
     def width(self, dtype: str) -> int:
         return sum(c.width for c in self.of_dtype(dtype))
 
+    def offsets(self, dtype: str) -> dict[str, tuple[int, int]]:
+        """column name → (first column, width) in `dtype`'s matrix."""
+        offsets, start = {}, 0
+        for column in self.of_dtype(dtype):
+            offsets[column.name] = (start, column.width)
+            start += column.width
+        return offsets
+
     @property
     def row_bytes(self) -> int:
         return 8 * self.width("int64") + 4 * self.width("float32")

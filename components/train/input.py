@@ -43,7 +43,7 @@ import tensorflow as tf
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest
 from components.train.block_files import checked_block_files
-from components.train.packed_batch import LABEL_PREFIX, PACKED_FLOAT32, PACKED_INT64, column_offsets, label_columns
+from components.train.packed_batch import LABEL_PREFIX, PACKED_FLOAT32, PACKED_INT64, label_columns
 
 log = logging.getLogger(__name__)
 # The block files' read buffer: 1 MiB whatever the record size. Reading 4 MiB records (1,000 features) alone, a
@@ -364,7 +364,7 @@ def _holdout_rows(layout: BlockLayout, options: InputOptions) -> Callable[[tf.Te
     if options.holdout_fraction <= 0:
         return None
     cut = int(round(options.holdout_fraction * HOLDOUT_BUCKETS))
-    column = column_offsets(layout, "int64")[HOLDOUT_COLUMN][0]
+    column = layout.offsets("int64")[HOLDOUT_COLUMN][0]
 
     def keep(ints):
         held = ints[:, column] < cut
@@ -410,7 +410,7 @@ def _columns_to_features(layout: BlockLayout, manifest: Manifest):
         raise ValueError(f"the block layout has no column for {missing}")
     plans = {}
     for dtype in ("int64", "float32"):
-        offsets = column_offsets(layout, dtype)
+        offsets = layout.offsets(dtype)
         scalars = [(name, start) for name, (start, width) in offsets.items()
                    if (name in labels or name in spec) and width == 1 and (name in labels or not spec[name].shape)]
         lists = [(name, start, width) for name, (start, width) in offsets.items()

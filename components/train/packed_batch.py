@@ -38,15 +38,6 @@ PACKED_KEYS = {"int64": PACKED_INT64, "float32": PACKED_FLOAT32}
 LABEL_PREFIX = "label_"
 
 
-def column_offsets(layout: BlockLayout, dtype: str) -> dict[str, tuple[int, int]]:
-    """column name → (first column, width) in `dtype`'s matrix."""
-    offsets, start = {}, 0
-    for column in layout.of_dtype(dtype):
-        offsets[column.name] = (start, column.width)
-        start += column.width
-    return offsets
-
-
 @dataclass(frozen=True)
 class PackedColumns:
     """The feature columns of one dtype's matrix: scalar features (name, column) and list features
@@ -91,7 +82,7 @@ class PackedLayout:
         if layout is None:
             return None
         by_dtype: dict[str, tuple[list, list]] = {"int64": ([], []), "float32": ([], [])}
-        offsets = {dtype: column_offsets(layout, dtype) for dtype in by_dtype}
+        offsets = {dtype: layout.offsets(dtype) for dtype in by_dtype}
         for feature in manifest.features:
             dtype = "int64" if feature.dtype == "int64" else "float32"
             if feature.name in PACKED_KEYS.values():
@@ -131,7 +122,7 @@ def is_packed(features: Mapping[str, Any]) -> bool:
 
 def label_columns(layout: BlockLayout, tasks: list[str]) -> dict[str, tuple[str, int]]:
     """task → (dtype of the matrix holding its label, column); a ValueError naming a label the layout lacks."""
-    offsets = {dtype: column_offsets(layout, dtype) for dtype in ("int64", "float32")}
+    offsets = {dtype: layout.offsets(dtype) for dtype in ("int64", "float32")}
     columns = {}
     for task in tasks:
         name = f"{LABEL_PREFIX}{task}"

@@ -44,7 +44,6 @@ from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN, 
 from components.preprocess.manifest import BLOCK_HEADER_BYTES, Manifest
 from components.registry.gcs_mount import container_path
 from components.train.block_files import BlockFile, CorruptBlockFile, checked_block_files
-from components.train.packed_batch import column_offsets
 
 INT32_MAX = 2**31 - 1
 
@@ -80,7 +79,7 @@ class BlockSplit:
         self.files: list[BlockFile] = checked_block_files(directory, blocks, layout, os.path.exists, os.path.getsize)
         self._maps: dict[str, np.memmap] = {}
         self.ints_width, self.floats_width = layout.width("int64"), layout.width("float32")
-        self._holdout_column = column_offsets(layout, "int64")[HOLDOUT_COLUMN][0]
+        self._holdout_column = layout.offsets("int64")[HOLDOUT_COLUMN][0]
 
     @property
     def block_count(self) -> int:

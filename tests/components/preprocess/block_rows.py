@@ -8,7 +8,6 @@ from pathlib import Path
 from components.preprocess.block_format import HOLDOUT_COLUMN
 from components.preprocess.manifest import Manifest
 from components.train.jax_lane.block_reader import BlockSplit
-from components.train.packed_batch import column_offsets
 
 
 def read_blocks(out: Path, manifest: Manifest, split: str) -> list[dict]:
@@ -19,7 +18,7 @@ def read_blocks(out: Path, manifest: Manifest, split: str) -> list[dict]:
     matrices = dict(zip(("int64", "float32"), BlockSplit(out, manifest, split).all_rows(), strict=True))
     values = {}
     for dtype, matrix in matrices.items():
-        for column, (start, width) in column_offsets(layout, dtype).items():
+        for column, (start, width) in layout.offsets(dtype).items():
             values[column] = matrix[:, start] if width == 1 else matrix[:, start:start + width]
     return [{column: (data[i].tolist() if data.ndim == 2 else data[i].item()) for column, data in values.items()}
             for i in range(len(values[HOLDOUT_COLUMN]))]
