@@ -7,6 +7,7 @@ from the champion with `training.warm_start: champion` â†’ report on that run â†
 spec depends only on the config, the backend and the pipeline, never on the environment.
 """
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import Literal
@@ -176,12 +177,9 @@ def create_pipeline(config: AdrankConfig, backend: Backend, local_devices: set[s
         runs_per_target: int = int(recorded["runs_per_target"]),
     ) -> None:
         notify = placement.failure_notification(config)
-        if notify is None:
-            placement.set_retries(add_steps(config, backend, plan, pipeline, window_end, training_runs),
-                                  config.retry)
-            return
-        placement.set_retries([notify], config.retry)
-        with dsl.ExitHandler(notify, name="pipeline body"):
+        if notify is not None:
+            placement.set_retries([notify], config.retry)
+        with dsl.ExitHandler(notify, name="pipeline body") if notify is not None else contextlib.nullcontext():
             placement.set_retries(add_steps(config, backend, plan, pipeline, window_end, training_runs),
                                   config.retry)
 
