@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,45 +85,14 @@ def lane_job(job: dict) -> dict:
 
 
 def plain_keras_rate(examples: str, epochs: int) -> float:
-    """Examples/s of the plain Keras DCN-v2 fitted on the train split (numpy arrays, the default batch): its second
-    epoch (the first traces and compiles)."""
-    import importlib.util
+    """Examples/s of the plain Keras DCN-v2 (benchmarks/plain_keras.py) at the default config's model and batch."""
+    from plain_keras import fit_rate
 
-    import keras
-    import numpy as np
-
-    from components.preprocess.manifest import Manifest
-    from components.train.jax_lane.block_reader import BlockSplit
-    from components.train.packed_batch import PackedLayout, label_columns
     from configs import load_config
 
-    manifest = Manifest.read(examples)
-    ints, floats = BlockSplit(examples, manifest, "train").all_rows()
-    layout = PackedLayout.from_manifest(manifest)
-    features = {name: ints[:, column] for name, column in layout.int64.scalars}
-    features |= {name: ints[:, start:start + length] for name, start, length in layout.int64.lists}
-    features |= {name: floats[:, column] for name, column in layout.float32.scalars}
-    labels = {task: (floats if dtype == "float32" else ints)[:, column:column + 1].astype("float32")
-              for task, (dtype, column) in label_columns(manifest.block_layout, manifest.tasks).items()}
-    spec = importlib.util.spec_from_file_location("plain_keras", Path(__file__).with_name("plain_keras.py"))
-    plain_keras = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plain_keras)
     config = load_config(None)
-    model = plain_keras.plain_keras_dcn(manifest, config.model.embedding_dim, config.model.cross_layers, config.model.deep_layers,
-                            learning_rate=config.training.learning_rate)
-    seconds: list[float] = []
-
-    class EpochTimes(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.started = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            seconds.append(time.perf_counter() - self.started)
-
-    batch = config.training.global_batch_size
-    model.fit(features, labels, batch_size=batch, epochs=max(2, epochs), verbose=0, shuffle=True,
-              callbacks=[EpochTimes()])
-    return float((len(ints) // batch) * batch / np.median(seconds[1:]))
+    return fit_rate(examples, epochs, config.training.global_batch_size, config.model.embedding_dim,
+                    config.model.cross_layers, config.model.deep_layers, config.training.learning_rate)
 
 
 # -- the comparison -------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,23 +55,24 @@ class Point:
     table_rows: int = 10_000_000  # Criteo: the largest table (log-spaced from 10k)
     embedding_dim: int = 8
     epochs: int = 3
-    extra: dict = field(default_factory=dict)
+    plain: bool = False  # also fit the plain Keras DCN-v2 (benchmarks/plain_keras.py) on the same examples and batch
 
 
 def points(quick: bool) -> list[Point]:
     if quick:
-        return [Point("default-dcn", "default", epochs=1, batch=256),
+        return [Point("default-dcn", "default", epochs=1, batch=256, plain=True),
                 Point("criteo-dcn-b1024-bf16", "criteo", batch=1024, precision="on", table_rows=20_000,
                       embedding_dim=8, epochs=1)]
     # The goal points first (a lent machine's time is short): the Criteo-shaped DCN-v2 at 65,536 in bfloat16 (the
     # 1M examples/s goal), the default DCN-v2 (the ratio to this CPU), the same Criteo point with 10k-row tables
     # (table cost in rows); then the rest of the grid.
-    def criteo(batch: int, precision: str, table_rows: int = 10_000_000) -> Point:
+    def criteo(batch: int, precision: str, table_rows: int = 10_000_000, plain: bool = False) -> Point:
         rows = "" if table_rows == 10_000_000 else f"-{table_rows // 1000}k-rows"
         return Point(f"criteo-dcn-b{batch}-{'bf16' if precision == 'on' else 'fp32'}{rows}", "criteo", batch=batch,
-                     precision=precision, table_rows=table_rows, embedding_dim=16, epochs=2)
+                     precision=precision, table_rows=table_rows, embedding_dim=16, epochs=2, plain=plain)
 
-    return [criteo(65_536, "on"), Point("default-dcn", "default"), criteo(65_536, "on", table_rows=10_000),
+    return [criteo(65_536, "on", plain=True), Point("default-dcn", "default", plain=True),
+            criteo(65_536, "on", table_rows=10_000),
             criteo(65_536, "off"), Point("default-ple", "default", model="ple", precision="auto"),
             criteo(8_192, "on"), criteo(8_192, "off"),
             Point("default-dcn-b8192", "default-large", batch=8_192, precision="auto", epochs=2)]
@@ -145,7 +146,10 @@ def config_for(point: Point, manifest):
                               reference_batch_size=512, learning_rate_scaling="sqrt", warmup_steps=0,
                               input_capacity_seconds=1.0, checkpoint_every_minutes=60.0,
                               eval_sample_examples=point.batch * 4, shuffle_buffer=10**7)
-    values["targets"] = [{"name": "device", "kind": "cpu", "backend": "jax", "price_per_hour": 0.0}]
+    import jax
+
+    kind = jax.default_backend() if jax.default_backend() in ("gpu", "tpu") else "cpu"  # what JAX sees, not a label
+    values["targets"] = [{"name": "device", "kind": kind, "backend": "jax", "price_per_hour": 0.0}]
     values["retraining"] = {**values["retraining"], "target": "device"}
     return AdrankConfig.model_validate(values)
 
@@ -172,70 +176,72 @@ def device_memory_peak() -> int | None:
 
 
 def run_point(point: Point, blocks: Path, work: Path) -> dict:
+    """One point in this process (a child of `run`'s: its device memory peak is the point's own)."""
     from components.preprocess.manifest import Manifest
     from components.train import lanes
+    from components.train.backend_choice import select_backend
     from configs.slices import TrainStepConfig
 
+    select_backend("jax")
     manifest = Manifest.read(blocks)
     config = TrainStepConfig.of(config_for(point, manifest), "device")
     started = time.perf_counter()
     summary = lanes.train(config, "device", 0, str(blocks), str(work / point.name))
     rate = summary.examples_per_second
     split = summary.time_split
-    return {"point": point.name, "model": point.model, "batch": point.batch, "precision": point.precision,
-            "largest_table_rows": max(f.table_rows or 0 for f in manifest.features), "hardware": summary.hardware.strategy,
-            "device": summary.hardware.device_descriptions, "examples_per_second": rate,
-            "step_ms": 1000 * point.batch / rate if rate else None, "device_memory_peak_bytes": device_memory_peak(),
-            "train_loss": summary.curve[-1].loss if summary.curve else None,
-            "eval_logloss": summary.metrics[manifest.tasks[0]].logloss, "steps": summary.steps,
-            "steady_steps": split.steady_steps if split else None,
-            "time_split": split.model_dump() if split else None, "seconds": time.perf_counter() - started}
+    result = {"point": point.name, "model": point.model, "batch": point.batch, "precision": point.precision,
+              "largest_table_rows": max(f.table_rows or 0 for f in manifest.features),
+              "hardware": summary.hardware.strategy, "device": summary.hardware.device_descriptions,
+              "examples_per_second": rate, "step_ms": 1000 * point.batch / rate if rate else None,
+              "device_memory_peak_bytes": device_memory_peak(),
+              "train_loss": summary.curve[-1].loss if summary.curve else None,
+              "eval_logloss": summary.metrics[manifest.tasks[0]].logloss, "steps": summary.steps,
+              "steady_steps": split.steady_steps if split else None,
+              "time_split": split.model_dump() if split else None, "seconds": time.perf_counter() - started,
+              "facts": device_facts()}
+    if point.plain:  # the straightforward baseline: same examples, batch, embedding width and precision
+        import keras
+        from plain_keras import fit_rate
+
+        keras.mixed_precision.set_global_policy("mixed_bfloat16" if point.precision == "on" else "float32")
+        model = config.model
+        result["plain_examples_per_second"] = fit_rate(str(blocks), 3, point.batch, model.embedding_dim,
+                                                       model.cross_layers, model.deep_layers,
+                                                       config.training.learning_rate)
+    return result
 
 
 def run(args) -> None:
-    from components.train.backend_choice import select_backend
-
-    select_backend("jax")
+    """Every point in a child process of its own (`point`): a point's device memory peak is its own, a crash or an
+    out-of-memory ends that point alone, and this process never holds the device."""
     started = time.perf_counter()
-    facts = device_facts()
-    print(json.dumps({"device": facts}))
     cpu = {r["point"]: r for r in json.loads(Path(args.cpu_figures).read_text())["points"]} if args.cpu_figures else {}
     work = Path(tempfile.mkdtemp(prefix="adrank-device-check-"))
     default_blocks = Path(args.blocks) if args.blocks else None
     results: list[dict] = []
     failures: list[dict] = []
+    facts: dict = {}
+    backend = subprocess.run([sys.executable, "-c", "import jax; print(jax.default_backend())"], capture_output=True,
+                             text=True, check=True).stdout.strip()  # in a child: this process never holds the device
     for point in points(args.quick):
         if args.points and point.name not in args.points:
             continue
-        if not args.points and not args.quick and point.blocks == "criteo" and facts["devices"][0].startswith("cpu"):
+        if not args.points and not args.quick and point.blocks == "criteo" and backend == "cpu":
             print(json.dumps({"point": point.name, "skipped": "no accelerator here (name it in --points to run it)"}))
             continue
-        if time.perf_counter() - started > args.budget_seconds:
+        left = args.budget_seconds - (time.perf_counter() - started)
+        if left <= 0:
             print(json.dumps({"point": point.name, "skipped": "the time budget is spent"}))
             continue
+        blocks = point_blocks(point, work, default_blocks, args.quick)
         if point.blocks == "default":
-            if default_blocks is None:
-                from components.train.synthetic_blocks import write_blocks
-
-                default_blocks = work / "default"
-                train = 8_192 if args.quick else DEFAULT_TRAIN
-                write_blocks(default_blocks, default_shape(), train, train // 4, seed=7, block_examples=512)
-            blocks = default_blocks
-        elif point.blocks == "default-large":
-            from components.train.synthetic_blocks import write_blocks
-
-            blocks = work / f"default-{point.batch}"
-            write_blocks(blocks, default_shape(), point.batch * 24, point.batch * 4, seed=7, block_examples=4096)
-        else:
-            blocks = criteo_blocks(work, point, args.quick)
-        try:
-            result = run_point(point, blocks, work)
-        except Exception as error:  # noqa: BLE001 - a failed point is reported and the next one runs
-            failures.append({"point": point.name, "failed": f"{type(error).__name__}: {error}"[:2000]})
-            print(json.dumps(failures[-1]))
+            default_blocks = blocks
+        result = run_child(point, blocks, work, timeout=max(left, 120.0))
+        if "failed" in result:
+            failures.append(result)
+            print(json.dumps(result))
             continue
-        finally:
-            shutil.rmtree(work / point.name, ignore_errors=True)  # checkpoints of 10M-row tables are gigabytes
+        facts = result.pop("facts")
         if point.name in cpu and cpu[point.name]["examples_per_second"]:
             result["vs_cpu"] = result["examples_per_second"] / cpu[point.name]["examples_per_second"]
         results.append(result)
@@ -247,16 +253,48 @@ def run(args) -> None:
         raise SystemExit(f"{len(failures)} point(s) failed: {', '.join(f['point'] for f in failures)}")
 
 
+def point_blocks(point: Point, work: Path, default_blocks: Path | None, quick: bool) -> Path:
+    from components.train.synthetic_blocks import write_blocks
+
+    if point.blocks == "default":
+        if default_blocks is None:
+            default_blocks = work / "default"
+            train = 8_192 if quick else DEFAULT_TRAIN
+            write_blocks(default_blocks, default_shape(), train, train // 4, seed=7, block_examples=512)
+        return default_blocks
+    if point.blocks == "default-large":
+        blocks = work / f"default-{point.batch}"
+        write_blocks(blocks, default_shape(), point.batch * 24, point.batch * 4, seed=7, block_examples=4096)
+        return blocks
+    return criteo_blocks(work, point, quick)
+
+
+def run_child(point: Point, blocks: Path, work: Path, timeout: float) -> dict:
+    """`point` trained by a child process: its figures, or {"point", "failed"} with the reason."""
+    command = [sys.executable, __file__, "point", json.dumps(asdict(point)), str(blocks), str(work)]
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"point": point.name, "failed": f"did not finish in {timeout:.0f} s"}
+    finally:
+        shutil.rmtree(work / point.name, ignore_errors=True)  # checkpoints of 10M-row tables are gigabytes
+    lines = completed.stdout.strip().splitlines()
+    if completed.returncode != 0 or not lines:
+        return {"point": point.name, "failed": f"exit {completed.returncode}: {completed.stderr[-3000:]}"}
+    return json.loads(lines[-1])
+
+
 def print_table(facts: dict, results: list[dict]) -> None:
     print(f"\n{facts.get('nvidia_smi') or ', '.join(facts['devices'])}; jax {facts['jax']}, keras {facts['keras']}, "
           f"keras-rs {facts['keras_rs']}, Python {facts['python']}")
     print(f"{'point':<34} {'batch':>7} {'examples/s':>12} {'step ms':>8} {'mem GiB':>8} {'loss':>7} {'log-loss':>8} "
-          f"{'vs CPU':>7}")
+          f"{'vs CPU':>7} {'plain Keras':>12}")
     for r in results:
         memory = f"{r['device_memory_peak_bytes'] / 2**30:.2f}" if r["device_memory_peak_bytes"] else "—"
         ratio = f"{r['vs_cpu']:.1f}x" if "vs_cpu" in r else "—"
+        plain = f"{r['plain_examples_per_second']:,.0f}" if "plain_examples_per_second" in r else "—"
         print(f"{r['point']:<34} {r['batch']:>7,} {r['examples_per_second']:>12,.0f} {r['step_ms']:>8.2f} {memory:>8} "
-              f"{r['train_loss']:>7.4f} {r['eval_logloss']:>8.5f} {ratio:>7}")
+              f"{r['train_loss']:>7.4f} {r['eval_logloss']:>8.5f} {ratio:>7} {plain:>12}")
 
 
 def main() -> None:
@@ -271,10 +309,16 @@ def main() -> None:
     run_parser.add_argument("--json", help="write the figures to this JSON file")
     run_parser.add_argument("--budget-seconds", type=float, default=BUDGET_SECONDS)
     run_parser.add_argument("--points", nargs="*", help="only these points (default: all)")
+    point_parser = commands.add_parser("point", help=argparse.SUPPRESS)  # one point, in run's child process
+    point_parser.add_argument("spec")
+    point_parser.add_argument("blocks")
+    point_parser.add_argument("work")
     args = parser.parse_args(sys.argv[1:] or ["run"])
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     if args.command == "kit":
         kit(Path(args.out))
+    elif args.command == "point":
+        print(json.dumps(run_point(Point(**json.loads(args.spec)), Path(args.blocks), Path(args.work))))
     else:
         run(args)
 

@@ -62,3 +62,38 @@ def _compiled(inputs, x0, tasks, cross_layers, deep_layers, projection_dim, lear
         loss={task: keras.losses.BinaryCrossentropy() for task in tasks},
     )
     return model
+
+
+def fit_rate(examples: str, epochs: int, batch: int, embedding_dim: int, cross_layers: int = 2,
+             deep_layers=(64, 64), learning_rate: float = 1e-3) -> float:
+    """Examples/s of the plain model fitted on the train split of `examples` (numpy arrays in memory, `fit` at
+    `batch`, Keras's global precision policy as set): the median epoch after the first (which traces and compiles)."""
+    import time
+
+    import numpy as np
+
+    from components.preprocess.manifest import Manifest
+    from components.train.jax_lane.block_reader import BlockSplit
+    from components.train.packed_batch import PackedLayout, label_columns
+
+    manifest = Manifest.read(examples)
+    ints, floats = BlockSplit(examples, manifest, "train").all_rows()
+    layout = PackedLayout.from_manifest(manifest)
+    features = {name: ints[:, column] for name, column in layout.int64.scalars}
+    features |= {name: ints[:, start:start + length] for name, start, length in layout.int64.lists}
+    features |= {name: floats[:, column] for name, column in layout.float32.scalars}
+    labels = {task: (floats if dtype == "float32" else ints)[:, column:column + 1].astype("float32")
+              for task, (dtype, column) in label_columns(manifest.block_layout, manifest.tasks).items()}
+    model = plain_keras_dcn(manifest, embedding_dim, cross_layers, deep_layers, learning_rate=learning_rate)
+    seconds: list[float] = []
+
+    class EpochTimes(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.started = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            seconds.append(time.perf_counter() - self.started)
+
+    model.fit(features, labels, batch_size=batch, epochs=max(2, epochs), verbose=0, shuffle=True,
+              callbacks=[EpochTimes()])
+    return float((len(ints) // batch) * batch / np.median(seconds[1:]))

@@ -72,6 +72,14 @@ class JaxRuntime:
                                                    for kind in SPARSECORE_DEVICE_KINDS)
                 and importlib.util.find_spec("jax_tpu_embedding") is not None)
 
+    def check_placement(self, array: jax.Array) -> None:
+        """The run summary's hardware is where the state is, read from the array: a state on other devices than the
+        target's (JAX's default device, say) would make the report name hardware that did not train."""
+        held = set(array.devices())
+        if held != set(self.devices):
+            raise RuntimeError(f"the training state is on {sorted(map(str, held))}, not on the target's devices "
+                               f"{[str(device) for device in self.devices]}")
+
     def hardware_seen(self) -> HardwareSeen:
         return HardwareSeen(
             device_kind=self.device_kind,

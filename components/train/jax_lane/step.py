@@ -217,8 +217,9 @@ def numpy_ids(layout: PackedColumns, ints: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def data_sharding(devices: list) -> Any:
-    """The sharding of a [K, B, W] execution batch over `devices` along B (None with one device)."""
+    """The sharding of a [K, B, W] execution batch over `devices` along B (with one device, that device: a `cpu`
+    target on a machine with a GPU trains on the CPU, not on JAX's default device)."""
     if len(devices) <= 1:
-        return None
+        return jax.sharding.SingleDeviceSharding(devices[0])
     mesh = jax.sharding.Mesh(np.asarray(devices), ("data",))
     return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "data", None))

@@ -127,6 +127,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
                                "steps")
     placement = data_sharding(runtime.devices)
     state = replicated(state, runtime)
+    runtime.check_placement(state.step)
     several_processes = runtime.processes > 1
     local_streams = runtime.local_positions
 
@@ -356,8 +357,8 @@ def symbolic_batch(split: BlockSplit, batch: int) -> dict:
 def replicated(state: TrainState, runtime: JaxRuntime) -> TrainState:
     """The state on every device (data parallelism: each holds the whole model), or as it is on one. Over several
     processes every process builds each leaf from its own host copy (the same values: the same seed and checkpoint)."""
-    if runtime.replicas <= 1:
-        return state
+    if runtime.replicas <= 1:  # committed to the target's device, whatever JAX's default device is
+        return jax.device_put(state, runtime.devices[0])
     mesh = jax.sharding.Mesh(np.asarray(runtime.devices), ("data",))
     everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     if runtime.processes == 1:
