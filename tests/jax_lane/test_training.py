@@ -12,7 +12,7 @@ from config_fixture import small_config, with_targets
 from components.preprocess.manifest import Manifest
 from components.train import lanes
 from components.train.jax_lane import checkpoints as jax_checkpoints
-from components.train.jax_lane.runtime import jax_runtime
+from components.train.jax_lane.runtime import JaxRuntime, jax_runtime
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR, TrainedWeights
 from configs.slices import TrainStepConfig
 
@@ -113,3 +113,15 @@ def test_a_run_writes_its_curves_for_tensorboard_where_vertex_asks(blocks_dir, t
             for value in event.summary.value:
                 scalars.setdefault(value.tag, []).append(event.step)
     assert scalars == {"train/loss": [16, 32], "eval/logloss": [16, 32]}  # the TensorFlow lane's tags
+
+
+def test_a_state_on_other_devices_than_the_targets_is_refused_not_reported_as_the_target():
+    """A `cpu` target on a machine with a GPU once trained on JAX's default device (the GPU) while its summary said
+    cpu: the run now checks that the state is on the target's devices."""
+    import jax
+
+    runtime = jax_runtime("cpu")
+    state = jax.device_put(np.zeros(3), runtime.devices[0])
+    JaxRuntime(runtime.devices[:1], "CPU").check_placement(state)
+    with pytest.raises(RuntimeError, match="not on the target's devices"):
+        JaxRuntime(["elsewhere"], "GPU").check_placement(state)

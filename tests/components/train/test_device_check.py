@@ -25,4 +25,8 @@ def test_the_device_check_trains_every_quick_point_and_reports_its_figures(tmp_p
         assert point["examples_per_second"] > 0 and point["step_ms"] > 0 and point["steady_steps"] > 0
         assert point["time_split"]["training"] > 0 and point["eval_logloss"] < 0.7
         assert point["vs_cpu"] > 0  # against the figures this script wrote here before (docs/figures)
+        assert point["device"] == ["cpu"]  # read from where the state was, not from the target's label
+    # the straightforward baseline beside the default point: the plain Keras DCN-v2 on the same examples and batch
+    assert written["points"][0]["plain_examples_per_second"] > 0
+    assert "plain_examples_per_second" not in written["points"][1]
     assert "examples/s" in completed.stdout and "criteo-dcn-b1024-bf16" in completed.stdout
