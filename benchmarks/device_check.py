@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +55,7 @@ class Point:
     table_rows: int = 10_000_000  # Criteo: the largest table (log-spaced from 10k)
     embedding_dim: int = 8
     epochs: int = 3
+    target_kind: str | None = None  # the target's kind; None: what JAX sees (gpu, tpu, else cpu)
     plain: bool = False  # also fit the plain Keras DCN-v2 (benchmarks/plain_keras.py) on the same examples and batch
 
 
@@ -148,7 +149,7 @@ def config_for(point: Point, manifest):
                               eval_sample_examples=point.batch * 4, shuffle_buffer=10**7)
     import jax
 
-    kind = jax.default_backend() if jax.default_backend() in ("gpu", "tpu") else "cpu"  # what JAX sees, not a label
+    kind = point.target_kind or (jax.default_backend() if jax.default_backend() in ("gpu", "tpu") else "cpu")
     values["targets"] = [{"name": "device", "kind": kind, "backend": "jax", "price_per_hour": 0.0}]
     values["retraining"] = {**values["retraining"], "target": "device"}
     return AdrankConfig.model_validate(values)
@@ -236,6 +237,9 @@ def run(args) -> None:
         blocks = point_blocks(point, work, default_blocks, args.quick)
         if point.blocks == "default":
             default_blocks = blocks
+        if args.target_kind:
+            point = replace(point, target_kind=args.target_kind, name=f"{point.name}-on-{args.target_kind}",
+                            plain=False)  # the plain model would run on JAX's default device
         result = run_child(point, blocks, work, timeout=max(left, 120.0))
         if "failed" in result:
             failures.append(result)
@@ -309,6 +313,9 @@ def main() -> None:
     run_parser.add_argument("--json", help="write the figures to this JSON file")
     run_parser.add_argument("--budget-seconds", type=float, default=BUDGET_SECONDS)
     run_parser.add_argument("--points", nargs="*", help="only these points (default: all)")
+    run_parser.add_argument("--target-kind", choices=("cpu", "gpu", "tpu"),
+                            help="train a target of this kind (default: what JAX sees); `cpu` on a GPU machine "
+                                 "measures that machine's CPU")
     point_parser = commands.add_parser("point", help=argparse.SUPPRESS)  # one point, in run's child process
     point_parser.add_argument("spec")
     point_parser.add_argument("blocks")
