@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))  # components.serving: the signature the requests 
 SERVER = """
 import os, sys
 sys.path.insert(0, {repo!r})
-from components.serving.limits import ServingLimits
+from components.serving.settings import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.server import make_server
 limits = ServingLimits.from_environment()

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import sys
 import threading
@@ -40,14 +39,13 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.request import BadRequest, check_body_size, content_length, serialized_examples
+from components.serving.settings import PORT_VARIABLE, ServingLimits, ServingSettings
 from components.step_logging import configure_step_logging, fields
 
 log = logging.getLogger(__name__)
 
-PORT_VARIABLE, DEFAULT_PORT = "AIP_HTTP_PORT", 8080  # Vertex sets the port the container listens on
 # Connections over ADRANK_MAX_CONNECTIONS read for a health check, and how long each may take to send its request.
 TRIAGE_CONNECTIONS = 8
 TRIAGE_SECONDS = 1.0
@@ -339,28 +337,16 @@ def make_server(predictor: Predictor, port: int, predict_route: str, health_rout
     return BoundedHTTPServer((host, port), handler, limits, health_route=health_route, health=health)
 
 
-def http_port(text: str) -> int:
-    """`AIP_HTTP_PORT` as a TCP port (1–65535), else a `ValueError` naming the variable and what it holds."""
-    word = text.strip()
-    if not (word.isascii() and word.isdigit() and 1 <= int(word) <= 65535):
-        raise ValueError(f"{PORT_VARIABLE}={text[:40]!r}: not a port; expected a whole number from 1 to 65535")
-    return int(word)
-
-
 def main() -> int:
     configure_step_logging()
-    model_dir = os.environ.get("AIP_STORAGE_URI")
-    if not model_dir:
-        log.error("serving: AIP_STORAGE_URI is not set (Vertex sets it to the model's artifact directory)")
-        return 2
-    predict_route = os.environ.get("AIP_PREDICT_ROUTE", "/predict")
-    health_route = os.environ.get("AIP_HEALTH_ROUTE", "/health")
     try:
-        port = http_port(os.environ.get(PORT_VARIABLE, str(DEFAULT_PORT)))
+        settings = ServingSettings.from_environment()
         limits = ServingLimits.from_environment()
     except ValueError as error:
         log.error(f"serving: {error}")
         return 2
+    model_dir, port = settings.storage_uri, settings.http_port
+    predict_route, health_route = settings.predict_route, settings.health_route
     try:
         predictor = Predictor(model_dir, limits.max_concurrent_predictions)
     except (OSError, ValueError) as error:

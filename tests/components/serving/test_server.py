@@ -15,9 +15,9 @@ import time
 import pytest
 
 from components.serving import server as serving_server
-from components.serving.limits import ServingLimits
 from components.serving.predictor import Predictor
 from components.serving.server import make_server
+from components.serving.settings import ServingLimits
 from components.step_logging import record_from_line
 
 LIMITS = ServingLimits(max_body_bytes=4096, max_instances=3, read_timeout_seconds=0.5, max_connections=2)
@@ -477,3 +477,15 @@ def test_a_client_resetting_mid_request_is_one_log_line(server, capsys):
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     assert exchange(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200
+
+
+def test_the_settings_are_one_pydantic_model_read_from_vertexs_variables():
+    from components.serving.settings import ServingSettings
+
+    settings = ServingSettings.from_environment({"AIP_STORAGE_URI": " gs://b/model ", "AIP_HTTP_PORT": "9000",
+                                                 "AIP_PREDICT_ROUTE": "/v1/predict", "UNRELATED": "x"})
+    assert (settings.storage_uri, settings.http_port, settings.predict_route, settings.health_route) == (
+        "gs://b/model", 9000, "/v1/predict", "/health")
+    assert ServingSettings.from_environment({"AIP_STORAGE_URI": "m"}).http_port == 8080
+    with pytest.raises(ValueError, match=r"^AIP_STORAGE_URI is not set"):
+        ServingSettings.from_environment({"AIP_STORAGE_URI": "  "})
