@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from ops.vertex.retry import Backoff
+from ops.vertex.api_calls import Backoff
 
 VERTEX_FAKE = Path(__file__).parent / "ops" / "vertex_fake.py"
 
@@ -83,7 +83,7 @@ def fake_vertex():
     with vertex_fake.FakeVertexServer(fake) as endpoint, mock.patch(
         "google.cloud.aiplatform.utils.gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist"
     ) as create_bucket, mock.patch("ops.vertex.jobs.pause") as pause, mock.patch(
-        "ops.vertex.retry.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)
+        "ops.vertex.api_calls.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)
     ):
         fake.create_bucket = create_bucket
         fake.pauses = pause

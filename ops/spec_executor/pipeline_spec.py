@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from ops.spec_executor.conditions import Condition, UnsupportedCondition, parse_condition
-from ops.spec_executor.retries import BadRetryPolicy, RetryPolicy, retry_policy
+from ops.spec_executor.task_retry_policy import BadRetryPolicy, RetryPolicy, retry_policy
 
 ALL_UPSTREAM_TASKS_COMPLETED = "ALL_UPSTREAM_TASKS_COMPLETED"  # an exit handler's trigger
 # the one CEL form the KFP compiler writes for a field of a ParallelFor item (`item.a`)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from configs import AdrankConfig
-from ops.vertex.retry import with_backoff
+from ops.vertex.api_calls import with_backoff
 from ops.vertex.runs import find_jobs, read_runs
 from ops.vertex.schedules import config_schedules
 from ops.vertex.session import VertexSession, VertexSetupError, vertex_section

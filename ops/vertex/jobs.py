@@ -25,8 +25,8 @@ from typing import Callable, Literal
 
 from configs import AdrankConfig, config_hash
 from ops.errors import VertexApiError
-from ops.vertex import retry
-from ops.vertex.retry import with_backoff
+from ops.vertex import api_calls
+from ops.vertex.api_calls import with_backoff
 from ops.vertex.session import VertexSession, console_url, require_service_account, vertex_section
 
 CacheMode = Literal["on", "off", "default"]
@@ -185,7 +185,7 @@ def submit_pipeline(
         except exceptions.Conflict as error:
             # ALREADY_EXISTS (AlreadyExists over gRPC; a plain 409 Conflict over REST): an earlier attempt went
             # through before the transient error, and the job id is deterministic
-            if retry.status_name(error) != "ALREADY_EXISTS":
+            if api_calls.status_name(error) != "ALREADY_EXISTS":
                 raise
             return aiplatform.PipelineJob.get(resource_name=f"{session.location_path}/pipelineJobs/{identifier}")
 
@@ -198,14 +198,14 @@ def submit_pipeline(
         if not _created(job, f"{session.location_path}/pipelineJobs/{identifier}"):
             if isinstance(error, VertexApiError):
                 raise
-            cause = error.__cause__ if isinstance(error.__cause__, retry.API_FAILURES) else None
-            detail = retry.describe_failure("", cause).lstrip(": ") if cause is not None else ""
+            cause = error.__cause__ if isinstance(error.__cause__, api_calls.API_FAILURES) else None
+            detail = api_calls.describe_failure("", cause).lstrip(": ") if cause is not None else ""
             raise VertexApiError(f"create pipeline job {identifier}: not created: {type(error).__name__}: "
                                  f"{' '.join(str(error).split())}" + (f" ({detail})" if detail else "")) from None
         # The SDK adds the run to the experiment after creating it (and wraps what fails there in a RuntimeError);
         # the run exists and goes on, only what came after the create was not done.
-        api_cause = error.__cause__ if isinstance(error.__cause__, retry.API_FAILURES) else None
-        what = (retry.describe_failure(f"add {identifier} to the experiment", api_cause) if api_cause is not None
+        api_cause = error.__cause__ if isinstance(error.__cause__, api_calls.API_FAILURES) else None
+        what = (api_calls.describe_failure(f"add {identifier} to the experiment", api_cause) if api_cause is not None
                 else _error_chain(error))
         not_done = f"not added to experiment '{experiment}'" if experiment else "the SDK's steps after the create"
         warnings.append(f"{identifier} was created and runs ({link}), but {not_done}: {what}")
@@ -234,7 +234,7 @@ def _created(job, resource_name: str) -> bool:
         aiplatform.PipelineJob.get(resource_name=resource_name)
     except exceptions.NotFound:
         return False
-    except retry.API_FAILURES:
+    except api_calls.API_FAILURES:
         return False  # cannot tell: the original error stands
     return True
 

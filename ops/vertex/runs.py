@@ -21,8 +21,8 @@ from components.display_tables import Table, text_table
 from components.evaluate.experiment_keys import SEPARATOR, training_figure
 from configs import AdrankConfig
 from ops.errors import VertexApiError
+from ops.vertex.api_calls import with_backoff
 from ops.vertex.jobs import PIPELINE_LABEL, pipeline_label_value, task_states
-from ops.vertex.retry import with_backoff
 from ops.vertex.schedules import config_schedules
 from ops.vertex.session import VertexSession, console_url
 

@@ -13,7 +13,7 @@ from google.cloud.aiplatform import initializer
 from google_cloud_pipeline_components.types.artifact_types import VertexModel
 
 from components.lineage.model_version import record_model_version
-from ops.vertex.retry import Backoff
+from ops.vertex.api_calls import Backoff
 from ops.vertex.session import VertexSession
 from tests.conftest import vertex_fake
 
@@ -34,7 +34,7 @@ def registry(tmp_path):
     client_config = vars(initializer.global_config)
     before = dict(client_config)
     with vertex_fake.FakeVertexServer(fake) as endpoint, \
-            mock.patch("ops.vertex.retry.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)):
+            mock.patch("ops.vertex.api_calls.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)):
         initializer.global_config.__init__()
         VertexSession("adrank-prod", "us-central1", endpoint).init()
         yield fake

@@ -16,7 +16,7 @@ from components.evaluate.experiment_keys import training_figures
 from components.report.write_report import write_report
 from configs import config_hash, load_config
 from ops.cli import main
-from ops.vertex.retry import Backoff
+from ops.vertex.api_calls import Backoff
 from pipelines.fan_in import training_run_items
 from pipelines.run_parameters import run_parameters
 from tests.components.report.test_report import FakeArtifact, manifest, run
@@ -87,7 +87,7 @@ def run_metadata_vertex():
     fake = RunMetadataVertex(project="adrank-prod", region="us-central1")
     with vertex_fake.FakeVertexServer(fake) as endpoint, mock.patch(
         "google.cloud.aiplatform.utils.gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist"
-    ), mock.patch("ops.vertex.retry.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)):
+    ), mock.patch("ops.vertex.api_calls.BACKOFF", Backoff(initial_seconds=0.001, maximum_seconds=0.002)):
         yield fake, endpoint
 
 

@@ -11,7 +11,7 @@ from google.auth import exceptions as auth_exceptions
 
 from ops.cli import main
 from ops.errors import VertexApiError
-from ops.vertex.retry import Backoff, with_backoff
+from ops.vertex.api_calls import Backoff, with_backoff
 
 JOBS = "projects/adrank-prod/locations/us-central1/pipelineJobs"
 

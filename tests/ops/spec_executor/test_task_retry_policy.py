@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from ops.spec_executor.pipeline_spec import UnsupportedSpec, load_pipeline_spec
-from ops.spec_executor.retries import RetryPolicy, retry_policy
 from ops.spec_executor.runner import run_spec
+from ops.spec_executor.task_retry_policy import RetryPolicy, retry_policy
 
 
 def test_a_task_that_fails_once_succeeds_on_its_retry_after_the_capped_backoff(compiled, options, tmp_path):
