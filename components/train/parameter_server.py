@@ -63,7 +63,7 @@ def fit_parameter_server(
     per_worker_iterator = _per_worker_iterator(coordinator, strategy, examples_dir, manifest, options)
     model, manager, warm_start = _model_on_parameter_servers(resolved, runtime, manifest, examples_dir, model_dir,
                                                              warm_start_from)
-    worker_step = _worker_step(model, strategy, manifest, training.deterministic)
+    worker_step = _worker_step(model, strategy, manifest, training.deterministic, plan.steps_per_execution)
 
     done = int(model.optimizer.iterations.numpy())
     done -= done % plan.chunk_steps
@@ -76,7 +76,8 @@ def fit_parameter_server(
     clock.close_startup()
     for _chunk in range(done // plan.chunk_steps, plan.chunks):
         chunk_started = time.perf_counter()
-        results = [coordinator.schedule(worker_step, args=(per_worker_iterator,)) for _ in range(plan.chunk_steps)]
+        results = [coordinator.schedule(worker_step, args=(per_worker_iterator,))
+                   for _ in range(plan.chunk_steps // plan.steps_per_execution)]
         coordinator.join()
         done += plan.chunk_steps
         fetched = [r.fetch() for r in results]
@@ -141,26 +142,29 @@ def _model_on_parameter_servers(
     return model, manager, warm_start
 
 
-def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest: Manifest, deterministic: bool):
-    """The `tf.function` a worker runs per step: one batch, the summed task losses, the split table/dense update;
-    it returns (loss, gradient norm, seconds waiting for the batch, seconds computing the step)."""
+def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest: Manifest, deterministic: bool,
+                 steps: int = 1):
+    """The `tf.function` a worker runs per call: `steps` steps (the plan's steps per execution: one round trip to the
+    coordinator for all of them), each one batch, the summed task losses and the split table/dense update. It returns
+    (mean loss, summed gradient norms — non-finite if any step's was —, seconds waiting for batches, seconds computing
+    the steps)."""
     losses = {task: keras.losses.BinaryCrossentropy() for task in manifest.tasks}
     tables, dense = variable_groups(model)
 
-    @tf.function
-    def worker_step(iterator):
-        def replica_step(features, labels):
-            with tf.GradientTape() as tape:
-                predictions = model(features, training=True)
-                loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
-            gradients = table_gradients_summed(model, tape.gradient(loss, tables + dense), tables)
-            apply_split_gradients(model, gradients, tables, dense)
-            return loss, gradient_norm(gradients, rows_summed=True)
+    def replica_step(features, labels):
+        with tf.GradientTape() as tape:
+            predictions = model(features, training=True)
+            loss = tf.add_n([losses[t](labels[t], predictions[t]) for t in manifest.tasks])
+        gradients = table_gradients_summed(model, tape.gradient(loss, tables + dense), tables)
+        apply_split_gradients(model, gradients, tables, dense)
+        return loss, gradient_norm(gradients, rows_summed=True)
 
-        # The worker stamps the time before and after taking its batch and after the step's updates: the
-        # share of step time spent waiting for input (waits / (waits + compute), `callbacks.stall_fraction`).
-        # (Not under op determinism, which refuses tf.timestamp and whose workers cannot call back into this
-        # process's Python clock: the run then records no stall; asynchronous training is not reproducible anyway.)
+    def one_step(iterator):
+        """(loss, norm, seconds waited, seconds computed) of one step. The worker stamps the time before and after
+        taking its batch and after the step's updates: the share of step time spent waiting for input (waits /
+        (waits + compute), `callbacks.stall_fraction`). (Not under op determinism, which refuses tf.timestamp and
+        whose workers cannot call back into this process's Python clock: the run then records no stall;
+        asynchronous training is not reproducible anyway.)"""
         if deterministic:
             features, labels = next(iterator)
             loss, norm = strategy.run(replica_step, args=(features, labels))
@@ -174,6 +178,14 @@ def _worker_step(model: RankingModel, strategy: tf.distribute.Strategy, manifest
         with tf.control_dependencies([loss, norm]):
             finished = tf.timestamp()
         return loss, norm, arrived - asked, finished - arrived
+
+    @tf.function
+    def worker_step(iterator):
+        totals = one_step(iterator)
+        for _ in tf.range(steps - 1):  # a graph loop: the whole execution is one call from the coordinator
+            totals = tuple(total + value for total, value in zip(totals, one_step(iterator)))
+        loss, norm, waited, computed = totals
+        return loss / steps, norm, waited, computed
 
     return worker_step
 
