@@ -25,7 +25,7 @@ import tensorflow as tf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from input_pipeline import examples_for, write_examples
 
-from components.preprocess.manifest import BLOCK_HEADER_BYTES
+from components.contracts.manifest import BLOCK_HEADER_BYTES
 from components.train import input as reader
 from components.train.input import packed_labels
 

@@ -60,8 +60,8 @@ def main() -> None:
     parser.add_argument("--work", help="keep logs and preprocessed examples here (reused when present)")
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
     args = parser.parse_args()
+    from components.contracts.manifest import MANIFEST_FILE
     from components.logs.synthetic import generate_logs
-    from components.preprocess.manifest import MANIFEST_FILE
     from components.preprocess.run import preprocess
     from configs import load_config
     from configs.slices import PreprocessStepConfig

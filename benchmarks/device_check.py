@@ -178,7 +178,7 @@ def device_memory_peak() -> int | None:
 
 def run_point(point: Point, blocks: Path, work: Path) -> dict:
     """One point in this process (a child of `run`'s: its device memory peak is the point's own)."""
-    from components.preprocess.manifest import Manifest
+    from components.contracts.manifest import Manifest
     from components.train import lanes
     from components.train.backend_choice import select_backend
     from configs.slices import TrainStepConfig

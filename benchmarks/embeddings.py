@@ -87,7 +87,7 @@ def body_data(width: int, tasks: list[str], seed: int = 0, batches: int = 8):
 
 
 def bench_manifest(shape: dict):
-    from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+    from components.contracts.manifest import FeatureInfo, Manifest, SplitInfo
 
     features = [
         FeatureInfo(name=f"id_{i}", kind="categorical", dtype="int64", table_rows=rows)

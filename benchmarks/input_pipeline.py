@@ -45,18 +45,18 @@ import tensorflow as tf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from components.preprocess.block_format import (
-    block_layout,
-    encode_blocks,
-    example_matrices,
-    holdout_buckets,
-)
-from components.preprocess.manifest import (
+from components.contracts.manifest import (
     FeatureInfo,
     Manifest,
     SplitBlocks,
     SplitInfo,
     TransformedFeatureSpec,
+)
+from components.preprocess.block_format import (
+    block_layout,
+    encode_blocks,
+    example_matrices,
+    holdout_buckets,
 )
 from components.train.input import InputOptions, block_dataset, example_dataset
 

@@ -72,7 +72,7 @@ def fit_rate(examples: str, epochs: int, batch: int, embedding_dim: int, cross_l
 
     import numpy as np
 
-    from components.preprocess.manifest import Manifest
+    from components.contracts.manifest import Manifest
     from components.train.jax_lane.block_reader import BlockSplit
     from components.train.packed_batch import PackedLayout, label_columns
 

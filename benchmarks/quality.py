@@ -47,10 +47,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 
+from components.contracts.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.evaluate import metrics  # noqa: E402
 from components.logs.click_log import ClickLogSpec, write_click_log  # noqa: E402
 from components.logs.synthetic import generate_logs, read_ground_truth  # noqa: E402
-from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.training_run import train  # noqa: E402

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests/components/train"))
 from config_fixture import small_config  # noqa: E402
 from fixture_data import write_transformed_examples  # noqa: E402
 
-from components.preprocess.manifest import Manifest  # noqa: E402
+from components.contracts.manifest import Manifest  # noqa: E402
 from components.train.input import InputOptions, block_dataset, example_dataset  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 

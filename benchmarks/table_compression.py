@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from components.contracts.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.logs.synthetic import generate_logs  # noqa: E402
-from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.preprocess.manifest import Manifest  # noqa: E402
+from components.contracts.manifest import Manifest  # noqa: E402
 from components.train.callbacks import StepClock  # noqa: E402
 from components.train.input import InputOptions, example_dataset, make_dataset  # noqa: E402
 from components.train.run_clock import RunClock  # noqa: E402

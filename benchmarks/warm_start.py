@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from components.contracts.manifest import Manifest  # noqa: E402
 from components.logs.synthetic import generate_logs  # noqa: E402
-from components.preprocess.manifest import Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
 from components.registry.scoring import EvalSplit, ServingModel, paired_logloss  # noqa: E402
 from components.train.export import SAVED_MODEL_DIR  # noqa: E402

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 import yaml
 
+from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
 from components.preprocess.input_columns import check_log_inputs
 from components.progress import QUIET_ENV, format_duration, progress_quiet
-from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
 from components.report.promotion_section import promotion_markdown, with_promotion_section
 from components.step_logging import LEVEL_ENV, record_fields
 from configs import AdrankConfig, config_hash

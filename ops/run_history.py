@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.contracts.benchmark_summary import BenchmarkSummary
+from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
 from components.display_tables import Table, text_table
-from components.registry.promotion_rule import DECISION_FILE, PromotionDecision
-from components.report.benchmark_summary import BenchmarkSummary
 from components.report.table import time_split_table
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError
 

@@ -16,8 +16,8 @@ from typing import Literal
 from pydantic import ValidationError
 
 from components.atomic_write import write_text_atomically
-from components.contract import Contract
-from components.report.benchmark_summary import BenchmarkSummary
+from components.contracts.base import Contract
+from components.contracts.benchmark_summary import BenchmarkSummary
 from ops.process_table import process_start_ticks, process_state
 
 RUN_FILE = "run.json"

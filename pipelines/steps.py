@@ -132,9 +132,9 @@ def export_step(
 ):
     """A run trained without TensorFlow (a JAX target): its serving SavedModel written by this TensorFlow step from
     the trained weights (`components.train.export_trained`), and its summary completed with it."""
+    from components.contracts.run_summary import RunSummary
     from components.step_logging import configure_step_logging
     from components.train.export_trained import export_trained_run
-    from components.train.run_summary import RunSummary
     from components.train.trained_weights import TRAINED_WEIGHTS_DIR
     from pipelines.steps import record_training_metrics
     configure_step_logging()

@@ -11,12 +11,21 @@ Function-level imports of adrank modules are allowed in two places only:
 - `LAZY_IMPORTS` below: each named, each with the reason it is imported late (start-up time or an optional
   heavy dependency), never to break a cycle (the cycle check sees those edges too);
 - `NOT_YET_MOVED`: a shrinking list of leftovers outside components/train, to be moved to module level.
+
+The records one step hands another live in `components.contracts` (the floor under every step package):
+- `components.contracts` imports only itself and `configs` (no step package, nothing above);
+- a step package is a subpackage of `components` other than `contracts`; no step package imports a `Contract`
+  subclass defined in another step package (such a record belongs in `components.contracts`), counting every import,
+  `TYPE_CHECKING` ones included;
+- every other import from one step package into another is listed in `CROSS_STEP_IMPORTS` with its reason (shared
+  functions and file formats, not records), and the list holds nothing that is no longer imported.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,12 +54,48 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
 NOT_YET_MOVED: set[tuple[str, str]] = set()
 
 
+CONTRACTS_PACKAGE = "components.contracts"
+
+# (importing step package, imported module of another step package) → why the step uses it. Records are never here:
+# they live in components.contracts.
+CROSS_STEP_IMPORTS: dict[tuple[str, str], str] = {
+    # the ad logs are read through one package; preprocess is its reader
+    ("preprocess", "components.logs.csv_shape"): "the CSV log layout, checked before the Beam job starts",
+    ("preprocess", "components.logs.readers"): "the log files of a window, matched and read",
+    ("preprocess", "components.logs.records"): "the logs' timestamp format, parsed and written",
+    ("preprocess", "components.logs.split"): "where the time split falls in a log window",
+    ("preprocess", "components.logs.synthetic"): "the synthetic logs' layout and their hidden ground truth",
+    ("preprocess", "components.logs.text_files"): "the byte-accounted text reader's tally",
+    ("lineage", "components.logs.records"): "the logs' UTC time format, for a run's day",
+    # the block files preprocess writes and train reads: one encoding, written beside its writer
+    ("train", "components.preprocess.block_format"): "the block file encoding (fingerprint, salt, holdout column)",
+    ("train", "components.preprocess.vocabulary_file"): "the transform's vocabulary files, read back",
+    ("registry", "components.preprocess.attribution"): "the name of a task's label column in the examples",
+    # the metrics and statistics library every step that judges a model uses
+    ("train", "components.evaluate.metrics"): "log-loss, AUC, calibration of the trained model",
+    ("train", "components.evaluate.task_metrics"): "a run's per-task metrics record built from the predictions",
+    ("registry", "components.evaluate.run_statistics"): "the paired difference the promotion rule weighs",
+    ("report", "components.evaluate.run_statistics"): "describe, Welch's test and paired changes over runs",
+    ("report", "components.evaluate.calibration_interval"): "the calibration interval over runs",
+    ("report", "components.evaluate.experiment_keys"): "the Experiment row key of a target",
+    ("registry", "components.lineage.run_day"): "the day a decision is keyed by",
+    # the gs:// → container path rule, kept with the registry's FUSE mount
+    ("train", "components.registry.gcs_mount"): "a gs:// URI as the path the container reads it at",
+}
+
+
 @dataclass(frozen=True)
 class Import:
     importer: str
     imported: str
     line: int
     function: str | None  # the enclosing function, None at module level
+
+
+@cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every test here."""
+    return ast.parse(path.read_text(), str(path))
 
 
 def module_name(path: Path) -> str:
@@ -105,7 +150,7 @@ def imports_of(module: str, path: Path, modules: dict) -> list[Import]:
             else:
                 visit(child, function)
 
-    visit(ast.parse(path.read_text(), str(path)), None)
+    visit(parsed(path), None)
     return found
 
 
@@ -187,3 +232,82 @@ def test_no_adrank_module_is_imported_inside_a_function_outside_kfp_components_a
     assert hidden == [], "imports inside functions (move them to the top, or add a reasoned LAZY_IMPORTS entry):\n" + (
         "\n".join(f"{f.importer}:{f.line} in {f.function}(): {f.imported}" for f in hidden)
     )
+
+
+def step_package(module: str) -> str | None:
+    """The step package a module belongs to (`components.<step>…`), None outside them and in the contracts."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "components" or not (ROOT / "components" / parts[1]).is_dir():
+        return None
+    return None if module.startswith(CONTRACTS_PACKAGE) else parts[1]
+
+
+def contract_classes(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Per module, the classes deriving from `Contract` (directly or through another such class, by name)."""
+    classes = {module: [node for node in ast.walk(parsed(path))
+                        if isinstance(node, ast.ClassDef)] for module, path in modules.items()}
+    names = {"Contract"}
+    while True:
+        found = {node.name for nodes in classes.values() for node in nodes
+                 if any(isinstance(base, ast.Name) and base.id in names for base in node.bases)}
+        if found <= names:
+            break
+        names |= found
+    return {module: {node.name for node in nodes if node.name in names and node.name != "Contract"}
+            for module, nodes in classes.items()}
+
+
+def imported_names(modules: dict[str, Path]) -> list[tuple[str, str, str]]:
+    """(importer, imported module, name) for every `from module import name` of an adrank module, anywhere."""
+    found = []
+    for importer, path in modules.items():
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules:
+                found += [(importer, node.module, alias.name) for alias in node.names]
+    return found
+
+
+def contracts_across_steps(names: list[tuple[str, str, str]], contracts: dict[str, set[str]]) -> list[str]:
+    """Each import of a step package's `Contract` record into another step package."""
+    return [f"{importer} imports {name} from {module}" for importer, module, name in names
+            if step_package(importer) and step_package(module) not in (None, step_package(importer))
+            and name in contracts.get(module, set())]
+
+
+def test_the_contract_scan_sees_records_and_would_flag_one_imported_across_steps():
+    modules = adrank_modules()
+    contracts = contract_classes(modules)
+    assert {"Manifest", "BlockLayout"} <= contracts["components.contracts.manifest"]
+    assert {"RunSummary", "TaskMetrics"} <= contracts["components.contracts.run_summary"]
+    assert "RunRecord" in contracts["ops.run_record"]
+    assert step_package("components.train.jax_lane.block_reader") == "train"
+    assert step_package("components.contracts.manifest") is None and step_package("components.progress") is None
+    made_up = [("components.registry.promotion_rule", "components.report.day_series", "DaySeries"),
+               ("components.report.html", "components.report.day_series", "DaySeries"),
+               ("components.registry.promotion_rule", "components.report.day_series", "render_markdown"),
+               ("ops.replay", "components.report.day_series", "DaySeries")]
+    assert contracts_across_steps(made_up, contracts) == [
+        "components.registry.promotion_rule imports DaySeries from components.report.day_series"]
+
+
+def test_the_contracts_package_imports_only_itself_and_configs():
+    upward = [f"{found.importer}:{found.line}: {found.imported}" for found in all_imports()
+              if found.importer.startswith(CONTRACTS_PACKAGE)
+              and not found.imported.startswith((CONTRACTS_PACKAGE, "configs"))]
+    assert upward == [], "components.contracts is the floor under the steps; it imports:\n" + "\n".join(upward)
+
+
+def test_no_step_package_imports_another_step_packages_record():
+    modules = adrank_modules()
+    crossing = contracts_across_steps(imported_names(modules), contract_classes(modules))
+    assert crossing == [], "records that cross steps belong in components.contracts:\n" + "\n".join(crossing)
+
+
+def test_every_other_import_across_step_packages_is_listed_with_its_reason():
+    seen = {(step_package(found.importer), found.imported) for found in all_imports()
+            if step_package(found.importer) and step_package(found.imported) not in (None, step_package(found.importer))}
+    unlisted = sorted(seen - CROSS_STEP_IMPORTS.keys())
+    stale = sorted(CROSS_STEP_IMPORTS.keys() - seen)
+    assert unlisted == [], f"imports across step packages (a record: move it to components.contracts; else list it in " \
+        f"CROSS_STEP_IMPORTS with its reason): {unlisted}"
+    assert stale == [], f"CROSS_STEP_IMPORTS entries no longer imported (delete them): {stale}"

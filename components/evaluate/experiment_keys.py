@@ -31,7 +31,7 @@ def training_key(target: str, run_index: int, figure: str, task: str | None = No
 
 def training_figures(target: str, run_index: int, run: Any) -> dict[str, float]:
     """Key → value of what a training task logs: per task log-loss and AUC, examples per second and devices.
-    `run`: the run's `components.train.run_summary.RunSummary`."""
+    `run`: the run's `components.contracts.run_summary.RunSummary`."""
     figures: dict[str, float] = {}
     for task, values in run.metrics.items():
         figures[training_key(target, run_index, "logloss", task)] = values.logloss

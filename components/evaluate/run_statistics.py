@@ -17,31 +17,10 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as scipy_stats
 
-from components.contract import Contract
+from components.contracts.sample_statistics import Comparison, SampleStats
 
 SIGNIFICANCE = 0.05
 
-
-class SampleStats(Contract):
-    n: int
-    mean: float
-    std: float | None
-    ci95_low: float | None
-    ci95_high: float | None
-    min: float
-    max: float
-    cv: float | None
-
-
-class Comparison(Contract):
-    """`difference` is mean(a) − mean(b); for log-loss, negative means `a` is better."""
-
-    difference: float
-    relative_difference: float
-    t_statistic: float | None
-    p_value: float | None
-    significant: bool | None
-    verdict: str
 
 
 def describe(values: Sequence[float]) -> SampleStats:

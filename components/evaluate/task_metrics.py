@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from components.contracts.run_summary import TaskMetrics
 from components.evaluate import metrics
-from components.train.run_summary import TaskMetrics
 
 RELIABILITY_BINS = 10
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import farmhash
 import numpy as np
 
-from components.preprocess.manifest import (
+from components.contracts.manifest import (
     BLOCK_FORMAT,
     BLOCK_HEADER_BYTES,
     BlockColumn,

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from components.contracts.manifest import BlockLayout
 from components.preprocess.block_format import BLOCK_FILE_SUFFIX, HOLDOUT_COLUMN, encode_blocks, with_content_keys
 from components.preprocess.counters import Count
-from components.preprocess.manifest import BlockLayout
 
 
 def block_file(split: str, index: int, files: int) -> str:

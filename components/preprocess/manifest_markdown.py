@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from components.contracts.manifest import Manifest
 from components.display_tables import Align, Table, markdown_table
-from components.preprocess.manifest import Manifest
 
 
 def manifest_markdown(manifest: Manifest) -> str:

@@ -40,6 +40,16 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.error_handling import ErrorHandler
 
+from components.contracts.manifest import (
+    CALIBRATION_SPLIT,
+    TRANSFORM_FN_DIR,
+    ImpressionWindow,
+    InputAccount,
+    Manifest,
+    SplitBlocks,
+    SplitInfo,
+    TransformedFeatureSpec,
+)
 from components.logs.readers import LogWindow, csv_column_names, expand_pattern, match_pattern
 from components.logs.records import format_timestamp
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
@@ -53,16 +63,6 @@ from components.preprocess.input_columns import (
     MissingInputColumns,
     check_log_inputs,
     logged_features,
-)
-from components.preprocess.manifest import (
-    CALIBRATION_SPLIT,
-    TRANSFORM_FN_DIR,
-    ImpressionWindow,
-    InputAccount,
-    Manifest,
-    SplitBlocks,
-    SplitInfo,
-    TransformedFeatureSpec,
 )
 from components.preprocess.manifest_markdown import manifest_markdown
 from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location

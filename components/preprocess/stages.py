@@ -41,6 +41,7 @@ from apache_beam.transforms.error_handling import ErrorHandler
 from tensorflow_transform.tf_metadata import schema_utils
 from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 
+from components.contracts.manifest import CALIBRATION_SPLIT, TransformedFeatureSpec
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogChunks
 from components.logs.split import eval_start_for_latest, train_start_after_burn_in
 from components.preprocess.batch_coder import BATCH
@@ -54,7 +55,6 @@ from components.preprocess.counters import (
     parse_outcome_counts,
     split_counts,
 )
-from components.preprocess.manifest import CALIBRATION_SPLIT, TransformedFeatureSpec
 from components.preprocess.parse import DEAD_LETTER, TIMESTAMP_MS, VALID, FeatureField
 from components.preprocess.step_messages import (
     ParseTally,

@@ -25,9 +25,9 @@ import tensorflow_transform as tft
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx_bsl.tfxio.tensor_adapter import TensorAdapterConfig
 
+from components.contracts.manifest import FeatureInfo
 from components.preprocess.attribution import label_key
 from components.preprocess.learned_hash import apply_learned_hashing
-from components.preprocess.manifest import FeatureInfo
 from components.preprocess.parse import MISSING_TOKEN, TIMESTAMP_MS
 from components.preprocess.vocabulary import apply_vocabularies, vocabulary_sizes
 from configs.features import model_inputs, table_rows

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import logging
 
+from components.contracts.manifest import Manifest
+from components.contracts.promotion_decision import PromotionDecision
 from components.lineage.run_day import day_stamp, window_day
-from components.preprocess.manifest import Manifest
 from components.progress import progress
 from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
-from components.registry.promotion_rule import (
-    Candidate,
-    PromotionDecision,
-    Verdict,
-    judge,
-    read_candidate,
-    relative,
-    rule_in_words,
-)
+from components.registry.promotion_rule import Candidate, Verdict, judge, read_candidate, relative, rule_in_words
 from components.registry.scoring import (
     ChallengerUnscorable,
     EvalSplit,

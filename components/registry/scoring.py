@@ -28,9 +28,9 @@ import numpy as np
 import tensorflow as tf
 from scipy import stats as scipy_stats
 
+from components.contracts.manifest import Manifest
 from components.evaluate.run_statistics import PairedComparison
 from components.preprocess.attribution import label_key
-from components.preprocess.manifest import Manifest
 from components.registry.paired_bootstrap import PairedBootstrap
 
 SERVING_SIGNATURE = "serving_default"

@@ -14,8 +14,8 @@ to set instead.
 
 from __future__ import annotations
 
+from components.contracts.benchmark_summary import BenchmarkSummary, TaskFloor, TaskStats
 from components.display_tables import Table
-from components.report.benchmark_summary import BenchmarkSummary, TaskFloor, TaskStats
 
 CALIBRATION_TOLERANCE = 0.05
 SETTINGS_WITHOUT_STEP = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.train.run_summary import RunSummary
+from components.contracts.run_summary import RunSummary
 
 
 class RunMismatch(ValueError):

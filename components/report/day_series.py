@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from components.contract import Contract
+from components.contracts.base import Contract
+from components.contracts.promotion_decision import PromotionDecision
 from components.display_tables import Table, html_table, markdown_table
-from components.registry.promotion_rule import PromotionDecision
 from components.report.html_page import html_page
 
 SERIES_FILE = "replay.json"

@@ -6,7 +6,7 @@ and is raised only where the evidence holds (epochs: `components.report.epochs`;
 
 from __future__ import annotations
 
-from components.report.benchmark_summary import BenchmarkSummary, TargetSummary
+from components.contracts.benchmark_summary import BenchmarkSummary, TargetSummary
 from components.report.calibration_finding import calibration_findings
 from components.report.epochs import epochs_advice
 from components.report.retraining_target import retraining_target_finding

@@ -7,8 +7,8 @@ import html
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
+from components.contracts.benchmark_summary import BenchmarkSummary
 from components.display_tables import Table, html_table
-from components.report.benchmark_summary import BenchmarkSummary
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.html_page import html_page

@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter
 
-from components.report.benchmark_summary import BenchmarkSummary
-from components.train.run_summary import RunSummary
+from components.contracts.benchmark_summary import BenchmarkSummary
+from components.contracts.run_summary import RunSummary
 
 COLORS = [plt.get_cmap("tab10")(i) for i in range(10)]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import html
 
+from components.contracts.promotion_decision import PromotionDecision
 from components.display_tables import Table, html_table, markdown_table
-from components.registry.promotion_rule import PromotionDecision
 from components.report.html_page import with_section_at_end
 
 HTML_MARKER = "<!-- adrank:promotion -->"

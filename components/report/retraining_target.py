@@ -5,8 +5,8 @@ examples, or the fastest when the targets are not priced. The sentence ends with
 
 from __future__ import annotations
 
+from components.contracts.benchmark_summary import BenchmarkSummary, TargetSummary
 from components.evaluate.run_statistics import welch_test
-from components.report.benchmark_summary import BenchmarkSummary, TargetSummary
 
 
 def not_worse_than_best(summary: BenchmarkSummary) -> tuple[TargetSummary, list[TargetSummary], bool]:

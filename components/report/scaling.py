@@ -15,48 +15,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pydantic import Field
-
-from components.contract import Contract
+from components.contracts.benchmark_summary import ScalingPoint, ScalingSweep
+from components.contracts.run_summary import RunSummary
 from components.display_tables import Table
-from components.evaluate.run_statistics import Comparison, describe, welch_test
+from components.evaluate.run_statistics import describe, welch_test
 from components.report.cost import cost_per_million_examples
-from components.train.run_summary import RunSummary
 from configs.training import TargetConfig
-
-
-class ScalingPoint(Contract):
-    target: str
-    factor: int = Field(description="accelerators asked for, relative to point 1 (targets[].scale)")
-    devices: int = Field(description="data-parallel devices the runs saw (the runtime's, the fewest over the runs)")
-    processes: int = Field(1, description="processes (hosts) the runs trained over")
-    simulated: bool = Field(False, description="the devices were slices of one host's CPU (components/train/"
-                            "simulated_devices.py): their throughput says nothing of real accelerators")
-    global_batch_size: int
-    learning_rate: float
-    runs: int
-    examples_per_second_mean: float | None = Field(description="None when no run timed a steady step (a run too "
-                                                   "short: its only execution was start-up)")
-    examples_per_second_std: float | None
-    speedup: float | None = Field(None, description="examples/s over point 1's")
-    efficiency: float | None = Field(None, description="examples/s over (device ratio × point 1's)")
-    price_per_hour: float
-    cost_per_million_examples_usd: float | None
-    logloss_mean: float
-    logloss_std: float | None
-    vs_first: Comparison | None = Field(None, description="log-loss against point 1 (Welch's t-test over runs)")
-
-
-class ScalingSweep(Contract):
-    """One swept target's points, in factor order (point 1 first)."""
-
-    target: str
-    batch: str = Field(description="scale_batch: per_device (the global batch grows with N) or global")
-    points: list[ScalingPoint]
-
-    @property
-    def simulated(self) -> bool:
-        return any(point.simulated for point in self.points)
 
 
 def scaling_sweeps(targets: list[TargetConfig], runs: list[RunSummary], task: str) -> list[ScalingSweep]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from components.contracts.benchmark_summary import BenchmarkSummary
 from components.display_tables import Table, markdown_table
-from components.report.benchmark_summary import BenchmarkSummary
 from components.report.calibration_finding import reliability_table
 from components.report.findings import findings
 from components.report.plots import ReportFigure

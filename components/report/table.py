@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from components.contracts.benchmark_summary import BenchmarkSummary
 from components.display_tables import Table
-from components.report.benchmark_summary import BenchmarkSummary
 
 
 def per_target_table(summary: BenchmarkSummary) -> Table:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from components.contracts.benchmark_summary import BenchmarkSummary
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import RunSummary
 from components.evaluate.experiment_keys import target_key
-from components.preprocess.manifest import Manifest
-from components.report.benchmark_summary import BenchmarkSummary, summarize
+from components.report.aggregation import summarize
 from components.report.html import render_html
 from components.report.plots import ReportFigure, report_figures
 from components.report.summary_markdown import render_markdown
-from components.train.run_summary import RunSummary
 from configs.slices import ReportStepConfig
 
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.contracts.manifest import BLOCK_FORMAT, BlockLayout, Manifest, SplitBlocks
 from components.preprocess.block_format import file_salt
-from components.preprocess.manifest import BLOCK_FORMAT, BlockLayout, Manifest, SplitBlocks
 
 
 class CorruptBlockFile(ValueError):

@@ -22,7 +22,7 @@ import keras
 import keras_rs
 import numpy as np
 
-from components.preprocess.manifest import FeatureInfo, Manifest
+from components.contracts.manifest import FeatureInfo, Manifest
 
 # kind → implementation, filled as each implementation's class is defined (by the lane that imports it)
 EMBEDDING_KINDS: dict[str, type[EmbeddingTables]] = {}

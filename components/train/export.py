@@ -19,12 +19,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from components.preprocess.manifest import Manifest
+from components.contracts.calibrator import Calibrator
+from components.contracts.manifest import Manifest
 from components.preprocess.vocabulary_file import transform_vocabularies
 from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
 from components.train.input import feature_spec
 from components.train.models import DCN, PLE, LogisticRegression
-from components.train.posthoc_calibration import Calibrator
 from components.train.run_paths import tft_output_dir
 from components.train.trained_weights import dense_variables
 from components.train.warm_start import write_state

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import time
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import RunSummary
 from components.train.export import rebuilt_model, write_serving_model
-from components.train.run_summary import RunSummary
 from components.train.trained_weights import TrainedWeights
 
 log = logging.getLogger(__name__)

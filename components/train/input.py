@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from components.contracts.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN
-from components.preprocess.manifest import BLOCK_HEADER_BYTES, BlockLayout, Manifest
 from components.train.block_files import checked_block_files
 from components.train.packed_batch import LABEL_PREFIX, PACKED_FLOAT32, PACKED_INT64, label_columns
 

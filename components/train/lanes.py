@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
+from components.contracts.run_summary import RunSummary
 from components.train.backend_choice import select_backend
-from components.train.run_summary import RunSummary
 from configs.slices import TrainStepConfig
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import keras
 import tensorflow as tf
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import CurvePoint, WarmStartSummary
 from components.preprocess.vocabulary_file import transform_vocabularies
 from components.train.block_files import CachePlan, cache_plan
 from components.train.callbacks import (
@@ -38,7 +39,6 @@ from components.train.optimization import table_config_optimizer
 from components.train.predictions import EvalSplit
 from components.train.run_clock import RunClock, examples_rate
 from components.train.run_paths import TENSORBOARD_ENV, checkpoint_dir
-from components.train.run_summary import CurvePoint, WarmStartSummary
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.strategy import Runtime, table_placement
 from components.train.tf_input_capacity import input_examples_per_second, paired_step_times

@@ -30,7 +30,7 @@ from typing import Any
 
 import keras
 
-from components.preprocess.manifest import BlockLayout, Manifest
+from components.contracts.manifest import BlockLayout, Manifest
 
 PACKED_INT64 = "packed_int64"
 PACKED_FLOAT32 = "packed_float32"

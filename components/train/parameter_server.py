@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import keras
 import tensorflow as tf
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import CurvePoint, WarmStartSummary
 from components.train.callbacks import stall_fraction
 from components.train.embedding_optimizers import gradient_norm
 from components.train.failures import NonFiniteLossError
@@ -31,7 +32,6 @@ from components.train.loop import (
 )
 from components.train.models import RankingModel
 from components.train.run_clock import RunClock, examples_rate
-from components.train.run_summary import CurvePoint, WarmStartSummary
 from components.train.step_plan import StepPlan
 from components.train.strategy import Runtime
 from components.train.tf_input_capacity import input_examples_per_second

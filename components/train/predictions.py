@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from components.contracts.manifest import Manifest
 from components.evaluate import metrics as ranking_metrics
-from components.preprocess.manifest import Manifest
 from components.train.input import InputOptions, make_dataset
 from components.train.models import RankingModel
 from components.train.run_evaluation import prediction_batch_size

@@ -9,10 +9,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from components.contracts.calibrator import Calibrator
+from components.contracts.manifest import CALIBRATION_SPLIT, Manifest
+from components.contracts.run_summary import CurvePoint, TaskMetrics
 from components.evaluate.task_metrics import task_metrics
-from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
-from components.train.posthoc_calibration import Calibrator, checked_calibrator
-from components.train.run_summary import CurvePoint, TaskMetrics
+from components.train.posthoc_calibration import checked_calibrator
 from components.train.step_plan import calibration_holdout
 from configs.training import TrainingConfig
 

@@ -8,7 +8,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 
 CHECKPOINT_DIR = "checkpoints"
 TENSORBOARD_ENV = "AIP_TENSORBOARD_LOG_DIR"

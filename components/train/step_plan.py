@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from configs.training import TrainingConfig
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from components.contracts.run_summary import HardwareSeen
 from components.train.failures import HardwareUnavailableError
 from components.train.local_cluster import LocalParameterServerCluster
 from components.train.ps_server import serve_from_tf_config
-from components.train.run_summary import HardwareSeen
 from components.train.table_placement import TablePlacement, table_partitioner
 from configs.training import TargetConfig, TrainingConfig
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from components.contracts.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 from components.preprocess.block_format import block_layout, encode_blocks, holdout_buckets
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 
 TASK = "click"  # the default task
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from configs.features import Feature, configured_table_rows, model_inputs
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.export import servable_copy, write_serving_model
 from components.train.loop import fit_synchronous
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
@@ -30,7 +31,6 @@ from components.train.predictions import predict_split
 from components.train.replica_cluster import ReplicaCluster, replica_cluster
 from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
-from components.train.run_summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.simulated_devices import simulated_device_count
 from components.train.strategy import (
     Runtime,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from components.preprocess.manifest import Manifest
-from components.train.run_summary import TableCarryOver, WarmStartSummary
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import TableCarryOver, WarmStartSummary
 
 log = logging.getLogger(__name__)
 

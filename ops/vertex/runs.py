@@ -126,7 +126,7 @@ def name_schedule(run: VertexRun, schedules: dict[str, str]) -> VertexRun:
     return dataclasses.replace(run, schedule=schedules[run.schedule_name])
 
 
-# The figures of the promotion step's `promotion_metrics` artifact (components.registry.promotion_rule: metrics()):
+# The figures of the promotion step's `promotion_metrics` artifact (components.contracts.promotion_decision: metrics()):
 # champion and challenger scored on the same eval examples of the run, and the decision taken on them.
 PROMOTION_FIGURES = ("challenger_logloss", "champion_logloss", "difference", "difference_ci95_low",
                      "difference_ci95_high", "promoted")

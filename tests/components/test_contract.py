@@ -1,5 +1,6 @@
-"""Every record passed between steps derives from `components.contract.Contract`: unknown keys are errors, and the
-rule `extra="forbid"` is written in two places only (this base and the config sections' `configs.base.StrictModel`)."""
+"""Every record passed between steps derives from `components.contracts.base.Contract`: unknown keys are errors, and
+the rule `extra="forbid"` is written in two places only (this base and the config sections' `configs.base.StrictModel`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from components.contract import Contract
-from components.preprocess.manifest import BlockColumn, SplitBlocks
+from components.contracts.base import Contract
+from components.contracts.manifest import BlockColumn, SplitBlocks
 from ops.run_record import RunRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,4 +32,4 @@ def test_the_rule_is_written_once_per_base() -> None:
     written = sorted(str(path.relative_to(ROOT)) for package in ("configs", "components", "pipelines", "ops")
                      for path in (ROOT / package).rglob("*.py")
                      if re.search(r"extra\s*=\s*[\"']forbid[\"']", path.read_text()))
-    assert written == ["components/contract.py", "configs/base.py"]
+    assert written == ["components/contracts/base.py", "configs/base.py"]

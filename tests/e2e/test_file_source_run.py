@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.preprocess.manifest import Manifest
-from components.train.run_summary import RunSummary
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import RunSummary
 from tests.support.cli import adrank, sets
 from tests.support.tiny_config import IN_MEMORY_BEAM, SHORT_MEASUREMENTS
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from components.preprocess.manifest import MANIFEST_FILE, Manifest
+from components.contracts.manifest import MANIFEST_FILE, Manifest
 from components.train.block_files import CorruptBlockFile
 from components.train.jax_lane.block_reader import BlockSplit, Holdout, TrainingRows, sequential_batches
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from config_fixture import small_config, with_targets
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from components.train import lanes
 from components.train.jax_lane import checkpoints as jax_checkpoints
 from components.train.jax_lane.runtime import JaxRuntime, jax_runtime

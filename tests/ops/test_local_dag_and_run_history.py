@@ -252,7 +252,7 @@ def _report_fixtures():
 
 def test_show_and_compare_read_the_report_summary(tmp_path):
     """`runs show` and `runs compare` read summary.json as the report's BenchmarkSummary."""
-    from components.report.benchmark_summary import summarize
+    from components.report.aggregation import summarize
     from ops.run_history import format_comparison
 
     fixtures = _report_fixtures()

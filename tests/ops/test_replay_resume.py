@@ -100,7 +100,7 @@ def test_a_days_figures_are_read_from_the_steps_the_engine_recorded(tmp_path, mo
     (`spec-runs/<job>/spec_run.json`), whether a step ran in that attempt or was reused from an earlier one."""
     import importlib.util
 
-    from components.registry.promotion_rule import DECISION_FILE
+    from components.contracts.promotion_decision import DECISION_FILE
     from ops.spec_executor.job_record import SpecRun, TaskRecord
 
     spec = importlib.util.spec_from_file_location(

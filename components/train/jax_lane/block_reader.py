@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from components.contracts.manifest import BLOCK_HEADER_BYTES, Manifest
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN, block_fingerprint
-from components.preprocess.manifest import BLOCK_HEADER_BYTES, Manifest
 from components.registry.gcs_mount import container_path
 from components.train.block_files import BlockFile, CorruptBlockFile, checked_block_files
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from components.contracts.manifest import Manifest
 from components.evaluate import metrics as ranking_metrics
-from components.preprocess.manifest import Manifest
 from components.train.jax_lane.block_reader import BlockSplit, Holdout, sequential_batches
 from components.train.jax_lane.step import LabelColumns, TrainState
 from components.train.models.base import RankingModel

@@ -18,8 +18,8 @@ from typing import Any
 import jax
 import keras
 
+from components.contracts.run_summary import HardwareSeen
 from components.train.failures import HardwareUnavailableError
-from components.train.run_summary import HardwareSeen
 from configs.training import TrainingConfig
 
 PLATFORM_KINDS = {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU", "tpu": "TPU"}

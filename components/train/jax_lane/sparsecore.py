@@ -22,8 +22,8 @@ import keras
 import keras_rs
 import numpy as np
 
+from components.contracts.run_summary import TablePlacementSeen
 from components.train.embedding_tables import EmbeddingTables
-from components.train.run_summary import TablePlacementSeen
 
 
 class SparseCoreTables(EmbeddingTables):

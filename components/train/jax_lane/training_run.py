@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.preprocess.vocabulary_file import transform_vocabularies
 from components.registry.gcs_mount import container_path
 from components.train.backend_choice import select_backend
@@ -65,7 +66,6 @@ from components.train.packed_batch import PACKED_FLOAT32, PACKED_INT64, label_co
 from components.train.run_clock import RunClock, examples_rate
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
-from components.train.run_summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.simulated_devices import simulated_device_count
 from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
 from components.train.table_rows_check import check_table_rows

@@ -9,7 +9,7 @@ from typing import Any
 
 import keras_rs
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from components.train.embedding_tables import EmbeddingTables, feature_configs, numeric_features
 from components.train.models.base import RankingModel
 from components.train.models.cross import CrossLayer

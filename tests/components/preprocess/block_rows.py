@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from components.contracts.manifest import Manifest
 from components.preprocess.block_format import HOLDOUT_COLUMN
-from components.preprocess.manifest import Manifest
 from components.train.jax_lane.block_reader import BlockSplit
 
 

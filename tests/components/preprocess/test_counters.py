@@ -8,8 +8,8 @@ import json
 import apache_beam as beam
 import pytest
 
+from components.contracts.manifest import ImpressionWindow, Manifest, TransformedFeatureSpec
 from components.preprocess.counters import Count, PreprocessCounts, WriteCounters, count_dead_letter, read_counters
-from components.preprocess.manifest import ImpressionWindow, Manifest, TransformedFeatureSpec
 
 
 def test_counters_are_summed_per_count_and_read_back_typed(tmp_path):
@@ -60,7 +60,7 @@ def test_a_manifest_of_the_previous_version_reads_into_typed_records(tmp_path):
 
 
 def test_an_account_that_does_not_balance_fails_preprocess_naming_what_is_missing():
-    from components.preprocess.manifest import InputAccount, Manifest, SplitInfo
+    from components.contracts.manifest import InputAccount, Manifest, SplitInfo
     from components.preprocess.run import InputNotAccounted, check_input_accounted
 
     balanced = dict(files=1, bytes=100, framing_bytes=10, blank_lines=1, blank_bytes=2, records=4, record_bytes=88,

@@ -15,9 +15,9 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from components.contracts.manifest import Manifest
 from components.preprocess import history
 from components.preprocess.history import AddHistoryFeatures, history_key, no_history, with_history
-from components.preprocess.manifest import Manifest
 from components.preprocess.parse import MISSING_TOKEN
 from components.preprocess.run import preprocess
 from components.preprocess.stages import SplitByTime

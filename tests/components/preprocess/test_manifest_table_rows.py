@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from components.preprocess.manifest import FeatureInfo
+from components.contracts.manifest import FeatureInfo
 
 
 def test_an_old_manifest_feature_loads_and_is_written_back_as_table_rows() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from block_rows import read_blocks
 
-from components.preprocess.manifest import Manifest, TransformedFeatureSpec
+from components.contracts.manifest import Manifest, TransformedFeatureSpec
 from components.preprocess.run import TooManyInvalidRecords, preprocess
 
 DAY1, DAY2 = "2026-01-01", "2026-01-02"

@@ -10,7 +10,7 @@ import pytest
 import tensorflow_transform as tft
 from block_rows import read_blocks
 
-from components.preprocess.manifest import ImpressionWindow
+from components.contracts.manifest import ImpressionWindow
 from components.preprocess.run import preprocess
 from components.preprocess.vocabulary import feature_vocabulary
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from components.preprocess.manifest import FeatureInfo, ImpressionWindow, Manifest, SplitInfo
-from components.report.benchmark_summary import BenchmarkSummary, BestRun, RunRow
+from components.contracts.benchmark_summary import BenchmarkSummary, BestRun, RunRow
+from components.contracts.manifest import FeatureInfo, ImpressionWindow, Manifest, SplitInfo
 
 TASK = "engagement"
 

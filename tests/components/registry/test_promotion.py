@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 from fixture_models import TASK, day_of_examples, save_model, summary_naming, write_eval_examples
 
+from components.contracts.promotion_decision import PromotionDecision
 from components.evaluate.run_statistics import PairedComparison, paired_difference
 from components.registry.champion import ChampionDamaged, champion_model_dir
 from components.registry.local import LocalModelRegistry
 from components.registry.promote_challenger import promote_best_run
-from components.registry.promotion_rule import PromotionDecision, judge
+from components.registry.promotion_rule import judge
 from components.registry.scoring import per_example_logloss
 from configs import load_config
 from configs.slices import PromoteStepConfig

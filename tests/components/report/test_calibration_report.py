@@ -3,12 +3,12 @@ import math
 import numpy as np
 import pytest
 
+from components.contracts.calibrator import Calibrator
 from components.evaluate.calibration_interval import calibration_interval
-from components.report.benchmark_summary import summarize
+from components.report.aggregation import summarize
 from components.report.calibration_finding import explained_band
 from components.report.findings import findings
 from components.report.write_report import build_report
-from components.train.posthoc_calibration import Calibrator
 from tests.components.report.test_report import config, manifest, run
 
 RELIABILITY = [(0.05, 0.04, 100), (0.10, 0.11, 100), (0.21, 0.20, 100)]
@@ -108,7 +108,7 @@ def test_summaries_written_before_the_calibration_fields_still_load(tmp_path):
     for field in ("mean_prediction", "reliability", "uncalibrated_logloss", "uncalibrated_calibration"):
         del legacy["metrics"]["engagement"][field]
     del legacy["calibrators"]
-    from components.train.run_summary import RunSummary
+    from components.contracts.run_summary import RunSummary
 
     loaded = RunSummary.model_validate(legacy)
     assert loaded.metrics["engagement"].reliability == [] and loaded.calibrators == {}

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from components.contracts.run_summary import RunSummary
 from components.report.collected_run import RunMismatch, record_training_run
-from components.train.run_summary import RunSummary
 from tests.components.report.test_report import run
 
 

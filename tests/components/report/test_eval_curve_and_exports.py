@@ -5,11 +5,11 @@ import json
 
 import pytest
 
+from components.contracts.run_summary import CurvePoint
 from components.registry.promotion_rule import NoExportedModel, read_candidate
-from components.report.benchmark_summary import summarize
+from components.report.aggregation import summarize
 from components.report.html import render_html
 from components.report.summary_markdown import render_markdown
-from components.train.run_summary import CurvePoint
 from tests.components.report.test_report import config, manifest, run
 
 

@@ -4,11 +4,11 @@ and a calibration step that hurt or was skipped says what to set."""
 
 import pytest
 
+from components.contracts.calibrator import Calibrator
 from components.evaluate.run_statistics import paired_change
-from components.report.benchmark_summary import summarize
+from components.report.aggregation import summarize
 from components.report.epochs import epochs_advice
 from components.report.findings import findings
-from components.train.posthoc_calibration import Calibrator
 from tests.components.report.test_eval_curve_and_exports import with_curve
 from tests.components.report.test_report import config, manifest, run
 

@@ -3,7 +3,7 @@ champion, warn about an unscorable champion, and still read decision records wri
 
 from __future__ import annotations
 
-from components.registry.promotion_rule import PromotionDecision
+from components.contracts.promotion_decision import PromotionDecision
 from components.report.day_series import DaySeries, ReplayDay, render_markdown, series_figure
 from components.report.promotion_section import promotion_markdown
 

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
-from components.report.benchmark_summary import summarize
+from components.contracts.manifest import FeatureInfo, Manifest, SplitInfo
+from components.contracts.run_summary import CurvePoint, HardwareSeen, RunSummary, TaskMetrics
+from components.report.aggregation import summarize
 from components.report.write_report import write_report
-from components.train.run_summary import CurvePoint, HardwareSeen, RunSummary, TaskMetrics
 from configs import load_config
 from configs.slices import ReportStepConfig
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.report.benchmark_summary import summarize
+from components.report.aggregation import summarize
 from components.report.summary_markdown import render_markdown
 from configs import load_config
 from configs.slices import ReportStepConfig

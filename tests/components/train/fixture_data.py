@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from components.contracts.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 from components.preprocess.block_format import block_layout, encode_blocks, example_matrices, holdout_buckets
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitBlocks, SplitInfo, TransformedFeatureSpec
 
 FEATURES = [
     FeatureInfo(name="user_id", kind="categorical", dtype="int64", table_rows=50),

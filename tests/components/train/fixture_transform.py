@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.contracts.manifest import FeatureInfo, Manifest, SplitInfo
 
 MAX_INTERESTS = 3
 RAW_SPEC = {

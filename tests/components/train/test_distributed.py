@@ -55,7 +55,7 @@ def test_mirrored_strategy_over_two_logical_cpus(examples_dir, tmp_path):
 PARAMETER_SERVERS = """
 import os, sys
 from config_fixture import small_config, with_targets
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from components.train.export import tft_output_dir
 from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model

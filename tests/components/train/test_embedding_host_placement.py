@@ -16,7 +16,7 @@ from components.train.loop import compiled_model
 from configs import load_config
 from configs.training import TargetConfig, resolve_target
 from fixture_data import FEATURES
-from components.preprocess.manifest import Manifest, SplitInfo
+from components.contracts.manifest import Manifest, SplitInfo
 
 split = SplitInfo(examples=64, label_rates={"engagement": 0.3}, file_pattern="unused")
 manifest = Manifest(tasks=["engagement"], features=FEATURES, splits={"train": split, "eval": split})

@@ -3,9 +3,9 @@
 import importlib.util
 from pathlib import Path
 
-from components.report.benchmark_summary import summarize
+from components.contracts.run_summary import EmbeddingTableMemory
+from components.report.aggregation import summarize
 from components.report.table import per_target_table
-from components.train.run_summary import EmbeddingTableMemory
 
 _spec = importlib.util.spec_from_file_location(
     "report_fixtures", Path(__file__).resolve().parents[1] / "report" / "test_report.py"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.contracts.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
 from components.train.embedding_tables import deserialize_embedding, feature_configs, serialize_embedding
 from components.train.loop import compiled_model

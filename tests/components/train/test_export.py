@@ -4,7 +4,7 @@ import tensorflow as tf
 from config_fixture import small_config
 from fixture_transform import raw_example, write_transformed_with_tft
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from components.train.input import InputOptions, make_dataset
 from components.train.training_run import train
 

@@ -13,12 +13,12 @@ import pytest
 import tensorflow as tf
 from config_fixture import small_config, with_targets
 
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import RunSummary
 from components.evaluate.metrics import logloss
 from components.evaluate.run_statistics import welch_test
-from components.preprocess.manifest import Manifest
 from components.train.export_trained import export_trained_run
 from components.train.input import InputOptions, make_dataset
-from components.train.run_summary import RunSummary
 from components.train.synthetic_blocks import BlockShape, write_blocks
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR
 from components.train.training_run import train

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 from config_fixture import small_config, with_targets
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from components.train.embedding import TPUFeatureEmbedding, table_factory
 from components.train.embedding_tables import check_static_shapes, feature_configs
 from components.train.models import build_model

@@ -11,8 +11,8 @@ import tensorflow as tf
 from config_fixture import small_config
 from fixture_data import write_transformed_examples
 
+from components.contracts.manifest import Manifest
 from components.evaluate import metrics as ranking_metrics
-from components.preprocess.manifest import Manifest
 from components.train.embedding import table_factory
 from components.train.input import InputOptions, make_dataset
 from components.train.models import build_model

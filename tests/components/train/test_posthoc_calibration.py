@@ -4,8 +4,8 @@ import tensorflow as tf
 from config_fixture import small_config
 from fixture_data import write_transformed_examples
 
+from components.contracts.manifest import Manifest
 from components.evaluate import metrics
-from components.preprocess.manifest import Manifest
 from components.train.input import InputOptions, make_dataset
 from components.train.posthoc_calibration import checked_calibrator, fit_calibrator, shrunk
 from components.train.training_run import train

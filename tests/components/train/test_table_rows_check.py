@@ -1,7 +1,7 @@
 import pytest
 from config_fixture import small_config
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.contracts.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.table_rows_check import TableRowsMismatch, check_table_rows
 from components.train.training_run import train
 from configs import AdrankConfig

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from fixture_transform import raw_example, write_transformed_with_tft
 
-from components.preprocess.manifest import Manifest
+from components.contracts.manifest import Manifest
 from components.train.embedding import table_factory
 from components.train.export import export_serving_model, servable_copy
 from components.train.input import InputOptions, make_dataset

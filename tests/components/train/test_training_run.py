@@ -4,8 +4,8 @@ import numpy as np
 import tensorflow as tf
 from config_fixture import small_config
 
-from components.preprocess.manifest import Manifest
-from components.train.run_summary import RunSummary
+from components.contracts.manifest import Manifest
+from components.contracts.run_summary import RunSummary
 from components.train.training_run import train
 
 

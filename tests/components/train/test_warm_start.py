@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components.preprocess.manifest import FeatureInfo, Manifest, SplitInfo
+from components.contracts.manifest import FeatureInfo, Manifest, SplitInfo
 from components.train.embedding import table_factory
 from components.train.models import build_model
 from components.train.warm_start import WarmStartUnavailable, apply_state, write_state

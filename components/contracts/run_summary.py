@@ -1,4 +1,4 @@
-"""The train → report contract: one `RunSummary` JSON per training run."""
+"""The train → report contract: one `RunSummary` JSON per training run (written by `components.train`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from components.contract import Contract
-from components.train.posthoc_calibration import Calibrator
-from components.train.run_clock import TimeSplit
+from components.contracts.base import Contract
+from components.contracts.calibrator import Calibrator
+from components.contracts.time_split import TimeSplit
 
 SUMMARY_FILE = "run_summary.json"
 

@@ -1,4 +1,5 @@
-"""The preprocess → train contract: what the transform step wrote, read back by the trainer and the report.
+"""The preprocess → train contract: what the transform step wrote, read back by the trainer, the report and the
+promotion step.
 
 The trainer learns every feature's shape and table size from here (written from the transform output),
 never from a second copy of the feature list.
@@ -12,7 +13,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, ConfigDict, Field
 
-from components.contract import Contract
+from components.contracts.base import Contract
 from configs.base import canonical_json
 
 MANIFEST_FILE = "manifest.json"
