@@ -181,6 +181,14 @@ class TrainingConfig(StrictModel):
         "calibration follows the most recent base rate (the closest day to the one served next when the click "
         "rate drifts)",
     )
+    calibration_backtest: Literal["day_ahead", "none"] = Field(
+        "day_ahead",
+        description="with calibration_data latest_train_days: day_ahead keeps the step only when, replayed on the "
+        "train split's own days (each predicted from the days before it), moving to the latest "
+        "split.calibration_days days' rate lowers log-loss (components.train.calibration_backtest); with fewer "
+        "than split.calibration_days + 2 train days there is nothing to replay and the held-out check alone "
+        "decides. none: the held-out check alone",
+    )
 
     @model_validator(mode="after")
     def _cadence_within_the_run(self) -> TrainingConfig:

@@ -35,6 +35,7 @@ from pydantic import Field
 
 from components.contract import Contract
 from components.evaluate.metrics import logloss
+from components.train.calibration_backtest import CalibrationBacktest
 
 EPSILON = 1e-7
 NEWTON_STEPS = 50
@@ -72,6 +73,10 @@ class Calibrator(Contract):
     )
     check: CalibrationCheck | None = Field(
         None, description="log-loss without and with the step on examples neither it nor the model was fitted on",
+    )
+    backtest: CalibrationBacktest | None = Field(
+        None, description="latest_train_days: the day-ahead backtest over the train days that kept it "
+        "(components.train.calibration_backtest); None when not run",
     )
 
     def apply(self, probabilities: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 
 from components.evaluate.task_metrics import task_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
+from components.train.calibration_backtest import backtest_days_needed, day_ahead_backtest
 from components.train.posthoc_calibration import Calibrator, checked_calibrator
 from components.train.run_summary import CurvePoint, TaskMetrics
 from components.train.step_plan import calibration_holdout
@@ -49,7 +50,8 @@ def fit_calibrators(predict: PredictSplit, manifest: Manifest, training: Trainin
     (calibrators kept, why each other task's step was skipped). Both empty when calibration is none.
 
     holdout: fitted on the hashed slice of train held out of training, checked by cross-fitting over it.
-    latest_train_days: fitted on the latest train days the model trained on, checked on their held-out part.
+    latest_train_days: fitted on the latest train days the model trained on, checked on their held-out part and
+    by the day-ahead backtest over the train days (`backtested`).
     """
     if training.calibration == "none":
         return {}, {}
@@ -71,12 +73,36 @@ def fit_calibrators(predict: PredictSplit, manifest: Manifest, training: Trainin
             training.calibration, (fit[0][task], fit[1][task]),
             None if check is None else (check[0][task], check[1][task]), training.calibration_shrinkage_positives,
         )
+        if calibrator is not None and training.calibration_data == "latest_train_days":
+            calibrator, reason = backtested(calibrator, manifest, task, training)
         if calibrator is None:
             skipped[task] = f"{reason}: serving the model's own output (set training.calibration: none)"
             log.warning("calibration step for %s skipped: %s", task, skipped[task])
         else:
             kept[task] = calibrator
     return kept, skipped
+
+
+def backtested(calibrator: Calibrator, manifest: Manifest, task: str, training: TrainingConfig,
+               ) -> tuple[Calibrator | None, str | None]:
+    """A step fitted on the latest train days, kept (with its backtest) when the day-ahead backtest over the train
+    days says moving to their rate helps, or when there is nothing to replay; (None, why) when it does not.
+    `training.calibration_backtest: none` keeps it as it is."""
+    if training.calibration_backtest == "none":
+        return calibrator, None
+    calibration_days = len(manifest.splits[CALIBRATION_SPLIT].days)
+    train_days = manifest.splits["train"].days
+    result = None if calibration_days < 1 else day_ahead_backtest(
+        train_days, task, calibration_days, training.calibration_shrinkage_positives)
+    if result is None:
+        log.info("calibration step for %s: no day-ahead backtest (%d train days with per-day counts; it needs "
+                 "split.calibration_days + 2 = %d): the held-out check alone kept it", task, len(train_days),
+                 backtest_days_needed(max(calibration_days, 1)))
+        return calibrator, None
+    if not result.keeps_the_step:
+        return None, (f"the {calibrator.method} step fitted on the latest {calibration_days} train day(s) did not "
+                      f"carry over to the next day in the {result.describe()}")
+    return calibrator.model_copy(update={"backtest": result}), None
 
 
 def evaluate(predict: PredictSplit, manifest: Manifest, training: TrainingConfig,

@@ -8,6 +8,7 @@ from components.report.benchmark_summary import summarize
 from components.report.calibration_finding import explained_band
 from components.report.findings import findings
 from components.report.write_report import build_report
+from components.train.calibration_backtest import CalibrationBacktest
 from components.train.posthoc_calibration import Calibrator
 from tests.components.report.test_report import config, manifest, run
 
@@ -86,6 +87,18 @@ def test_with_a_calibration_step_the_finding_names_the_steps_settings():
     (finding, step) = calibration_lines(runs)
     assert "over-predicts" in finding and "What to set: training.calibration_data (holdout, or latest_train_days" in finding
     assert "calibration step moved mean prediction / eval rate 1.450 → 1.300" in step
+
+
+def test_a_step_kept_by_its_day_ahead_backtest_says_so_with_the_backtests_figures():
+    runs = [calibrated_run("cpu", i, 1.01, uncalibrated=1.2) for i in range(2)]
+    backtest = CalibrationBacktest(calibration_days=1, days_scored=["2026-01-03", "2026-01-04"], examples=80_000,
+                                   positives=200, logloss_without=0.0175, logloss_with=0.0173, largest_miss=0.08)
+    for summary in runs:
+        summary.calibrators["engagement"] = summary.calibrators["engagement"].model_copy(update={"backtest": backtest})
+    (step,) = calibration_lines(runs)
+    assert ("1.200 → 1.010 and log-loss 0.34000 → 0.33050; kept by the day-ahead backtest on 2 train day(s) "
+            "(2026-01-03, 2026-01-04; 80,000 examples, 200 positives)") in step
+    assert "log-loss 0.017500 at the earlier days' rate, 0.017300 moved to the latest 1 day(s)' rate" in step
 
 
 def test_the_report_shows_the_calibration_step_and_the_reliability_curve():
