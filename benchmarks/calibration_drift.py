@@ -3,16 +3,21 @@ rate drifts from day to day and on logs whose base rate holds still: mean predic
 
 Per data seed and preset, the low-rate preset's logs are generated and preprocessed once (`--days` days, the last
 one eval, `split.calibration_days: 1`) and adrank trains once with `training.calibration: intercept` on
-`latest_train_days` and the backtest none. That one run gives, on the same eval examples, the model's own output
-(`none`) and the output of the step as the held-out check alone keeps it (`step`); `backtested` is what the
-trainer now serves: the step where `components.train.run_evaluation.backtested` (the trainer's own rule) keeps it,
-the model's own output where it rejects it.
+`latest_train_days` and the backtest recorded only (`training.calibration_backtest: report`, the default). That
+one run's exported model gives, on the same eval examples, the output of the step as the held-out check alone
+keeps it (`step`, served as fitted) and, through the step's map inverted, the model's own output (`none`);
+`backtested` is what the trainer serves with `training.calibration_backtest: enforce` (the step after
+`components.train.run_evaluation.backtested`, the trainer's own rule: the move to the latest day's rate taken out
+where the day-ahead backtest says it did not carry over, `move removed`); `drop` is serving the model's own output
+in those seeds instead (a design measured worse: it drops the step's correction of the model's own bias too).
 
     .venv/bin/python benchmarks/calibration_drift.py [--seeds 7,8,9] [--days 6] [--presets drifting,stationary]
                                                       [--work DIR] [--set dotted.key=value ...]
 
-Presets: `drifting` is `configs/examples/low_rate.yaml` as shipped (the base log-odds walks with std 0.25 a day);
-`stationary` the same with `logs.synthetic.drift.base_rate_step=0` (ids still drift and arrive).
+Presets: `drifting` is `configs/examples/low_rate.yaml` as shipped (the base log-odds walks with std 0.25 a day,
+id effects drift, new users and ads arrive); `ids_drift` the same with `logs.synthetic.drift.base_rate_step=0`
+(the ids' drift and arrivals still move the observed rate); `stationary` with every drift off (the days differ by
+sampling noise only).
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from components.evaluate.metrics import logloss  # noqa: E402
 from components.logs.synthetic import generate_logs  # noqa: E402
 from components.preprocess.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
+from components.train.posthoc_calibration import Calibrator  # noqa: E402
 from components.train.run_evaluation import backtested  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 from configs import load_config  # noqa: E402
@@ -41,9 +48,39 @@ from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
 PRESET = ROOT / "configs" / "examples" / "low_rate.yaml"
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
-PRESETS = {"drifting": [], "stationary": ["logs.synthetic.drift.base_rate_step=0"]}
+PRESETS = {
+    "drifting": [],
+    "ids_drift": ["logs.synthetic.drift.base_rate_step=0"],
+    "stationary": ["logs.synthetic.drift.base_rate_step=0", "logs.synthetic.drift.effect_drift=0",
+                   "logs.synthetic.drift.new_users_per_day=0", "logs.synthetic.drift.new_ads_per_day=0"],
+}
 STEP = ["training.calibration=intercept", "training.calibration_data=latest_train_days",
-        "training.calibration_backtest=none"]
+        "training.calibration_backtest=report"]
+
+
+def eval_predictions(model_dir: Path, examples: Path, manifest: Manifest, task: str) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, served probabilities) of the eval split, through the exported model's serving signature."""
+    import tensorflow as tf
+
+    from components.train.input import InputOptions, make_dataset
+
+    serve = tf.saved_model.load(str(model_dir / "saved_model")).signatures["serving_transformed"]
+    labels, served = [], []
+    for features, batch_labels in make_dataset(examples, manifest, "eval",
+                                               InputOptions(4096, training=False, drop_remainder=False)):
+        served.append(serve(**features)[task].numpy().reshape(-1))
+        labels.append(batch_labels[task].numpy().reshape(-1))
+    return np.concatenate(labels).astype(np.float64), np.concatenate(served).astype(np.float64)
+
+
+def own_output(served: np.ndarray, calibrator: Calibrator) -> np.ndarray:
+    """The model's own probabilities from what a step served: the step's map inverted."""
+    z = np.log(np.clip(served, 1e-12, 1)) - np.log1p(-np.clip(served, 0, 1 - 1e-12))
+    return 1.0 / (1.0 + np.exp(-(z - calibrator.intercept) / calibrator.slope))
+
+
+def figures(labels: np.ndarray, probabilities: np.ndarray) -> tuple[float, float]:
+    return float(probabilities.mean() / labels.mean()), logloss(labels, probabilities)
 
 
 def one_seed(preset: str, seed: int, args: argparse.Namespace, work: Path) -> dict:
@@ -59,26 +96,26 @@ def one_seed(preset: str, seed: int, args: argparse.Namespace, work: Path) -> di
     target = config.targets[0].name
     with tempfile.TemporaryDirectory() as model_dir:
         summary = train(TrainStepConfig.of(config, target), target, 0, str(examples), model_dir)
-    metrics, calibrator = summary.metrics[task], summary.calibrators.get(task)
-    none = (metrics.uncalibrated_calibration, metrics.uncalibrated_logloss) if calibrator else (
-        metrics.calibration, metrics.logloss)
-    step = (metrics.calibration, metrics.logloss)
-    decision, reason = "no step (held-out check)", summary.calibration_skipped.get(task, "")
-    backtested_figures = none
+        labels, served = eval_predictions(Path(model_dir), examples, manifest, task)
+    calibrator = summary.calibrators.get(task)
+    own = served if calibrator is None else own_output(served, calibrator)
+    decision, line = "no step (held-out check)", summary.calibration_skipped.get(task, "")
+    backtested_step = None
     if calibrator is not None:
-        with_backtest = load_config(PRESET, overrides=[*overrides, "training.calibration_backtest=day_ahead"])
-        kept, reason = backtested(calibrator, manifest, task, with_backtest.training)
-        decision = "kept" if kept is not None else "rejected"
-        backtested_figures = step if kept is not None else none
-        reason = kept.backtest.describe() if kept is not None and kept.backtest else (reason or "no backtest")
+        with_backtest = load_config(PRESET, overrides=[*overrides, "training.calibration_backtest=enforce"])
+        backtested_step = backtested(calibrator, manifest, task, with_backtest.training)
+        decision = ("no backtest" if backtested_step.backtest is None else "move kept"
+                    if backtested_step.latest_move_removed is None else "move removed")
+        line = backtested_step.backtest_line() or "no backtest"
     days = manifest.splits["train"].days
     return {
         "preset": preset, "seed": seed, "task": task,
         "day_rates": [d.positives.get(task, 0) / d.examples for d in days],
         "day_positives": [d.positives.get(task, 0) for d in days],
-        "eval_rate": manifest.splits["eval"].label_rates[task],
-        "intercept": calibrator.intercept if calibrator else None,
-        "none": none, "step": step, "backtested": backtested_figures, "decision": decision, "reason": reason,
+        "eval_rate": float(labels.mean()), "intercept": calibrator.intercept if calibrator else None,
+        "none": figures(labels, own), "step": figures(labels, served),
+        "backtested": figures(labels, own if backtested_step is None else backtested_step.apply(own)),
+        "decision": decision, "reason": line,
     }
 
 
@@ -107,19 +144,21 @@ def main() -> None:
     print(f"\n== low-rate preset, {args.days} days (last eval), intercept on the latest train day; "
           f"{time.perf_counter() - started:.0f} s")
     print("| logs | seed | eval rate / last train day's | none: calibration, log-loss | step (held-out check only) "
-          "| step with day-ahead backtest | backtest |")
+          "| step after the day-ahead backtest | backtest |")
     print("|" + "---|" * 7)
     for row in rows:
+        row["drop"] = row["none"] if row["decision"] == "move removed" else row["step"]
         shift = row["eval_rate"] / row["day_rates"][-1] if row["day_rates"][-1] else float("nan")
         cells = [f"{c:.3f}, {ll:.6f}" for c, ll in (row["none"], row["step"], row["backtested"])]
         print(f"| {row['preset']} | {row['seed']} | {shift:.3f} | {' | '.join(cells)} | {row['decision']} |")
+    variants = ("step", "backtested", "drop")
     for preset in args.presets.split(","):
         chosen = [r for r in rows if r["preset"] == preset]
-        ratio = {name: float(np.mean([r[name][1] / r["none"][1] for r in chosen])) for name in ("step", "backtested")}
-        miss = {name: float(np.mean([abs(r[name][0] - 1) for r in chosen])) for name in ("none", "step", "backtested")}
-        print(f"{preset}: log-loss vs none, mean over seeds: step {ratio['step']:.4f}, backtested "
-              f"{ratio['backtested']:.4f}; mean |calibration − 1|: none {miss['none']:.3f}, step {miss['step']:.3f}, "
-              f"backtested {miss['backtested']:.3f}")
+        ratio = {name: float(np.mean([r[name][1] / r["none"][1] for r in chosen])) for name in variants}
+        miss = {name: float(np.mean([abs(r[name][0] - 1) for r in chosen])) for name in ("none", *variants)}
+        print(f"{preset}, {len(chosen)} seeds: eval log-loss / none's, mean: "
+              + ", ".join(f"{name} {ratio[name]:.4f}" for name in variants)
+              + "; mean |calibration − 1|: " + ", ".join(f"{name} {value:.3f}" for name, value in miss.items()))
 
 
 if __name__ == "__main__":

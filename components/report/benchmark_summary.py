@@ -115,8 +115,8 @@ class RunRow(Contract):
         default_factory=dict, description="per task, why the run's calibration step was not kept (RunSummary)"
     )
     calibration_backtest: dict[str, str] = Field(
-        default_factory=dict, description="per task, the day-ahead backtest that kept the run's calibration step "
-        "(components.train.calibration_backtest), described",
+        default_factory=dict, description="per task, what the day-ahead backtest decided about the run's calibration "
+        "step (Calibrator.backtest_line)",
     )
     deterministic: bool | None = Field(None, description="trained under op determinism (training.deterministic)")
     learning_rate: float
@@ -396,7 +396,7 @@ def _run_row(run: RunSummary) -> RunRow:
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
         calibration={t: m.calibration for t, m in run.metrics.items()},
         calibration_skipped=dict(run.calibration_skipped), deterministic=run.deterministic,
-        calibration_backtest={t: c.backtest.describe() for t, c in run.calibrators.items() if c.backtest},
+        calibration_backtest={t: line for t, c in run.calibrators.items() if (line := c.backtest_line())},
         learning_rate=run.learning_rate, dropped_steps=run.dropped_steps, eval_curve=eval_curve(run),
         model_uri=run.model_uri, backend=run.backend, time_split=run.time_split, table_placement=placement_label(run),
     )

@@ -77,7 +77,7 @@ def calibration_findings(summary: BenchmarkSummary) -> list[str]:
                 backtests = [r.calibration_backtest[task] for r in summary.runs
                              if r.target == target.name and task in r.calibration_backtest]
                 if backtests:
-                    line += f"; kept by the {backtests[0]}"
+                    line += f"; the day-ahead backtest {backtests[0]}"
                 if after > before:
                     line += (": it hurt on the eval split; set training.calibration: none, or fit it on a held-out "
                              "slice (training.calibration_data: holdout) instead of the latest train days")

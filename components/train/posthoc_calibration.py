@@ -75,9 +75,27 @@ class Calibrator(Contract):
         None, description="log-loss without and with the step on examples neither it nor the model was fitted on",
     )
     backtest: CalibrationBacktest | None = Field(
-        None, description="latest_train_days: the day-ahead backtest over the train days that kept it "
+        None, description="latest_train_days: the day-ahead backtest over the train days "
         "(components.train.calibration_backtest); None when not run",
     )
+    latest_move_removed: float | None = Field(
+        None, description="when the backtest rejected the move to the latest days' rate: the log-odds taken out of "
+        "the intercept (w · (logit(latest days' rate) − logit(train rate))), so the step corrects the model's own "
+        "bias toward the train window's rate instead; None when the move was kept",
+    )
+
+    def backtest_line(self) -> str | None:
+        """What the day-ahead backtest said and what was served, for the report; None without a backtest."""
+        if self.backtest is None:
+            return None
+        if self.backtest.keeps_the_move:
+            return f"supported the move to the latest days' rate: {self.backtest.describe()}"
+        if self.latest_move_removed is None:
+            return ("did not support the move to the latest days' rate (served as fitted; training."
+                    f"calibration_backtest: enforce takes the move out): {self.backtest.describe()}")
+        return (f"did not support the move to the latest days' rate, taken out of the step "
+                f"({self.latest_move_removed:+.3f} in log-odds; it corrects toward the train rate only): "
+                f"{self.backtest.describe()}")
 
     def apply(self, probabilities: np.ndarray) -> np.ndarray:
         z = _logit(np.asarray(probabilities, dtype=np.float64))
@@ -90,6 +108,15 @@ class Calibrator(Contract):
         p = tf.clip_by_value(tf.cast(probabilities, tf.float32), EPSILON, 1.0 - EPSILON)
         z = tf.math.log(p) - tf.math.log1p(-p)
         return tf.sigmoid(self.slope * z + self.intercept)
+
+
+def anchored_to_train_rate(calibrator: Calibrator, latest_rate: float, train_rate: float) -> Calibrator:
+    """`calibrator` (fitted on the latest train days) without its move from the train rate to theirs: the intercept
+    less `evidence_weight · (logit(latest_rate) − logit(train_rate))`. What is left shifts the model's log-odds as
+    far as fitting it to the train rate on the same days would, to first order: it corrects the model's own bias
+    and bets nothing on the latest days' rate."""
+    move = calibrator.evidence_weight * float(_logit(np.array(latest_rate)) - _logit(np.array(train_rate)))
+    return calibrator.model_copy(update={"intercept": calibrator.intercept - move, "latest_move_removed": move})
 
 
 def fit_calibrator(method: str, labels: np.ndarray, probabilities: np.ndarray) -> Calibrator:

@@ -12,7 +12,7 @@ import numpy as np
 from components.evaluate.task_metrics import task_metrics
 from components.preprocess.manifest import CALIBRATION_SPLIT, Manifest
 from components.train.calibration_backtest import backtest_days_needed, day_ahead_backtest
-from components.train.posthoc_calibration import Calibrator, checked_calibrator
+from components.train.posthoc_calibration import Calibrator, anchored_to_train_rate, checked_calibrator
 from components.train.run_summary import CurvePoint, TaskMetrics
 from components.train.step_plan import calibration_holdout
 from configs.training import TrainingConfig
@@ -74,7 +74,7 @@ def fit_calibrators(predict: PredictSplit, manifest: Manifest, training: Trainin
             None if check is None else (check[0][task], check[1][task]), training.calibration_shrinkage_positives,
         )
         if calibrator is not None and training.calibration_data == "latest_train_days":
-            calibrator, reason = backtested(calibrator, manifest, task, training)
+            calibrator = backtested(calibrator, manifest, task, training)
         if calibrator is None:
             skipped[task] = f"{reason}: serving the model's own output (set training.calibration: none)"
             log.warning("calibration step for %s skipped: %s", task, skipped[task])
@@ -83,13 +83,11 @@ def fit_calibrators(predict: PredictSplit, manifest: Manifest, training: Trainin
     return kept, skipped
 
 
-def backtested(calibrator: Calibrator, manifest: Manifest, task: str, training: TrainingConfig,
-               ) -> tuple[Calibrator | None, str | None]:
-    """A step fitted on the latest train days, kept (with its backtest) when the day-ahead backtest over the train
-    days says moving to their rate helps, or when there is nothing to replay; (None, why) when it does not.
-    `training.calibration_backtest: none` keeps it as it is."""
-    if training.calibration_backtest == "none":
-        return calibrator, None
+def backtested(calibrator: Calibrator, manifest: Manifest, task: str, training: TrainingConfig) -> Calibrator:
+    """A step fitted on the latest train days, after the day-ahead backtest over the train days: as fitted (with
+    its backtest) when moving to the latest days' rate did not raise the backtest's log-loss or when there is
+    nothing to replay; without that move (`posthoc_calibration.anchored_to_train_rate`) when it did and
+    `training.calibration_backtest` is enforce; with report, as fitted, its backtest recorded."""
     calibration_days = len(manifest.splits[CALIBRATION_SPLIT].days)
     train_days = manifest.splits["train"].days
     result = None if calibration_days < 1 else day_ahead_backtest(
@@ -98,11 +96,17 @@ def backtested(calibrator: Calibrator, manifest: Manifest, task: str, training: 
         log.info("calibration step for %s: no day-ahead backtest (%d train days with per-day counts; it needs "
                  "split.calibration_days + 2 = %d): the held-out check alone kept it", task, len(train_days),
                  backtest_days_needed(max(calibration_days, 1)))
-        return calibrator, None
-    if not result.keeps_the_step:
-        return None, (f"the {calibrator.method} step fitted on the latest {calibration_days} train day(s) did not "
-                      f"carry over to the next day in the {result.describe()}")
-    return calibrator.model_copy(update={"backtest": result}), None
+        return calibrator
+    if result.keeps_the_move or training.calibration_backtest == "report":
+        checked = calibrator.model_copy(update={"backtest": result})
+        if not result.keeps_the_move:
+            log.warning("calibration step for %s: the day-ahead backtest %s", task, checked.backtest_line())
+        return checked
+    anchored = anchored_to_train_rate(calibrator, manifest.splits[CALIBRATION_SPLIT].label_rates[task],
+                                      manifest.splits["train"].label_rates[task])
+    anchored = anchored.model_copy(update={"backtest": result})
+    log.warning("calibration step for %s: the day-ahead backtest %s", task, anchored.backtest_line())
+    return anchored
 
 
 def evaluate(predict: PredictSplit, manifest: Manifest, training: TrainingConfig,

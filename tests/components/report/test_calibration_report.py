@@ -89,16 +89,19 @@ def test_with_a_calibration_step_the_finding_names_the_steps_settings():
     assert "calibration step moved mean prediction / eval rate 1.450 → 1.300" in step
 
 
-def test_a_step_kept_by_its_day_ahead_backtest_says_so_with_the_backtests_figures():
+def test_a_step_with_a_day_ahead_backtest_says_what_it_said_with_its_figures():
     runs = [calibrated_run("cpu", i, 1.01, uncalibrated=1.2) for i in range(2)]
     backtest = CalibrationBacktest(calibration_days=1, days_scored=["2026-01-03", "2026-01-04"], examples=80_000,
-                                   positives=200, logloss_without=0.0175, logloss_with=0.0173, largest_miss=0.08)
+                                   positives=200, logloss_without=0.0175, logloss_with=0.0177, largest_miss=0.45)
     for summary in runs:
-        summary.calibrators["engagement"] = summary.calibrators["engagement"].model_copy(update={"backtest": backtest})
+        summary.calibrators["engagement"] = summary.calibrators["engagement"].model_copy(
+            update={"backtest": backtest, "latest_move_removed": -0.12})
     (step,) = calibration_lines(runs)
-    assert ("1.200 → 1.010 and log-loss 0.34000 → 0.33050; kept by the day-ahead backtest on 2 train day(s) "
-            "(2026-01-03, 2026-01-04; 80,000 examples, 200 positives)") in step
-    assert "log-loss 0.017500 at the earlier days' rate, 0.017300 moved to the latest 1 day(s)' rate" in step
+    assert ("1.200 → 1.010 and log-loss 0.34000 → 0.33050; the day-ahead backtest did not support the move to the "
+            "latest days' rate, taken out of the step (-0.120 in log-odds") in step
+    assert ("on 2 train day(s) (2026-01-03, 2026-01-04; 80,000 examples, 200 positives), each predicted from the "
+            "days before it: log-loss 0.017500 at the earlier days' rate, 0.017700 moved to the latest 1 day(s)' "
+            "rate as the step does (largest miss 45%)") in step
 
 
 def test_the_report_shows_the_calibration_step_and_the_reliability_curve():

@@ -53,34 +53,46 @@ def training(**settings) -> TrainingConfig:
                           calibration_shrinkage_positives=0.0, **settings)
 
 
-def test_a_step_fitted_on_a_day_whose_rate_the_next_day_does_not_keep_is_rejected():
-    """Train days whose rate jumps and falls back (0.20%, 0.30%, 0.20%, 0.30%): each day misses the next by a
+def test_a_step_fitted_on_a_day_whose_rate_the_next_day_does_not_keep_is_rejected_by_the_backtest():
+    """Train days whose rate jumps and falls back (0.20%, 0.30%, 0.20%, 0.30%, ...): each day misses the next by a
     third, as the quality issue's latest day (0.244%) missed its eval day (0.207%). The step fitted on the last
-    (high) day would serve 0.30% and lowers log-loss on that day's own held-out part, but the backtest rejects
-    it, says why with its figures, and the run serves the model's own output."""
+    (high) day moves the model (0.20%) to 0.30% and lowers log-loss on that day's own held-out part, but the
+    backtest says the move did not carry over. enforce takes the move out: the step then moves the model to the
+    train rate (0.25%) only; report serves it as fitted and records the verdict."""
     manifest = manifest_of([0.0020, 0.0030, 0.0020, 0.0030, 0.0020, 0.0030])
-    kept, skipped = fit_calibrators(latest_day_predictions(rate=0.0030, predicted=0.0020), manifest, training())
-    assert kept == {}
-    why = skipped[TASK]
-    assert "did not carry over to the next day" in why and "day-ahead backtest on 4 train day(s)" in why
-    assert "2026-01-03, 2026-01-04, 2026-01-05, 2026-01-06" in why and "largest miss 50%" in why
+    predict = latest_day_predictions(rate=0.0030, predicted=0.0020)
+    kept, skipped = fit_calibrators(predict, manifest, training(calibration_backtest="enforce"))
+    assert skipped == {} and set(kept) == {TASK}
+    step = kept[TASK]
+    assert step.backtest is not None and not step.backtest.keeps_the_move
+    assert step.backtest.logloss_with > step.backtest.logloss_without
+    assert step.backtest.days_scored == ["2026-01-03", "2026-01-04", "2026-01-05", "2026-01-06"]
+    assert step.backtest.largest_miss == pytest.approx(0.5)
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    assert step.latest_move_removed == pytest.approx(logit(0.0030) - logit(0.0025))  # unshrunk: w = 1
+    labels, probabilities = predict("calibration", 1024, 0.1, "exclude")
+    assert step.apply(probabilities[TASK]).mean() == pytest.approx(0.0025, rel=0.05)  # the train rate
+    assert "did not support the move to the latest days' rate, taken out of the step" in step.backtest_line()
 
-    # the same step with the backtest off is kept: the held-out part of the latest day alone cannot see the move
-    kept, skipped = fit_calibrators(latest_day_predictions(rate=0.0030, predicted=0.0020), manifest,
-                                    training(calibration_backtest="none"))
-    assert set(kept) == {TASK} and skipped == {} and kept[TASK].backtest is None
+    kept, _ = fit_calibrators(latest_day_predictions(rate=0.0030, predicted=0.0020), manifest, training())
+    as_fitted = kept[TASK]  # report (the default): served as fitted, the verdict recorded
+    assert as_fitted.latest_move_removed is None and not as_fitted.backtest.keeps_the_move
+    assert as_fitted.apply(probabilities[TASK]).mean() == pytest.approx(0.0030, rel=0.05)
+    assert "served as fitted; training.calibration_backtest: enforce takes the move out" in as_fitted.backtest_line()
 
 
 def test_a_step_on_a_log_whose_rate_holds_still_or_walks_on_is_kept_with_its_backtest():
-    """Days at one rate (the step is then the model's own bias correction: the backtest sees no move and keeps
-    it), and a rate that climbs day after day (the latest day is the best guess for the next: the backtest says
-    the move lowers log-loss)."""
+    """Days at one rate (the step is then the model's own bias correction: the backtest sees no move), and a rate
+    that climbs day after day (the latest day is the best guess for the next: the move lowers log-loss): enforce
+    serves the step as fitted, moving the model's mean to the latest day's rate."""
     for rates in ([0.0025] * 5, [0.0015, 0.0018, 0.0021, 0.0025, 0.0030]):
-        kept, skipped = fit_calibrators(latest_day_predictions(rate=rates[-1], predicted=0.0020),
-                                        manifest_of(rates), training())
-        assert skipped == {} and set(kept) == {TASK}
+        predict = latest_day_predictions(rate=rates[-1], predicted=0.0020)
+        kept, skipped = fit_calibrators(predict, manifest_of(rates), training(calibration_backtest="enforce"))
+        assert skipped == {} and set(kept) == {TASK} and kept[TASK].latest_move_removed is None
         backtest = kept[TASK].backtest
-        assert backtest is not None and backtest.logloss_with <= backtest.logloss_without
+        assert backtest is not None and backtest.keeps_the_move
+        _, probabilities = predict("calibration", 1024, 0.1, "exclude")
+        assert kept[TASK].apply(probabilities[TASK]).mean() == pytest.approx(rates[-1], rel=0.05)
         assert backtest.days_scored == ["2026-01-03", "2026-01-04", "2026-01-05"]
     assert backtest.logloss_with < backtest.logloss_without  # the climbing rate: a real gain, not a tie
 
