@@ -181,6 +181,14 @@ class TrainingConfig(StrictModel):
         "calibration follows the most recent base rate (the closest day to the one served next when the click "
         "rate drifts)",
     )
+    calibration_backtest: Literal["report", "enforce"] = Field(
+        "report",
+        description="with calibration_data latest_train_days, a day-ahead backtest over the train split's own days "
+        "(each predicted from the days before it) says whether moving to the latest split.calibration_days days' "
+        "rate lowered log-loss (components.train.calibration_backtest; it needs split.calibration_days + 2 train "
+        "days). report: recorded with the step and in the report, the step served as fitted; enforce: where it did "
+        "not, that move is taken out of the step, which then corrects the model's bias toward the train rate only",
+    )
 
     @model_validator(mode="after")
     def _cadence_within_the_run(self) -> TrainingConfig:

@@ -143,6 +143,10 @@ class RunRow(Contract):
     calibration_skipped: dict[str, str] = Field(
         default_factory=dict, description="per task, why the run's calibration step was not kept (RunSummary)"
     )
+    calibration_backtest: dict[str, str] = Field(
+        default_factory=dict, description="per task, what the day-ahead backtest decided about the run's calibration "
+        "step (Calibrator.backtest_line)",
+    )
     deterministic: bool | None = Field(None, description="trained under op determinism (training.deterministic)")
     learning_rate: float
     dropped_steps: int = 0

@@ -1,5 +1,5 @@
-"""The calibration step's record: the fitted map a run's serving signatures apply to a task's probability, and the
-check that kept it (fitted and checked by `components.train.posthoc_calibration`; `RunSummary.calibrators`)."""
+"""The calibration step's record: the fitted map a run's serving signatures apply to a task's probability, the
+check that kept it, the day-ahead backtest of its move to the latest days' rate (fitted and checked by `components.train.posthoc_calibration`; `RunSummary.calibrators`)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,33 @@ class CalibrationCheck(Contract):
                 f"log-loss {self.logloss_without:.6f} without it, {self.logloss_with:.6f} with it")
 
 
+class CalibrationBacktest(Contract):
+    """The day-ahead backtest of a step fitted on the latest `calibration_days` train days."""
+
+    calibration_days: int
+    days_scored: list[str] = Field(description="the train days predicted (YYYY-MM-DD), each from the days before it")
+    examples: int = Field(description="examples of the days scored")
+    positives: int
+    logloss_without: float = Field(description="log-loss of the days scored at the rate of the days before each")
+    logloss_with: float = Field(description="the same with the rate moved toward the latest days' as the step does")
+    largest_miss: float = Field(
+        description="the largest |predicted / observed rate − 1| of a scored day with the step (0.45: 45% off)",
+    )
+
+    @property
+    def keeps_the_move(self) -> bool:
+        """Moving to the latest days' rate did not raise the backtest's log-loss (equal: the days' rates did not
+        move)."""
+        return self.logloss_with <= self.logloss_without
+
+    def describe(self) -> str:
+        days = ", ".join(self.days_scored)
+        return (f"on {len(self.days_scored)} train day(s) ({days}; {self.examples:,} examples, "
+                f"{self.positives:,} positives), each predicted from the days before it: log-loss "
+                f"{self.logloss_without:.6f} at the earlier days' rate, {self.logloss_with:.6f} moved to the latest "
+                f"{self.calibration_days} day(s)' rate as the step does (largest miss {self.largest_miss:.0%})")
+
+
 class Calibrator(Contract):
     """p' = sigmoid(slope · logit(p) + intercept), fitted on `examples` held-out train examples."""
 
@@ -46,6 +73,28 @@ class Calibrator(Contract):
     check: CalibrationCheck | None = Field(
         None, description="log-loss without and with the step on examples neither it nor the model was fitted on",
     )
+    backtest: CalibrationBacktest | None = Field(
+        None, description="latest_train_days: the day-ahead backtest over the train days "
+        "(components.train.calibration_backtest); None when not run",
+    )
+    latest_move_removed: float | None = Field(
+        None, description="when the backtest rejected the move to the latest days' rate: the log-odds taken out of "
+        "the intercept (w · (logit(latest days' rate) − logit(train rate))), so the step corrects the model's own "
+        "bias toward the train window's rate instead; None when the move was kept",
+    )
+
+    def backtest_line(self) -> str | None:
+        """What the day-ahead backtest said and what was served, for the report; None without a backtest."""
+        if self.backtest is None:
+            return None
+        if self.backtest.keeps_the_move:
+            return f"supported the move to the latest days' rate: {self.backtest.describe()}"
+        if self.latest_move_removed is None:
+            return ("did not support the move to the latest days' rate (served as fitted; training."
+                    f"calibration_backtest: enforce takes the move out): {self.backtest.describe()}")
+        return (f"did not support the move to the latest days' rate, taken out of the step "
+                f"({self.latest_move_removed:+.3f} in log-odds; it corrects toward the train rate only): "
+                f"{self.backtest.describe()}")
 
     def apply(self, probabilities: np.ndarray) -> np.ndarray:
         z = logit(np.asarray(probabilities, dtype=np.float64))

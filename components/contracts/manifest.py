@@ -111,6 +111,14 @@ class SplitBlocks(Contract):
         return {f: n % self.block_examples for f, n in self.files.items() if n % self.block_examples}
 
 
+class DayCount(Contract):
+    """One UTC day of a split: its examples and positive labels per task."""
+
+    date: str = Field(description="YYYY-MM-DD (UTC)")
+    examples: int
+    positives: dict[str, int] = Field(default_factory=dict, description="positive labels per task")
+
+
 class SplitInfo(Contract):
     examples: int
     label_rates: dict[str, float]
@@ -124,6 +132,10 @@ class SplitInfo(Contract):
         None, description="log-loss of the true probabilities per task (synthetic logs only)"
     )
     positives: dict[str, int] = Field(default_factory=dict, description="positive labels per task")
+    days: list[DayCount] = Field(
+        default_factory=list, description="per UTC day, oldest first (train and calibration splits; empty in "
+        "manifests written before it): what the calibration step's day-ahead backtest reads",
+    )
 
 
 class TransformedFeatureSpec(Contract):

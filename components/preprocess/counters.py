@@ -7,6 +7,7 @@ the examples, which `read_counters` turns back into `PreprocessCounts` once the 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Literal
@@ -19,12 +20,14 @@ from apache_beam.io.filesystems import FileSystems
 from components.logs.readers import match_pattern
 from components.logs.text_files import FileTally
 from components.preprocess.example_batches import missing_counts
-from components.preprocess.parse import FeatureField, ParseOutcomes
+from components.preprocess.parse import TIMESTAMP_MS, FeatureField, ParseOutcomes
 
 COUNTERS_PREFIX = "stats/counters"
 
 CountKind = Literal["records_read", "dead_letters", "join", "split_examples", "split_positives", "split_missing",
-                    "split_unseen", "input", "block_examples"]
+                    "split_unseen", "input", "block_examples", "day_examples", "day_positives"]
+DAY_MS = 86_400_000
+DAY_COUNTED_SPLITS = ("train", "calibration")  # per UTC day: what the calibration step's day-ahead backtest reads
 # `input` counts of a stream: the readers' per-file tallies and the parser's outcomes (see `InputAccount`)
 FILE_TALLY_FIELDS = ("bytes", "framing_bytes", "blank_lines", "blank_bytes", "records", "record_bytes")
 PARSE_OUTCOME_FIELDS = ("parsed", "parsed_bytes", "dead_letters", "dead_letter_bytes")
@@ -37,7 +40,8 @@ class Count:
     `late_events:<label>`, ...), the label key (`split_positives`), the feature (`split_missing`, and
     `split_unseen`: eval examples whose value of it never occurs in train, components.preprocess.unseen), what of
     the input it counts (`input`: `files`, a `FileTally` or `ParseOutcomes` field), or the block file
-    (`block_examples`: examples written to that file)."""
+    (`block_examples`: examples written to that file). `day_examples` / `day_positives` are per UTC day of the
+    train and calibration splits: scope `<split>/<YYYY-MM-DD>`, subject the label key (`day_positives`)."""
 
     kind: CountKind
     scope: str = ""
@@ -99,6 +103,20 @@ class PreprocessCounts:
     def unseen(self, split: str, feature: str) -> int:
         return self.of("split_unseen", split, feature)
 
+    def days(self, split: str) -> dict[str, tuple[int, dict[str, int]]]:
+        """UTC date → (examples, positives per label key) of `split`, oldest first (train and calibration only)."""
+        by_day: dict[str, tuple[int, dict[str, int]]] = {}
+        for count, n in self.values.items():
+            if count.kind in ("day_examples", "day_positives") and count.scope.startswith(f"{split}/"):
+                date = count.scope[len(split) + 1:]
+                examples, positives = by_day.get(date, (0, {}))
+                if count.kind == "day_examples":
+                    by_day[date] = (examples + n, positives)
+                else:
+                    positives[count.subject] = positives.get(count.subject, 0) + n
+                    by_day[date] = (examples, positives)
+        return dict(sorted(by_day.items()))
+
     def block_files(self, split: str) -> dict[str, int]:
         """Block file (relative to the output root) → examples written to it, for `split`."""
         return {c.subject: n for c, n in sorted(self.values.items(), key=lambda cn: cn[0].subject)
@@ -115,7 +133,23 @@ def split_counts(batch: pa.RecordBatch, split: str, label_keys: tuple[str, ...],
             np.asarray(batch.column(key).to_numpy(zero_copy_only=False)) > 0))
     for name, missing in missing_counts(batch, features).items():
         counts[Count("split_missing", split, name)] = missing
+    if split in DAY_COUNTED_SPLITS:
+        counts.update(day_counts(batch, split, label_keys))
     return [(count.key, n) for count, n in counts.items() if n]
+
+
+def day_counts(batch: pa.RecordBatch, split: str, label_keys: tuple[str, ...]) -> dict[Count, int]:
+    """Examples and positives per label key of each UTC day (by `timestamp_ms`) in one batch of `split`."""
+    days = np.asarray(batch.column(TIMESTAMP_MS).to_numpy(zero_copy_only=False), np.int64) // DAY_MS
+    counts: dict[Count, int] = {}
+    labels = {key: np.asarray(batch.column(key).to_numpy(zero_copy_only=False)) > 0 for key in label_keys}
+    for day in np.unique(days):
+        on_day = days == day
+        scope = f"{split}/{dt.date(1970, 1, 1) + dt.timedelta(days=int(day))}"
+        counts[Count("day_examples", scope)] = int(on_day.sum())
+        for key, positive in labels.items():
+            counts[Count("day_positives", scope, key)] = int(np.count_nonzero(positive & on_day))
+    return counts
 
 
 def count_input_files(tallies: beam.PCollection, stream: str) -> beam.PCollection:

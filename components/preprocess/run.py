@@ -43,6 +43,7 @@ from apache_beam.transforms.error_handling import ErrorHandler
 from components.contracts.manifest import (
     CALIBRATION_SPLIT,
     TRANSFORM_FN_DIR,
+    DayCount,
     ImpressionWindow,
     InputAccount,
     Manifest,
@@ -416,6 +417,9 @@ def _manifest(config: PreprocessStepConfig, logs_dir: str | None, root: str, win
             blocks=SplitBlocks(files=counters.block_files(split), block_examples=config.preprocess.block_examples),
             bayes_logloss=bayes,
             positives=positives,
+            days=[DayCount(date=date, examples=day_examples,
+                           positives={t: day_positives.get(label_key(t), 0) for t in tasks})
+                  for date, (day_examples, day_positives) in counters.days(split).items()],
         )
     examples = sum(splits[s].examples for s in SPLITS)  # the calibration split is a part of train
     missing_rates = {

@@ -241,6 +241,7 @@ def _run_row(run: RunSummary) -> RunRow:
         logloss={t: m.logloss for t, m in run.metrics.items()}, auc={t: m.auc for t, m in run.metrics.items()},
         calibration={t: m.calibration for t, m in run.metrics.items()},
         calibration_skipped=dict(run.calibration_skipped), deterministic=run.deterministic,
+        calibration_backtest={t: line for t, c in run.calibrators.items() if (line := c.backtest_line())},
         learning_rate=run.learning_rate, dropped_steps=run.dropped_steps, eval_curve=eval_curve(run),
         model_uri=run.model_uri, backend=run.backend, time_split=run.time_split, table_placement=placement_label(run),
     )

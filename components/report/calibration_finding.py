@@ -74,6 +74,10 @@ def calibration_findings(summary: BenchmarkSummary) -> list[str]:
                 line = (f"{target.name}/{task}: the {stats.calibration_method or ''} calibration step moved mean "
                         f"prediction / eval rate {stats.uncalibrated_calibration.mean:.3f} → {value:.3f} and log-loss "
                         f"{before:.5f} → {after:.5f}")
+                backtests = [r.calibration_backtest[task] for r in summary.runs
+                             if r.target == target.name and task in r.calibration_backtest]
+                if backtests:
+                    line += f"; the day-ahead backtest {backtests[0]}"
                 if after > before:
                     line += (": it hurt on the eval split; set training.calibration: none, or fit it on a held-out "
                              "slice (training.calibration_data: holdout) instead of the latest train days")

@@ -39,6 +39,15 @@ NEWTON_STEPS = 50
 
 
 
+def anchored_to_train_rate(calibrator: Calibrator, latest_rate: float, train_rate: float) -> Calibrator:
+    """`calibrator` (fitted on the latest train days) without its move from the train rate to theirs: the intercept
+    less `evidence_weight · (logit(latest_rate) − logit(train_rate))`. What is left shifts the model's log-odds as
+    far as fitting it to the train rate on the same days would, to first order: it corrects the model's own bias
+    and bets nothing on the latest days' rate."""
+    move = calibrator.evidence_weight * float(logit(np.array(latest_rate)) - logit(np.array(train_rate)))
+    return calibrator.model_copy(update={"intercept": calibrator.intercept - move, "latest_move_removed": move})
+
+
 def fit_calibrator(method: str, labels: np.ndarray, probabilities: np.ndarray) -> Calibrator:
     """Newton's method on the (convex) log-loss of sigmoid(slope · z + intercept)."""
     if method not in ("platt", "intercept"):

@@ -13,7 +13,8 @@ from components.contracts.calibrator import Calibrator
 from components.contracts.manifest import CALIBRATION_SPLIT, Manifest
 from components.contracts.run_summary import CurvePoint, TaskMetrics
 from components.evaluate.task_metrics import task_metrics
-from components.train.posthoc_calibration import checked_calibrator
+from components.train.calibration_backtest import backtest_days_needed, day_ahead_backtest
+from components.train.posthoc_calibration import anchored_to_train_rate, checked_calibrator
 from components.train.step_plan import calibration_holdout
 from configs.training import TrainingConfig
 
@@ -50,7 +51,8 @@ def fit_calibrators(predict: PredictSplit, manifest: Manifest, training: Trainin
     (calibrators kept, why each other task's step was skipped). Both empty when calibration is none.
 
     holdout: fitted on the hashed slice of train held out of training, checked by cross-fitting over it.
-    latest_train_days: fitted on the latest train days the model trained on, checked on their held-out part.
+    latest_train_days: fitted on the latest train days the model trained on, checked on their held-out part and
+    by the day-ahead backtest over the train days (`backtested`).
     """
     if training.calibration == "none":
         return {}, {}
@@ -72,12 +74,40 @@ def fit_calibrators(predict: PredictSplit, manifest: Manifest, training: Trainin
             training.calibration, (fit[0][task], fit[1][task]),
             None if check is None else (check[0][task], check[1][task]), training.calibration_shrinkage_positives,
         )
+        if calibrator is not None and training.calibration_data == "latest_train_days":
+            calibrator = backtested(calibrator, manifest, task, training)
         if calibrator is None:
             skipped[task] = f"{reason}: serving the model's own output (set training.calibration: none)"
             log.warning("calibration step for %s skipped: %s", task, skipped[task])
         else:
             kept[task] = calibrator
     return kept, skipped
+
+
+def backtested(calibrator: Calibrator, manifest: Manifest, task: str, training: TrainingConfig) -> Calibrator:
+    """A step fitted on the latest train days, after the day-ahead backtest over the train days: as fitted (with
+    its backtest) when moving to the latest days' rate did not raise the backtest's log-loss or when there is
+    nothing to replay; without that move (`posthoc_calibration.anchored_to_train_rate`) when it did and
+    `training.calibration_backtest` is enforce; with report, as fitted, its backtest recorded."""
+    calibration_days = len(manifest.splits[CALIBRATION_SPLIT].days)
+    train_days = manifest.splits["train"].days
+    result = None if calibration_days < 1 else day_ahead_backtest(
+        train_days, task, calibration_days, training.calibration_shrinkage_positives)
+    if result is None:
+        log.info("calibration step for %s: no day-ahead backtest (%d train days with per-day counts; it needs "
+                 "split.calibration_days + 2 = %d): the held-out check alone kept it", task, len(train_days),
+                 backtest_days_needed(max(calibration_days, 1)))
+        return calibrator
+    if result.keeps_the_move or training.calibration_backtest == "report":
+        checked = calibrator.model_copy(update={"backtest": result})
+        if not result.keeps_the_move:
+            log.warning("calibration step for %s: the day-ahead backtest %s", task, checked.backtest_line())
+        return checked
+    anchored = anchored_to_train_rate(calibrator, manifest.splits[CALIBRATION_SPLIT].label_rates[task],
+                                      manifest.splits["train"].label_rates[task])
+    anchored = anchored.model_copy(update={"backtest": result})
+    log.warning("calibration step for %s: the day-ahead backtest %s", task, anchored.backtest_line())
+    return anchored
 
 
 def evaluate(predict: PredictSplit, manifest: Manifest, training: TrainingConfig,

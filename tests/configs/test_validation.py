@@ -146,6 +146,9 @@ def test_every_shipped_config_still_loads():
     (["training.calibration=intercept", "training.calibration_data=latest_train_days", "split.calibration_days=4"],
      "split.calibration_days", "the synthetic logs leave 3 train days"),
     (["training.calibration_data=last_day"], "training.calibration_data", "'holdout' or 'latest_train_days'"),
+    (["training.calibration_backtest=always"], "training.calibration_backtest", "'report' or 'enforce'"),
+    (["targets.0.training={calibration_backtest: off}"], "targets.0.training.calibration_backtest",
+     "'report' or 'enforce'"),
 ])
 def test_learned_hash_and_calibration_settings_fail_naming_the_field(overrides, field, message):
     with pytest.raises(ConfigError) as error:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from block_rows import read_blocks
 
-from components.contracts.manifest import Manifest, TransformedFeatureSpec
+from components.contracts.manifest import DayCount, Manifest, TransformedFeatureSpec
 from components.preprocess.run import TooManyInvalidRecords, preprocess
 
 DAY1, DAY2 = "2026-01-01", "2026-01-02"
@@ -170,6 +170,11 @@ def test_the_calibration_split_is_the_latest_train_days(tmp_path, config_for, lo
     assert {s: manifest.splits[s].examples for s in manifest.splits} == {"train": 6, "eval": 3, "calibration": 3}
     assert manifest.counts["examples"] == 9
     assert manifest.splits["calibration"].label_rates == pytest.approx({"engagement": 1 / 3})
+    # per UTC day, what the calibration step's day-ahead backtest reads
+    assert manifest.splits["train"].days == [DayCount(date=days[0], examples=3, positives={"engagement": 1}),
+                                             DayCount(date=days[1], examples=3, positives={"engagement": 1})]
+    assert manifest.splits["calibration"].days == manifest.splits["train"].days[1:]
+    assert manifest.splits["eval"].days == []
     calibration = read_split(tmp_path / "out", manifest, "calibration")
     train = read_split(tmp_path / "out", manifest, "train")
     ages = lambda split: sorted(float(r["user_age"]) for r in split)  # noqa: E731 (zscored: day 2's are a subset)

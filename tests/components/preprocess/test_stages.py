@@ -105,6 +105,9 @@ def test_split_by_time_puts_the_last_days_in_eval_and_the_days_before_them_in_ca
             (Count("split_examples", "train").key, 2), (Count("split_missing", "train", "ad_id").key, 1),
             (Count("split_examples", "eval").key, 2), (Count("split_positives", "eval", "label_click").key, 2),
             (Count("split_examples", "calibration").key, 1),
+            # per UTC day of train and calibration (what the calibration step's day-ahead backtest reads)
+            (Count("day_examples", "train/2026-01-01").key, 1), (Count("day_examples", "train/2026-01-02").key, 1),
+            (Count("day_examples", "calibration/2026-01-02").key, 1),
         ]), label="Counters")
 
 

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from components.contracts.calibrator import Calibrator
+from components.contracts.calibrator import CalibrationBacktest, Calibrator
 from components.evaluate.calibration_interval import calibration_interval
 from components.report.aggregation import summarize
 from components.report.calibration_finding import explained_band
@@ -86,6 +86,21 @@ def test_with_a_calibration_step_the_finding_names_the_steps_settings():
     (finding, step) = calibration_lines(runs)
     assert "over-predicts" in finding and "What to set: training.calibration_data (holdout, or latest_train_days" in finding
     assert "calibration step moved mean prediction / eval rate 1.450 → 1.300" in step
+
+
+def test_a_step_with_a_day_ahead_backtest_says_what_it_said_with_its_figures():
+    runs = [calibrated_run("cpu", i, 1.01, uncalibrated=1.2) for i in range(2)]
+    backtest = CalibrationBacktest(calibration_days=1, days_scored=["2026-01-03", "2026-01-04"], examples=80_000,
+                                   positives=200, logloss_without=0.0175, logloss_with=0.0177, largest_miss=0.45)
+    for summary in runs:
+        summary.calibrators["engagement"] = summary.calibrators["engagement"].model_copy(
+            update={"backtest": backtest, "latest_move_removed": -0.12})
+    (step,) = calibration_lines(runs)
+    assert ("1.200 → 1.010 and log-loss 0.34000 → 0.33050; the day-ahead backtest did not support the move to the "
+            "latest days' rate, taken out of the step (-0.120 in log-odds") in step
+    assert ("on 2 train day(s) (2026-01-03, 2026-01-04; 80,000 examples, 200 positives), each predicted from the "
+            "days before it: log-loss 0.017500 at the earlier days' rate, 0.017700 moved to the latest 1 day(s)' "
+            "rate as the step does (largest miss 45%)") in step
 
 
 def test_the_report_shows_the_calibration_step_and_the_reliability_curve():
