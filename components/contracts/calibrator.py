@@ -109,6 +109,7 @@ class Calibrator(Contract):
         return tf.sigmoid(self.slope * z + self.intercept)
 
 
-def logit(p: np.ndarray) -> np.ndarray:
+def logit(p: Any) -> Any:
+    """log(p / (1 − p)) of a probability or an array of them, clipped to [EPSILON, 1 − EPSILON]."""
     p = np.clip(p, EPSILON, 1.0 - EPSILON)
     return np.log(p) - np.log1p(-p)

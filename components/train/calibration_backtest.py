@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import math
 
-from components.contracts.calibrator import CalibrationBacktest
+from components.contracts.calibrator import EPSILON, CalibrationBacktest, logit
 from components.contracts.manifest import DayCount
-
-EPSILON = 1e-7
 
 
 def backtest_days_needed(calibration_days: int) -> int:
@@ -67,7 +65,7 @@ def day_ahead_backtest(days: list[DayCount], task: str, calibration_days: int,
         latest_rate = _rate(latest_positives, sum(examples[d - calibration_days:d]))
         weight = (latest_positives / (latest_positives + shrinkage_positives) if shrinkage_positives > 0
                   else 1.0)
-        moved = _sigmoid(_logit(window_rate) + weight * (_logit(latest_rate) - _logit(window_rate)))
+        moved = _sigmoid(float(logit(window_rate) + weight * (logit(latest_rate) - logit(window_rate))))
         loss_without += examples[d] * _binomial_logloss(positives[d], examples[d], window_rate)
         loss_with += examples[d] * _binomial_logloss(positives[d], examples[d], moved)
         observed = positives[d] / examples[d]
@@ -93,10 +91,6 @@ def _binomial_logloss(positives: int, examples: int, rate: float) -> float:
 
 def _rate(positives: int, examples: int) -> float:
     return min(max(positives / examples if examples else 0.0, EPSILON), 1.0 - EPSILON)
-
-
-def _logit(p: float) -> float:
-    return math.log(p) - math.log1p(-p)
 
 
 def _sigmoid(z: float) -> float:
