@@ -11,6 +11,7 @@ import os
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 DEFAULT_MAX_BODY_BYTES = 10 * 2**20  # 10 MiB: a request body over it is answered 413 before it is read
 DEFAULT_MAX_INSTANCES = 1000
@@ -36,6 +37,11 @@ class _FromEnvironment(BaseModel):
             raise ValueError(cls._one_line(error.errors()[0], environ)) from None
 
     @classmethod
+    def _field(cls, error: Any) -> FieldInfo:
+        """The field a validation error is about (its location is the variable: the field's alias)."""
+        return next(field for field in cls.model_fields.values() if field.alias == error["loc"][0])
+
+    @classmethod
     def _one_line(cls, error: Any, environ: dict[str, str]) -> str:
         raise NotImplementedError
 
@@ -58,10 +64,9 @@ class ServingLimits(_FromEnvironment):
 
     @classmethod
     def _one_line(cls, error: Any, environ: dict[str, str]) -> str:
-        field = cls.model_fields[error["loc"][0]] if error["loc"][0] in cls.model_fields else next(
-            f for f in cls.model_fields.values() if f.alias == error["loc"][0])
+        field = cls._field(error)
         variable, text = field.alias, environ.get(field.alias or "", "")[:40]
-        what = "a positive whole number" if field.annotation in (int, "int") else "a positive number of seconds"
+        what = "a positive whole number" if field.annotation is int else "a positive number of seconds"
         bound = next(m.le for m in field.metadata if hasattr(m, "le"))
         if error["type"] == "finite_number":
             return f"{variable}={text!r}: not finite; expected {what} up to {bound:g}"
@@ -82,9 +87,7 @@ class ServingSettings(_FromEnvironment):
 
     @classmethod
     def _one_line(cls, error: Any, environ: dict[str, str]) -> str:
-        variable = error["loc"][0]
-        if variable in cls.model_fields:
-            variable = cls.model_fields[variable].alias
+        variable = cls._field(error).alias or ""
         text = environ.get(variable, "")[:40]
         if variable == STORAGE_VARIABLE:
             return f"{STORAGE_VARIABLE} is not set (Vertex sets it to the model's artifact directory)"
