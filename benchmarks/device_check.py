@@ -7,8 +7,8 @@ only, after compilation), step time, device memory, loss, and where the run's se
 
 `kit` gathers, into a git-ignored folder carried to the lent GPU machine (64 MiB at most), the Python 3.12 wheels
 its image lacks for the JAX lane (versions from requirements-jax-gpu.lock) and training blocks in the default
-config's shape written here (`components.train.synthetic_blocks`, the format preprocess writes). `run` trains these points, the
-goal points first, until its time budget is spent (a point that fails is reported and the next one runs):
+config's shape written here (`components.train.synthetic_blocks`, the format preprocess writes). `run` trains these
+points, the goal points first, until its time budget is spent (a point that fails is reported and the next one runs):
 
     criteo-*       a Criteo-shaped DCN-v2 (13 numeric + 26 categorical features, tables from 10k to 10M rows log-spaced,
                    embedding dim 16) on blocks written on the machine itself (~1.6M rows are too many to carry), at
@@ -149,7 +149,8 @@ def config_for(point: Point, manifest):
                               eval_sample_examples=point.batch * 4, shuffle_buffer=10**7)
     import jax
 
-    kind = point.target_kind or (jax.default_backend() if jax.default_backend() in ("gpu", "tpu") else "cpu")
+    seen = jax.default_backend()
+    kind = point.target_kind or (seen if seen in ("gpu", "tpu") else "cpu")
     values["targets"] = [{"name": "device", "kind": kind, "backend": "jax", "price_per_hour": 0.0}]
     values["retraining"] = {**values["retraining"], "target": "device"}
     return AdrankConfig.model_validate(values)
@@ -252,7 +253,8 @@ def run(args) -> None:
         print(json.dumps(result))
         if args.json:  # after every point: a run cut off by its time limit keeps what it measured
             Path(args.json).write_text(json.dumps({"device": facts, "points": results, "failed": failures}, indent=1))
-    print_table(facts, results)
+    if results:
+        print_table(facts, results)
     if failures:
         raise SystemExit(f"{len(failures)} point(s) failed: {', '.join(f['point'] for f in failures)}")
 
