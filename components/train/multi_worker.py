@@ -33,6 +33,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import keras
 import tensorflow as tf
@@ -157,7 +158,8 @@ def fit_multi_worker(
     latest = tf.train.latest_checkpoint(checkpoint_dir(model_dir))  # the chief's, whichever worker this is
     with strategy.scope():
         model = compiled_model(resolved, runtime, manifest, sample_features, plan.steps_per_execution)
-        manager = checkpoint_manager(model, write_dir)
+        # the chief's under the run's checkpoint dir (AIP_CHECKPOINT_DIR's on Vertex); another worker's in its scratch
+        manager = checkpoint_manager(model, model_dir, None if runtime.is_chief else str(Path(write_dir) / "checkpoints"))
         if latest:
             with clock.phase("checkpoints"):
                 manager.checkpoint.restore(latest).assert_existing_objects_matched()

@@ -120,3 +120,11 @@ def test_two_workers_train_the_model_one_process_trains_over_two_devices(example
     for name, value in over_workers.items():
         np.testing.assert_allclose(value, over_devices[name], atol=1e-4, err_msg=name)
     assert over_workers["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"] == workers["steps"]
+
+
+@pytest.mark.parametrize("steps_per_execution, per_call", [(1, 1), (8, 8), (16, 16), (48, 16), (100, 10), (17, 1)])
+def test_an_execution_is_calls_of_at_most_sixteen_traced_steps_that_make_it_up_exactly(steps_per_execution, per_call):
+    from components.train.multi_worker import UNROLLED_STEPS, unrolled_steps
+
+    assert unrolled_steps(steps_per_execution) == per_call
+    assert steps_per_execution % per_call == 0 and per_call <= UNROLLED_STEPS
