@@ -18,8 +18,8 @@ Input (`replica_batches`): each worker reads the run's train order (its seed's, 
 keeps its own replicas' rows of every global batch, as MirroredStrategy splits a global batch over one machine's
 replicas (replica r the r-th slice). The global batches therefore do not depend on how the replicas are spread over
 machines: two workers of one device train the same examples, step by step, as one process with two devices
-(tests/components/train/test_multi_worker.py). The price: every worker decodes every block (the reader runs at
-about 200k examples/s per core, `benchmarks/input_pipeline.py`), so the input work does not shrink with workers.
+(tests/components/train/test_multi_worker.py). The price: every worker decodes every block (the reader's own
+rate: `benchmarks/input_pipeline.py`), so the input work does not shrink with workers.
 
 Checkpoints: every worker saves (TensorFlow's multi-worker rule: a save may need the other workers), the chief to
 the run's checkpoint directory, the others to a scratch directory of their own that is removed after the run; every
