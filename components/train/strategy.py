@@ -83,9 +83,7 @@ class Runtime:
         worker's own, in a multi-worker run, where the other workers' devices are listed too)."""
         logical = tf.config.list_logical_devices("CPU")
         if self.is_multi_worker:
-            resolver = self.strategy.cluster_resolver
-            logical = [d for d in logical if d.name.startswith(f"/job:{resolver.task_type}/replica:0/task:"
-                                                                f"{resolver.task_id}/")]
+            logical = worker_devices(self.strategy.cluster_resolver, "CPU")
         return self.device_kind == "CPU" and len(logical) > len(tf.config.list_physical_devices("CPU"))
 
     def hardware_seen(self) -> HardwareSeen:
@@ -165,6 +163,12 @@ def synchronous_workers(cluster: tf.train.ClusterSpec) -> list[str]:
     return [address for job in ("chief", "worker") if job in cluster.jobs for address in cluster.job_tasks(job)]
 
 
+def worker_devices(resolver, kind: str) -> list:
+    """This worker's logical devices of `kind` (under MultiWorkerMirroredStrategy the list holds every worker's)."""
+    this = f"/job:{resolver.task_type}/replica:0/task:{resolver.task_id}/"
+    return [d for d in tf.config.list_logical_devices(kind) if d.name.startswith(this)]
+
+
 def _multi_worker_runtime(target_kind: str, allow_cpu_fallback: bool) -> Runtime:
     """MultiWorkerMirroredStrategy over TF_CONFIG's chief and workers, each replica one of a worker's GPUs (or its
     CPU): created before anything else starts TensorFlow's runtime (as `runtime_for` is). Collectives go by NCCL
@@ -182,7 +186,7 @@ def _multi_worker_runtime(target_kind: str, allow_cpu_fallback: bool) -> Runtime
     cluster = resolver.cluster_spec()
     workers = [f"/job:{job}/replica:0/task:{index}" for job in ("chief", "worker") if job in cluster.jobs
                for index in range(cluster.num_tasks(job))]
-    local = [d.name.rsplit("/", 1)[-1] for d in tf.config.list_logical_devices(device_kind)]
+    local = [d.name.rsplit("/", 1)[-1] for d in worker_devices(resolver, device_kind)]
     local = local if device_kind == "GPU" else local[:1]  # a worker's replica on CPU: its one CPU device
     # every worker runs the same machine type (one worker pool spec after the chief's), so the names follow
     names = [f"{worker}/{device}" for worker in workers for device in local]
