@@ -2,13 +2,15 @@
 each point trained by the real trainer in a process of its own, as the local backend's train step runs it.
 
     .venv/bin/python benchmarks/scaling.py [--examples DIR] [--points 1 2 4] [--epochs 2] [--processes 2]
+                                           [--lanes tensorflow jax]
 
 Prints, per lane and point: the devices the runtime saw (simulated: slices of this host's CPU), processes, global
 batch, steady train examples/s, speed-up and efficiency against point 1 (examples/s over the device ratio × point
-1's), and the eval log-loss. Then the JAX lane over `--processes` processes on 127.0.0.1 (jax.distributed from the
-CLUSTER_SPEC a CustomJob's replicas get, one CPU device each, gloo collectives) against one process with as many
+1's), and the eval log-loss. Then each lane over `--processes` processes on 127.0.0.1, one CPU device each, from
+the CLUSTER_SPEC and TF_CONFIG a CustomJob's replicas get (JAX: jax.distributed, gloo collectives; TensorFlow:
+MultiWorkerMirroredStrategy in adrank's own loop, ring all-reduce over gRPC) against one process with as many
 simulated devices, on the same examples: the log-loss of both (the same model, to float order) and the ratio of
-their examples/s. On this 2-core host, simulated devices share the cores: the figures show what the trainer's data
+their examples/s. `--points` with no value skips the sweep; `--lanes` picks the lanes of both parts. On this 2-core host, simulated devices share the cores: the figures show what the trainer's data
 parallelism costs (collectives, sharded input), not what accelerators would buy. Without --examples it writes
 synthetic blocks in the default config's shape (benchmarks/backends.py).
 """
@@ -60,11 +62,9 @@ def point_job(job: dict) -> dict:
             "examples_per_second": run.examples_per_second, "logloss": run.metrics["engagement"].logloss}
 
 
-def start(job: dict, cluster_spec: str | None = None) -> subprocess.Popen:
+def start(job: dict, cluster: dict[str, str] | None = None) -> subprocess.Popen:
     env = {key: value for key, value in os.environ.items() if key not in ("XLA_FLAGS", "CLUSTER_SPEC", "TF_CONFIG")}
-    env.update({"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "ADRANK_LOG_LEVEL": "WARNING"})
-    if cluster_spec:
-        env["CLUSTER_SPEC"] = cluster_spec
+    env.update({"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "ADRANK_LOG_LEVEL": "WARNING", **(cluster or {})})
     return subprocess.Popen([sys.executable, __file__, "--job", json.dumps(job)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -76,23 +76,54 @@ def result_of(process: subprocess.Popen) -> dict:
     return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[len("RESULT "):])
 
 
-def cluster_specs(processes: int) -> list[str]:
-    with socket.socket() as probe:
+def cluster_environments(processes: int) -> list[dict[str, str]]:
+    """What Vertex sets in each replica of a job of `processes` replicas (pool 0 the chief, pool 1 the others)."""
+    ports = []
+    probes = [socket.socket() for _ in range(processes)]
+    for probe in probes:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    addresses = [f"127.0.0.1:{port}"] + [f"127.0.0.1:{port + 1 + i}" for i in range(processes - 1)]
+        ports.append(probe.getsockname()[1])
+    for probe in probes:
+        probe.close()
+    addresses = [f"127.0.0.1:{port}" for port in ports]
     cluster = {"workerpool0": addresses[:1], **({"workerpool1": addresses[1:]} if processes > 1 else {})}
-    return [json.dumps({"cluster": cluster, "environment": "cloud",
-                        "task": {"type": "workerpool0" if i == 0 else "workerpool1", "index": max(0, i - 1)}})
-            for i in range(processes)]
+    tf_cluster = {"chief": addresses[:1], **({"worker": addresses[1:]} if processes > 1 else {})}
+    environments = []
+    for i in range(processes):
+        pool, index = (0, 0) if i == 0 else (1, i - 1)
+        environments.append({
+            "CLUSTER_SPEC": json.dumps({"cluster": cluster, "environment": "cloud",
+                                        "task": {"type": f"workerpool{pool}", "index": index}}),
+            "TF_CONFIG": json.dumps({"cluster": tf_cluster, "environment": "cloud",
+                                     "task": {"type": ("chief", "worker")[pool], "index": index}}),
+        })
+    return environments
+
+
+def processes_against_one(lane: str, processes: int, epochs: int, examples: str) -> None:
+    """`lane` over `processes` processes against one process with as many simulated devices, same examples."""
+    job = {"lane": lane, "factor": processes, "points": [1, processes], "epochs": epochs, "scale_batch": "global",
+           "examples": examples}
+    replicas = [start(job, environment) for environment in cluster_environments(processes)]
+    over_processes = [result_of(process) for process in replicas][0]
+    in_one = result_of(start(job))
+    how = {"jax": "jax.distributed, gloo", "tensorflow": "MultiWorkerMirroredStrategy, ring all-reduce"}[lane]
+    print(f"\n{lane} lane, the global batch {in_one['batch']:,} over {processes} devices, same examples:")
+    print(f"  {processes} processes ({how}, 1 CPU device each): "
+          f"{over_processes['examples_per_second']:,.0f} examples/s, log-loss {over_processes['logloss']:.6f}")
+    print(f"  1 process, {in_one['devices']} simulated devices: "
+          f"{in_one['examples_per_second']:,.0f} examples/s, log-loss {in_one['logloss']:.6f}")
+    print(f"  ratio (processes / one process): {over_processes['examples_per_second'] / in_one['examples_per_second']:.2f}×"
+          f" examples/s; log-loss difference {over_processes['logloss'] - in_one['logloss']:+.2e}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", help="blocks to train on (default: synthetic, in the default config's shape)")
-    parser.add_argument("--points", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--points", type=int, nargs="*", default=[1, 2, 4], help="sweep points (none: no sweep)")
+    parser.add_argument("--lanes", nargs="+", choices=LANES, default=list(LANES))
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--processes", type=int, default=2, help="JAX processes on 127.0.0.1 (0: skip)")
+    parser.add_argument("--processes", type=int, default=2, help="processes on 127.0.0.1 per lane (0: skip)")
     parser.add_argument("--train-examples", type=int, default=65536)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -107,8 +138,9 @@ def main() -> None:
         write_blocks(examples, backends_module().default_shape(4000), args.train_examples, 15_000, seed=7,
                      block_examples=512)
     print(f"# {os.cpu_count()} CPUs on this host; points {args.points}, {args.epochs} epochs; blocks {examples}")
-    print("lane        point  devices          processes  batch   examples/s  speed-up  efficiency  log-loss")
-    for lane in LANES:
+    if args.points:
+        print("lane        point  devices          processes  batch   examples/s  speed-up  efficiency  log-loss")
+    for lane in args.lanes if args.points else ():
         base = None
         for factor in args.points:  # one at a time: each point has the host's cores to itself
             job = {"lane": lane, "factor": factor, "points": args.points, "epochs": args.epochs,
@@ -122,19 +154,8 @@ def main() -> None:
                   f"{point['examples_per_second']:>10,.0f}  {speedup:>7.2f}×  {efficiency:>9.0%}  "
                   f"{point['logloss']:.5f}")
     if args.processes > 1:
-        points = [1, args.processes]
-        job = {"lane": "jax", "factor": args.processes, "points": points, "epochs": args.epochs,
-               "scale_batch": "global", "examples": examples}
-        replicas = [start(job, spec) for spec in cluster_specs(args.processes)]
-        over_processes = [result_of(process) for process in replicas][0]
-        in_one = result_of(start(job))
-        print(f"\nJAX lane, the global batch {in_one['batch']:,} over {args.processes} devices, same examples:")
-        print(f"  {args.processes} processes (jax.distributed, gloo, 1 CPU device each): "
-              f"{over_processes['examples_per_second']:,.0f} examples/s, log-loss {over_processes['logloss']:.6f}")
-        print(f"  1 process, {in_one['devices']} simulated devices:                    "
-              f"{in_one['examples_per_second']:,.0f} examples/s, log-loss {in_one['logloss']:.6f}")
-        print(f"  ratio (processes / one process): {over_processes['examples_per_second'] / in_one['examples_per_second']:.2f}×"
-              f" examples/s; log-loss difference {over_processes['logloss'] - in_one['logloss']:+.2e}")
+        for lane in args.lanes:
+            processes_against_one(lane, args.processes, args.epochs, examples)
 
 
 def backends_module():

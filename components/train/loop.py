@@ -118,11 +118,14 @@ def warm_start_model(model: RankingModel, examples_dir: str, manifest: Manifest,
         return None
 
 
-def checkpoint_manager(model: RankingModel, model_dir: str) -> tf.train.CheckpointManager:
+def checkpoint_manager(model: RankingModel, model_dir: str, directory: str | None = None) -> tf.train.CheckpointManager:
+    """The run's checkpoints under `checkpoint_dir(model_dir)`, or under `directory` when given (a multi-worker run's
+    non-chief worker: its scratch dir)."""
     objects = {"model": model, "optimizer": model.optimizer}
     if model.embedding_optimizer is not None:
         objects["embedding_optimizer"] = model.embedding_optimizer
-    return tf.train.CheckpointManager(tf.train.Checkpoint(**objects), checkpoint_dir(model_dir), max_to_keep=2)
+    return tf.train.CheckpointManager(tf.train.Checkpoint(**objects), directory or checkpoint_dir(model_dir),
+                                      max_to_keep=2)
 
 
 def compiled_model(

@@ -2,9 +2,9 @@
 
     TF_CONFIG has a `ps` job          → ParameterServerStrategy (asynchronous; target kind cpu-ps)
     target tpu and a TPU answers      → TPUStrategy (over every host of a slice: the TPU cluster resolver's)
-    TF_CONFIG has several workers     → refused (`MultiWorkerUnsupported`): Keras 3.15's `fit` cannot start under
-                                        MultiWorkerMirroredStrategy with the model's dict batches (below); several
-                                        GPU or CPU machines train on the JAX lane (docs/scaling.md)
+    TF_CONFIG has several workers     → MultiWorkerMirroredStrategy over every worker's GPUs (or its CPU), trained
+                                        by adrank's own synchronous loop (`components.train.multi_worker`: Keras
+                                        3.15's `fit` cannot start under it with the model's dict batches)
     GPUs visible (target gpu)         → MirroredStrategy over them
     several logical CPUs              → MirroredStrategy over them (a local sweep point's simulated devices:
                                         `simulate_cpu_devices`)
@@ -43,6 +43,8 @@ class Runtime:
     def strategy_name(self) -> str:
         if self.is_parameter_server:  # the public name, not the class behind it (ParameterServerStrategyV2)
             return "ParameterServerStrategy"
+        if self.is_multi_worker:  # likewise (CollectiveAllReduceStrategy)
+            return "MultiWorkerMirroredStrategy"
         return type(self.strategy).__name__
 
     @property
@@ -58,15 +60,31 @@ class Runtime:
         return isinstance(self.strategy, tf.distribute.TPUStrategy)
 
     @property
+    def is_multi_worker(self) -> bool:
+        return isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+    @property
     def processes(self) -> int:
-        """The hosts that train the run: a TPU slice's (one process drives them all), else this one."""
+        """The hosts that train the run: a TPU slice's (one process drives them all), the workers of a
+        multi-worker run (each a process), else this one."""
+        if self.is_multi_worker:
+            return len(synchronous_workers(self.strategy.cluster_resolver.cluster_spec()))
         return int(self.strategy.extended.num_hosts) if self.is_tpu else 1
 
     @property
+    def is_chief(self) -> bool:
+        """Whether this process writes the run's outputs: always, but in a multi-worker run, where the chief does
+        (TF_CONFIG's `chief` task, or worker 0 in a cluster without one)."""
+        return not self.is_multi_worker or bool(self.strategy.extended.should_checkpoint)
+
+    @property
     def simulated(self) -> bool:
-        """CPU devices beyond the host's physical CPUs are logical CPUs, slices of one host's CPU."""
-        return self.device_kind == "CPU" and len(tf.config.list_logical_devices("CPU")) > len(
-            tf.config.list_physical_devices("CPU"))
+        """CPU devices beyond the host's physical CPUs are logical CPUs, slices of one host's CPU (of this
+        worker's own, in a multi-worker run, where the other workers' devices are listed too)."""
+        logical = tf.config.list_logical_devices("CPU")
+        if self.is_multi_worker:
+            logical = worker_devices(self.strategy.cluster_resolver, "CPU")
+        return self.device_kind == "CPU" and len(logical) > len(tf.config.list_physical_devices("CPU"))
 
     def hardware_seen(self) -> HardwareSeen:
         return HardwareSeen(
@@ -91,21 +109,6 @@ def cluster_jobs() -> dict[str, list[str]]:
     """TF_CONFIG's cluster as {job: [address, ...]} ({} without TF_CONFIG)."""
     cluster = cluster_from_env().cluster_spec()
     return {job: cluster.job_tasks(job) for job in cluster.jobs}
-
-
-# Tried on 127.0.0.1 (a chief and a worker, TF_CONFIG as Vertex sets it, TensorFlow 2.21, Keras 3.15.1): `fit` reduces
-# the first distributed batch with `strategy.reduce("MEAN", batch)` before building the model
-# (keras/src/backend/tensorflow/trainer.py, `_maybe_symbolic_build`), which MultiWorkerMirroredStrategy cannot do for
-# a dict of per-replica tensors ("Attempt to convert a value ({'packed_int64': PerReplica: ...})"; MirroredStrategy
-# passes it through). A synchronous loop of adrank's own (as the parameter-server loop is) would lift it.
-MULTI_WORKER_UNSUPPORTED = (
-    "the TensorFlow lane does not train over several machines: TF_CONFIG names several workers, and Keras 3.15's fit "
-    "fails under MultiWorkerMirroredStrategy with the model's dict batches (docs/scaling.md); train several GPU or "
-    "CPU machines on the JAX lane (backend: jax), one machine with MirroredStrategy, or a TPU slice with TPUStrategy")
-
-
-class MultiWorkerUnsupported(RuntimeError):
-    """Several synchronous TensorFlow workers: not trainable by this lane (`MULTI_WORKER_UNSUPPORTED`)."""
 
 
 def simulate_cpu_devices(count: int) -> None:
@@ -136,7 +139,7 @@ def runtime_for(target_kind: str, allow_cpu_fallback: bool = False) -> Runtime:
         except HardwareUnavailableError as error:
             return _fallback_or_fail(str(error), allow_cpu_fallback)
     if len(cluster.get("worker", [])) + len(cluster.get("chief", [])) > 1:
-        raise MultiWorkerUnsupported(MULTI_WORKER_UNSUPPORTED)
+        return _multi_worker_runtime(target_kind, allow_cpu_fallback)
     gpus = tf.config.list_logical_devices("GPU")
     if target_kind == "gpu" and not gpus:
         return _fallback_or_fail("target kind 'gpu' but TensorFlow sees no GPU", allow_cpu_fallback)
@@ -153,6 +156,42 @@ def _cpu_runtime(fallback_reason: str | None = None) -> Runtime:
     else:
         strategy = tf.distribute.get_strategy()
     return Runtime(strategy, "CPU", [d.name for d in cpus], fallback_reason=fallback_reason)
+
+
+def synchronous_workers(cluster: tf.train.ClusterSpec) -> list[str]:
+    """The addresses of a multi-worker cluster's training tasks: the chief's, then the workers'."""
+    return [address for job in ("chief", "worker") if job in cluster.jobs for address in cluster.job_tasks(job)]
+
+
+def worker_devices(resolver, kind: str) -> list:
+    """This worker's logical devices of `kind` (under MultiWorkerMirroredStrategy the list holds every worker's)."""
+    this = f"/job:{resolver.task_type}/replica:0/task:{resolver.task_id}/"
+    return [d for d in tf.config.list_logical_devices(kind) if d.name.startswith(this)]
+
+
+def _multi_worker_runtime(target_kind: str, allow_cpu_fallback: bool) -> Runtime:
+    """MultiWorkerMirroredStrategy over TF_CONFIG's chief and workers, each replica one of a worker's GPUs (or its
+    CPU): created before anything else starts TensorFlow's runtime (as `runtime_for` is). Collectives go by NCCL
+    between GPUs, by ring all-reduce over gRPC between CPUs (TensorFlow's choice for `AUTO`). A `gpu` target whose
+    workers have no GPU trains on their CPUs only when it allows the fallback (every worker falls back alike)."""
+    fallback_reason = None
+    device_kind = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
+    if target_kind == "gpu" and device_kind == "CPU":
+        fallback_reason = "target kind 'gpu' but TensorFlow sees no GPU"
+        if not allow_cpu_fallback:
+            raise HardwareUnavailableError(f"{fallback_reason}; set allow_cpu_fallback: true on the target to "
+                                           "train on CPU")
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = strategy.cluster_resolver
+    cluster = resolver.cluster_spec()
+    workers = [f"/job:{job}/replica:0/task:{index}" for job in ("chief", "worker") if job in cluster.jobs
+               for index in range(cluster.num_tasks(job))]
+    local = [d.name.rsplit("/", 1)[-1] for d in worker_devices(resolver, device_kind)]
+    local = local if device_kind == "GPU" else local[:1]  # a worker's replica on CPU: its one CPU device
+    # every worker runs the same machine type (one worker pool spec after the chief's), so the names follow
+    names = [f"{worker}/{device}" for worker in workers for device in local]
+    descriptions = _gpu_descriptions() if device_kind == "GPU" else []
+    return Runtime(strategy, device_kind, names, descriptions * len(workers), fallback_reason=fallback_reason)
 
 
 def _fallback_or_fail(reason: str, allow_cpu_fallback: bool) -> Runtime:

@@ -6,8 +6,10 @@
     eval split → export the serving SavedModel (from TPU: a CPU copy of the model) → RunSummary
 
 A multi-host TPU slice is driven from its first host (TPUStrategy over the slice's TPU cluster); its other hosts'
-replicas wait for the job to end. Several GPU or CPU machines (MultiWorkerMirroredStrategy) are refused when the
-strategy is chosen (`components.train.strategy`). A CPU sweep point trained by one process simulates its devices
+replicas wait for the job to end. Several GPU or CPU machines (TF_CONFIG's chief and workers) train together under
+MultiWorkerMirroredStrategy in adrank's own synchronous loop (`components.train.multi_worker`); every worker evaluates
+and exports alike, the chief into the run's model dir and the others into scratch dirs, and only the chief returns
+the run's summary (the others None). A CPU sweep point trained by one process simulates its devices
 (`components.train.simulated_devices`).
 """
 
@@ -25,6 +27,7 @@ from components.contracts.manifest import Manifest
 from components.contracts.run_summary import EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.train.export import servable_copy, write_serving_model
 from components.train.loop import fit_synchronous
+from components.train.multi_worker import fit_multi_worker, worker_model_dir
 from components.train.optimization import scaled_embedding_learning_rate, scaled_learning_rate
 from components.train.parameter_server import fit_parameter_server
 from components.train.predictions import predict_split
@@ -58,7 +61,7 @@ def train(
     model_uri: str | None = None,
     warm_start_from: str | None = None,
     started: float | None = None,
-) -> RunSummary:
+) -> RunSummary | None:
     """Train `target_name`'s model once (seed = config.seed + run_index) and summarize the run.
 
     `started`: when the step began (`time.perf_counter()`, before its imports), so start-up counts them.
@@ -92,9 +95,24 @@ def train(
     manifest = Manifest.read(examples_dir)
     check_table_rows(manifest, config.features)
 
+    with worker_model_dir(runtime, model_dir) as write_dir:  # a multi-worker run's non-chief: a scratch dir
+        summary = fit_evaluate_export(resolved, runtime, manifest, examples_dir, model_dir, write_dir, seed, run_index,
+                                      model_uri if runtime.is_chief else None, warm_start_from, clock)
+    return summary if runtime.is_chief else None
+
+
+def fit_evaluate_export(
+    resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest, examples_dir: str, model_dir: str,
+    write_dir: str, seed: int, run_index: int, model_uri: str | None, warm_start_from: str | None, clock: RunClock,
+) -> RunSummary:
+    """Train under `runtime`'s strategy, evaluate, export under `write_dir` and summarize. In a multi-worker run every
+    worker does all of it alike (a save may need the other workers), the chief under `model_dir` (= `write_dir`)."""
     if runtime.is_parameter_server:
         model, plan, fit_result = fit_parameter_server(resolved, runtime, manifest, examples_dir, model_dir, seed,
                                                        warm_start_from, clock)
+    elif runtime.is_multi_worker:
+        model, plan, fit_result = fit_multi_worker(resolved, runtime, manifest, examples_dir, model_dir, seed,
+                                                   warm_start_from, clock, write_dir)
     else:
         model, plan, fit_result = fit_synchronous(resolved, runtime, manifest, examples_dir, model_dir, seed,
                                                   warm_start_from, clock)
@@ -106,7 +124,7 @@ def train(
         calibrators, calibration_skipped = fit_calibrators(predict, manifest, resolved.training)
         task_metrics = evaluate(predict, manifest, resolved.training, calibrators)
     with clock.phase("export"):
-        exported_uri = export_run_model(model, runtime, manifest, examples_dir, model_dir, model_uri, calibrators)
+        exported_uri = export_run_model(model, runtime, manifest, examples_dir, write_dir, model_uri, calibrators)
     curve = curve_with_final_eval(fit_result.curve, task_metrics, resolved.training.epochs)
     if fit_result.tensorboard is not None and curve and curve[-1].eval_logloss is not None:
         fit_result.tensorboard.write_eval(curve[-1].step, curve[-1].eval_logloss)

@@ -28,8 +28,11 @@ said so in the message.
   trainer (docs/scaling.md). A multi-VM slice of a 1- or 8-chip machine, and a TPU v2/v3 pod (Vertex trains TPU v2/v3
   only as the 8-core cloud-tpu device), are refused, saying so; a topology the generation does not have fails when
   the config loads (`configs.vertex.MachineSpec`).
-- Several GPU or CPU machines (`vertex.replica_count` > 1, a sweep point's machines) train on the JAX lane only
-  (adrank: the TensorFlow lane's Keras `fit` fails under MultiWorkerMirroredStrategy, `components.train.strategy`).
+- Several GPU or CPU machines (`vertex.replica_count` > 1, a sweep point's machines) are accepted on both lanes (the
+  TensorFlow lane trains them under MultiWorkerMirroredStrategy in adrank's own loop, `components.train.multi_worker`);
+  each machine is checked by the rules above, and what cannot run over several machines is refused when the config
+  loads, naming the field (`configs.vertex.VertexTargetSpec`: replica_count with parameter-server pools, or on a TPU,
+  whose slice's hosts follow from its topology).
 - Frameworks per TPU generation (documented, same TPU page: "TPU v5e supports JAX 0.4.6+, TensorFlow 2.15+, and
   PyTorch 2.1+. TPU v6e supports Python 3.10+, JAX 0.4.37+, and PyTorch 2.1+"): TPU v6e (`ct6e-standard-1t` 1x1,
   `-4t` 2x2, `-8t` 2x4 on one host) is accepted only for a target on the JAX lane (`backend: jax`, docs/backends.md)
@@ -171,11 +174,6 @@ def config_problems(config: AdrankConfig) -> list[Problem]:
             continue  # pipelines.placement names the missing spec when the DAG is built
         where = f"{configured_field(config.targets, index)}.vertex"
         problems += machine_problems(target.vertex.machine, f"{where}.machine", chief=True, backend=target.backend)
-        if target.backend == "tensorflow" and target.vertex.replica_count > 1:
-            problems.append(Problem(f"{where}.replica_count", f"{target.vertex.replica_count} machines: the "
-                                    "TensorFlow lane trains on one machine (or one TPU slice) — Keras 3.15's fit "
-                                    "fails under MultiWorkerMirroredStrategy (docs/scaling.md); set backend: jax for "
-                                    "several GPU or CPU machines", ADRANK_RULE))
         for pool in ("workers", "parameter_servers"):
             replicas = getattr(target.vertex, pool)
             if replicas is not None:

@@ -29,8 +29,9 @@ BAD = [
      "cloud-tpu (TPU v2/v3) takes no topology"),
     (["targets.7.vertex.machine.accelerator_count=4"], "targets[7] (scale point 2).vertex.machine.accelerator_count",
      "a3-highgpu-8g comes with exactly 8 x NVIDIA_H100_80GB"),  # a sweep point, named by the target it sweeps
-    (["targets.2.vertex.replica_count=2"], "targets[2].vertex.replica_count",
-     "2 machines: the TensorFlow lane trains on one machine"),
+    (["targets.7.backend=tensorflow", "targets.7.vertex.machine.accelerator_count=4"],
+     "targets[7] (scale point 2).vertex.machine.accelerator_count", "a3-highgpu-8g comes with exactly 8 x "
+     "NVIDIA_H100_80GB"),  # two machines on the TensorFlow lane: each checked as one is
     ([T.format(5) + "accelerator_type=TPU_V5_LITEPOD", T.format(5) + "accelerator_count=4"],
      "targets[5].vertex.machine.accelerator_type", "aiplatform_v1 has no accelerator label for it"),
     ([T.format(0) + "accelerator_count=32"], "targets[0].vertex.machine.accelerator_count",
@@ -82,13 +83,32 @@ def test_compile_refuses_what_vertex_would_refuse(overrides, field, rule, fake_v
 
 def test_submit_and_schedule_refuse_before_any_request(fake_vertex, capsys):
     fake, endpoint = fake_vertex
-    bad = ["--config", str(VERTEX_CONFIG), "--set", "targets.2.vertex.replica_count=2"]
+    bad = ["--config", str(VERTEX_CONFIG), "--set", T.format(2) + "accelerator_count=8"]
     assert main(["submit", *bad, "--api-endpoint", endpoint]) == 2
     assert main(["schedule", "create", *bad, "--api-endpoint", endpoint]) == 2
     assert main(["schedule", "update", *bad, "--api-endpoint", endpoint]) == 2
     errors = capsys.readouterr().err
-    assert errors.count("targets[2].vertex.replica_count") == 3
+    assert errors.count("targets[2].vertex.machine.accelerator_count") == 3
     assert fake.requests == []
+
+
+@pytest.mark.parametrize("overrides", [
+    ["targets.2.vertex.replica_count=2"],  # 2 × a2-highgpu-4g on the TensorFlow lane
+    ["targets.7.backend=tensorflow"],  # 1 → 2 × a3-highgpu-8g (a sweep) on the TensorFlow lane
+    ["targets.4.vertex.replica_count=3"],  # 3 × n1-standard-16 (CPU) on the TensorFlow lane
+], ids=["a2-x2", "a3-sweep", "cpu-x3"])
+def test_several_gpu_or_cpu_machines_pass_on_the_tensorflow_lane(overrides):
+    config = load_config(VERTEX_CONFIG, overrides)
+    assert any(t.backend == "tensorflow" and t.vertex is not None and t.vertex.machines > 1 for t in config.targets)
+    assert config_problems(config) == []
+
+
+def test_what_cannot_run_over_several_machines_still_fails_at_load_naming_the_field():
+    for overrides, words in ((["targets.3.vertex.replica_count=2"], "synchronous replicas and parameter-server pools"),
+                             (["targets.1.scale=null", "targets.1.vertex.replica_count=2"], "a TPU slice's hosts")):
+        with pytest.raises(ValueError, match="replica_count") as error:
+            load_config(VERTEX_CONFIG, overrides)
+        assert words in str(error.value)
 
 
 def test_every_problem_is_listed_at_once():
