@@ -376,7 +376,8 @@ class PreprocessLogs(beam.PTransform):
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
         block_files = transformed.transformed | WriteExamples(
-            self.root, transformed.transformed_schema, config.seed, settings.output_shards, settings.block_examples)
+            self.root, transformed.transformed_schema, config.seed, settings.output_shards, settings.block_examples,
+            splits.by_split)
         _ = transformed.raw["eval"] | WriteRawEval(self.root, settings.output_shards)
         _ = transformed.transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(self.root)
         counters = (
