@@ -354,7 +354,7 @@ class PreprocessLogs(beam.PTransform):
             if engagement_batches is not None:
                 # with engagements, the join checks each partition's times (`PlausibleTimes`): the wide impression
                 # batches go from parsing straight into its grouping
-                plausible = None if median is None else PlausibleTimes(
+                plausible = None if median is None or skew_days is None else PlausibleTimes(
                     median, PlausibleRange.of("impressions", skew_days, features=features),
                     PlausibleRange.of("engagements", skew_days, late_seconds * 1000), dead_letters)
                 tasks = event_tasks(config)
@@ -363,7 +363,7 @@ class PreprocessLogs(beam.PTransform):
                 for task in tasks:
                     schema = schema.append(pa.field(task.label, pa.float64()))
             else:
-                if median is not None:
+                if median is not None and skew_days is not None:
                     impression_batches = impression_batches | "PlausibleImpressionTimes" >> DropImplausibleTimes(
                         "impressions", median, skew_days, features=features).with_error_handler(dead_letters)
                 examples, labelling = impression_batches | "Deduplicate" >> DeduplicateOutcomes(
