@@ -9,7 +9,8 @@ A task's label is 1 when an event of the task's `event_type` happened `0 <= t_ev
 (`components.preprocess.partitions`) so that an id's impressions and events meet:
 
     impressions ─► (partition, part) ─┐
-    engagements ─► (partition, part) ─┴─► CoGroupByKey ─► attribute_batch per partition ─► examples + counters
+    engagements ─► (partition, part) ─┴─► CoGroupByKey ─► [plausible times: `PlausibleTimes`, dead letters]
+                                           ─► attribute_batch per partition ─► examples + counters
 
 A partition's impression parts are not concatenated: `attribute_batch` and `deduplicate_batch` take them as a
 `pyarrow.Table` (the parts as its chunks), decide on the id and timestamp columns alone, and copy the wide feature

@@ -1,8 +1,8 @@
 """`preprocess()`: logs → labelled examples → time split → tf.Transform → blocks + gzip TFRecords + manifest.
 
-    read ──► parse ──► plausible times ──► join / dedup ──► split by time ──► analyze (train) ──► transform ──► blocks
-              │dead letters  │dead letters         │counters                                  │transform_fn    TFRecords
-              ▼              ▼                     ▼                                          ▼
+    read ──► parse ──► plausible times + join / dedup ──► split by time ──► analyze (train) ──► transform ──► blocks
+              │dead letters  │dead letters, counters                                           │transform_fn    TFRecords
+              ▼              ▼                                                                 ▼
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
 The graph is `PreprocessLogs`, one composite transform whose `expand` chains the stages above, each a named

@@ -9,6 +9,11 @@ The reference is the median impression time, which a few outliers cannot move:
 
 `late` is the longest attribution window: an engagement may follow the last impression by that much. Both work on
 record batches; a dead letter's `raw` is the record as the per-record parser gives it (`example_batches.as_records`).
+
+`PlausibleRange.keep` is the check on one batch. With engagements, the attribution join applies it to each
+partition's rows once they are grouped (`attribution.PlausibleTimes`), so the impression batches, as wide as the
+config, are not held between parsing and the join waiting for the median; without them, `keep_plausible_times`
+applies it to the stream before deduplication.
 """
 
 from __future__ import annotations
