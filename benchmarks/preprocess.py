@@ -2,18 +2,20 @@
 the same logs with pyarrow alone.
 
     PYTHONPATH=. .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000]
-        [--widths 10 100 1000] [--point-timeout 900] [--max-rss-mib 10240]
+        [--widths 10 100 1000] [--wide-sizes ...] [--wide-formats csv jsonl] [--point-timeout 900]
+        [--max-rss-mib 10240]
         [--before DIR [--before-sizes 10000 100000] [--before-widths 10 100] [--before-wide-sizes 10000]
         [--before-timeout 300]]
 
 For each number of impressions in `--sizes`: synthetic logs with the default features, then wide logs with each
 number of hashed categorical features in `--widths` (`write_wide_logs`) at each of `--wide-sizes` (default:
-`--sizes`). Each point writes its logs and times its floor in one child process, then runs the step in another, in
+`--sizes`), once per log format of `--wide-formats` (default: CSV with a header, the format of a wide ad log;
+`jsonl` too), each format its own row. An empty `--sizes` leaves out the default-features row. Each point writes its logs and times its floor in one child process, then runs the step in another, in
 its own process session with a timeout, and prints records/s (impression and engagement records read, over the
 step's wall time) and per core, the Beam job's wall time, the peak RSS summed over the step's whole process tree
 (DirectRunner's multi_processing workers are child processes) and the workers' time per stage, sampled by Beam's
-SDK harness (`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's JSON
-reader and written as Parquet in one process (`floor_seconds`; neither its time nor its memory is counted in the
+SDK harness (`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's reader of
+their format (JSON or CSV) and written as Parquet in one process (`floor_seconds`; neither its time nor its memory is counted in the
 step's), and the ratio step / floor in records/s. A point whose processes hold more than `--max-rss-mib` is
 stopped (the machine is shared); a point that the slope measured at the smaller sizes of its row predicts past its
 timeout is not run, and is printed from that slope, marked EXTRAPOLATED. `--before DIR`: the points of
