@@ -2,18 +2,20 @@
 the same logs with pyarrow alone.
 
     PYTHONPATH=. .venv/bin/python benchmarks/preprocess.py --grid [--sizes 10000 100000 1000000]
-        [--widths 10 100 1000] [--point-timeout 900] [--max-rss-mib 10240]
+        [--widths 10 100 1000] [--wide-sizes ...] [--wide-formats csv jsonl] [--point-timeout 900]
+        [--max-rss-mib 10240]
         [--before DIR [--before-sizes 10000 100000] [--before-widths 10 100] [--before-wide-sizes 10000]
         [--before-timeout 300]]
 
 For each number of impressions in `--sizes`: synthetic logs with the default features, then wide logs with each
 number of hashed categorical features in `--widths` (`write_wide_logs`) at each of `--wide-sizes` (default:
-`--sizes`). Each point writes its logs and times its floor in one child process, then runs the step in another, in
+`--sizes`), once per log format of `--wide-formats` (default: CSV with a header, the format of a wide ad log;
+`jsonl` too), each format its own row. An empty `--sizes` leaves out the default-features row. Each point writes its logs and times its floor in one child process, then runs the step in another, in
 its own process session with a timeout, and prints records/s (impression and engagement records read, over the
 step's wall time) and per core, the Beam job's wall time, the peak RSS summed over the step's whole process tree
 (DirectRunner's multi_processing workers are child processes) and the workers' time per stage, sampled by Beam's
-SDK harness (`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's JSON
-reader and written as Parquet in one process (`floor_seconds`; neither its time nor its memory is counted in the
+SDK harness (`benchmarks/stage_timing.py`); next to it the floor: the same log files read with pyarrow's reader of
+their format (JSON or CSV) and written as Parquet in one process (`floor_seconds`; neither its time nor its memory is counted in the
 step's), and the ratio step / floor in records/s. A point whose processes hold more than `--max-rss-mib` is
 stopped (the machine is shared); a point that the slope measured at the smaller sizes of its row predicts past its
 timeout is not run, and is printed from that slope, marked EXTRAPOLATED. `--before DIR`: the points of
@@ -50,6 +52,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.stage_timing import STAGE_TIMING_RUNNER, StageTimingDirectRunner, transform_msecs
 from components.logs.synthetic import generate_logs
 from components.preprocess.options import beam_pipeline_args
@@ -62,24 +66,45 @@ SYNTHETIC = ["logs.synthetic.days=4", "logs.synthetic.users=50000", "logs.synthe
              "logs.synthetic.shards_per_stream=4"]
 
 
-def write_wide_logs(logs_dir: Path, rows: int, features: int) -> None:
-    """`rows` impressions over 3 days, feature j of row i = v<(i * (j + 1)) % 50>, one engagement per 10 rows."""
+def write_wide_logs(logs_dir: Path, rows: int, features: int, file_format: str = "jsonl") -> None:
+    """`rows` impressions over 3 days, feature j of row i = v<(i * (j + 1)) % 50>, one engagement per 10 rows, as
+    JSON lines or as CSV files with a header (`file_format`: jsonl | csv)."""
     logs_dir.mkdir(parents=True, exist_ok=True)
-    with open(logs_dir / "impressions.jsonl", "w") as imps, open(logs_dir / "engagements.jsonl", "w") as events:
+    names = [f"f{j}" for j in range(features)]
+    values = [f"v{k}" for k in range(50)]
+    steps = np.arange(1, features + 1, dtype=np.int64)
+    suffix = WIDE_SUFFIX[file_format]
+    with open(logs_dir / f"impressions.{suffix}", "w") as imps, open(logs_dir / f"engagements.{suffix}", "w") as events:
+        if file_format == "csv":
+            imps.write(",".join(["impression_id", "timestamp"] + names) + "\n")
+            events.write("impression_id,event_type,timestamp\n")
         for i in range(rows):
             day, second = WIDE_DAYS[i * len(WIDE_DAYS) // rows], i % 86_400
             stamp = f"{day}T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
+            row_values = [values[k] for k in ((i * steps) % 50).tolist()]
+            if file_format == "csv":
+                imps.write(",".join([f"imp-{i}", stamp] + row_values) + "\n")
+                if i % 10 == 0:
+                    events.write(f"imp-{i},swipe,{stamp}\n")
+                continue
             row = {"impression_id": f"imp-{i}", "timestamp": stamp}
-            row.update({f"f{j}": f"v{(i * (j + 1)) % 50}" for j in range(features)})
+            row.update(zip(names, row_values))
             imps.write(json.dumps(row) + "\n")
             if i % 10 == 0:
                 events.write(json.dumps({"impression_id": f"imp-{i}", "event_type": "swipe", "timestamp": stamp}) + "\n")
 
 
-def wide_config(logs_dir: Path, features: int, encoding: str = "hash", extra: list[str] | None = None):
-    """The default config on a wide log: files source, `features` categorical columns of `encoding`."""
-    config = load_config(overrides=["logs.source=files", f"logs.impressions={logs_dir}/impressions.jsonl",
-                                    f"logs.engagements={logs_dir}/engagements.jsonl",
+WIDE_SUFFIX = {"jsonl": "jsonl", "csv": "csv"}
+
+
+def wide_config(logs_dir: Path, features: int, encoding: str = "hash", extra: list[str] | None = None,
+                file_format: str = "jsonl"):
+    """The default config on a wide log: files source (`file_format`), `features` categorical columns of
+    `encoding`."""
+    suffix = WIDE_SUFFIX[file_format]
+    config = load_config(overrides=["logs.source=files", f"logs.format={file_format}",
+                                    f"logs.impressions={logs_dir}/impressions.{suffix}",
+                                    f"logs.engagements={logs_dir}/engagements.{suffix}",
                                     "logs.max_record_bytes=16000000"] + list(extra or ()))
     columns = [{"name": f"f{j}", "kind": "categorical", "encoding": encoding, "hash_buckets": 64}
                for j in range(features)]
@@ -87,15 +112,17 @@ def wide_config(logs_dir: Path, features: int, encoding: str = "hash", extra: li
 
 
 def floor_seconds(log_files: list[Path], output_dir: Path) -> float:
-    """Read every log file with pyarrow's JSON reader and write its rows as Parquet, in this process: the least a
-    step that reads and writes these logs can cost."""
+    """Read every log file with pyarrow's reader of its format (JSON lines or CSV) and write its rows as Parquet,
+    in this process: the least a step that reads and writes these logs can cost."""
+    import pyarrow.csv as pacsv
     import pyarrow.json as pajson
     import pyarrow.parquet as pq
 
     output_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     for index, path in enumerate(log_files):
-        pq.write_table(pajson.read_json(path), output_dir / f"part-{index}.parquet")
+        table = pacsv.read_csv(path) if path.suffix == ".csv" else pajson.read_json(path)
+        pq.write_table(table, output_dir / f"part-{index}.parquet")
     return time.perf_counter() - started
 
 
@@ -174,11 +201,14 @@ def stage_of(transform: str) -> str:
 def point_config(kind: str, size: int, width: int, workdir: Path):
     """The config of one grid point and its logs folder (None: the config names the log files): `synthetic` (`size`
     impressions, default features, generated into `workdir/logs`) or `wide` (`size` impressions with `width` hashed
-    categorical features in `workdir/wide-logs`)."""
+    categorical features in `workdir/wide-logs`, as JSON lines; `wide-csv`: the same as CSV files)."""
     if kind == "synthetic":
         config = load_config(overrides=SYNTHETIC + [f"logs.synthetic.impressions_per_day={size // 4}"])
         return config, workdir / "logs"
-    return wide_config(workdir / "wide-logs", width), None
+    return wide_config(workdir / "wide-logs", width, file_format=WIDE_KINDS[kind]), None
+
+
+WIDE_KINDS = {"wide": "jsonl", "wide-csv": "csv"}  # grid kind of a wide point → its logs' format
 
 
 def prepare_point(kind: str, size: int, width: int, workdir: Path) -> dict:
@@ -189,8 +219,8 @@ def prepare_point(kind: str, size: int, width: int, workdir: Path) -> dict:
         generate_logs(PreprocessStepConfig.of(config), logs_dir)
         files = sorted(logs_dir.glob("*/*.jsonl"))
     else:
-        write_wide_logs(workdir / "wide-logs", size, width)
-        files = sorted((workdir / "wide-logs").glob("*.jsonl"))
+        write_wide_logs(workdir / "wide-logs", size, width, WIDE_KINDS[kind])
+        files = sorted((workdir / "wide-logs").glob(f"*.{WIDE_SUFFIX[WIDE_KINDS[kind]]}"))
     seconds = floor_seconds(files, workdir / "floor")
     shutil.rmtree(workdir / "floor")
     return {"floor_seconds": seconds, "log_bytes": sum(path.stat().st_size for path in files)}
@@ -351,7 +381,8 @@ def grid(args) -> None:
           f"{os.getloadavg()[0]:.1f} at the start: full preprocess step per point; peak RSS summed over the step's "
           f"process tree (its Beam workers included); worker time by stage sampled by the SDK harness (all workers "
           f"added up, so it can exceed the job's wall time)", flush=True)
-    rows = [("default features", "synthetic", 0)] + [(f"{width:>5} features", "wide", width) for width in args.widths]
+    rows = [("default features", "synthetic", 0)] * bool(args.sizes) + [
+        (f"{width:>5} features, {WIDE_KINDS[kind]}", kind, width) for kind in args.wide_kinds for width in args.widths]
     trees = [("after", None)] + ([("before", Path(args.before).resolve())] if args.before else [])
     wide_sizes = args.sizes if args.wide_sizes is None else args.wide_sizes
     before_wide_sizes = args.before_sizes if args.before_wide_sizes is None else args.before_wide_sizes
@@ -363,7 +394,7 @@ def grid(args) -> None:
             what = f"{size:>9,} impressions, {label}"
             results = {}
             for tree, path in trees:
-                if tree == "before" and (kind == "wide" and (size not in before_wide_sizes
+                if tree == "before" and (kind != "synthetic" and (size not in before_wide_sizes
                                                              or width not in args.before_widths)
                                          or kind == "synthetic" and size not in args.before_sizes):
                     continue
@@ -416,6 +447,9 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--wide-sizes", type=int, nargs="*", default=None,
                         help="impressions of the --widths points (default: --sizes)")
+    parser.add_argument("--wide-formats", nargs="*", choices=sorted(WIDE_SUFFIX), default=["csv"],
+                        help="log formats of the --widths points (each its own row, its floor read with pyarrow's "
+                             "reader of that format)")
     parser.add_argument("--max-rss-mib", type=float, default=10_240, help="stop a grid point whose processes hold more")
     parser.add_argument("--point-timeout", type=float, default=900, help="seconds a grid point may take")
     parser.add_argument("--before", default=None, help="also run grid points on the source tree in this folder")
@@ -433,6 +467,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log of --features")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
+    args.wide_kinds = [kind for kind, file_format in WIDE_KINDS.items() if file_format in args.wide_formats]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
     if args.prepare:
         print(json.dumps(prepare_point(args.prepare[0], int(args.prepare[1]), int(args.prepare[2]), workdir)),

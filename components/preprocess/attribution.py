@@ -9,7 +9,8 @@ A task's label is 1 when an event of the task's `event_type` happened `0 <= t_ev
 (`components.preprocess.partitions`) so that an id's impressions and events meet:
 
     impressions ─► (partition, part) ─┐
-    engagements ─► (partition, part) ─┴─► CoGroupByKey ─► attribute_batch per partition ─► examples + counters
+    engagements ─► (partition, part) ─┴─► CoGroupByKey ─► [plausible times: `PlausibleTimes`, dead letters]
+                                           ─► attribute_batch per partition ─► examples + counters
 
 A partition's impression parts are not concatenated: `attribute_batch` and `deduplicate_batch` take them as a
 `pyarrow.Table` (the parts as its chunks), decide on the id and timestamp columns alone, and copy the wide feature
@@ -21,20 +22,22 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam import typehints
+from apache_beam.transforms.error_handling import ErrorHandler
 
 from components.logs.readers import LogWindow
 from components.preprocess.batch_coder import BATCH, KEYED_BATCH
 from components.preprocess.counters import Count
 from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, concat, record_dicts
-from components.preprocess.parse import IMPRESSION_ID, TIMESTAMP_MS, FeatureField
+from components.preprocess.parse import DEAD_LETTER, IMPRESSION_ID, TIMESTAMP_MS, FeatureField
 from components.preprocess.partitions import partition_parts
+from components.preprocess.time_range import PlausibleRange
 from configs.logs import EVENT_TYPE
 
 COUNTERS = "counters"
@@ -240,19 +243,45 @@ class _KeyByImpressionId(beam.DoFn):
             yield partition, (self.side, part)
 
 
+class PlausibleTimes(NamedTuple):
+    """The plausible-times check (`time_range`) done inside the join, on each partition's rows once they are grouped,
+    instead of on the streams before it: the wide impression batches then cross one stage boundary less (a check
+    against the median needs that median, a side input, before it can see a row; the grouping waits anyway).
+    `median`: the one-element PCollection of the median impression time; `dead_letters`: where the rows out of range
+    go (an `ErrorHandler`)."""
+
+    median: beam.PCollection
+    impressions: PlausibleRange
+    engagements: PlausibleRange
+    dead_letters: ErrorHandler
+
+
 class _AttributePartition(beam.DoFn):
     def __init__(self, tasks: tuple[EventTask, ...], window: LogWindow, features: tuple[FeatureField, ...],
-                 schema: pa.Schema):
+                 schema: pa.Schema, plausible: tuple[PlausibleRange, PlausibleRange] | None = None):
         super().__init__()
         self.tasks, self.window, self.features, self.schema = tasks, window, features, schema
+        self.plausible = plausible
 
-    def process(self, keyed):
+    def process(self, keyed, median: int | None = None):
         _, parts = keyed
-        parts = list(parts)
+        by_side: dict[str, list[pa.RecordBatch]] = {"impressions": [], "events": []}
+        for side, part in parts:
+            by_side[side].append(part)
+        if self.plausible is not None:
+            for side, plausible in zip(("impressions", "events"), self.plausible, strict=True):
+                kept = []
+                for part in by_side[side]:
+                    rows, letters = plausible.keep(part, median)
+                    for letter in letters:
+                        yield beam.pvalue.TaggedOutput(DEAD_LETTER, letter)
+                    if rows is not None:
+                        kept.append(rows)
+                by_side[side] = kept
         # the order the parts came in changes nothing: the kept duplicate is chosen by content, the examples are
         # sorted by their (unique) id
-        impressions = pa.Table.from_batches([p for side, p in parts if side == "impressions"], self.schema)
-        events = concat([p for side, p in parts if side == "events"], ENGAGEMENT_SCHEMA)
+        impressions = pa.Table.from_batches(by_side["impressions"], self.schema)
+        events = concat(by_side["events"], ENGAGEMENT_SCHEMA)
         examples, counts = attribute_batch(impressions, events, self.tasks, self.window, self.features)
         for pair in _counter_pairs(counts):
             yield beam.pvalue.TaggedOutput(COUNTERS, pair)
@@ -263,13 +292,15 @@ class _AttributePartition(beam.DoFn):
 class JoinEngagements(beam.PTransform):
     """(impression batches, engagement batches) → (example batches, counter pairs): the two streams grouped by a
     partition of the impression id (`partitions` of them), then `attribute_batch` per partition. `schema`: the
-    impression batches'; `features`: the logged features (for the tie-break among duplicates)."""
+    impression batches'; `features`: the logged features (for the tie-break among duplicates); `plausible`: the
+    rows of implausible times left out of each partition first, as dead letters (`PlausibleTimes`)."""
 
     def __init__(self, tasks: tuple[EventTask, ...], window: LogWindow, features: tuple[FeatureField, ...],
-                 schema: pa.Schema, partitions: int):
+                 schema: pa.Schema, partitions: int, plausible: PlausibleTimes | None = None):
         super().__init__()
         self.tasks, self.window, self.features, self.schema, self.partitions = (tasks, window, features, schema,
                                                                                 partitions)
+        self.plausible = plausible
 
     def expand(self, streams):
         impressions, engagements = streams
@@ -279,11 +310,17 @@ class JoinEngagements(beam.PTransform):
             engagements | "KeyEvents" >> beam.ParDo(_KeyByImpressionId("events", self.partitions))
             .with_output_types(SIDED_BATCH),
         ) | "BothStreams" >> beam.Flatten()
+        plausible, side_inputs = self.plausible, []
+        if plausible is not None:
+            side_inputs = [beam.pvalue.AsSingleton(plausible.median)]
+        attribute = _AttributePartition(self.tasks, self.window, self.features, self.schema,
+                                        None if plausible is None else (plausible.impressions, plausible.engagements))
         outputs = (parts
                    | "GroupById" >> beam.GroupByKey()
-                   | "Attribute" >> beam.ParDo(_AttributePartition(self.tasks, self.window, self.features,
-                                                                   self.schema)).with_output_types(BATCH).with_outputs(
-                       COUNTERS, main="examples"))
+                   | "Attribute" >> beam.ParDo(attribute, *side_inputs).with_output_types(BATCH).with_outputs(
+                       COUNTERS, DEAD_LETTER, main="examples"))
+        if plausible is not None:
+            plausible.dead_letters.add_error_pcollection(outputs[DEAD_LETTER])
         return outputs["examples"], outputs[COUNTERS]
 
 

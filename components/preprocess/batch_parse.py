@@ -73,6 +73,10 @@ _CONTROL_BYTES = bytes(range(0x20)).replace(b"\n", b"")
 _NOT_CONTROL_BYTES = bytes(sorted(set(range(256)) - set(_CONTROL_BYTES)))
 BOM = b"\xef\xbb\xbf"
 _INT64_EDGE = 2.0**63
+# Every byte of a character for which str.isspace() is true: the ASCII ones, and any byte of a multi-byte UTF-8
+# character (all non-ASCII spaces are). A string column none of whose bytes is among them has no space at its edges.
+_SPACE_BYTES = bytes([*range(0x09, 0x0E), *range(0x1C, 0x21), *range(0x80, 0x100)])
+_NOT_SPACE_BYTES = bytes(sorted(set(range(256)) - set(_SPACE_BYTES)))
 
 Failures = dict[int, str]
 
@@ -313,8 +317,9 @@ def _csv_table(records: Sequence[bytes], columns: Sequence[str],
             parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
                                               newlines_in_values=False, ignore_empty_lines=False,
                                               invalid_row_handler=skip),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns},
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
+            # the csv module's empty value is None (`RecordDecoder._csv_row`): Arrow reads it as null
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns}, null_values=[""],
+                                                 strings_can_be_null=True, quoted_strings_can_be_null=False),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None, [], sorted(one_by_one + plain)
@@ -322,9 +327,6 @@ def _csv_table(records: Sequence[bytes], columns: Sequence[str],
     kept = [plain[i] for i in range(len(plain)) if i not in skipped]
     if table.num_rows != len(kept):
         return None, [], sorted(one_by_one + plain)
-    # the csv module's empty value is None (`RecordDecoder._csv_row`)
-    table = pa.table({c: pc.if_else(pc.equal(table.column(c), ""), pa.scalar(None, STRING), table.column(c))
-                      for c in table.column_names})
     return table, kept, sorted(one_by_one + [plain[i] for i in skipped])
 
 
@@ -371,6 +373,33 @@ def _per_value(values: pa.Array, function: Callable[[Any], Any], source: str) ->
     return results, failures
 
 
+def _may_have_edge_space(values: pa.Array) -> bool:
+    """Whether a value of the string column `values` may start or end with a space (str.isspace): a regular
+    expression on every value, unless none of the column's bytes can be part of a space character at all."""
+    if not len(values):
+        return False
+    _, offsets, data = values.buffers()
+    if data is None:
+        return False
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    ends = np.frombuffer(offsets, width)[[values.offset, values.offset + len(values)]]
+    if not data.slice(int(ends[0]), int(ends[1] - ends[0])).to_pybytes().translate(None, _NOT_SPACE_BYTES):
+        return False
+    return bool(_mask(pc.match_substring_regex(values, _EDGE_SPACE)).any())
+
+
+def _empty_as_null(values: pa.Array) -> pa.Array:
+    """A string column with each empty value null (`parse.identifier` gives None for it)."""
+    if not len(values):
+        return values
+    offsets = np.frombuffer(values.buffers()[1], np.int64 if pa.types.is_large_string(values.type) else np.int32)
+    lengths = np.diff(offsets[values.offset:values.offset + len(values) + 1])
+    empty = (lengths == 0) & np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
+    if not empty.any():
+        return values
+    return pc.if_else(pa.array(empty), pa.scalar(None, values.type), values)
+
+
 def _is_string(values: pa.Array) -> bool:
     return pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
 
@@ -404,8 +433,8 @@ def _identifiers(values: pa.Array, name: str, source: str) -> tuple[pa.Array, Fa
     if pa.types.is_null(values.type):
         return pa.nulls(len(values), STRING), {}
     if _is_string(values):
-        if not _mask(pc.match_substring_regex(values, _EDGE_SPACE)).any():
-            return pc.if_else(pc.equal(values, ""), pa.scalar(None, STRING), values.cast(STRING)), {}
+        if not _may_have_edge_space(values):
+            return _empty_as_null(values).cast(STRING), {}
     elif _is_integer(values):
         return values.cast(STRING), {}
     elif pa.types.is_boolean(values.type):
@@ -454,7 +483,7 @@ def _identifier_lists(values: pa.Array, feature: FeatureField, source: str) -> t
     if tokens is not None:
         flat = pc.list_flatten(tokens)
         if flat.null_count == 0 and (not _is_string(flat) or not len(flat)
-                                     or not _mask(pc.match_substring_regex(flat, _EDGE_SPACE)).any()):
+                                     or not _may_have_edge_space(flat)):
             flat = flat.cast(STRING)
             keep = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), bool)
             offsets = np.asarray(pc.list_value_length(tokens).fill_null(0).to_numpy(zero_copy_only=False), np.int64)

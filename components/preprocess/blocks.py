@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
@@ -92,11 +93,17 @@ class _WriteBlockFile(beam.DoFn):
 
 
 class WriteExampleBlocks(beam.PTransform):
-    """Transformed record batches of one split → block files; outputs counter pairs."""
+    """Transformed record batches of one split → block files; outputs counter pairs.
+
+    The number of files follows from the split's examples, counted on `counted` when given: batches holding as many
+    rows in all as the transformed ones (the split before tf.Transform, which maps rows one to one). Counted there,
+    the count is known before the transformed batches are made, so they are cut into file parts as they come out
+    of tf.Transform instead of being held until all of them have been counted."""
 
     def __init__(self, root: str, split: str, layout: BlockLayout, seed: int, min_files: int,
-                 examples_per_file: int = 32_768, label: str | None = None):
+                 examples_per_file: int = 32_768, label: str | None = None, counted: Any = None):
         super().__init__(label)
+        self.counted = counted
         if examples_per_file < layout.block_examples:
             raise ValueError(f"examples_per_file {examples_per_file} is below one block of {layout.block_examples}")
         self.root, self.split, self.layout, self.seed = root, split, layout, seed
@@ -105,7 +112,7 @@ class WriteExampleBlocks(beam.PTransform):
     def expand(self, batches):
         min_files, per_file = self.min_files, self.examples_per_file
         files = (
-            batches
+            (batches if self.counted is None else self.counted)
             | "Rows" >> beam.Map(lambda batch: batch.num_rows)
             | "CountForFiles" >> beam.CombineGlobally(sum)
             | "Files" >> beam.Map(lambda n: max(min_files, math.ceil(n / per_file)))

@@ -1,8 +1,8 @@
 """`preprocess()`: logs → labelled examples → time split → tf.Transform → blocks + gzip TFRecords + manifest.
 
-    read ──► parse ──► plausible times ──► join / dedup ──► split by time ──► analyze (train) ──► transform ──► blocks
-              │dead letters  │dead letters         │counters                                  │transform_fn    TFRecords
-              ▼              ▼                     ▼                                          ▼
+    read ──► parse ──► plausible times + join / dedup ──► split by time ──► analyze (train) ──► transform ──► blocks
+              │dead letters  │dead letters, counters                                           │transform_fn    TFRecords
+              ▼              ▼                                                                 ▼
         dead_letter/*.jsonl (bad_encoding, …)  stats/counters.jsonl ───────────────────► manifest.json, manifest.md
 
 The graph is `PreprocessLogs`, one composite transform whose `expand` chains the stages above, each a named
@@ -54,7 +54,13 @@ from components.contracts.manifest import (
 from components.logs.readers import LogWindow, csv_column_names, expand_pattern, match_pattern
 from components.logs.records import format_timestamp
 from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_logloss_over_days, read_ground_truth
-from components.preprocess.attribution import DeduplicateOutcomes, EventTask, JoinEngagements, label_key
+from components.preprocess.attribution import (
+    DeduplicateOutcomes,
+    EventTask,
+    JoinEngagements,
+    PlausibleTimes,
+    label_key,
+)
 from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
 from components.preprocess.counters import WriteCounters, read_counters
@@ -92,7 +98,7 @@ from components.preprocess.stages import (
     WriteRawEval,
 )
 from components.preprocess.step_messages import say, wait_for_job
-from components.preprocess.time_range import MedianTime
+from components.preprocess.time_range import MedianTime, PlausibleRange
 from components.preprocess.transform import feature_infos
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
 from components.step_logging import fields
@@ -341,23 +347,27 @@ class PreprocessLogs(beam.PTransform):
                 ).with_error_handler(dead_letters)
             impression_batches = impressions.batches
             engagement_batches = engagements.batches if engagements is not None else None
+            median = None
             if skew_days is not None:
                 median = impression_batches | "MedianImpressionTime" >> MedianTime()
-                impression_batches = impression_batches | "PlausibleImpressionTimes" >> DropImplausibleTimes(
-                    "impressions", median, skew_days, features=features).with_error_handler(dead_letters)
-                if engagement_batches is not None:
-                    engagement_batches = engagement_batches | "PlausibleEngagementTimes" >> DropImplausibleTimes(
-                        "engagements", median, skew_days, late_seconds * 1000).with_error_handler(dead_letters)
-        schema = columns.schema
-        if engagement_batches is not None:
-            tasks = event_tasks(config)
-            examples, labelling = (impression_batches, engagement_batches) | (
-                "AttributeEngagements" >> JoinEngagements(tasks, window, features, schema, partitions))
-            for task in tasks:
-                schema = schema.append(pa.field(task.label, pa.float64()))
-        else:
-            examples, labelling = impression_batches | "Deduplicate" >> DeduplicateOutcomes(
-                window, features, schema, partitions)
+            schema = columns.schema
+            if engagement_batches is not None:
+                # with engagements, the join checks each partition's times (`PlausibleTimes`): the wide impression
+                # batches go from parsing straight into its grouping
+                plausible = None if median is None or skew_days is None else PlausibleTimes(
+                    median, PlausibleRange.of("impressions", skew_days, features=features),
+                    PlausibleRange.of("engagements", skew_days, late_seconds * 1000), dead_letters)
+                tasks = event_tasks(config)
+                examples, labelling = (impression_batches, engagement_batches) | (
+                    "AttributeEngagements" >> JoinEngagements(tasks, window, features, schema, partitions, plausible))
+                for task in tasks:
+                    schema = schema.append(pa.field(task.label, pa.float64()))
+            else:
+                if median is not None and skew_days is not None:
+                    impression_batches = impression_batches | "PlausibleImpressionTimes" >> DropImplausibleTimes(
+                        "impressions", median, skew_days, features=features).with_error_handler(dead_letters)
+                examples, labelling = impression_batches | "Deduplicate" >> DeduplicateOutcomes(
+                    window, features, schema, partitions)
         # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
         examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks, schema,
                                                                       partitions)
@@ -366,7 +376,8 @@ class PreprocessLogs(beam.PTransform):
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
         block_files = transformed.transformed | WriteExamples(
-            self.root, transformed.transformed_schema, config.seed, settings.output_shards, settings.block_examples)
+            self.root, transformed.transformed_schema, config.seed, settings.output_shards, settings.block_examples,
+            splits.by_split)
         _ = transformed.raw["eval"] | WriteRawEval(self.root, settings.output_shards)
         _ = transformed.transform_fn | "WriteTransformFn" >> tft_beam.WriteTransformFn(self.root)
         counters = (

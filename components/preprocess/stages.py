@@ -393,22 +393,26 @@ def _with_codes(batch: pa.RecordBatch, codes: tuple[int, ...]) -> list[pa.Record
 class WriteExamples(beam.PTransform):
     """`{split: transformed record batches}` of schema `schema` → under `root`, per split, training-ready block files
     (`blocks.WriteExampleBlocks`), with a progress line as each split's files are written. Outputs the block
-    files' `block_examples` counters.
+    files' `block_examples` counters. `untransformed`: each split's batches before tf.Transform (`Splits.by_split`),
+    where its examples are counted (`WriteExampleBlocks`' `counted`).
 
     (The per-example tf.Example TFRecords of each split that earlier versions wrote are no longer written: the
     trainer reads blocks, and a manifest without blocks, written before them, still has its TFRecords.)"""
 
-    def __init__(self, root: str, schema: Any, seed: int, output_shards: int, block_examples: int):
+    def __init__(self, root: str, schema: Any, seed: int, output_shards: int, block_examples: int,
+                 untransformed: dict[str, beam.PCollection] | None = None):
         super().__init__()
         self.root, self.schema, self.seed, self.output_shards = root, schema, seed, output_shards
         self.block_examples = block_examples
+        self.untransformed = untransformed or {}
 
     def expand(self, splits: dict[str, beam.PCollection]) -> beam.PCollection:
         layout = block_layout(_transformed_spec(self.schema), self.block_examples)
         block_counters = []
         for split, batches in splits.items():
             counters = batches | f"Blocks{split.title()}" >> WriteExampleBlocks(
-                self.root, split, layout, self.seed, min_files=self.output_shards)
+                self.root, split, layout, self.seed, min_files=self.output_shards,
+                counted=self.untransformed.get(split))
             block_counters.append(counters)
             _ = announce_done(counters, f"Written{split.title()}", f"{split} examples written ({{files}})")
         return tuple(block_counters) | "AllBlockFiles" >> beam.Flatten()

@@ -9,11 +9,17 @@ The reference is the median impression time, which a few outliers cannot move:
 
 `late` is the longest attribution window: an engagement may follow the last impression by that much. Both work on
 record batches; a dead letter's `raw` is the record as the per-record parser gives it (`example_batches.as_records`).
+
+`PlausibleRange.keep` is the check on one batch. With engagements, the attribution join applies it to each
+partition's rows once they are grouped (`attribution.PlausibleTimes`), so the impression batches, as wide as the
+config, are not held between parsing and the join waiting for the median; without them, `keep_plausible_times`
+applies it to the stream before deduplication.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
@@ -38,22 +44,44 @@ def MedianTime(batches):  # noqa: N802 - a PTransform
     )
 
 
-class _KeepInRange(beam.DoFn):
-    def __init__(self, stream: str, skew_ms: int, late_ms: int, features: tuple[FeatureField, ...]):
-        super().__init__()
-        self.stream, self.skew_ms, self.late_ms, self.features = stream, skew_ms, late_ms, features
+@dataclass(frozen=True)
+class PlausibleRange:
+    """The plausible times of one stream's rows: within `skew_ms` of the median impression time, and up to `late_ms`
+    more after it; `features`: the rows' logged features (a dead letter's record holds their values)."""
 
-    def process(self, batch: pa.RecordBatch, median: int | None):
+    stream: str
+    skew_ms: int
+    late_ms: int = 0
+    features: tuple[FeatureField, ...] = ()
+
+    @classmethod
+    def of(cls, stream: str, skew_days: float, late_ms: int = 0,
+           features: Sequence[FeatureField] = ()) -> PlausibleRange:
+        return cls(stream, int(skew_days * DAY_MS), late_ms, tuple(features))
+
+    def keep(self, batch: pa.RecordBatch, median: int | None) -> tuple[pa.RecordBatch | None, list[dict]]:
+        """(the rows of `batch` in range, None for none; a dead letter `timestamp_out_of_range` for each other)."""
         times = np.asarray(batch.column(TIMESTAMP_MS), np.int64)
         offsets = times - median if median is not None else np.zeros(len(times), np.int64)
         inside = (offsets >= -self.skew_ms) & (offsets <= self.skew_ms + self.late_ms)
         if inside.all():
-            yield batch
-            return
-        for record in as_records(batch, np.flatnonzero(~inside).tolist(), self.features):
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(self.stream, OUT_OF_RANGE, record))
-        if inside.any():
-            yield batch.filter(pa.array(inside))
+            return batch, []
+        letters = [dead_letter(self.stream, OUT_OF_RANGE, record)
+                   for record in as_records(batch, np.flatnonzero(~inside).tolist(), self.features)]
+        return (batch.filter(pa.array(inside)) if inside.any() else None), letters
+
+
+class _KeepInRange(beam.DoFn):
+    def __init__(self, plausible: PlausibleRange):
+        super().__init__()
+        self.plausible = plausible
+
+    def process(self, batch: pa.RecordBatch, median: int | None):
+        kept, letters = self.plausible.keep(batch, median)
+        for letter in letters:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, letter)
+        if kept is not None:
+            yield kept
 
 
 def keep_plausible_times(batches, stream: str, median, skew_days: float, late_ms: int = 0,
@@ -61,6 +89,6 @@ def keep_plausible_times(batches, stream: str, median, skew_days: float, late_ms
     """(kept, dead letters) of one stream's record batches, against the impressions' `median` time; `features`: the
     batches' logged features (a dead letter's record holds their values, defaults filled)."""
     outputs = batches | f"PlausibleTimes{stream.title()}" >> beam.ParDo(
-        _KeepInRange(stream, int(skew_days * DAY_MS), late_ms, tuple(features)), beam.pvalue.AsSingleton(median)
+        _KeepInRange(PlausibleRange.of(stream, skew_days, late_ms, features)), beam.pvalue.AsSingleton(median)
     ).with_output_types(BATCH).with_outputs(DEAD_LETTER, main=VALID)
     return outputs[VALID], outputs[DEAD_LETTER]

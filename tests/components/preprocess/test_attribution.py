@@ -3,6 +3,7 @@ column-wise join against `attribute` id by id on random logs."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import apache_beam as beam
@@ -10,12 +11,14 @@ import pyarrow as pa
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms.error_handling import CollectingErrorHandler
 
 from components.logs.readers import LogWindow
 from components.preprocess.attribution import (
     DeduplicateOutcomes,
     EventTask,
     JoinEngagements,
+    PlausibleTimes,
     attribute,
     attribute_batch,
     deduplicate_batch,
@@ -23,6 +26,7 @@ from components.preprocess.attribution import (
 from components.preprocess.counters import Count
 from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, ImpressionColumns
 from components.preprocess.parse import FeatureField
+from components.preprocess.time_range import PlausibleRange
 
 HOUR = 3_600_000
 TASKS = (EventTask("label_swipe", "swipe", HOUR), EventTask("label_install", "install", 2 * HOUR))
@@ -120,6 +124,32 @@ def test_impressions_outside_the_lookback_window_are_dropped_and_counted():
                       (joined("engagements_of_impressions_outside_window"), 1)]),
             label="counters",
         )
+
+
+def test_the_join_dead_letters_implausible_times_of_both_streams_before_it_attributes():
+    day = 24 * HOUR
+    impressions = [imp("near", 10 * day), imp("far", 13 * day, ad="x"), imp("ok", 10 * day + HOUR)]
+    events = [ev("near", "swipe", 10 * day + 1), ev("ok", "swipe", 11 * day + 2 * HOUR + 1),  # past skew + late
+              ev("ok", "install", 9 * day - 1)]  # before the median by more than the skew
+    plausible_ranges = (PlausibleRange.of("impressions", 1, features=COLUMNS.features),
+                        PlausibleRange.of("engagements", 1, 2 * HOUR))
+    with TestPipeline(argv=OPTIONS) as p:
+        median = p | "Median" >> beam.Create([10 * day])
+        with CollectingErrorHandler() as dead_letters:
+            examples, counters = (
+                p | "I" >> beam.Create(impression_batches(impressions)),
+                p | "E" >> beam.Create(event_batches(events)),
+            ) | JoinEngagements(TASKS, LogWindow(), COLUMNS.features, COLUMNS.schema, partitions=2,
+                                plausible=PlausibleTimes(median, *plausible_ranges, dead_letters))
+        assert_that(rows_of(examples) | beam.Map(labels_of), equal_to([("near", 1.0, 0.0), ("ok", 0.0, 0.0)]),
+                    label="examples")
+        assert_that(dead_letters.output() | beam.Map(lambda d: (d["stream"], d["reason"], json.loads(d["raw"]))),
+                    equal_to([("impressions", "timestamp_out_of_range",
+                               {"impression_id": "far", "timestamp_ms": 13 * day, "ad": "x"}),
+                              ("engagements", "timestamp_out_of_range", ev("ok", "swipe", 11 * day + 2 * HOUR + 1)),
+                              ("engagements", "timestamp_out_of_range", ev("ok", "install", 9 * day - 1))]),
+                    label="dead letters")
+        assert_that(counters, equal_to([]), label="counters")  # no orphans: the out-of-range rows never joined
 
 
 def test_single_table_rows_dedup_by_id_and_keep_rows_without_one():

@@ -225,3 +225,16 @@ def test_clean_columns_are_converted_without_a_per_value_step(monkeypatch):
     rows = [f"i{n},2026-01-0{1 + n % 3} {n % 24:02d}:00:0{n % 10},{rng.choice(['a', '', 'b'])},"
             f"{rng.choice(['x|y', '', 'z'])},{rng.choice(['1.5', '', '-2', '3e2'])}".encode() for n in range(300)]
     assert_same(ChunkParser("impressions", csv_parser).parse_text(rows), expected(csv_parser, "impressions", rows))
+
+
+def test_the_edge_space_check_reads_a_column_s_bytes_and_looks_closer_only_where_a_space_may_be():
+    from components.preprocess.batch_parse import _empty_as_null, _may_have_edge_space
+
+    assert not _may_have_edge_space(pa.array(["v1", "v22", None, ""]))
+    assert not _may_have_edge_space(pa.array(["a b", "é"]))  # inner space, non-ASCII: the expression says no
+    for edged in ([" a"], ["a\t"], ["\u3000a"], ["a\x1f"], ["a\u00a0"]):
+        assert _may_have_edge_space(pa.array(["x"] + edged))
+    sliced = pa.array([" a", "b", "c ", "d"]).slice(1, 1)  # the bytes of the rows in the slice only
+    assert not _may_have_edge_space(sliced)
+    assert _may_have_edge_space(pa.array(["b", " a"], pa.large_string()).slice(1))
+    assert _empty_as_null(pa.array(["", "a", None, ""]).slice(1)).to_pylist() == ["a", None, None]
