@@ -36,6 +36,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -52,12 +53,23 @@ from components.evaluate import metrics  # noqa: E402
 from components.logs.click_log import ClickLogSpec, write_click_log  # noqa: E402
 from components.logs.synthetic import generate_logs, read_ground_truth  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
+from components.report.history_finding import history_cost_finding  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
 from configs.features import history_features, model_inputs  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
+# data set → (CSV name, config, generator spec): the click-log stand-in (defaults), the same log with history features
+# over the ip, the ip-app and the app-channel pairs, and an install log shaped like the real one those features were
+# tried on (components/logs/click_log.py: id effects 2.5x the stand-in's spread, a quarter more rows that repeat an
+# earlier click within minutes and rarely install)
+CLICK_LOGS = {
+    "click_log": ("click_log", "configs/examples/click_log.yaml", ClickLogSpec()),
+    "click_log_history": ("click_log", "configs/examples/click_log_history.yaml", ClickLogSpec()),
+    "install_log": ("install_log", "configs/examples/click_log_history.yaml",
+                    ClickLogSpec(effect_scale=2.5, repeat_share=0.25)),
+}
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
 TARGET_LOGLOSS_RATIO = 0.98  # issue 18's bar
 GOAL_RATIO, HISTORY_GOAL_RATIO = 1.01, 0.95  # issue 31's goals (issue31_goal)
@@ -171,11 +183,12 @@ def prepared(
         base, logs_overrides = ROOT / "configs/examples/low_rate.yaml", []
     elif name == "history_low_rate":
         base, logs_overrides = ROOT / "configs/examples/history_low_rate.yaml", []
-    elif name == "click_log":
-        csv_path = work / f"click_log_{clicks_per_day}.csv"
-        base, logs_overrides = ROOT / "configs/examples/click_log.yaml", [f"logs.impressions={csv_path}"]
+    elif name in CLICK_LOGS:
+        csv_path = work / f"{CLICK_LOGS[name][0]}_{clicks_per_day}.csv"
+        base, logs_overrides = ROOT / CLICK_LOGS[name][1], [f"logs.impressions={csv_path}"]
     else:
-        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, click_log, history_low_rate)")
+        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, history_low_rate, "
+                         f"{', '.join(CLICK_LOGS)})")
     shared = [*IN_PROCESS, *logs_overrides, *overrides]
     config = features_kept(load_config(base, overrides=shared), history)
     adrank_config = features_kept(load_config(base, overrides=[*shared, *adrank_overrides]), history)
@@ -188,8 +201,8 @@ def prepared(
         logs_dir = None
         if config.logs.source == "synthetic":
             logs_dir = str(generate_logs(PreprocessStepConfig.of(config), examples.parent / "logs").directory)
-        else:
-            write_click_log(work / f"click_log_{clicks_per_day}.csv", ClickLogSpec(clicks_per_day=clicks_per_day))
+        elif not (csv_path := work / f"{CLICK_LOGS[name][0]}_{clicks_per_day}.csv").exists():
+            write_click_log(csv_path, replace(CLICK_LOGS[name][2], clicks_per_day=clicks_per_day))
         preprocess(PreprocessStepConfig.of(config), logs_dir, str(examples))
         print(f"[{name}] preprocessed in {time.perf_counter() - started:.0f} s", flush=True)
     return config, adrank_config, str(examples)
@@ -289,6 +302,7 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
     print(goal)
     return {
         "goal": goal.split(":")[0], "ratio": float(ratio), "ratios": [a["logloss"] / p["logloss"] for a, p in zip(adrank, plain)],
+        "loglosses": [r["logloss"] for r in adrank], "task": task,
         "logloss": float(np.mean([r["logloss"] for r in adrank])), "plain_logloss": float(np.mean([r["logloss"] for r in plain])),
         "auc": float(np.mean([r["auc"] for r in adrank])), "plain_auc": float(np.mean([r["auc"] for r in plain])),
         "calibration": float(np.mean([r["calibration"] for r in adrank])),
@@ -360,6 +374,13 @@ def main() -> None:
             label = f"{name}, with history features"
             results[label] = compare(label, plain_config, with_history[1], with_history[2], args.seeds,
                                      args.plain_epochs, plain_examples=examples)
+        if {"without", "with"} <= set(variants):
+            without, with_ = results[f"{name}, without history features"], results[f"{name}, with history features"]
+            names = [f.name for f in history_features(with_history[1].features)]
+            finding = history_cost_finding(names, with_["loglosses"], without["loglosses"], with_["task"])
+            print(f"\n[{name}] history features: " + (finding or f"no cost beyond noise ({' '.join(names)}: "
+                  f"{with_['logloss'] / without['logloss']:.3f}× adrank without them, per seed "
+                  f"{' '.join(f'{a / b:.3f}' for a, b in zip(with_['loglosses'], without['loglosses']))})"))
     print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
     print("\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
           "calibration adrank / plain | issue 31 goal |\n|---|---|---|---|---|---|---|")

@@ -1,0 +1,46 @@
+"""Do a config's history features cost log-loss on the held-out days?
+
+History features (`kind: history`, docs/history_features.md) are measured by training the same config with and
+without them on the same logs, split and eval examples, once per seed (`benchmarks/quality.py`): run i with them
+and run i without them share the seed and the eval examples, so the per-run differences are paired. The finding
+is raised when their mean is a cost (eval log-loss higher with them) and the cost is beyond run-to-run noise: the
+paired t-test is significant, or every run paid it. It names the features and what to set instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from components.evaluate.run_statistics import SIGNIFICANCE, paired_change
+
+WHAT_TO_SET = (
+    "drop them from `features`, or keep only the ids whose history the label depends on (one id pair rather than "
+    "every id); `split.history_burn_in_days` leaves the first days, which have no history, out of training")
+
+
+def history_cost_finding(features: Sequence[str], with_history: Sequence[float],
+                         without_history: Sequence[float], task: str = "") -> str | None:
+    """A sentence naming `features` when adrank's eval log-loss with them (`with_history`, one per run) is higher
+    than without them (`without_history`, the same runs' seeds on the same eval examples) beyond noise; None when
+    they do not cost log-loss, or the cost is within the runs' noise."""
+    if not features:
+        return None
+    change = paired_change(without_history, with_history)
+    if change.mean <= 0:
+        return None
+    costs = np.asarray(with_history, np.float64) - np.asarray(without_history, np.float64)
+    every_run = bool(np.all(costs > 0))
+    if not (change.significant or every_run):
+        return None
+    ratio = float(np.mean(with_history) / np.mean(without_history))
+    evidence = (f"p = {change.p_value:.3f} over {change.runs} paired runs" if change.p_value is not None
+                else f"{change.runs} run(s), not testable")
+    if not change.significant:
+        evidence += f", not significant at {SIGNIFICANCE}, but higher in every run"
+    names = ", ".join(f"'{name}'" for name in features)
+    label = f" ({task})" if task else ""
+    return (f"History features {names} cost log-loss on the held-out days{label}: eval log-loss "
+            f"{np.mean(with_history):.5f} with them vs {np.mean(without_history):.5f} without ({ratio:.3f}×, "
+            f"{evidence}). What to set: {WHAT_TO_SET}.")
