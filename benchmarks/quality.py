@@ -50,6 +50,7 @@ from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.pa
 
 from components.contracts.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.evaluate import metrics  # noqa: E402
+from components.evaluate.run_statistics import paired_change  # noqa: E402
 from components.logs.click_log import ClickLogSpec, write_click_log  # noqa: E402
 from components.logs.synthetic import generate_logs, read_ground_truth  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
@@ -378,9 +379,11 @@ def main() -> None:
             without, with_ = results[f"{name}, without history features"], results[f"{name}, with history features"]
             names = [f.name for f in history_features(with_history[1].features)]
             finding = history_cost_finding(names, with_["loglosses"], without["loglosses"], with_["task"])
+            change = paired_change(without["loglosses"], with_["loglosses"])
             print(f"\n[{name}] history features: " + (finding or f"no cost beyond noise ({' '.join(names)}: "
                   f"{with_['logloss'] / without['logloss']:.3f}× adrank without them, per seed "
-                  f"{' '.join(f'{a / b:.3f}' for a, b in zip(with_['loglosses'], without['loglosses']))})"))
+                  f"{' '.join(f'{a / b:.3f}' for a, b in zip(with_['loglosses'], without['loglosses']))}; paired "
+                  f"t-test p = {'n/a' if change.p_value is None else f'{change.p_value:.3f}'})"))
     print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
     print("\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
           "calibration adrank / plain | issue 31 goal |\n|---|---|---|---|---|---|---|")
