@@ -4,7 +4,11 @@ Data sets, each preprocessed once per data settings: the synthetic default (`con
 install-shaped low-rate preset (`configs/examples/low_rate.yaml`: ~0.2% positives, Zipf ids with a long tail
 seen once, strong per-id effects, a base rate moving between days) and a click log in TalkingData's shape
 (`components/logs/click_log.py`, `configs/examples/click_log.yaml`), and the low-rate preset on logs whose clicks
-depend on history (`configs/examples/history_low_rate.yaml`: user propensity that drifts, ad fatigue). A data set
+depend on history (`configs/examples/history_low_rate.yaml`: user propensity that drifts, ad fatigue); and with
+history features over the ip, the ip-app and the app-channel pairs (`configs/examples/click_log_history.yaml`) the
+click-log stand-in (`click_log_history`) and an install log shaped like the real one they were tried on
+(`install_log`: id effects 2.5x the stand-in's, a quarter more rows repeating an earlier click within minutes,
+which rarely install; docs/history_features.md). A data set
 whose config has `kind: history` features is measured twice on the same logs and split: adrank without them
 (the examples the plain model reads) and adrank with them. On each, adrank's `train()` with the
 config's settings and the plain model (`benchmarks/plain_keras.py`: per-feature `keras.layers.Embedding` with
@@ -12,7 +16,8 @@ Keras defaults, dense Adam, `model.fit`) at the same hyperparameters (embedding 
 batch, learning rate, epochs) and the same input order train once per seed; the plain model is evaluated after
 every epoch, and its results are kept next to the examples so experiments on adrank train it once.
 
-    .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,low_rate,click_log,history_low_rate]
+    .venv/bin/python benchmarks/quality.py [--seeds 3]
+        [--datasets synthetic,low_rate,click_log,history_low_rate,click_log_history,install_log]
         [--clicks-per-day N] [--work DIR] [--set dotted.key=value ...] [--adrank-set dotted.key=value ...]
         [--history-variants without,with]
 
@@ -22,7 +27,9 @@ the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether
 <= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; whether issue 31's goal is:
 ratio <= 1.01 (<= 0.95 with history features), calibration within 10% of 1 or no further off than the plain
 model's; what each run's calibration step did (kept or skipped, log-loss without and with it on the held-out
-examples that decided it and on the eval split); and last a Markdown table, one row per data set (and per
+examples that decided it and on the eval split); for a data set measured with and without history features, adrank
+with / without them per seed with the paired p, or the finding that they cost log-loss on the held-out days
+(`components.report.history_finding`); and last a Markdown table, one row per data set (and per
 with/without history features): ratio, AUC and calibration of both models, and issue 31's goal.
 """
 
