@@ -4,7 +4,11 @@ Data sets, each preprocessed once per data settings: the synthetic default (`con
 install-shaped low-rate preset (`configs/examples/low_rate.yaml`: ~0.2% positives, Zipf ids with a long tail
 seen once, strong per-id effects, a base rate moving between days) and a click log in TalkingData's shape
 (`components/logs/click_log.py`, `configs/examples/click_log.yaml`), and the low-rate preset on logs whose clicks
-depend on history (`configs/examples/history_low_rate.yaml`: user propensity that drifts, ad fatigue). A data set
+depend on history (`configs/examples/history_low_rate.yaml`: user propensity that drifts, ad fatigue); and with
+history features over the ip, the ip-app and the app-channel pairs (`configs/examples/click_log_history.yaml`) the
+click-log stand-in (`click_log_history`) and an install log shaped like the real one they were tried on
+(`install_log`: id effects 2.5x the stand-in's, a quarter more rows repeating an earlier click within minutes,
+which rarely install; docs/history_features.md). A data set
 whose config has `kind: history` features is measured twice on the same logs and split: adrank without them
 (the examples the plain model reads) and adrank with them. On each, adrank's `train()` with the
 config's settings and the plain model (`benchmarks/plain_keras.py`: per-feature `keras.layers.Embedding` with
@@ -12,7 +16,8 @@ Keras defaults, dense Adam, `model.fit`) at the same hyperparameters (embedding 
 batch, learning rate, epochs) and the same input order train once per seed; the plain model is evaluated after
 every epoch, and its results are kept next to the examples so experiments on adrank train it once.
 
-    .venv/bin/python benchmarks/quality.py [--seeds 3] [--datasets synthetic,low_rate,click_log,history_low_rate]
+    .venv/bin/python benchmarks/quality.py [--seeds 3]
+        [--datasets synthetic,low_rate,click_log,history_low_rate,click_log_history,install_log]
         [--clicks-per-day N] [--work DIR] [--set dotted.key=value ...] [--adrank-set dotted.key=value ...]
         [--history-variants without,with]
 
@@ -22,7 +27,9 @@ the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether
 <= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; whether issue 31's goal is:
 ratio <= 1.01 (<= 0.95 with history features), calibration within 10% of 1 or no further off than the plain
 model's; what each run's calibration step did (kept or skipped, log-loss without and with it on the held-out
-examples that decided it and on the eval split); and last a Markdown table, one row per data set (and per
+examples that decided it and on the eval split); for a data set measured with and without history features, adrank
+with / without them per seed with the paired p, or the finding that they cost log-loss on the held-out days
+(`components.report.history_finding`); and last a Markdown table, one row per data set (and per
 with/without history features): ratio, AUC and calibration of both models, and issue 31's goal.
 """
 
@@ -36,6 +43,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -49,15 +57,27 @@ from plain_keras import plain_keras_dcn  # noqa: E402  (benchmarks/ is on sys.pa
 
 from components.contracts.manifest import MANIFEST_FILE, Manifest  # noqa: E402
 from components.evaluate import metrics  # noqa: E402
+from components.evaluate.run_statistics import paired_change  # noqa: E402
 from components.logs.click_log import ClickLogSpec, write_click_log  # noqa: E402
 from components.logs.synthetic import generate_logs, read_ground_truth  # noqa: E402
 from components.preprocess.run import preprocess  # noqa: E402
+from components.report.history_finding import history_cost_finding  # noqa: E402
 from components.train.input import InputOptions, make_dataset  # noqa: E402
 from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
 from configs.features import history_features, model_inputs  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
 
+# data set → (CSV name, config, generator spec): the click-log stand-in (defaults), the same log with history features
+# over the ip, the ip-app and the app-channel pairs, and an install log shaped like the real one those features were
+# tried on (components/logs/click_log.py: id effects 2.5x the stand-in's spread, a quarter more rows that repeat an
+# earlier click within minutes and rarely install)
+CLICK_LOGS = {
+    "click_log": ("click_log", "configs/examples/click_log.yaml", ClickLogSpec()),
+    "click_log_history": ("click_log", "configs/examples/click_log_history.yaml", ClickLogSpec()),
+    "install_log": ("install_log", "configs/examples/click_log_history.yaml",
+                    ClickLogSpec(effect_scale=2.5, repeat_share=0.25)),
+}
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
 TARGET_LOGLOSS_RATIO = 0.98  # issue 18's bar
 GOAL_RATIO, HISTORY_GOAL_RATIO = 1.01, 0.95  # issue 31's goals (issue31_goal)
@@ -171,11 +191,12 @@ def prepared(
         base, logs_overrides = ROOT / "configs/examples/low_rate.yaml", []
     elif name == "history_low_rate":
         base, logs_overrides = ROOT / "configs/examples/history_low_rate.yaml", []
-    elif name == "click_log":
-        csv_path = work / f"click_log_{clicks_per_day}.csv"
-        base, logs_overrides = ROOT / "configs/examples/click_log.yaml", [f"logs.impressions={csv_path}"]
+    elif name in CLICK_LOGS:
+        csv_path = work / f"{CLICK_LOGS[name][0]}_{clicks_per_day}.csv"
+        base, logs_overrides = ROOT / CLICK_LOGS[name][1], [f"logs.impressions={csv_path}"]
     else:
-        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, click_log, history_low_rate)")
+        raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, history_low_rate, "
+                         f"{', '.join(CLICK_LOGS)})")
     shared = [*IN_PROCESS, *logs_overrides, *overrides]
     config = features_kept(load_config(base, overrides=shared), history)
     adrank_config = features_kept(load_config(base, overrides=[*shared, *adrank_overrides]), history)
@@ -188,8 +209,8 @@ def prepared(
         logs_dir = None
         if config.logs.source == "synthetic":
             logs_dir = str(generate_logs(PreprocessStepConfig.of(config), examples.parent / "logs").directory)
-        else:
-            write_click_log(work / f"click_log_{clicks_per_day}.csv", ClickLogSpec(clicks_per_day=clicks_per_day))
+        elif not (csv_path := work / f"{CLICK_LOGS[name][0]}_{clicks_per_day}.csv").exists():
+            write_click_log(csv_path, replace(CLICK_LOGS[name][2], clicks_per_day=clicks_per_day))
         preprocess(PreprocessStepConfig.of(config), logs_dir, str(examples))
         print(f"[{name}] preprocessed in {time.perf_counter() - started:.0f} s", flush=True)
     return config, adrank_config, str(examples)
@@ -289,6 +310,7 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
     print(goal)
     return {
         "goal": goal.split(":")[0], "ratio": float(ratio), "ratios": [a["logloss"] / p["logloss"] for a, p in zip(adrank, plain)],
+        "loglosses": [r["logloss"] for r in adrank], "task": task,
         "logloss": float(np.mean([r["logloss"] for r in adrank])), "plain_logloss": float(np.mean([r["logloss"] for r in plain])),
         "auc": float(np.mean([r["auc"] for r in adrank])), "plain_auc": float(np.mean([r["auc"] for r in plain])),
         "calibration": float(np.mean([r["calibration"] for r in adrank])),
@@ -360,6 +382,15 @@ def main() -> None:
             label = f"{name}, with history features"
             results[label] = compare(label, plain_config, with_history[1], with_history[2], args.seeds,
                                      args.plain_epochs, plain_examples=examples)
+        if {"without", "with"} <= set(variants):
+            without, with_ = results[f"{name}, without history features"], results[f"{name}, with history features"]
+            names = [f.name for f in history_features(with_history[1].features)]
+            finding = history_cost_finding(names, with_["loglosses"], without["loglosses"], with_["task"])
+            change = paired_change(without["loglosses"], with_["loglosses"])
+            print(f"\n[{name}] history features: " + (finding or f"no cost beyond noise ({' '.join(names)}: "
+                  f"{with_['logloss'] / without['logloss']:.3f}× adrank without them, per seed "
+                  f"{' '.join(f'{a / b:.3f}' for a, b in zip(with_['loglosses'], without['loglosses']))}; paired "
+                  f"t-test p = {'n/a' if change.p_value is None else f'{change.p_value:.3f}'})"))
     print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
     print("\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
           "calibration adrank / plain | issue 31 goal |\n|---|---|---|---|---|---|---|")

@@ -114,8 +114,9 @@ class HistoryFeature(StrictModel):
     (components/preprocess/history.py): per window, its impressions, its clicks (labels of `task` whose
     attribution window had closed by the impression time) and its smoothed click rate
     (clicks + smoothing_prior · prior_rate) / (matured impressions + smoothing_prior); and the seconds since
-    its previous impression. Each becomes a numeric model input named `<name>_<what>_<window>h`
-    (`model_inputs`); a serving request supplies them as raw features (docs/history_features.md)."""
+    its previous impression. Each becomes a model input named `<name>_<what>_<window>h` (`model_inputs`): by
+    default its train-split quantile bucket, embedded like an id (`encoding`); a serving request supplies the raw
+    values (docs/history_features.md)."""
 
     kind: Literal["history"] = "history"
     name: FeatureName
@@ -128,6 +129,12 @@ class HistoryFeature(StrictModel):
         10.0, gt=0, description="pseudo-impressions at prior_rate added to each window's click rate",
     )
     prior_rate: float = Field(0.01, gt=0, lt=1, description="the click rate an id with no history is smoothed to")
+    encoding: Literal["buckets", "log"] = Field(
+        "buckets", description="buckets: each column as its train-split quantile bucket, a categorical input with "
+        "`buckets` rows (an embedding, on the scale of every other id's); log: counts as log1p and the rate as its "
+        "log-ratio to prior_rate, numeric inputs that enter the cross layers as they are",
+    )
+    buckets: int = Field(16, ge=2, le=1000, description="encoding buckets only: quantile buckets per column")
     censored_windows: Literal["scale", "keep"] = Field(
         "scale", description="a window reaching back before the first impression of the logs read (early examples, "
         "whose history the logs do not hold): scale its impressions and clicks by window / hours covered (at least "
@@ -146,14 +153,20 @@ class HistoryFeature(StrictModel):
         return windows
 
     def numeric_inputs(self) -> list[NumericFeature]:
-        """The numeric model inputs this feature becomes, in order: per window impressions and clicks (log1p) and
-        the rate as its log-ratio to `prior_rate` (0 for an id without history), then the seconds since the
-        previous impression (log1p then z-score).
+        """The model inputs this feature becomes, in order: per window impressions, clicks and rate, then the
+        seconds since the previous impression.
 
-        Not z-scored, counts and rates: most ids have none on train (the first train day has no history at all), so
-        a z-score divides by a tiny std and the few ids with clicks become inputs of 10-70 standard deviations,
-        which the crosses square (benchmarks/quality.py, docs/quality.md). log1p counts stay within 0-7 and the
-        rate's log-ratio within about ±3 for any smoothing prior ≥ 1."""
+        `encoding: buckets` (the default): each the id of its train-split quantile bucket, an embedded categorical
+        input. As numbers (`log`: counts log1p, the rate's log-ratio to `prior_rate`, the seconds log1p then
+        z-scored) they enter x_0 at 0-8 beside embedding entries of ~0.05, and each cross layer multiplies x_0 by a
+        projection of itself: on a sparse install log (benchmarks/quality.py install_log, docs/history_features.md)
+        they made the model worse and unstable from seed to seed, and better without cross layers; bucketed, better
+        with them. Buckets are also unchanged by any monotone rescaling (`prior_rate`, the log). Never z-scored:
+        most ids have no clicks on train, so a z-score divides by a tiny std and the few with clicks become inputs
+        of 10-70 standard deviations (docs/quality.md)."""
+        if self.encoding == "buckets":
+            return [NumericFeature(name=name, normalization="quantile_buckets", buckets=self.buckets)
+                    for name in self._column_order()]
         inputs = []
         for window in self.windows_hours:
             inputs += [
@@ -163,6 +176,11 @@ class HistoryFeature(StrictModel):
                                reference=self.prior_rate),
             ]
         return inputs + [NumericFeature(name=f"{self.name}_seconds_since_previous", normalization="log1p_zscore")]
+
+    def _column_order(self) -> list[str]:
+        names = [self.window_column(what, window) for window in self.windows_hours
+                 for what in ("impressions", "clicks", "rate")]
+        return [*names, f"{self.name}_seconds_since_previous"]
 
     def window_column(self, what: str, window_hours: float) -> str:
         """The column of `what` (impressions, clicks, rate) over one window: `<name>_<what>_<window_name>`."""

@@ -147,6 +147,16 @@ def _z_scores(values: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     return dict(zip(values, tf.unstack(scaled, num=len(values), axis=1)))
 
 
+def _quantile_buckets(values: dict[str, tf.Tensor], buckets: int) -> dict[str, tf.Tensor]:
+    """Each column's train-split quantile bucket id: one quantiles analyzer for every column with the same bucket
+    count (stacked, `elementwise`), not one per feature (a history feature alone brings 4 columns per window)."""
+    if len(values) == 1:
+        name, value = next(iter(values.items()))
+        return {name: tft.bucketize(value, buckets)}
+    ids = tft.bucketize(tf.stack(list(values.values()), axis=1), buckets, elementwise=True)
+    return dict(zip(values, tf.unstack(ids, num=len(values), axis=1)))
+
+
 def build_preprocessing_fn(features, tasks):
     features, task_names = tuple(model_inputs(features)), tuple(t.name for t in tasks)
 
@@ -154,13 +164,14 @@ def build_preprocessing_fn(features, tasks):
         ids = _categorical_ids(inputs, features, task_names)
         outputs = {}
         z_scored = {}  # z-scored features: their (log1p'd) values, scaled together below
+        bucketed: dict[int, dict[str, tf.Tensor]] = {}  # quantile_buckets features by bucket count, bucketized below
         for feature in features:
             if feature.name in ids:
                 outputs[feature.name] = ids[feature.name]
             elif feature.kind == "numeric":
                 value = inputs[feature.name]
                 if feature.normalization == "quantile_buckets":
-                    outputs[feature.name] = tft.bucketize(value, feature.buckets)
+                    bucketed.setdefault(feature.buckets, {})[feature.name] = value
                 elif feature.normalization == "zscore":
                     z_scored[feature.name] = value
                 elif feature.normalization == "log_ratio":
@@ -179,6 +190,8 @@ def build_preprocessing_fn(features, tasks):
                     days = tf.math.floordiv(timestamp, MS_PER_DAY)
                     outputs[feature.name] = tf.math.floormod(days + EPOCH_WEEKDAY, WEEKDAYS)
         outputs |= _z_scores(z_scored)
+        for buckets, values in bucketed.items():
+            outputs |= _quantile_buckets(values, buckets)
         for name in task_names:
             outputs[label_key(name)] = tf.identity(inputs[label_key(name)])
         return outputs

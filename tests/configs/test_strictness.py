@@ -87,7 +87,8 @@ def test_values_at_the_bound_load():
 
 
 @pytest.mark.parametrize("name", ["local.yaml", "vertex.yaml", "examples/click_log.yaml", "examples/daily.yaml",
-                                  "examples/low_rate.yaml", "examples/history_low_rate.yaml"])
+                                  "examples/low_rate.yaml", "examples/history_low_rate.yaml",
+                                  "examples/click_log_history.yaml"])
 def test_every_shipped_config_is_within_the_bounds_and_has_no_duplicate_key(name):
     path = Path(embedded_config_path().parent, name)
     assert duplicate_keys(path.read_text()) == []

@@ -196,6 +196,17 @@ def test_a_window_is_checked_against_the_lookback_when_one_is_set():
     assert config.features[9].column_names()[0] == "h_impressions_1h"
 
 
+def test_history_columns_are_bucketed_by_default_and_numbers_with_encoding_log():
+    bucketed = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id], windows_hours: [24]}"])
+    logged = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id], windows_hours: [24], "
+                                    "encoding: log}"])
+    inputs, numbers = bucketed.features[9].numeric_inputs(), logged.features[9].numeric_inputs()
+    assert [f.name for f in inputs] == [f.name for f in numbers] == [
+        "h_impressions_24h", "h_clicks_24h", "h_rate_24h", "h_seconds_since_previous"]
+    assert {(f.normalization, f.buckets) for f in inputs} == {("quantile_buckets", 16)}
+    assert [f.normalization for f in numbers] == ["log1p", "log1p", "log_ratio", "log1p_zscore"]
+
+
 def test_a_fractional_window_of_whole_minutes_is_named_in_minutes():
     config = load_config(overrides=["features.9={name: h, kind: history, ids: [user_id], windows_hours: [1.5, 24]}"])
     assert config.features[9].column_names()[:4] == ["h_impressions_90m", "h_clicks_90m", "h_rate_90m",
@@ -256,7 +267,8 @@ def test_preprocess_writes_history_columns_as_numeric_inputs(tmp_path, config_fo
         tasks=[{"name": "engagement", "event_type": "swipe", "attribution_window_seconds": 3600}],
         features=[{"name": "user_id", "kind": "categorical", "encoding": "hash", "hash_buckets": 10},
                   {"name": "ad_id", "kind": "categorical"},
-                  {"name": "user_recent", "kind": "history", "ids": ["user_id"], "windows_hours": [24]}],
+                  {"name": "user_recent", "kind": "history", "ids": ["user_id"], "windows_hours": [24],
+                   "encoding": "log"}],
     )
     manifest = preprocess(config, None, str(tmp_path / "out"))
     assert Manifest.read(tmp_path / "out") == manifest
