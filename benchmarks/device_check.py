@@ -146,7 +146,10 @@ def config_for(point: Point, manifest):
     values["training"].update(global_batch_size=point.batch, epochs=point.epochs, mixed_precision=point.precision,
                               reference_batch_size=512, learning_rate_scaling="sqrt", warmup_steps=0,
                               input_capacity_seconds=1.0, checkpoint_every_minutes=60.0,
-                              eval_sample_examples=point.batch * 4, shuffle_buffer=10**7)
+                              eval_sample_examples=point.batch * 4, shuffle_buffer=10**7,
+                              # the figures in docs/backends.md were measured at 8 steps a call; a quick point
+                              # (12 to 32 steps an epoch) needs a second call for a steady window
+                              steps_per_execution=8)
     import jax
 
     seen = jax.default_backend()
@@ -190,6 +193,9 @@ def run_point(point: Point, blocks: Path, work: Path) -> dict:
     started = time.perf_counter()
     summary = lanes.train(config, "device", 0, str(blocks), str(work / point.name))
     rate = summary.examples_per_second
+    if not rate:
+        return {"point": point.name, "failed": f"no steady window: {summary.steps} steps at "
+                f"{summary.steps_per_execution} a call left nothing after the first call (start-up)"}
     split = summary.time_split
     result = {"point": point.name, "model": point.model, "batch": point.batch, "precision": point.precision,
               "largest_table_rows": max(f.table_rows or 0 for f in manifest.features),
