@@ -69,6 +69,19 @@ def train_input_options(training: TrainingConfig, seed: int, cache: bool = False
     )
 
 
+def synchronous_run_input(resolved: ResolvedTarget, runtime: Runtime, manifest: Manifest,
+                          seed: int) -> tuple[StepPlan, CachePlan, InputOptions]:
+    """A synchronous run's plan, cache decision and train input options (both synchronous loops: one machine's
+    `fit` and several workers'), once the global batch is checked to split evenly over the replicas."""
+    training = resolved.training
+    if training.global_batch_size % runtime.replicas:
+        raise ValueError(
+            f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
+        )
+    cache = train_cache(manifest, training)
+    return StepPlan.for_run(manifest, training), cache, train_input_options(training, seed, cache.cache)
+
+
 def train_cache(manifest: Manifest, training: TrainingConfig) -> CachePlan:
     """What `training.cache` decides for this run's train split (logged: the run summary keeps the bytes)."""
     plan = cache_plan(manifest, "train", training.cache, training.cache_memory_mb * 2**20)
@@ -160,13 +173,7 @@ def fit_synchronous(
     with `warm_start_from` starts from the champion's weights. `clock` gets the run's phases (a fresh one without)."""
     clock = clock or RunClock()
     training = resolved.training
-    if training.global_batch_size % runtime.replicas:
-        raise ValueError(
-            f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
-        )
-    plan = StepPlan.for_run(manifest, training)
-    cache = train_cache(manifest, training)
-    options = train_input_options(training, seed, cache.cache)
+    plan, cache, options = synchronous_run_input(resolved, runtime, manifest, seed)
     train_data = make_dataset(examples_dir, manifest, "train", options)
     # measured on a dataset of its own: a shuffle's reshuffle seeds (and a cache) belong to the dataset object,
     # so reading the training one for a fixed time would change the order the run then trains on; the batches it

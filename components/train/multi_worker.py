@@ -47,9 +47,8 @@ from components.train.loop import (
     checkpoint_manager,
     compiled_model,
     input_format,
+    synchronous_run_input,
     tensorboard_scalars,
-    train_cache,
-    train_input_options,
     warm_start_model,
 )
 from components.train.models import RankingModel
@@ -144,13 +143,7 @@ def fit_multi_worker(
     clock = clock or RunClock()
     training, strategy = resolved.training, runtime.strategy
     write_dir = write_dir or model_dir
-    if training.global_batch_size % runtime.replicas:
-        raise ValueError(
-            f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} replicas"
-        )
-    plan = StepPlan.for_run(manifest, training)
-    cache = train_cache(manifest, training)
-    options = train_input_options(training, seed, cache.cache)
+    plan, cache, options = synchronous_run_input(resolved, runtime, manifest, seed)
     with clock.phase("input_check"):  # this worker's reader alone (each worker reads the whole order)
         input_rate = input_examples_per_second(make_dataset(examples_dir, manifest, "train", options),
                                                training.global_batch_size, training.input_capacity_seconds)
