@@ -177,10 +177,7 @@ def _multi_worker_runtime(target_kind: str, allow_cpu_fallback: bool) -> Runtime
     fallback_reason = None
     device_kind = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
     if target_kind == "gpu" and device_kind == "CPU":
-        fallback_reason = "target kind 'gpu' but TensorFlow sees no GPU"
-        if not allow_cpu_fallback:
-            raise HardwareUnavailableError(f"{fallback_reason}; set allow_cpu_fallback: true on the target to "
-                                           "train on CPU")
+        fallback_reason = _fallback_allowed("target kind 'gpu' but TensorFlow sees no GPU", allow_cpu_fallback)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     resolver = strategy.cluster_resolver
     cluster = resolver.cluster_spec()
@@ -195,9 +192,14 @@ def _multi_worker_runtime(target_kind: str, allow_cpu_fallback: bool) -> Runtime
 
 
 def _fallback_or_fail(reason: str, allow_cpu_fallback: bool) -> Runtime:
+    return _cpu_runtime(fallback_reason=_fallback_allowed(reason, allow_cpu_fallback))
+
+
+def _fallback_allowed(reason: str, allow_cpu_fallback: bool) -> str:
+    """`reason`, when the target lets the run fall back to CPU; else the error that names the setting."""
     if not allow_cpu_fallback:
         raise HardwareUnavailableError(f"{reason}; set allow_cpu_fallback: true on the target to train on CPU")
-    return _cpu_runtime(fallback_reason=reason)
+    return reason
 
 
 def _gpu_descriptions() -> list[str]:
