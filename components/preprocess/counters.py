@@ -10,7 +10,7 @@ import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import apache_beam as beam
 import numpy as np
@@ -69,12 +69,15 @@ class PreprocessCounts:
         return self.values.get(Count(kind, scope, subject), 0)
 
     def records_read(self) -> dict[str, int]:
-        """Records read per stream, for the streams the job read (`engagements` only in engagements mode)."""
-        return {c.scope: n for c, n in self.values.items() if c.kind == "records_read"}
+        """Records read per stream, for the streams the job read (`engagements` only in engagements mode).
+
+        In the log's own order (impressions, then engagements) whatever order the runner's metrics came back in,
+        so the manifest reads the same in every run."""
+        return _in_log_order({c.scope: n for c, n in self.values.items() if c.kind == "records_read"})
 
     def dead_letters(self) -> dict[str, int]:
         """Dead letters as the manifest lists them: `<stream>:<reason>` → records."""
-        return {f"{c.scope}:{c.subject}": n for c, n in self.values.items() if c.kind == "dead_letters"}
+        return dict(sorted((f"{c.scope}:{c.subject}", n) for c, n in self.values.items() if c.kind == "dead_letters"))
 
     def dead_letters_in(self, stream: str) -> int:
         return sum(n for c, n in self.values.items() if c.kind == "dead_letters" and c.scope == stream)
@@ -85,7 +88,7 @@ class PreprocessCounts:
         for count, n in self.values.items():
             if count.kind == "input":
                 by_stream.setdefault(count.scope, {})[count.subject] = n
-        return by_stream
+        return _in_log_order(by_stream)
 
     def join_outcomes(self) -> dict[str, int]:
         """What the join or the deduplication dropped or noticed, by name."""
@@ -201,3 +204,11 @@ def read_counters(root: str) -> PreprocessCounts:
                         count = Count(fields["kind"], fields["scope"], fields["subject"])
                         values[count] = values.get(count, 0) + int(fields["n"])
     return PreprocessCounts(values)
+
+
+_V = TypeVar("_V")
+
+
+def _in_log_order(by_stream: dict[str, _V]) -> dict[str, _V]:
+    """Streams impressions first, then the rest by name: the order a log is read in, not the order metrics came in."""
+    return dict(sorted(by_stream.items(), key=lambda item: (item[0] != "impressions", item[0])))

@@ -51,7 +51,7 @@ def manifest_markdown(manifest: Manifest) -> str:
     if manifest.dead_letter:
         lines.append(markdown_table(Table(
             ["stream:reason", "records"],
-            [[reason, str(n)] for reason, n in sorted(manifest.dead_letter.items(), key=lambda kv: -kv[1])],
+            [[reason, str(n)] for reason, n in sorted(manifest.dead_letter.items(), key=lambda kv: (-kv[1], kv[0]))],
             align=["left", "right"])))
     else:
         lines.append("none")
