@@ -180,7 +180,7 @@ def has_history_features(config: AdrankConfig) -> bool:
 
 def prepared(
     name: str, work: Path, overrides: list[str], adrank_overrides: list[str], clicks_per_day: int,
-    history: bool = False,
+    history: bool = False, positive_rate: float | None = None,
 ) -> tuple[AdrankConfig, AdrankConfig, str]:
     """(plain model's config, adrank's config, examples dir), preprocessing once per data set and per data
     settings (kept under `work`, in a folder named by a digest of the sections that shape the examples);
@@ -192,7 +192,7 @@ def prepared(
     elif name == "history_low_rate":
         base, logs_overrides = ROOT / "configs/examples/history_low_rate.yaml", []
     elif name in CLICK_LOGS:
-        csv_path = work / f"{CLICK_LOGS[name][0]}_{clicks_per_day}.csv"
+        csv_path = work / click_log_file(name, clicks_per_day, positive_rate)
         base, logs_overrides = ROOT / CLICK_LOGS[name][1], [f"logs.impressions={csv_path}"]
     else:
         raise SystemExit(f"error: unknown data set '{name}' (synthetic, low_rate, history_low_rate, "
@@ -209,11 +209,18 @@ def prepared(
         logs_dir = None
         if config.logs.source == "synthetic":
             logs_dir = str(generate_logs(PreprocessStepConfig.of(config), examples.parent / "logs").directory)
-        elif not (csv_path := work / f"{CLICK_LOGS[name][0]}_{clicks_per_day}.csv").exists():
-            write_click_log(csv_path, replace(CLICK_LOGS[name][2], clicks_per_day=clicks_per_day))
+        elif not (csv_path := work / click_log_file(name, clicks_per_day, positive_rate)).exists():
+            spec = replace(CLICK_LOGS[name][2], clicks_per_day=clicks_per_day)
+            write_click_log(csv_path, spec if positive_rate is None else replace(spec, positive_rate=positive_rate))
         preprocess(PreprocessStepConfig.of(config), logs_dir, str(examples))
         print(f"[{name}] preprocessed in {time.perf_counter() - started:.0f} s", flush=True)
     return config, adrank_config, str(examples)
+
+
+def click_log_file(name: str, clicks_per_day: int, positive_rate: float | None) -> str:
+    """The generated click log's file name: its generator, its size and, when not the generator's own, its rate."""
+    rate = "" if positive_rate is None else f"_rate{positive_rate:g}"
+    return f"{CLICK_LOGS[name][0]}_{clicks_per_day}{rate}.csv"
 
 
 def examples_shape(config: AdrankConfig) -> str:
@@ -355,6 +362,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--datasets", default="synthetic,low_rate,click_log")
     parser.add_argument("--clicks-per-day", type=int, default=ClickLogSpec.clicks_per_day)
+    parser.add_argument("--positive-rate", type=float,
+                        help="the click logs' share of positives (default: each generator's own, e.g. 0.002)")
     parser.add_argument("--plain-epochs", type=int, help="default: adrank's epochs on that data set")
     parser.add_argument("--history-variants", default="without,with",
                         help="for a data set with kind: history features, which adrank variants to train: "
@@ -372,8 +381,9 @@ def main() -> None:
     results = {}
     for name in args.datasets.split(","):
         plain_config, config, examples = prepared(name, work, args.overrides, args.adrank_overrides,
-                                                  args.clicks_per_day)
-        with_history = prepared(name, work, args.overrides, args.adrank_overrides, args.clicks_per_day, history=True)
+                                                  args.clicks_per_day, positive_rate=args.positive_rate)
+        with_history = prepared(name, work, args.overrides, args.adrank_overrides, args.clicks_per_day, history=True,
+                                positive_rate=args.positive_rate)
         variants = args.history_variants.split(",") if has_history_features(with_history[1]) else ["without"]
         if "without" in variants:
             label = f"{name}, without history features" if has_history_features(with_history[1]) else name

@@ -24,6 +24,9 @@ MAX_LEARNING_RATE = 10.0
 MAX_BATCH_SIZE = 2**24
 BATCH_REASON = "examples in one step; a batch this large fits no accelerator's memory"
 MAX_STEPS = 10**9
+# the small-split rule (training.min_train_steps): its default floor, and the most epochs it raises a run to
+MIN_TRAIN_STEPS = 100
+MAX_RAISED_EPOCHS = 8
 BYTES_REASON = "bytes of one table (1 TiB); above it no host or parameter server holds the table"
 LayerWidths = list[Annotated[int, Field(ge=1, le=MAX_LAYER_WIDTH)]]
 # machine-type prefixes whose TPUs Vertex documents for JAX and PyTorch only (TPU v6e, Trillium)
@@ -76,6 +79,12 @@ class TrainingConfig(StrictModel):
     epochs: Annotated[int, at_most(
         10_000, "passes over the train split; a run needing more is a typo and would train until killed",
     )] = Field(2, ge=1)
+    min_train_steps: Annotated[int, at_most(MAX_STEPS, "training steps; 10^9 steps is years of training")] = Field(
+        MIN_TRAIN_STEPS, ge=0, description="on a small train split, the fewest steps a run trains: its epochs are raised "
+        f"to the fewest that reach this many steps, at most {MAX_RAISED_EPOCHS} (never lowered; 0: training.epochs as "
+        "set). A split of 7,472 examples at batch 512 is 14 steps an epoch: 2 epochs ended near the constant rate's "
+        "log-loss, the eval curve was lowest at 6 (docs/quality.md, 'Epochs on a small log')",
+    )
     learning_rate: float = Field(
         0.003, gt=0, le=MAX_LEARNING_RATE, description="learning rate at reference_batch_size"
     )
@@ -339,6 +348,7 @@ class ResolvedTarget:
     target: TargetConfig
     model: ModelConfig
     training: TrainingConfig
+    configured_epochs: int | None = None  # training.epochs as set, when the small-split rule raised `training.epochs`
 
 
 def find_target(targets: list[TargetConfig], name: str) -> TargetConfig:

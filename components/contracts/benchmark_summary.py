@@ -70,6 +70,15 @@ class TaskStats(Contract):
     )
 
 
+class EpochsRaised(Contract):
+    """The small-split rule at work: `configured` epochs were too few steps, the runs trained `epochs`."""
+
+    configured: int
+    epochs: int
+    steps_per_epoch: int
+    min_train_steps: int
+
+
 class TargetSummary(Contract):
     name: str
     kind: str
@@ -81,6 +90,8 @@ class TargetSummary(Contract):
         default_factory=list, description="(epoch, eval log-loss mean over runs) for every evaluated epoch"
     )
     dropped_steps: int = Field(0, description="full batches left untrained by step chunking, per run")
+    epochs_raised: EpochsRaised | None = Field(None, description="how the small-split rule raised the runs' epochs "
+                                               "(training.min_train_steps); None: they trained the epochs as set")
     price_per_hour: float
     runs: int
     hardware_seen: list[str]

@@ -10,6 +10,7 @@ from collections import defaultdict
 from components.contracts.benchmark_summary import (
     BenchmarkSummary,
     BestRun,
+    EpochsRaised,
     RunRow,
     TargetSummary,
     TaskFloor,
@@ -204,6 +205,7 @@ def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary])
         learning_rate_note=learning_rate_note(runs[0]),
         eval_curve=mean_eval_curve(runs),
         dropped_steps=max(r.dropped_steps for r in runs),
+        epochs_raised=epochs_raised(runs[0]),
         price_per_hour=target.price_per_hour,
         runs=len(runs),
         hardware_seen=sorted({hardware_label(r) for r in runs}),
@@ -229,6 +231,14 @@ def _target_summary(config: ReportStepConfig, name: str, runs: list[RunSummary])
         table_placement=sorted({label for r in runs if (label := placement_label(r))}),
         tables_on_embedding_hardware=all(p.embedding_hardware for p in placements) if placements else None,
     )
+
+
+def epochs_raised(run: RunSummary) -> EpochsRaised | None:
+    """What the small-split rule did to a target's runs (they share its config, so one run says it)."""
+    if run.configured_epochs is None or run.steps_per_epoch is None:
+        return None
+    return EpochsRaised(configured=run.configured_epochs, epochs=run.epochs, steps_per_epoch=run.steps_per_epoch,
+                        min_train_steps=run.min_train_steps)
 
 
 def _run_row(run: RunSummary) -> RunRow:

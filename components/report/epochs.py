@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import math
 
+from components.contracts.benchmark_summary import EpochsRaised
 from components.evaluate.run_statistics import SIGNIFICANCE, paired_change
+from configs.training import MAX_RAISED_EPOCHS
 
 MIN_EPOCH_GAIN = 0.001  # an epoch is worth running while it lowers eval log-loss by at least 0.1%
 MAX_GROWTH = 4  # the most epochs advised, as a multiple of those run
@@ -72,9 +74,18 @@ def epochs_supported(mean_curve: dict[int, float]) -> tuple[int, str]:
     return last + more, why
 
 
-def epochs_advice(target: str, curves: list[list[tuple[int, float]]]) -> str | None:
+def epochs_raised_finding(target: str, raised: EpochsRaised) -> str:
+    """What the small-split rule did, so a user reading the epochs does not look for them in the config."""
+    return (f"{target}: trained {raised.epochs} epochs, not the {raised.configured} set: the train split is "
+            f"{raised.steps_per_epoch:,} steps an epoch, and training.min_train_steps ({raised.min_train_steps:,}) "
+            f"raises a small split's epochs to reach it (at most {MAX_RAISED_EPOCHS}; 0 turns it off).")
+
+
+def epochs_advice(target: str, curves: list[list[tuple[int, float]]],
+                  raised: EpochsRaised | None = None) -> str | None:
     """A sentence naming `training.epochs` when the eval curves of `target`'s runs significantly favour fewer or
-    more epochs; None otherwise (fewer than 2 runs, or 2 epochs, or no significant change)."""
+    more epochs; None otherwise (fewer than 2 runs, or 2 epochs, or no significant change). `raised`: the runs'
+    epochs came from the small-split rule, so fewer epochs also need the rule off (it would raise them again)."""
     epochs = max((tuple(epoch for epoch, _ in curve) for curve in curves), key=len, default=())
     runs = [dict(curve) for curve in curves if tuple(epoch for epoch, _ in curve) == epochs]
     if len(epochs) < 2 or len(runs) < 2:
@@ -86,7 +97,8 @@ def epochs_advice(target: str, curves: list[list[tuple[int, float]]]) -> str | N
         if rise.mean > 0 and rise.significant:
             return (f"{target}: eval log-loss was lowest after epoch {best} ({mean[best]:.5f}) and rose to "
                     f"{mean[last]:.5f} by epoch {last}, significantly over {rise.runs} runs (paired, p = "
-                    f"{rise.p_value:.3g} < {SIGNIFICANCE}): over-fitting; set training.epochs: {best}.")
+                    f"{rise.p_value:.3g} < {SIGNIFICANCE}): over-fitting; set training.epochs: {best}"
+                    + (" and training.min_train_steps: 0." if raised is not None and best < raised.epochs else "."))
         return None
     previous = epochs[-2]
     fall = paired_change([run[previous] for run in runs], [run[last] for run in runs])

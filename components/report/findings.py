@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from components.contracts.benchmark_summary import BenchmarkSummary, TargetSummary
 from components.report.calibration_finding import calibration_findings
-from components.report.epochs import epochs_advice
+from components.report.epochs import epochs_advice, epochs_raised_finding
 from components.report.retraining_target import retraining_target_finding
 from components.report.scaling import scaling_findings
 
@@ -170,7 +170,10 @@ def findings(summary: BenchmarkSummary) -> list[str]:
             lines.append(f"{target.name} vs {summary.baseline_target}: {comparison.verdict}.")
     lines += [sentence for target in targets if (sentence := synchronous_vs_asynchronous(summary, target))]
     for target in targets:
-        advice = epochs_advice(target.name, [r.eval_curve for r in summary.runs if r.target == target.name])
+        if target.epochs_raised is not None:
+            lines.append(epochs_raised_finding(target.name, target.epochs_raised))
+        advice = epochs_advice(target.name, [r.eval_curve for r in summary.runs if r.target == target.name],
+                               target.epochs_raised)
         if advice:
             lines.append(advice)
         if target.dropped_steps:

@@ -3,11 +3,15 @@ chunk a whole number of executions (`steps_per_execution` steps per call of the 
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 from collections.abc import Callable
 
 from components.contracts.manifest import Manifest
-from configs.training import TrainingConfig
+from configs.training import MAX_RAISED_EPOCHS, ResolvedTarget, TrainingConfig
+
+log = logging.getLogger(__name__)
 
 
 class StepPlan:
@@ -38,7 +42,7 @@ class StepPlan:
     @classmethod
     def for_run(cls, manifest: Manifest, training: TrainingConfig) -> StepPlan:
         """The plan over the train split less the slice held out for the calibration step."""
-        return cls(round(manifest.splits["train"].examples * (1 - calibration_holdout(training))), training)
+        return cls(planned_train_examples(manifest, training), training)
 
     @property
     def dropped_steps(self) -> int:
@@ -47,6 +51,38 @@ class StepPlan:
     def ends_epoch(self, chunk_index: int) -> bool:
         """Whether chunk `chunk_index` (0-based over the run) is an epoch's last."""
         return (chunk_index + 1) % self.chunks_per_epoch == 0
+
+
+def planned_train_examples(manifest: Manifest, training: TrainingConfig) -> int:
+    """The train examples a run's steps are planned over: the train split less the calibration step's slice."""
+    return round(manifest.splits["train"].examples * (1 - calibration_holdout(training)))
+
+
+def epochs_for_split(train_examples: int, training: TrainingConfig) -> int:
+    """`training.epochs`, raised on a small split to the fewest epochs that train `training.min_train_steps` steps,
+    at most `MAX_RAISED_EPOCHS` (the rule never lowers the epochs set, and `min_train_steps: 0` turns it off)."""
+    steps_per_epoch = train_examples // training.global_batch_size
+    if training.min_train_steps == 0 or steps_per_epoch < 1:
+        return training.epochs
+    needed = -(-training.min_train_steps // steps_per_epoch)
+    return max(training.epochs, min(needed, MAX_RAISED_EPOCHS))
+
+
+def sized_to_split(resolved: ResolvedTarget, manifest: Manifest) -> ResolvedTarget:
+    """`resolved` with its epochs raised by the small-split rule (`epochs_for_split`), saying so in the log; the
+    epochs as set are kept in `configured_epochs` for the run summary and the report."""
+    training = resolved.training
+    train_examples = planned_train_examples(manifest, training)
+    epochs = epochs_for_split(train_examples, training)
+    if epochs == training.epochs:
+        return resolved
+    steps_per_epoch = train_examples // training.global_batch_size
+    log.info("training %d epochs, not %d: %s train examples at batch %s are %d steps an epoch, and "
+             "training.min_train_steps asks for %s (at most %d epochs; 0 turns the rule off)", epochs, training.epochs,
+             f"{train_examples:,}", f"{training.global_batch_size:,}", steps_per_epoch,
+             f"{training.min_train_steps:,}", MAX_RAISED_EPOCHS)
+    return dataclasses.replace(resolved, training=training.model_copy(update={"epochs": epochs}),
+                               configured_epochs=training.epochs)
 
 
 def chunks_per_epoch_for(steps_per_epoch: int, checkpoints_per_epoch: int) -> int:

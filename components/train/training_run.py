@@ -35,6 +35,7 @@ from components.train.replica_cluster import ReplicaCluster, replica_cluster
 from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
 from components.train.simulated_devices import simulated_device_count
+from components.train.step_plan import sized_to_split
 from components.train.strategy import (
     Runtime,
     local_cluster_for,
@@ -94,6 +95,7 @@ def train(
     set_precision_policy(resolved.training, runtime)
     manifest = Manifest.read(examples_dir)
     check_table_rows(manifest, config.features)
+    resolved = sized_to_split(resolved, manifest)
 
     with worker_model_dir(runtime, model_dir) as write_dir:  # a multi-worker run's non-chief: a scratch dir
         summary = fit_evaluate_export(resolved, runtime, manifest, examples_dir, model_dir, write_dir, seed, run_index,
@@ -144,6 +146,8 @@ def fit_evaluate_export(
         embedding_learning_rate=scaled_embedding_learning_rate(resolved.training),
         steps=plan.total_steps,
         epochs=resolved.training.epochs,
+        configured_epochs=resolved.configured_epochs,
+        min_train_steps=resolved.training.min_train_steps,
         steps_per_epoch=plan.steps_per_epoch,
         steps_per_execution=plan.steps_per_execution,
         dropped_steps=plan.dropped_steps,

@@ -67,7 +67,7 @@ from components.train.run_clock import RunClock, examples_rate
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
 from components.train.simulated_devices import simulated_device_count
-from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout
+from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout, sized_to_split
 from components.train.table_rows_check import check_table_rows
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR, dense_variables, trained_weights
 from components.train.training_progress import TrainingProgress
@@ -91,18 +91,19 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
     join_replicas(target.kind, os.environ)  # before anything asks JAX for its devices
     simulate_host_devices(simulated_device_count(target))
     resolved = resolve_target(config.model, config.training, target)
-    training = resolved.training
     seed = config.seed + run_index
     keras.utils.set_random_seed(seed)
     runtime = jax_runtime(resolved.target.kind, resolved.target.allow_cpu_fallback)
     if runtime.fallback_reason:
         log.warning("falling back to CPU: %s", runtime.fallback_reason)
-    if training.global_batch_size % runtime.replicas:
-        raise ValueError(f"global batch {training.global_batch_size} does not split evenly over {runtime.replicas} "
-                         f"{runtime.device_kind} devices")
-    set_precision_policy(training, runtime)
+    if resolved.training.global_batch_size % runtime.replicas:
+        raise ValueError(f"global batch {resolved.training.global_batch_size} does not split evenly over "
+                         f"{runtime.replicas} {runtime.device_kind} devices")
+    set_precision_policy(resolved.training, runtime)
     manifest = Manifest.read(container_path(examples_dir))
     check_table_rows(manifest, config.features)
+    resolved = sized_to_split(resolved, manifest)
+    training = resolved.training
     plan = StepPlan.for_run(manifest, training)
     train_split = BlockSplit(examples_dir, manifest, "train", Holdout(calibration_holdout(training)))
     cache = cache_plan(manifest, "train", training.cache, training.cache_memory_mb * 2**20)
@@ -205,7 +206,8 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
         global_batch_size=training.global_batch_size, learning_rate=scaled_learning_rate(training),
         configured_learning_rate=training.learning_rate, learning_rate_scaling=training.learning_rate_scaling,
         embedding_learning_rate=scaled_embedding_learning_rate(training), steps=plan.total_steps,
-        epochs=training.epochs, steps_per_epoch=plan.steps_per_epoch, steps_per_execution=plan.steps_per_execution,
+        epochs=training.epochs, configured_epochs=resolved.configured_epochs,
+        min_train_steps=training.min_train_steps, steps_per_epoch=plan.steps_per_epoch, steps_per_execution=plan.steps_per_execution,
         dropped_steps=plan.dropped_steps, train_examples=manifest.splits["train"].examples,
         wall_time_seconds=split.wall, examples_per_second=clock.steady_examples_per_second(training.global_batch_size),
         time_split=split, input_stall_fraction=stall, input_examples_per_second=input_rate,

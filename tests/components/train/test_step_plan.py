@@ -1,7 +1,7 @@
 import pytest
 
-from components.train.step_plan import StepPlan, chunks_per_epoch_for, steps_per_execution_for
-from configs.training import TrainingConfig
+from components.train.step_plan import StepPlan, chunks_per_epoch_for, epochs_for_split, steps_per_execution_for
+from configs.training import MAX_RAISED_EPOCHS, TrainingConfig
 
 
 def test_steps_per_execution_divides_the_chunk_so_no_step_is_dropped():
@@ -39,3 +39,14 @@ def test_checkpoints_per_epoch_split_the_epoch_evenly_and_mark_epoch_ends():
     plan = StepPlan(279 * 256, TrainingConfig(global_batch_size=256, epochs=2, checkpoints_per_epoch=2))
     assert plan.chunks_per_epoch == 3 and plan.chunks == 6 and plan.dropped_steps == 0
     assert [plan.ends_epoch(chunk) for chunk in range(plan.chunks)] == [False, False, True, False, False, True]
+
+
+def test_a_small_split_trains_at_least_min_train_steps_and_a_large_one_its_epochs():
+    training = TrainingConfig(global_batch_size=512, epochs=2, min_train_steps=100)
+    assert epochs_for_split(7_472, training) == 8  # 14 steps an epoch: 8 epochs reach 100 steps
+    assert epochs_for_split(18_770, training) == 3  # 36 steps an epoch
+    assert epochs_for_split(180_000, training) == 2  # 351 steps an epoch: as set
+    assert epochs_for_split(1_100, training) == MAX_RAISED_EPOCHS  # 2 steps an epoch: capped
+    assert epochs_for_split(7_472, training.model_copy(update={"min_train_steps": 0})) == 2  # the rule off
+    assert epochs_for_split(7_472, training.model_copy(update={"epochs": 12})) == 12  # never lowered
+    assert StepPlan(7_472, training.model_copy(update={"epochs": epochs_for_split(7_472, training)})).total_steps >= 100
