@@ -3,7 +3,7 @@ spec), as `--set` overrides of the config a test starts from, and the pieces it 
 (a second task, more epochs to be killed in, deterministic training to compare runs) adds its overrides after these:
 a later `--set` of a key wins, so the difference reads as what that test needs.
 
-    TINY = tiny synthetic logs + Beam in memory + 1 short epoch + short input measurements + one cpu run, no promotion
+    TINY = tiny synthetic logs + Beam in memory + 1 short epoch (the small-split rule off) + short input measurements + one cpu run, no promotion
     THREE_TARGETS = the whole-DAG run several files read (`three_target_run`, tests/support/fixtures.py)
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 IN_MEMORY_BEAM = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
 # input capacity and the paired-rounds input stall measured in 0.25 s rounds (3 rounds at least), not 2 s
 SHORT_MEASUREMENTS = ["training.input_capacity_seconds=0.25"]
+# the tests size their own steps (an epoch or a few of a tiny log): the small-split rule would raise their epochs
+OWN_STEPS = ["training.min_train_steps=0"]
 ONE_CPU_RUN = ["runs_per_target=1", "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}]"]
 
 
@@ -24,7 +26,7 @@ def tiny_logs(impressions_per_day: int = 2000, users: int = 200, ads: int = 40, 
 
 
 TINY = [*tiny_logs(), *IN_MEMORY_BEAM, "training.epochs=1", "training.global_batch_size=256", *SHORT_MEASUREMENTS,
-        *ONE_CPU_RUN, "promotion.enabled=false"]
+        *OWN_STEPS, *ONE_CPU_RUN, "promotion.enabled=false"]
 
 
 # `three_target_run` (tests/support/fixtures.py): 3 targets x 2 runs, two tasks: DCN-v2 at batch 256 synchronously and
@@ -34,7 +36,7 @@ TINY = [*tiny_logs(), *IN_MEMORY_BEAM, "training.epochs=1", "training.global_bat
 # tiny logs, 3 epochs: the log-loss floors (between the Bayes and the constant-CTR log-loss) hold for both tasks.
 THREE_TARGETS = [
     *tiny_logs(4000, users=400, ads=80, advertisers=12), *IN_MEMORY_BEAM, "training.epochs=3",
-    "training.global_batch_size=256", *SHORT_MEASUREMENTS, "runs_per_target=2",
+    "training.global_batch_size=256", *SHORT_MEASUREMENTS, *OWN_STEPS, "runs_per_target=2",
     "targets=[{name: cpu, kind: cpu, price_per_hour: 0.38}, "
     "{name: cpu-ple, kind: cpu, backend: jax, global_batch_size: 512, price_per_hour: 0.38, model: {kind: ple}, "
     "training: {epochs: 5}}, {name: cpu-ps, kind: cpu-ps, price_per_hour: 0.38, "

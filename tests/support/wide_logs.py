@@ -43,7 +43,7 @@ def wide_run_config(base: Path, wide_logs: dict, output: Path, **sections) -> Pa
     raw |= wide_logs | {"model": {"kind": "linear", "embedding_dim": 2}, "runs_per_target": 1,
                         "promotion": {"enabled": False}, "retraining": {"target": "cpu"},
                         "tasks": [{"name": "engagement", "event_type": "swipe"}]} | sections
-    raw["training"] |= {"epochs": 1, "global_batch_size": 32, "shuffle_buffer": 1000,
+    raw["training"] |= {"epochs": 1, "min_train_steps": 0, "global_batch_size": 32, "shuffle_buffer": 1000,
                         "input_capacity_seconds": 0.25}
     output.write_text(yaml.safe_dump(raw))
     return output

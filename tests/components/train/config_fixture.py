@@ -8,9 +8,10 @@ from configs import AdrankConfig, load_config
 def small_config(user_id_rows: int = 50, **training) -> AdrankConfig:
     config = load_config(None)
     values = config.model_dump()
-    values["training"].update({"global_batch_size": 256, "epochs": 2, "steps_per_execution": 4,
+    values["training"].update({"global_batch_size": 256, "epochs": 2, "min_train_steps": 0, "steps_per_execution": 4,
                                "input_capacity_seconds": 0.25, **training})  # the input capacity, stall and step
-    # rate are measured all the same (3 paired rounds at least, whatever the budget), in 0.25 s budgets, not 2 s
+    # rate are measured all the same (3 paired rounds at least, whatever the budget), in 0.25 s budgets, not 2 s;
+    # the tests size their own steps (the small-split rule, min_train_steps, would raise their epochs)
     # the fixture's examples give user_id 50 table rows (fixture_data.FEATURES; fixture_transform: 30); the trainer
     # checks that the config agrees
     assert values["features"][0]["name"] == "user_id" and values["features"][0]["encoding"] == "hash"
