@@ -24,9 +24,8 @@ MAX_LEARNING_RATE = 10.0
 MAX_BATCH_SIZE = 2**24
 BATCH_REASON = "examples in one step; a batch this large fits no accelerator's memory"
 MAX_STEPS = 10**9
-# the small-split rule (training.min_train_steps): its default floor, and the most epochs it raises a run to
-MIN_TRAIN_STEPS = 100
-MAX_RAISED_EPOCHS = 8
+# the small-split rule (training.min_train_steps): the most epochs it raises a run to
+MAX_RAISED_EPOCHS = 32
 BYTES_REASON = "bytes of one table (1 TiB); above it no host or parameter server holds the table"
 LayerWidths = list[Annotated[int, Field(ge=1, le=MAX_LAYER_WIDTH)]]
 # machine-type prefixes whose TPUs Vertex documents for JAX and PyTorch only (TPU v6e, Trillium)
@@ -79,11 +78,12 @@ class TrainingConfig(StrictModel):
     epochs: Annotated[int, at_most(
         10_000, "passes over the train split; a run needing more is a typo and would train until killed",
     )] = Field(2, ge=1)
-    min_train_steps: Annotated[int, at_most(MAX_STEPS, "training steps; 10^9 steps is years of training")] = Field(
-        MIN_TRAIN_STEPS, ge=0, description="on a small train split, the fewest steps a run trains: its epochs are raised "
-        f"to the fewest that reach this many steps, at most {MAX_RAISED_EPOCHS} (never lowered; 0: training.epochs as "
-        "set). A split of 7,472 examples at batch 512 is 14 steps an epoch: 2 epochs ended near the constant rate's "
-        "log-loss, the eval curve was lowest at 6 (docs/quality.md, 'Epochs on a small log')",
+    min_train_steps: int | Literal["sqrt"] = Field(
+        "sqrt", description="on a small train split, the fewest steps a run trains: its epochs are raised to the "
+        f"fewest that reach this many steps, at most {MAX_RAISED_EPOCHS} (never lowered). sqrt: the square root of "
+        "the train examples (on click logs of 2,256, 7,472 and 18,770 train examples the eval log-loss was lowest "
+        "after 60, 84 and 144 steps; docs/quality.md, 'Epochs on a small log'); a number: that many steps; 0: "
+        "training.epochs as set",
     )
     learning_rate: float = Field(
         0.003, gt=0, le=MAX_LEARNING_RATE, description="learning rate at reference_batch_size"
@@ -202,6 +202,14 @@ class TrainingConfig(StrictModel):
         "days). report: recorded with the step and in the report, the step served as fitted; enforce: where it did "
         "not, that move is taken out of the step, which then corrects the model's bias toward the train rate only",
     )
+
+    @field_validator("min_train_steps")
+    @classmethod
+    def _steps_in_range(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and not 0 <= value <= MAX_STEPS:
+            raise ValueError(f"{value:,} steps is outside 0 to {MAX_STEPS:,} (sqrt: the square root of the train "
+                             "examples; 0: the rule off)")
+        return value
 
     @model_validator(mode="after")
     def _cadence_within_the_run(self) -> TrainingConfig:

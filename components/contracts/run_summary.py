@@ -129,7 +129,8 @@ class RunSummary(Contract):
     epochs: int
     configured_epochs: int | None = Field(None, description="training.epochs as set, when the small-split rule "
                                           "(training.min_train_steps) raised `epochs`; None: the run trained as set")
-    min_train_steps: int = Field(0, description="training.min_train_steps: the small-split rule's floor of steps")
+    min_train_steps: int = Field(0, description="the small-split rule's floor of steps for this split "
+                                 "(training.min_train_steps resolved; sqrt: the square root of the train examples)")
     steps_per_epoch: int | None = None
     steps_per_execution: int | None = None
     dropped_steps: int = Field(0, description="full batches of the epochs left untrained by chunking (normally 0)")

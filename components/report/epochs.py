@@ -77,8 +77,9 @@ def epochs_supported(mean_curve: dict[int, float]) -> tuple[int, str]:
 def epochs_raised_finding(target: str, raised: EpochsRaised) -> str:
     """What the small-split rule did, so a user reading the epochs does not look for them in the config."""
     return (f"{target}: trained {raised.epochs} epochs, not the {raised.configured} set: the train split is "
-            f"{raised.steps_per_epoch:,} steps an epoch, and training.min_train_steps ({raised.min_train_steps:,}) "
-            f"raises a small split's epochs to reach it (at most {MAX_RAISED_EPOCHS}; 0 turns it off).")
+            f"{raised.steps_per_epoch:,} steps an epoch, and a small split trains at least {raised.min_train_steps:,} "
+            f"steps (training.min_train_steps, by default the square root of the train examples; at most "
+            f"{MAX_RAISED_EPOCHS} epochs; 0 turns it off).")
 
 
 def epochs_advice(target: str, curves: list[list[tuple[int, float]]],

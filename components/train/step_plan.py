@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -58,14 +59,21 @@ def planned_train_examples(manifest: Manifest, training: TrainingConfig) -> int:
     return round(manifest.splits["train"].examples * (1 - calibration_holdout(training)))
 
 
+def min_train_steps(train_examples: int, training: TrainingConfig) -> int:
+    """The fewest steps a run over `train_examples` trains (`training.min_train_steps`; sqrt: ⌈√train_examples⌉)."""
+    if training.min_train_steps == "sqrt":
+        return math.isqrt(train_examples - 1) + 1 if train_examples > 0 else 0
+    return training.min_train_steps
+
+
 def epochs_for_split(train_examples: int, training: TrainingConfig) -> int:
-    """`training.epochs`, raised on a small split to the fewest epochs that train `training.min_train_steps` steps,
-    at most `MAX_RAISED_EPOCHS` (the rule never lowers the epochs set, and `min_train_steps: 0` turns it off)."""
+    """`training.epochs`, raised on a small split to the fewest epochs that train `min_train_steps` steps, at most
+    `MAX_RAISED_EPOCHS` (the rule never lowers the epochs set, and `training.min_train_steps: 0` turns it off)."""
     steps_per_epoch = train_examples // training.global_batch_size
-    if training.min_train_steps == 0 or steps_per_epoch < 1:
+    floor = min_train_steps(train_examples, training)
+    if floor == 0 or steps_per_epoch < 1:
         return training.epochs
-    needed = -(-training.min_train_steps // steps_per_epoch)
-    return max(training.epochs, min(needed, MAX_RAISED_EPOCHS))
+    return max(training.epochs, min(-(-floor // steps_per_epoch), MAX_RAISED_EPOCHS))
 
 
 def sized_to_split(resolved: ResolvedTarget, manifest: Manifest) -> ResolvedTarget:
@@ -78,9 +86,9 @@ def sized_to_split(resolved: ResolvedTarget, manifest: Manifest) -> ResolvedTarg
         return resolved
     steps_per_epoch = train_examples // training.global_batch_size
     log.info("training %d epochs, not %d: %s train examples at batch %s are %d steps an epoch, and "
-             "training.min_train_steps asks for %s (at most %d epochs; 0 turns the rule off)", epochs, training.epochs,
-             f"{train_examples:,}", f"{training.global_batch_size:,}", steps_per_epoch,
-             f"{training.min_train_steps:,}", MAX_RAISED_EPOCHS)
+             "training.min_train_steps (%s) asks for %s steps (at most %d epochs; 0 turns the rule off)", epochs,
+             training.epochs, f"{train_examples:,}", f"{training.global_batch_size:,}", steps_per_epoch,
+             training.min_train_steps, f"{min_train_steps(train_examples, training):,}", MAX_RAISED_EPOCHS)
     return dataclasses.replace(resolved, training=training.model_copy(update={"epochs": epochs}),
                                configured_epochs=training.epochs)
 

@@ -35,7 +35,7 @@ from components.train.replica_cluster import ReplicaCluster, replica_cluster
 from components.train.run_clock import RunClock
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators
 from components.train.simulated_devices import simulated_device_count
-from components.train.step_plan import sized_to_split
+from components.train.step_plan import min_train_steps, planned_train_examples, sized_to_split
 from components.train.strategy import (
     Runtime,
     local_cluster_for,
@@ -147,7 +147,7 @@ def fit_evaluate_export(
         steps=plan.total_steps,
         epochs=resolved.training.epochs,
         configured_epochs=resolved.configured_epochs,
-        min_train_steps=resolved.training.min_train_steps,
+        min_train_steps=min_train_steps(planned_train_examples(manifest, resolved.training), resolved.training),
         steps_per_epoch=plan.steps_per_epoch,
         steps_per_execution=plan.steps_per_execution,
         dropped_steps=plan.dropped_steps,

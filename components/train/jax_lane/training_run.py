@@ -67,7 +67,14 @@ from components.train.run_clock import RunClock, examples_rate
 from components.train.run_evaluation import curve_with_final_eval, evaluate, fit_calibrators, prediction_batch_size
 from components.train.run_paths import checkpoint_dir, tft_output_dir
 from components.train.simulated_devices import simulated_device_count
-from components.train.step_plan import CheckpointCadence, StepPlan, calibration_holdout, sized_to_split
+from components.train.step_plan import (
+    CheckpointCadence,
+    StepPlan,
+    calibration_holdout,
+    min_train_steps,
+    planned_train_examples,
+    sized_to_split,
+)
 from components.train.table_rows_check import check_table_rows
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR, dense_variables, trained_weights
 from components.train.training_progress import TrainingProgress
@@ -207,7 +214,7 @@ def train(config: TrainStepConfig, target_name: str, run_index: int, examples_di
         configured_learning_rate=training.learning_rate, learning_rate_scaling=training.learning_rate_scaling,
         embedding_learning_rate=scaled_embedding_learning_rate(training), steps=plan.total_steps,
         epochs=training.epochs, configured_epochs=resolved.configured_epochs,
-        min_train_steps=training.min_train_steps, steps_per_epoch=plan.steps_per_epoch, steps_per_execution=plan.steps_per_execution,
+        min_train_steps=min_train_steps(planned_train_examples(manifest, training), training), steps_per_epoch=plan.steps_per_epoch, steps_per_execution=plan.steps_per_execution,
         dropped_steps=plan.dropped_steps, train_examples=manifest.splits["train"].examples,
         wall_time_seconds=split.wall, examples_per_second=clock.steady_examples_per_second(training.global_batch_size),
         time_split=split, input_stall_fraction=stall, input_examples_per_second=input_rate,

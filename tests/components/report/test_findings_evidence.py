@@ -86,12 +86,12 @@ def test_the_report_advises_on_epochs_from_the_runs_curves():
 
 def test_epochs_raised_by_the_small_split_rule_are_a_finding_and_fewer_epochs_turn_the_rule_off():
     runs = [with_curve(run("cpu", i, 0.33, 1000.0), values).model_copy(
-                update={"epochs": 8, "configured_epochs": 2, "steps_per_epoch": 14, "min_train_steps": 100})
+                update={"epochs": 8, "configured_epochs": 2, "steps_per_epoch": 14, "min_train_steps": 87})
             for i, values in enumerate([[0.44, 0.40, 0.37, 0.380], [0.45, 0.41, 0.38, 0.392],
                                         [0.43, 0.39, 0.36, 0.371]])]
     lines = findings(summarize(config(), manifest(), runs))
     assert any("trained 8 epochs, not the 2 set" in line and "14 steps an epoch" in line
-               and "training.min_train_steps (100)" in line for line in lines)
+               and "trains at least 87 steps (training.min_train_steps" in line for line in lines)
     assert any("set training.epochs: 3 and training.min_train_steps: 0." in line for line in lines)
     unraised = [r.model_copy(update={"configured_epochs": None}) for r in runs]
     lines = findings(summarize(config(), manifest(), unraised))

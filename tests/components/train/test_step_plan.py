@@ -1,6 +1,12 @@
 import pytest
 
-from components.train.step_plan import StepPlan, chunks_per_epoch_for, epochs_for_split, steps_per_execution_for
+from components.train.step_plan import (
+    StepPlan,
+    chunks_per_epoch_for,
+    epochs_for_split,
+    min_train_steps,
+    steps_per_execution_for,
+)
 from configs.training import MAX_RAISED_EPOCHS, TrainingConfig
 
 
@@ -41,12 +47,22 @@ def test_checkpoints_per_epoch_split_the_epoch_evenly_and_mark_epoch_ends():
     assert [plan.ends_epoch(chunk) for chunk in range(plan.chunks)] == [False, False, True, False, False, True]
 
 
-def test_a_small_split_trains_at_least_min_train_steps_and_a_large_one_its_epochs():
-    training = TrainingConfig(global_batch_size=512, epochs=2, min_train_steps=100)
-    assert epochs_for_split(7_472, training) == 8  # 14 steps an epoch: 8 epochs reach 100 steps
-    assert epochs_for_split(18_770, training) == 3  # 36 steps an epoch
+def test_a_small_split_trains_at_least_the_square_root_of_its_examples_in_steps_and_a_large_one_its_epochs():
+    training = TrainingConfig(global_batch_size=512, epochs=2)  # min_train_steps: sqrt by default
+    assert min_train_steps(7_472, training) == 87 and min_train_steps(10_000, training) == 100
+    assert epochs_for_split(2_256, training) == 12  # 4 steps an epoch: 12 epochs reach 48 steps
+    assert epochs_for_split(7_472, training) == 7  # 14 steps an epoch, 87 steps
+    assert epochs_for_split(18_770, training) == 4  # 36 steps an epoch, 138 steps
     assert epochs_for_split(180_000, training) == 2  # 351 steps an epoch: as set
-    assert epochs_for_split(1_100, training) == MAX_RAISED_EPOCHS  # 2 steps an epoch: capped
+    assert epochs_for_split(600, TrainingConfig(global_batch_size=512)) == 25  # 1 step an epoch, 25 steps
+    assert epochs_for_split(9_000, TrainingConfig(global_batch_size=8_192)) == MAX_RAISED_EPOCHS  # capped
     assert epochs_for_split(7_472, training.model_copy(update={"min_train_steps": 0})) == 2  # the rule off
+    assert epochs_for_split(7_472, training.model_copy(update={"min_train_steps": 300})) == 22  # a number of steps
     assert epochs_for_split(7_472, training.model_copy(update={"epochs": 12})) == 12  # never lowered
-    assert StepPlan(7_472, training.model_copy(update={"epochs": epochs_for_split(7_472, training)})).total_steps >= 100
+    assert StepPlan(7_472, training.model_copy(update={"epochs": epochs_for_split(7_472, training)})).total_steps >= 87
+
+
+def test_min_train_steps_is_sqrt_or_a_number_of_steps():
+    for bad in (-1, 10**10, "log"):
+        with pytest.raises(ValueError, match="min_train_steps"):
+            TrainingConfig(min_train_steps=bad)
