@@ -187,8 +187,8 @@ def promote_step(promote_config_json: str, backend: str, summary_json: Input[Art
                  promotion: Output[Artifact], promotion_metrics: Output[Metrics], promotion_html: Output[HTML],
                  promotion_markdown: Output[Markdown], pipeline_job_name: str = ""):
     from components.registry.promote_challenger import promote_best_run
-    from components.report.promotion_section import promotion_html as render_html
     from components.report.promotion_section import promotion_markdown as render_markdown
+    from components.report.promotion_section import promotion_page
     from components.step_logging import configure_step_logging
     from configs.slices import PromoteStepConfig
     configure_step_logging()
@@ -201,8 +201,7 @@ def promote_step(promote_config_json: str, backend: str, summary_json: Input[Art
     for name, value in decision.metrics().items():
         promotion_metrics.log_metric(name, value)
     with open(promotion_html.path, "w") as stream:
-        stream.write("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
-                     + render_html(decision) + "</body></html>\n")
+        stream.write(promotion_page(decision))
     with open(promotion_markdown.path, "w") as stream:
         stream.write(render_markdown(decision))
 

@@ -7,7 +7,6 @@ examples, the interval of their difference, the decision, warm or cold, and the 
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from pydantic import Field
 from components.contracts.base import Contract
 from components.contracts.promotion_decision import PromotionDecision
 from components.display_tables import Table, html_table, markdown_table
-from components.report.html_page import html_page
+from components.report.html_page import render_page, trusted_html
 
 SERIES_FILE = "replay.json"
 
@@ -139,19 +138,11 @@ def render_markdown(series: DaySeries, figure_name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-REPLAY_STYLE = ("body{font-family:sans-serif;margin:24px auto;max-width:1200px}"
-                "table{border-collapse:collapse;font-size:13px}"
-                "td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:right}th{background:#f6f8fa}")
-
-
 def render_html(series: DaySeries, figure: bytes | None) -> str:
-    table = series_table(series)
-    image = (f"<img alt='challenger and champion per day' src='data:image/png;base64,"
-             f"{base64.b64encode(figure).decode()}'/>" if figure else "")
-    reasons = "".join(f"<li>day {d.day}: {html.escape(d.decision.reason)}</li>" for d in series.days)
-    return html_page("adrank replay", REPLAY_STYLE,
-                     f"<h1>Daily retraining replay — {html.escape(series.config_name)}</h1>"
-                     f"<p>{html.escape(_intro(series))}</p>{html_table(table)}{image}<h2>Decisions</h2><ul>{reasons}</ul>")
+    """The day series page (`templates/replay.html.j2`): the table, the figure, each day's decision."""
+    return render_page("replay.html.j2", title="adrank replay", series=series, intro=_intro(series),
+                       table=trusted_html(html_table(series_table(series))),
+                       figure_base64=base64.b64encode(figure).decode() if figure else None)
 
 
 def write_reports(series: DaySeries, directory: Path) -> dict[str, Path]:

@@ -1,23 +1,32 @@
-"""The one HTML page every adrank report is (the benchmark report, the replay's day series): a UTF-8 document with
-its title and style, and sections added at its end later (the promotion section of a local run)."""
+"""Every HTML page adrank writes (the run report, the replay's day series, the promotion step's page) is a jinja2
+template under `components/report/templates/`, each extending the one page wrapper `page.html.j2`; a section that
+appears on two pages (the promotion) is one template both include.
+
+Autoescaping is on for every template: a value reaches the page escaped unless it is `Markup`, which only HTML
+that escaped its own text is (`trusted_html`: e.g. `components.display_tables.html_table`).
+"""
 
 from __future__ import annotations
 
-import html
+from typing import Any
 
-PAGE_END = "</body></html>\n"
+import jinja2
+from markupsafe import Markup
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("components.report", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,  # a name the renderer forgot fails, it does not render as nothing
+    trim_blocks=True,
+    keep_trailing_newline=True,
+)
 
 
-def html_page(title: str, style: str, body: str) -> str:
-    """A whole document: `title` (escaped here), `style` (CSS) and `body` (HTML)."""
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{body}{PAGE_END}")
+def render_page(template: str, **context: Any) -> str:
+    """`template` (a file name under templates/) rendered with `context`."""
+    return _TEMPLATES.get_template(template).render(**context)
 
 
-def with_section_at_end(page: str, section: str, marker: str) -> str:
-    """`page` with `section` (which starts with `marker`) just before its end, replacing a section added before."""
-    if not section.startswith(marker):
-        raise ValueError("a replaceable section starts with its marker")
-    if marker in page:
-        page = page[:page.index(marker)] + PAGE_END
-    return page.replace(PAGE_END, section + PAGE_END, 1)
+def trusted_html(text: str) -> Markup:
+    """HTML that a renderer built and escaped itself (a table from `html_table`): placed as it is, not escaped again."""
+    return Markup(text)

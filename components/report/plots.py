@@ -4,7 +4,6 @@ as the files it links (`ReportFigure.file_name`)."""
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 
 import matplotlib
 
@@ -14,29 +13,16 @@ from matplotlib.ticker import LogLocator, NullFormatter, PercentFormatter
 
 from components.contracts.benchmark_summary import BenchmarkSummary
 from components.contracts.run_summary import RunSummary
+from components.report.figure_files import REPORT_FIGURES, ReportFigure
 
 COLORS = [plt.get_cmap("tab10")(i) for i in range(10)]
 
 
-@dataclass(frozen=True)
-class ReportFigure:
-    """One figure of the report: its title (the image's alt text), the PNG file the Markdown report links, and
-    the PNG itself (None: nothing to draw for these runs, e.g. no training curve)."""
-
-    title: str
-    file_name: str
-    png: bytes | None
-
-
 def report_figures(summary: BenchmarkSummary, runs: list[RunSummary]) -> list[ReportFigure]:
     """Every figure of the run report, in the order it shows them."""
-    return [
-        ReportFigure("log-loss per run", "logloss_per_run.png", logloss_per_run(summary)),
-        ReportFigure("throughput", "throughput.png", throughput(summary)),
-        ReportFigure("cost per run and per million examples", "cost.png", cost(summary)),
-        ReportFigure("training curves", "training_curves.png", training_curves(summary, runs)),
-        ReportFigure("reliability", "reliability.png", reliability(summary)),
-    ]
+    pngs = [logloss_per_run(summary), throughput(summary), cost(summary), training_curves(summary, runs),
+            reliability(summary)]
+    return [ReportFigure(title, file_name, png) for (title, file_name), png in zip(REPORT_FIGURES, pngs, strict=True)]
 
 
 def logloss_per_run(summary: BenchmarkSummary) -> bytes:

@@ -1,19 +1,18 @@
 """The promotion decision as a report section (Markdown and HTML): champion and challenger on the same examples.
 
 The promotion step runs after the report, so it renders this section itself: on Vertex as its own HTML and
-Markdown artifacts, locally `adrank run` also appends it to the run's report.html and report.md. A champion that
+Markdown artifacts; locally `adrank run` also renders the run's report.html again with it at the end
+(`components.report.html.render_html`) and appends it to report.md. A champion that
 could not be scored opens the section with a warning: the default was kept (or replaced) without a comparison.
 """
 
 from __future__ import annotations
 
-import html
+from typing import Any
 
 from components.contracts.promotion_decision import PromotionDecision
 from components.display_tables import Table, html_table, markdown_table
-from components.report.html_page import with_section_at_end
-
-HTML_MARKER = "<!-- adrank:promotion -->"
+from components.report.html_page import render_page, trusted_html
 
 
 def _signed(value: float | None, digits: int = 6) -> str:
@@ -73,17 +72,17 @@ def promotion_markdown(decision: PromotionDecision) -> str:
     return "\n".join(lines) + "\n"
 
 
+def promotion_context(decision: PromotionDecision) -> dict[str, Any]:
+    """What `templates/promotion_section.html.j2` shows of `decision`."""
+    return {"decision": decision, "verdict": "Promoted" if decision.promoted else "Not promoted",
+            "warning": unscorable_warning(decision), "table": trusted_html(html_table(promotion_table(decision)))}
+
+
 def promotion_html(decision: PromotionDecision) -> str:
-    table = promotion_table(decision)
-    verdict = "Promoted" if decision.promoted else "Not promoted"
-    warning = unscorable_warning(decision)
-    banner = (f"<p style='background:#fff3cd;border:1px solid #e0b000;padding:6px'><b>{html.escape(warning)}</b></p>"
-              if warning else "")
-    return (f"{HTML_MARKER}<h2>Promotion</h2>{banner}<p><b>{verdict}</b>: {html.escape(decision.reason)}</p>"
-            f"<p class='meta'>Rule: {html.escape(decision.rule)} (task <code>{html.escape(decision.primary_task)}"
-            f"</code>).</p>{html_table(table)}")
+    """The section alone (an HTML fragment)."""
+    return render_page("promotion_section.html.j2", promotion=promotion_context(decision))
 
 
-def with_promotion_section(report_html: str, decision: PromotionDecision) -> str:
-    """The report with the promotion section at its end (replacing one added before)."""
-    return with_section_at_end(report_html, promotion_html(decision), HTML_MARKER)
+def promotion_page(decision: PromotionDecision) -> str:
+    """The promotion step's HTML artifact: a page holding the section."""
+    return render_page("promotion_page.html.j2", title="adrank promotion", promotion=promotion_context(decision))

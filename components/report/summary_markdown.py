@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from components.contracts.benchmark_summary import BenchmarkSummary
 from components.display_tables import Table, markdown_table
 from components.report.calibration_finding import reliability_table
+from components.report.figure_files import ReportFigure
 from components.report.findings import findings
-from components.report.plots import ReportFigure
 from components.report.scaling import scaling_table
 from components.report.sections import REPORT_SECTIONS
 from components.report.table import (

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from keras_rs.layers import FeatureCross
 
 from components.train.embedding import FeatureEmbedding
 from components.train.models import CGC, MLP, PLE, CrossLayer
@@ -26,9 +27,14 @@ def set_dense(dense, kernel, bias=None):
         dense.bias.assign(np.array(bias, "float32"))
 
 
+def projections(expert):
+    """A cross expert's (keras-rs `FeatureCross`) Dense layers, in the order it applies them: [W] or [V, U]."""
+    return [expert.dense] if expert.projection_dim is None else [expert.down_proj_dense, expert.dense]
+
+
 def test_full_rank_cross_layer_is_x0_times_w_x_plus_b_plus_x():
     layer = built(CrossLayer(), X0, X)
-    (w,) = layer.experts[0]
+    (w,) = projections(layer.experts[0])
     # W = [[0.5, -1], [2, 0.25]], b = [0.1, -0.2]:
     #   W x = [0.5·3 − 1·(−1), 2·3 + 0.25·(−1)] = [2.5, 5.75];  + b = [2.6, 5.55]
     #   x0 ⊙ (W x + b) = [1·2.6, 2·5.55] = [2.6, 11.1];  + x = [5.6, 10.1]
@@ -41,13 +47,13 @@ def test_full_rank_cross_layer_matches_numpy_over_a_batch():
     x0, x = rng.normal(size=(4, 3)).astype("float32"), rng.normal(size=(4, 3)).astype("float32")
     layer = built(CrossLayer(), x0, x)
     w, b = rng.normal(size=(3, 3)).astype("float32"), rng.normal(size=3).astype("float32")
-    set_dense(layer.experts[0][0], w.T, b)
+    set_dense(projections(layer.experts[0])[0], w.T, b)
     np.testing.assert_allclose(layer(x0, x).numpy(), x0 * (x @ w.T + b) + x, rtol=1e-5, atol=1e-6)
 
 
 def test_low_rank_cross_layer_projects_through_v_then_u():
     layer = built(CrossLayer(projection_dim=1), X0, X)
-    v, u = layer.experts[0]
+    v, u = projections(layer.experts[0])
     # V^T x = 1·3 + 2·(−1) = 1;  U (V^T x) + b = [0.5, −1] + [0, 1] = [0.5, 0];  x0 ⊙ … = [0.5, 0];  + x = [3.5, −1]
     set_dense(v, [[1.0], [2.0]])
     set_dense(u, [[0.5, -1.0]], [0.0, 1.0])
@@ -56,7 +62,7 @@ def test_low_rank_cross_layer_projects_through_v_then_u():
 
 def test_a_mixture_of_cross_experts_mixes_them_with_a_softmax_gate_on_x():
     layer = built(CrossLayer(projection_dim=1, num_experts=2), X0, X)
-    (v1, u1), (v2, u2) = layer.experts
+    (v1, u1), (v2, u2) = map(projections, layer.experts)
     set_dense(v1, [[1.0], [2.0]])  # expert 1, as above: x0 ⊙ (U V^T x + b) = [0.5, 0]
     set_dense(u1, [[0.5, -1.0]], [0.0, 1.0])
     set_dense(v2, [[0.0], [1.0]])  # expert 2: V^T x = −1;  U (−1) = [−1, −1];  x0 ⊙ … = [−1, −2]
@@ -65,6 +71,20 @@ def test_a_mixture_of_cross_experts_mixes_them_with_a_softmax_gate_on_x():
     set_dense(layer.gate, [[math.log(3) / 3, 0.0], [0.0, 0.0]])
     # 3/4 · [0.5, 0] + 1/4 · [−1, −2] = [0.125, −0.5];  + x = [3.125, −1.5]
     np.testing.assert_allclose(layer(X0, X).numpy(), [[3.125, -1.5]], rtol=1e-6)
+
+
+@pytest.mark.parametrize(("projection_dim", "num_experts", "paths"), [
+    (None, 1, ["cross_0/w_0/kernel", "cross_0/w_0/bias"]),
+    (1, 2, ["cross_0/v_0/kernel", "cross_0/u_0/kernel", "cross_0/u_0/bias",
+            "cross_0/v_1/kernel", "cross_0/u_1/kernel", "cross_0/u_1/bias", "cross_0/gate/kernel"]),
+])
+def test_cross_experts_are_keras_rs_feature_crosses_whose_weight_paths_do_not_depend_on_the_process(
+        projection_dim, num_experts, paths):
+    # warm start and export match dense weights by path: a second layer built in the same process (where Keras's
+    # name counter has moved on) has the same paths, the ones champions exported before keras-rs was used hold
+    first, second = (built(CrossLayer(projection_dim, num_experts, name="cross_0"), X0, X) for _ in range(2))
+    assert all(isinstance(expert, FeatureCross) for expert in first.experts)
+    assert [v.path for v in first.weights] == [v.path for v in second.weights] == paths
 
 
 def test_mlp_is_relu_dense_layers_in_order():
