@@ -423,7 +423,7 @@ class WriteExamples(beam.PTransform):
         return tuple(block_counters) | "AllBlockFiles" >> beam.Flatten()
 
 
-RAW_EVAL_GZIP_LEVEL = 1  # zlib level: at 1,000 features 6x faster than the default 6, the file ~1.25x its size
+RAW_EVAL_GZIP_LEVEL = 1  # zlib level: 3.7x faster than its default 6 on 1,000-feature rows, the file 1.6x its size
 
 
 class WriteRawEval(beam.PTransform):
