@@ -276,11 +276,18 @@ def _codes(batch: pa.RecordBatch) -> np.ndarray:
     return np.asarray(column.to_numpy(zero_copy_only=False), np.int64)
 
 
-def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable) -> beam.PCollection:
-    """One element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows, 0 for none."""
-    return (batches
-            | f"{label}InBatch" >> beam.Map(lambda batch: extreme(batch.column(TIMESTAMP_MS).to_pylist(), default=None))
-            | label >> beam.CombineGlobally(lambda stamps: extreme((s for s in stamps if s is not None), default=0)))
+def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable,
+                  time_range: beam.PCollection | None = None) -> beam.PCollection:
+    """One element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows, 0 for none;
+    taken from `time_range`'s (earliest, latest) pairs instead when given (`attribution.ExampleTimeRange`)."""
+    if time_range is None:
+        stamps = batches | f"{label}InBatch" >> beam.Map(
+            lambda batch: extreme(batch.column(TIMESTAMP_MS).to_pylist(), default=None))
+    else:
+        end = 1 if extreme is max else 0
+        stamps = time_range | f"{label}InRange" >> beam.Map(lambda pair, end=end: pair[end])
+    return stamps | label >> beam.CombineGlobally(lambda stamps: extreme((s for s in stamps if s is not None),
+                                                                         default=0))
 
 
 class Splits(NamedTuple):
@@ -295,17 +302,21 @@ class SplitByTime(beam.PTransform):
     """Example batches → `Splits`: the last `eval_days` UTC days up to the latest example are eval, the days before
     them train, and calibration (a part of train, when `calibration_days`) the last `calibration_days` of train.
     `burn_in_days`: the first N UTC days from the earliest example are in no split (they fed the history features
-    computed before the split; `split.history_burn_in_days`)."""
+    computed before the split; `split.history_burn_in_days`). `time_range`: the examples' (earliest, latest) times
+    computed apart from them (`attribution.ExampleTimeRange`), so the examples are split as they come instead of
+    being held until their own latest time is known."""
 
-    def __init__(self, eval_days: int, calibration_days: int | None = None, burn_in_days: int = 0):
+    def __init__(self, eval_days: int, calibration_days: int | None = None, burn_in_days: int = 0,
+                 time_range: beam.PCollection | None = None):
         super().__init__()
         self.eval_days, self.calibration_days, self.burn_in_days = eval_days, calibration_days, burn_in_days
+        self.time_range = time_range
 
     def expand(self, batches: beam.PCollection) -> Splits:
-        latest = _extreme_time(batches, "Latest", max)
+        latest = _extreme_time(batches, "Latest", max, self.time_range)
         eval_start = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days))
         if self.burn_in_days:
-            train_start = beam.pvalue.AsSingleton(_extreme_time(batches, "Earliest", min)
+            train_start = beam.pvalue.AsSingleton(_extreme_time(batches, "Earliest", min, self.time_range)
                                                   | "TrainStart" >> beam.Map(train_start_after_burn_in,
                                                                               self.burn_in_days))
         else:
