@@ -176,7 +176,7 @@ PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 STAGES = (
     ("read", r"Read(Impressions|Engagements)/(ReadLogChunks|ReadLogRecords)"),
     ("parse", r"Read(Impressions|Engagements)/\w+|(Parse\w+|Plausible\w+|MedianImpressionTime)(/.*)?"),
-    ("join/label", r"(AttributeEngagements|Deduplicate|HistoryFeatures|SplitByTime)(/.*)?"),
+    ("join/label", r"(AttributeEngagements|ExampleTimes|Deduplicate|HistoryFeatures|SplitByTime)(/.*)?"),
     ("analyze", r"AnalyzeAndTransform/(Analyze|TrainInstances)"),
     ("transform", r"AnalyzeAndTransform/\w+"),
     ("write blocks", r"WriteExamples/Blocks\w+"),

@@ -383,3 +383,59 @@ class _WithAndWithoutId(beam.DoFn):
         identified = batch.filter(with_id)
         if identified.num_rows:
             yield from partition_parts(identified, identified.column(IMPRESSION_ID), self.partitions)
+
+
+class _PartitionTimeRange(beam.DoFn):
+    """One partition's (id, time) rows → (earliest, latest) time of the examples `attribute_batch` makes of it: each
+    id's earliest impression (after the plausible-times check, as `_AttributePartition` does it) when in the window;
+    nothing for a partition without examples. The tie-break among an id's earliest rows picks a row, not a time."""
+
+    def __init__(self, window: LogWindow, plausible: PlausibleRange | None = None):
+        super().__init__()
+        self.window, self.plausible = window, plausible
+
+    def process(self, keyed, median: int | None = None):
+        _, parts = keyed
+        rows = pa.Table.from_batches(list(parts))  # a group holds at least one part
+        times = np.asarray(_column(rows, TIMESTAMP_MS), np.int64)
+        if self.plausible is not None:
+            inside = self.plausible.inside(times, median)
+            if not inside.all():
+                rows, times = rows.filter(pa.array(inside)), times[inside]
+        if not rows.num_rows:
+            return
+        codes = np.asarray(pc.dictionary_encode(_column(rows, IMPRESSION_ID)).indices, np.int64)
+        order = np.lexsort((times, codes))
+        first = np.ones(len(order), bool)
+        first[1:] = codes[order][1:] != codes[order][:-1]
+        earliest = times[order[first]]
+        examples = earliest[_window_mask(earliest, self.window)]
+        if len(examples):
+            yield int(examples.min()), int(examples.max())
+
+
+def _ids_and_times(batch: pa.RecordBatch, partitions: int):
+    """An impression batch's ids and times, in the partitions of `_KeyByImpressionId`."""
+    narrow = batch.select([IMPRESSION_ID, TIMESTAMP_MS])
+    yield from partition_parts(narrow, narrow.column(IMPRESSION_ID), partitions)
+
+
+class ExampleTimeRange(beam.PTransform):
+    """Impression batches → (earliest, latest) example time per partition, as `JoinEngagements` would make the
+    examples of the same batches (same `window`, `partitions`, `plausible` check), from their ids and times alone.
+    The time split can then take its dates from this narrow grouping instead of from the joined examples, and cut
+    the wide examples into splits as the join makes them."""
+
+    def __init__(self, window: LogWindow, partitions: int, plausible: PlausibleTimes | None = None):
+        super().__init__()
+        self.window, self.partitions, self.plausible = window, partitions, plausible
+
+    def expand(self, impressions: beam.PCollection) -> beam.PCollection:
+        plausible, side_inputs = self.plausible, []
+        if plausible is not None:
+            side_inputs = [beam.pvalue.AsSingleton(plausible.median)]
+        return (impressions
+                | "IdsAndTimes" >> beam.FlatMap(_ids_and_times, self.partitions).with_output_types(KEYED_BATCH)
+                | "GroupById" >> beam.GroupByKey()
+                | "ExampleTimes" >> beam.ParDo(_PartitionTimeRange(
+                    self.window, None if plausible is None else plausible.impressions), *side_inputs))

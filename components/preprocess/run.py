@@ -57,6 +57,7 @@ from components.logs.synthetic import ENGAGEMENTS_DIR, IMPRESSIONS_DIR, bayes_lo
 from components.preprocess.attribution import (
     DeduplicateOutcomes,
     EventTask,
+    ExampleTimeRange,
     JoinEngagements,
     PlausibleTimes,
     label_key,
@@ -347,7 +348,7 @@ class PreprocessLogs(beam.PTransform):
                 ).with_error_handler(dead_letters)
             impression_batches = impressions.batches
             engagement_batches = engagements.batches if engagements is not None else None
-            median = None
+            median, time_range = None, None
             if skew_days is not None:
                 median = impression_batches | "MedianImpressionTime" >> MedianTime()
             schema = columns.schema
@@ -360,6 +361,8 @@ class PreprocessLogs(beam.PTransform):
                 tasks = event_tasks(config)
                 examples, labelling = (impression_batches, engagement_batches) | (
                     "AttributeEngagements" >> JoinEngagements(tasks, window, features, schema, partitions, plausible))
+                # the examples' dates from their ids and times alone: the split cuts the joined batches as they come
+                time_range = impression_batches | "ExampleTimes" >> ExampleTimeRange(window, partitions, plausible)
                 for task in tasks:
                     schema = schema.append(pa.field(task.label, pa.float64()))
             else:
@@ -372,7 +375,7 @@ class PreprocessLogs(beam.PTransform):
         examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks, schema,
                                                                       partitions)
         splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days,
-                                        config.split.history_burn_in_days)
+                                        config.split.history_burn_in_days, time_range)
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
         block_files = transformed.transformed | WriteExamples(

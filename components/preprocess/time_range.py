@@ -59,11 +59,14 @@ class PlausibleRange:
            features: Sequence[FeatureField] = ()) -> PlausibleRange:
         return cls(stream, int(skew_days * DAY_MS), late_ms, tuple(features))
 
+    def inside(self, times: np.ndarray, median: int | None) -> np.ndarray:
+        """Which of `times` are in range."""
+        offsets = times - median if median is not None else np.zeros(len(times), np.int64)
+        return (offsets >= -self.skew_ms) & (offsets <= self.skew_ms + self.late_ms)
+
     def keep(self, batch: pa.RecordBatch, median: int | None) -> tuple[pa.RecordBatch | None, list[dict]]:
         """(the rows of `batch` in range, None for none; a dead letter `timestamp_out_of_range` for each other)."""
-        times = np.asarray(batch.column(TIMESTAMP_MS), np.int64)
-        offsets = times - median if median is not None else np.zeros(len(times), np.int64)
-        inside = (offsets >= -self.skew_ms) & (offsets <= self.skew_ms + self.late_ms)
+        inside = self.inside(np.asarray(batch.column(TIMESTAMP_MS), np.int64), median)
         if inside.all():
             return batch, []
         letters = [dead_letter(self.stream, OUT_OF_RANGE, record)
