@@ -9,7 +9,7 @@
 Other libraries (TensorFlow, Beam, kfp, google-cloud) show their WARNING records and above at the default level,
 and within a step (whose libraries warn about performance at every run: tf.Transform, Beam's workers) their ERROR
 records and above; -v lowers both one level. The step's log file keeps every record.
-A record is rendered by its level and its structured fields (`components.step_logging`), never by its text:
+A record is rendered by its level and its structured fields (`foundation.log_lines`), never by its text:
 
     adrank: resumed from checkpoint step 40           INFO, in this process
     adrank warning: feature 'ip' is absent from …     WARNING
@@ -38,9 +38,9 @@ from contextlib import contextmanager
 from typing import Iterator, TextIO
 
 from components.progress import progress_quiet
-from components.step_logging import LEVEL_ENV, level_from_environment, record_fields
+from foundation.log_lines import LEVEL_ENV, level_from_environment, record_fields
 
-ADRANK_PACKAGES = ("configs", "components", "pipelines", "ops")
+ADRANK_PACKAGES = ("foundation", "configs", "components", "pipelines", "ops")
 
 
 def console_level(verbose: bool = False, quiet: bool = False) -> int:
@@ -55,7 +55,7 @@ def console_level(verbose: bool = False, quiet: bool = False) -> int:
 
 
 def from_adrank(record: logging.LogRecord) -> bool:
-    """Whether the record comes from adrank's own code (one of its four top-level packages)."""
+    """Whether the record comes from adrank's own code (one of its top-level packages)."""
     return record.name.split(".", 1)[0] in ADRANK_PACKAGES
 
 

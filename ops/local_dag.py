@@ -41,11 +41,11 @@ from components.contracts.promotion_decision import DECISION_FILE, PromotionDeci
 from components.preprocess.input_columns import check_log_inputs
 from components.progress import QUIET_ENV, format_duration, progress_quiet
 from components.report.promotion_section import promotion_markdown, with_promotion_section
-from components.step_logging import LEVEL_ENV, record_fields
 from configs import AdrankConfig, config_hash
 from configs.embedding_memory import check_local_embedding_memory
 from configs.errors import ConfigError
 from configs.slices import PreprocessStepConfig
+from foundation.log_lines import LEVEL_ENV, record_fields
 from ops.console_log import ConsoleFilter, from_step
 from ops.resumed_training import restore_checkpoints
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory

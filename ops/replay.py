@@ -26,14 +26,14 @@ from pathlib import Path
 
 import yaml
 
-from components.atomic_write import write_json_atomically
 from components.contracts.manifest import Manifest
 from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
 from components.contracts.run_summary import RunSummary
-from components.logs.records import format_utc_seconds
 from components.progress import progress_quiet
 from components.report.day_series import DaySeries, ReplayDay, write_reports
 from configs import AdrankConfig, config_hash, load_config
+from foundation.atomic_write import write_json_atomically
+from foundation.utc_time import format_utc_seconds
 from ops.local_dag import last_job, run_locally, step_outputs
 from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
 from ops.run_record import RUN_FILE, RunRecord, RunRecordError

@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
-from components.atomic_write import write_json_atomically
-from components.logs.records import format_utc_seconds
+from foundation.atomic_write import write_json_atomically
+from foundation.gcs_mount import GCS_ROOT_ENV
+from foundation.utc_time import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
 from ops.spec_executor.conditions import ConditionError
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
@@ -540,15 +541,15 @@ def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None, gc
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
     project and the start-up hook (task_startup: die with the executor) on PYTHONPATH, the run's own TMPDIR,
     with a `gs://` root `ADRANK_SPEC_GCS_ROOT` (where adrank's own code finds a `/gcs/` path:
-    components.registry.gcs_mount), and none of the custom-job variables of the calling shell."""
+    foundation.gcs_mount), and none of the custom-job variables of the calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env["ADRANK_SPEC_TASK"] = "1"  # task_startup: die with the executor
     if gcs:  # adrank's /gcs/ paths → the root (a local pipeline root has plain paths)
-        env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
+        env[GCS_ROOT_ENV] = storage.fuse_prefix()
     else:
-        env.pop("ADRANK_SPEC_GCS_ROOT", None)
+        env.pop(GCS_ROOT_ENV, None)
     env["PYTHONUNBUFFERED"] = "1"
     if tmp_dir is not None:
         env["TMPDIR"] = str(tmp_dir)

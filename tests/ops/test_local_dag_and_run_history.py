@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from components.step_logging import record_from_line
 from configs import load_config
+from foundation.log_lines import record_from_line
 from ops.local_dag import RunConsole, RunIdError, create_run_dir
 from ops.run_history import format_run, format_runs_table, list_runs
 from ops.run_record import RunRecord
