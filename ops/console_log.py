@@ -17,7 +17,7 @@ A record is rendered by its level and its structured fields (`foundation.log_lin
           impressions: read 12,000 records            INFO of a step    (a record the engine read from a step's
       ! feature 'ip' is absent from 100.0% of …       WARNING of a step  JSON line, under "▶ step": its `step`
                                                                          attribute names the step; rendered by
-                                                                         `ops.local_dag.RunConsole`)
+                                                                         `ops.local_run.console.RunConsole`)
 
 The level also goes to the steps through `ADRANK_LOG_LEVEL` in the environment they inherit, so a quiet run's
 steps do not even write their progress records.
@@ -85,7 +85,7 @@ def from_step(record: logging.LogRecord) -> bool:
 
 def not_read_from_a_step(record: logging.LogRecord) -> bool:
     """The root handler's part: a record the engine read from a step is `adrank run`'s console's to render, under
-    the running step (`ops.local_dag.RunConsole`), with the same `ConsoleFilter`."""
+    the running step (`ops.local_run.console.RunConsole`), with the same `ConsoleFilter`."""
     return not from_step(record)
 
 

@@ -49,7 +49,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     # google-cloud-aiplatform only for the Vertex registry
     ("components.registry.champion", "components.registry.vertex"): "Vertex client, only on the vertex backend",
     ("components.registry.promote_challenger", "components.registry.vertex"): "Vertex client, only on the vertex backend",
-    ("ops.local_dag", "pipelines.ranking"): "KFP and the DAG, only when a run starts",
+    ("ops.local_run.run", "pipelines.ranking"): "KFP and the DAG, only when a run starts",
     # Keras picks its backend once per process: a lane's trainer loads only after the step chose the backend
     ("components.train.lanes", "components.train.jax_lane.training_run"): "Keras's backend is chosen first",
     ("components.train.lanes", "components.train.training_run"): "Keras's backend is chosen first",
@@ -308,13 +308,13 @@ def test_the_contract_scan_sees_records_and_would_flag_one_imported_across_steps
     contracts = contract_classes(modules)
     assert {"Manifest", "BlockLayout"} <= contracts["components.contracts.manifest"]
     assert {"RunSummary", "TaskMetrics"} <= contracts["components.contracts.run_summary"]
-    assert "RunRecord" in contracts["ops.run_record"]
+    assert "RunRecord" in contracts["ops.local_run.record"]
     assert step_package("components.train.jax_lane.block_reader") == "train"
     assert step_package("components.contracts.manifest") is None and step_package("components.progress") is None
     made_up = [("components.registry.promotion_rule", "components.report.day_series", "DaySeries"),
                ("components.report.html", "components.report.day_series", "DaySeries"),
                ("components.registry.promotion_rule", "components.report.day_series", "render_markdown"),
-               ("ops.replay", "components.report.day_series", "DaySeries")]
+               ("ops.local_run.replay", "components.report.day_series", "DaySeries")]
     assert contracts_across_steps(made_up, contracts) == [
         "components.registry.promotion_rule imports DaySeries from components.report.day_series"]
 

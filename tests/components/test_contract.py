@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from components.contracts.base import Contract
 from components.contracts.manifest import BlockColumn, SplitBlocks
-from ops.run_record import RunRecord
+from ops.local_run.record import RunRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 

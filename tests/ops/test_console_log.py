@@ -19,7 +19,7 @@ from components.progress import QUIET_ENV, progress
 from foundation.log_lines import LEVEL_ENV, JsonLineFormatter, fields
 from ops import cli
 from ops.console_log import console_level, console_logging
-from ops.local_dag import RunConsole
+from ops.local_run.console import RunConsole
 from ops.spec_executor.task_events import read_task_line
 from tests.support.console import NATIVE_LINE
 
