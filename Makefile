@@ -34,7 +34,7 @@ run: install ## run the whole DAG locally on the embedded default config (CONFIG
 retrain: install ## replay daily retraining for DAYS days (default 3) on configs/examples/daily.yaml (CONFIG=file to change)
 	$(BIN)/adrank retrain --config $(or $(CONFIG),configs/examples/daily.yaml) --days $(DAYS)
 
-typecheck: install ## mypy over configs, components, pipelines and ops (settings: pyproject.toml [tool.mypy])
+typecheck: install ## mypy over foundation, configs, components, pipelines and ops (settings: pyproject.toml [tool.mypy])
 	$(BIN)/python -m mypy
 
 lint: install ## ruff over the whole tree (rules in pyproject.toml [tool.ruff]; `ruff check --fix` sorts imports)

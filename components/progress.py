@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from components.step_logging import fields
+from foundation.log_lines import fields
 
 QUIET_ENV = "ADRANK_QUIET"
 

@@ -1,14 +1,6 @@
-"""The base every config section derives from: unknown keys are errors, values are immutable, numbers finite; and
-the one canonical JSON that config slices, config hashes, block layouts and cache keys are written in."""
-
-import json
+"""The base every config section derives from: unknown keys are errors, values are immutable, numbers finite."""
 
 from pydantic import BaseModel, ConfigDict
-
-
-def canonical_json(value: object) -> str:
-    """Compact JSON with sorted keys: equal values give equal text (equal compiled YAML, hashes and cache keys)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 class StrictModel(BaseModel):

@@ -11,10 +11,10 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from configs.base import canonical_json
 from configs.duplicate_keys import duplicate_keys
 from configs.errors import ConfigError
 from configs.schema import AdrankConfig
+from foundation.canonical_json import canonical_json
 
 EMBEDDED_DEFAULT = "local.yaml"
 

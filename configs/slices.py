@@ -28,7 +28,7 @@ from typing import Self
 
 from pydantic import Field
 
-from configs.base import StrictModel, canonical_json
+from configs.base import StrictModel
 from configs.features import Feature
 from configs.loader import config_hash
 from configs.logs import LogsConfig, SplitConfig, TaskConfig
@@ -38,6 +38,7 @@ from configs.report import ReportConfig, SkippedTarget
 from configs.schema import AdrankConfig
 from configs.training import ModelConfig, TargetConfig, TrainingConfig, effective_batch_size, find_target
 from configs.vertex import VertexConfig
+from foundation.canonical_json import canonical_json
 
 PLAIN_SLICE_BYTES = 32_768  # up to this, a slice parameter is its JSON
 COMPRESSED_PREFIX = "bz2+base64:"

@@ -12,8 +12,8 @@ import argparse
 import logging
 import sys
 
-from components.step_logging import fields
 from configs.errors import ConfigError
+from foundation.log_lines import fields
 from ops.commands import compile as compile_command
 from ops.commands import images, logs, report, retrain, run, run_spec, runs, schedule, submit
 from ops.console_log import console_level, console_logging

@@ -9,7 +9,7 @@
 Other libraries (TensorFlow, Beam, kfp, google-cloud) show their WARNING records and above at the default level,
 and within a step (whose libraries warn about performance at every run: tf.Transform, Beam's workers) their ERROR
 records and above; -v lowers both one level. The step's log file keeps every record.
-A record is rendered by its level and its structured fields (`components.step_logging`), never by its text:
+A record is rendered by its level and its structured fields (`foundation.log_lines`), never by its text:
 
     adrank: resumed from checkpoint step 40           INFO, in this process
     adrank warning: feature 'ip' is absent from …     WARNING
@@ -17,7 +17,7 @@ A record is rendered by its level and its structured fields (`components.step_lo
           impressions: read 12,000 records            INFO of a step    (a record the engine read from a step's
       ! feature 'ip' is absent from 100.0% of …       WARNING of a step  JSON line, under "▶ step": its `step`
                                                                          attribute names the step; rendered by
-                                                                         `ops.local_dag.RunConsole`)
+                                                                         `ops.local_run.console.RunConsole`)
 
 The level also goes to the steps through `ADRANK_LOG_LEVEL` in the environment they inherit, so a quiet run's
 steps do not even write their progress records.
@@ -38,9 +38,9 @@ from contextlib import contextmanager
 from typing import Iterator, TextIO
 
 from components.progress import progress_quiet
-from components.step_logging import LEVEL_ENV, level_from_environment, record_fields
+from foundation.log_lines import LEVEL_ENV, level_from_environment, record_fields
 
-ADRANK_PACKAGES = ("configs", "components", "pipelines", "ops")
+ADRANK_PACKAGES = ("foundation", "configs", "components", "pipelines", "ops")
 
 
 def console_level(verbose: bool = False, quiet: bool = False) -> int:
@@ -55,7 +55,7 @@ def console_level(verbose: bool = False, quiet: bool = False) -> int:
 
 
 def from_adrank(record: logging.LogRecord) -> bool:
-    """Whether the record comes from adrank's own code (one of its four top-level packages)."""
+    """Whether the record comes from adrank's own code (one of its top-level packages)."""
     return record.name.split(".", 1)[0] in ADRANK_PACKAGES
 
 
@@ -85,7 +85,7 @@ def from_step(record: logging.LogRecord) -> bool:
 
 def not_read_from_a_step(record: logging.LogRecord) -> bool:
     """The root handler's part: a record the engine read from a step is `adrank run`'s console's to render, under
-    the running step (`ops.local_dag.RunConsole`), with the same `ConsoleFilter`."""
+    the running step (`ops.local_run.console.RunConsole`), with the same `ConsoleFilter`."""
     return not from_step(record)
 
 

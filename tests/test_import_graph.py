@@ -1,5 +1,5 @@
-"""adrank's own modules (configs, components, pipelines, ops) import each other without a cycle, and no function
-body imports an adrank module to hide one.
+"""adrank's own modules (foundation, configs, components, pipelines, ops) import each other without a cycle, and no
+function body imports an adrank module to hide one.
 
 The graph is read from the source with `ast`, nothing is imported: an edge A → B for every `import B` /
 `from B import name` in A (at module level or inside a function; a module named by `from package import
@@ -12,8 +12,15 @@ Function-level imports of adrank modules are allowed in two places only:
   heavy dependency), never to break a cycle (the cycle check sees those edges too);
 - `NOT_YET_MOVED`: a shrinking list of leftovers outside components/train, to be moved to module level.
 
+Two floors stand under everything else:
+- `foundation` (atomic writes, process supervision, the log-line format, UTC times, the /gcs/ mount) imports
+  nothing of adrank's but itself;
+- the local engine, `ops.spec_executor`, imports only itself and `foundation`: no step's code (`components`,
+  `pipelines`, `configs`) and nothing else of `ops`; what a step needs from the engine arrives in its executor input
+  or its environment (named in `foundation`).
+
 The records one step hands another live in `components.contracts` (the floor under every step package):
-- `components.contracts` imports only itself and `configs` (no step package, nothing above);
+- `components.contracts` imports only itself, `configs` and `foundation` (no step package, nothing above);
 - a step package is a subpackage of `components` other than `contracts`; no step package imports a `Contract`
   subclass defined in another step package (such a record belongs in `components.contracts`), counting every import,
   `TYPE_CHECKING` ones included;
@@ -29,7 +36,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("configs", "components", "pipelines", "ops")
+PACKAGES = ("foundation", "configs", "components", "pipelines", "ops")
 KFP_COMPONENT_PACKAGES = ("pipelines",)
 
 # (importing module, or a package prefix ending in "."; imported module) → why it is imported inside a function.
@@ -42,7 +49,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     # google-cloud-aiplatform only for the Vertex registry
     ("components.registry.champion", "components.registry.vertex"): "Vertex client, only on the vertex backend",
     ("components.registry.promote_challenger", "components.registry.vertex"): "Vertex client, only on the vertex backend",
-    ("ops.local_dag", "pipelines.ranking"): "KFP and the DAG, only when a run starts",
+    ("ops.local_run.run", "pipelines.ranking"): "KFP and the DAG, only when a run starts",
     # Keras picks its backend once per process: a lane's trainer loads only after the step chose the backend
     ("components.train.lanes", "components.train.jax_lane.training_run"): "Keras's backend is chosen first",
     ("components.train.lanes", "components.train.training_run"): "Keras's backend is chosen first",
@@ -55,6 +62,8 @@ NOT_YET_MOVED: set[tuple[str, str]] = set()
 
 
 CONTRACTS_PACKAGE = "components.contracts"
+FOUNDATION_PACKAGE = "foundation"
+ENGINE_PACKAGE = "ops.spec_executor"
 
 # (importing step package, imported module of another step package) → why the step uses it. Records are never here:
 # they live in components.contracts.
@@ -66,7 +75,6 @@ CROSS_STEP_IMPORTS: dict[tuple[str, str], str] = {
     ("preprocess", "components.logs.split"): "where the time split falls in a log window",
     ("preprocess", "components.logs.synthetic"): "the synthetic logs' layout and their hidden ground truth",
     ("preprocess", "components.logs.text_files"): "the byte-accounted text reader's tally",
-    ("lineage", "components.logs.records"): "the logs' UTC time format, for a run's day",
     # the block files preprocess writes and train reads: one encoding, written beside its writer
     ("train", "components.preprocess.block_format"): "the block file encoding (fingerprint, salt, holdout column)",
     ("train", "components.preprocess.vocabulary_file"): "the transform's vocabulary files, read back",
@@ -79,8 +87,6 @@ CROSS_STEP_IMPORTS: dict[tuple[str, str], str] = {
     ("report", "components.evaluate.calibration_interval"): "the calibration interval over runs",
     ("report", "components.evaluate.experiment_keys"): "the Experiment row key of a target",
     ("registry", "components.lineage.run_day"): "the day a decision is keyed by",
-    # the gs:// → container path rule, kept with the registry's FUSE mount
-    ("train", "components.registry.gcs_mount"): "a gs:// URI as the path the container reads it at",
 }
 
 
@@ -234,6 +240,29 @@ def test_no_adrank_module_is_imported_inside_a_function_outside_kfp_components_a
     )
 
 
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def imports_leaving(package: str, allowed: tuple[str, ...]) -> list[str]:
+    """Each import of a module of `package` whose target is in none of the `allowed` packages."""
+    return [f"{found.importer}:{found.line}: {found.imported}" for found in all_imports()
+            if _within(found.importer, package) and not any(_within(found.imported, floor) for floor in allowed)]
+
+
+def test_foundation_imports_nothing_of_adrank_but_itself():
+    upward = imports_leaving(FOUNDATION_PACKAGE, (FOUNDATION_PACKAGE,))
+    assert upward == [], "foundation is the floor under every package; it imports:\n" + "\n".join(upward)
+
+
+def test_the_local_engine_imports_only_itself_and_foundation():
+    assert any(_within(found.importer, ENGINE_PACKAGE) and _within(found.imported, FOUNDATION_PACKAGE)
+               for found in all_imports())  # the scan sees the engine's imports
+    leaving = imports_leaving(ENGINE_PACKAGE, (ENGINE_PACKAGE, FOUNDATION_PACKAGE))
+    assert leaving == [], "ops.spec_executor stands alone (a step's needs reach it as arguments, the executor " \
+        "input or an environment variable named in foundation); it imports:\n" + "\n".join(leaving)
+
+
 def step_package(module: str) -> str | None:
     """The step package a module belongs to (`components.<step>…`), None outside them and in the contracts."""
     parts = module.split(".")
@@ -279,21 +308,21 @@ def test_the_contract_scan_sees_records_and_would_flag_one_imported_across_steps
     contracts = contract_classes(modules)
     assert {"Manifest", "BlockLayout"} <= contracts["components.contracts.manifest"]
     assert {"RunSummary", "TaskMetrics"} <= contracts["components.contracts.run_summary"]
-    assert "RunRecord" in contracts["ops.run_record"]
+    assert "RunRecord" in contracts["ops.local_run.record"]
     assert step_package("components.train.jax_lane.block_reader") == "train"
     assert step_package("components.contracts.manifest") is None and step_package("components.progress") is None
     made_up = [("components.registry.promotion_rule", "components.report.day_series", "DaySeries"),
                ("components.report.html", "components.report.day_series", "DaySeries"),
                ("components.registry.promotion_rule", "components.report.day_series", "render_markdown"),
-               ("ops.replay", "components.report.day_series", "DaySeries")]
+               ("ops.local_run.replay", "components.report.day_series", "DaySeries")]
     assert contracts_across_steps(made_up, contracts) == [
         "components.registry.promotion_rule imports DaySeries from components.report.day_series"]
 
 
-def test_the_contracts_package_imports_only_itself_and_configs():
+def test_the_contracts_package_imports_only_itself_configs_and_foundation():
     upward = [f"{found.importer}:{found.line}: {found.imported}" for found in all_imports()
               if found.importer.startswith(CONTRACTS_PACKAGE)
-              and not found.imported.startswith((CONTRACTS_PACKAGE, "configs"))]
+              and not found.imported.startswith((CONTRACTS_PACKAGE, "configs", FOUNDATION_PACKAGE))]
     assert upward == [], "components.contracts is the floor under the steps; it imports:\n" + "\n".join(upward)
 
 

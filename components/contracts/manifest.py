@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import AliasChoices, ConfigDict, Field
 
 from components.contracts.base import Contract
-from configs.base import canonical_json
+from foundation.canonical_json import canonical_json
 
 MANIFEST_FILE = "manifest.json"
 TRANSFORM_FN_DIR = "transform_fn"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from components.logs.records import format_utc_seconds
+from foundation.utc_time import format_utc_seconds
 
 
 def parse_utc(text: str) -> dt.datetime:

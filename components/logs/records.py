@@ -15,11 +15,6 @@ def format_timestamp(epoch_ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def format_utc_seconds(moment: dt.datetime) -> str:
-    """RFC 3339 in UTC to the whole second with a `Z` (`2026-01-04T00:00:00Z`): a window end, a schedule time."""
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def parse_timestamp(text: str) -> int:
     """RFC 3339 / ISO 8601 (a trailing Z, an offset, or naive = UTC) → epoch milliseconds."""
     moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -11,9 +11,9 @@ import secrets
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from components.logs.records import format_utc_seconds
 from configs.schema import AdrankConfig
 from configs.slices import PreprocessStepConfig
+from foundation.utc_time import format_utc_seconds
 
 JOB_NAME_FLAG = "--job_name="
 LOCAL_RUNNER = "FnApiRunner"  # the DirectRunner's batch runner (`runner: DirectRunner` in the config)

@@ -102,10 +102,10 @@ from components.preprocess.step_messages import say, wait_for_job
 from components.preprocess.time_range import MedianTime, PlausibleRange
 from components.preprocess.transform import feature_infos
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
-from components.step_logging import fields
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig
+from foundation.log_lines import fields
 
 MARKDOWN_FILE = "manifest.md"
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@
 Safe with several processes promoting at once: the model is copied into a staging directory first;
 then, holding an exclusive lock on `.lock`, the champion (the current default) is scored against the candidate,
 the next version number is taken by renaming the staging directory into place and `default.json` is replaced
-atomically (`components.atomic_write`: a temporary file, then `os.replace`), so a reader never sees a
+atomically (`foundation.atomic_write`: a temporary file, then `os.replace`), so a reader never sees a
 half-written JSON file and no two promotions share a version.
 
 A promotion killed while staging leaves its staging directory behind; the next promotion of the model (a resumed
@@ -39,9 +39,9 @@ from typing import IO, Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from components.atomic_write import write_json_atomically
-from components.registry import gcs_mount
 from components.registry.promotion_rule import Candidate, Verdict
+from foundation import gcs_mount
+from foundation.atomic_write import write_json_atomically
 
 LOCK_FILE = ".lock"
 DEFAULT_FILE = "default.json"
@@ -169,7 +169,7 @@ class LocalModelRegistry:
 
     def _stage(self, model: str, candidate: Candidate, staging: Path) -> Path:
         """Fill the staging directory with the candidate's model copy and its evaluation, outside the lock. A
-        `gs://` model URI is read where the pipeline container sees it (components.registry.gcs_mount)."""
+        `gs://` model URI is read where the pipeline container sees it (foundation.gcs_mount)."""
         source = Path(gcs_mount.container_path(candidate.model_uri))
         if source.is_dir():
             shutil.copytree(source, staging / "model")

@@ -10,7 +10,6 @@ from components.contracts.manifest import Manifest
 from components.contracts.promotion_decision import PromotionDecision
 from components.lineage.run_day import day_stamp, window_day
 from components.progress import progress
-from components.registry import gcs_mount
 from components.registry.local import LocalModelRegistry
 from components.registry.promotion_rule import Candidate, Verdict, judge, read_candidate, relative, rule_in_words
 from components.registry.scoring import (
@@ -24,6 +23,7 @@ from components.registry.scoring import (
 )
 from configs.promotion import PromotionConfig
 from configs.slices import PromoteStepConfig
+from foundation import gcs_mount
 
 logger = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from components.contracts.promotion_decision import PromotionDecision
-from components.registry import gcs_mount
 from components.registry.promotion_rule import Candidate, Verdict
 from configs.slices import PromoteStepConfig
+from foundation import gcs_mount
 
 if TYPE_CHECKING:  # imported where used: the local backend never loads the Vertex SDK
     from google.cloud import aiplatform

@@ -42,7 +42,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from components.serving.predictor import Predictor
 from components.serving.request import BadRequest, check_body_size, content_length, serialized_examples
 from components.serving.settings import PORT_VARIABLE, ServingLimits, ServingSettings
-from components.step_logging import configure_step_logging, fields
+from components.step_logging import configure_step_logging
+from foundation.log_lines import fields
 
 log = logging.getLogger(__name__)
 

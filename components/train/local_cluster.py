@@ -12,7 +12,7 @@ No server outlives the step:
 - success, an exception, Ctrl-C: leaving the `with` block SIGKILLs the servers' process group (they share
   one, apart from the step's) and reaps every server;
 - `kill -9` of the step (no `finally` runs): each server asked the kernel to SIGKILL it when its parent dies
-  (`components.process_supervision.die_with_parent`), and exits at once if its parent already died before it
+  (`foundation.process_supervision.die_with_parent`), and exits at once if its parent already died before it
   asked.
 """
 
@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from components.process_supervision import die_with_parent, signal_process_group
+from foundation.process_supervision import die_with_parent, signal_process_group
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from components.registry.gcs_mount import container_path
+from foundation.gcs_mount import container_path
 
 TRAINED_WEIGHTS_DIR = "trained"  # under a training step's model output: what its export step reads
 MODEL_FILE = "model.json"

@@ -43,9 +43,9 @@ def _retrain(args: argparse.Namespace) -> int:
     from configs import load_config
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_dag import LocalRunFailed, LocalRunInterrupted, RunIdError
-    from ops.replay import ReplayError, create_replay_dir, plan_replay, replay, saved_plan
-    from ops.run_history import is_run_id
+    from ops.local_run.directories import RunIdError, is_run_id
+    from ops.local_run.replay import ReplayError, create_replay_dir, plan_replay, replay, saved_plan
+    from ops.local_run.run import LocalRunFailed, LocalRunInterrupted
 
     if args.replay_id is not None and not is_run_id(args.replay_id):
         raise CommandError(f"--replay-id {args.replay_id!r}: use letters, digits, '_', '-' and '.'")

@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from configs.loader import embedded_config_path
     from ops.errors import CommandError
-    from ops.local_dag import LocalRunFailed, LocalRunInterrupted, RunIdError, run_locally
+    from ops.local_run.directories import RunIdError
+    from ops.local_run.run import LocalRunFailed, LocalRunInterrupted, run_locally
 
     if args.resume is not None:
         if args.config or args.overrides or args.run_id:
@@ -59,8 +60,8 @@ def _config_of_run(runs_dir: Path, run_id: str):
     """The config a run ran with (its `config.yaml`) and where it came from (its run record)."""
     from configs import load_config
     from ops.errors import CommandError
-    from ops.run_history import is_run_id
-    from ops.run_record import RunRecord, RunRecordError
+    from ops.local_run.directories import is_run_id
+    from ops.local_run.record import RunRecord, RunRecordError
 
     run_dir = runs_dir / run_id
     if not is_run_id(run_id) or not (run_dir / "config.yaml").exists():

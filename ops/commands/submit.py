@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from components.step_logging import fields
+from foundation.log_lines import fields
 from ops.commands.options import add_config_arguments, add_endpoint_argument, add_pipeline_argument, config_from_args
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def with_window_end(parameters: dict[str, object], now: dt.datetime) -> dict[str
     its scheduled time's day). `--param window_end=...` re-runs a day: any time of that day gives preprocess the
     same inputs, so Vertex's cache reuses them."""
     from components.lineage.run_day import resolved_window_end
-    from components.logs.records import format_utc_seconds
+    from foundation.utc_time import format_utc_seconds
 
     given = parameters.get("window_end")
     if isinstance(given, dt.datetime):  # YAML reads an unquoted RFC 3339 time as a datetime

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from components.atomic_write import write_json_atomically
-from configs.base import canonical_json
+from foundation.atomic_write import write_json_atomically
+from foundation.canonical_json import canonical_json
 from ops.spec_executor.executor_input import TaskOutputs
 from ops.spec_executor.pipeline_spec import SpecTask
 from ops.spec_executor.storage import CloudStorageRoot

@@ -10,7 +10,7 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 
-from components.logs.records import format_utc_seconds
+from foundation.utc_time import format_utc_seconds
 
 
 @dataclass

@@ -8,7 +8,7 @@ the other's tasks are using. The second is refused before it writes or removes a
 The lock is taken by the kernel in one step and goes with the process: an executor killed with -9 leaves no stale
 lock, so the next run of that job takes it (and cleans up what the killed one left). The file stays (removing it
 would let a third process lock a different inode); it holds the pid and host of the last holder, for the message.
-`adrank run`'s run directories use the same lock (`ops.run_lock`).
+`adrank run`'s run directories use the same lock (`ops.local_run.lock`).
 """
 
 from __future__ import annotations

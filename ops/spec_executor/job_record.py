@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from components.atomic_write import write_json_atomically
-from ops.process_table import process_start_ticks
+from foundation.atomic_write import write_json_atomically
+from foundation.process_table import process_start_ticks
 
 RUN_RECORD = "spec_run.json"
 TaskState = Literal["running", "succeeded", "cached", "failed", "skipped", "not_triggered", "not_run", "checked",

@@ -8,7 +8,7 @@ exit, on failure and on SIGTERM/SIGINT (`ops.spec_executor.runner` installs the 
 
 A task's standard output and error come back through one pipe: a reader thread writes every line to the task's
 log file and hands it to the table's `on_line(label, line)` (the engine turns adrank's JSON log records into
-`logging` records there, `components.step_logging`).
+`logging` records there, `foundation.log_lines`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from components.process_supervision import parent_death_signal_preexec, signal_process_group
+from foundation.process_supervision import parent_death_signal_preexec, signal_process_group
 
 LineHandler = Callable[[str, str], None]  # (the process's label, one line of its output without the newline)
 READER_JOIN_SECONDS = 5.0  # after the group is killed its pipe closes; a reader is never waited on longer

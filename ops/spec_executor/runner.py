@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
-from components.atomic_write import write_json_atomically
-from components.logs.records import format_utc_seconds
+from foundation.atomic_write import write_json_atomically
+from foundation.gcs_mount import GCS_ROOT_ENV
+from foundation.utc_time import format_utc_seconds
 from ops.spec_executor import custom_job, dataflow, machines, model_registry, notification_email, vertex_only
 from ops.spec_executor.conditions import ConditionError
 from ops.spec_executor.execution_cache import ExecutionCache, cache_key
@@ -150,7 +151,14 @@ def _under(path: str, root: Path) -> bool:
 
 @dataclass
 class _JobWalk:
-    """One pipeline job: the walk over its DAGs, each task's run, and the record kept as it goes."""
+    """One pipeline job: the walk over its DAGs, each task's run, and the record kept as it goes.
+
+        run            the root DAG walked; interrupted or not, processes ended, `tmp` removed, record saved
+        walk           each task of a DAG in order: run_or_hold (run it, or say what holds it back), task_done
+        run_task       a DAG task (run_dag: its inner DAG, once per loop item) or a container (run_container)
+        run_container  executor input ─► notify | take_cached | prepare ─► execute ─► keep_outputs
+        with_retries   an attempt (process_attempt, custom_job_attempt) until it succeeds or the policy is spent
+    """
 
     spec: PipelineSpec
     options: RunSpecOptions
@@ -174,33 +182,28 @@ class _JobWalk:
         """The digest of the code every task of this job runs (`task_code`), computed once, when a key needs it."""
         return task_code_digest(REPO_ROOT)
 
+    @functools.cached_property
+    def cache(self) -> ExecutionCache:
+        """The execution cache under the root, for this pipeline's name."""
+        return ExecutionCache(self.storage.root, self.spec.name)
+
     @property
     def tmp_dir(self) -> Path:
         return self.run_dir / "tmp"
 
     def run(self) -> SpecRun:
+        """The job: its processes' output routed to the events, the root DAG walked with the pipeline's parameters,
+        and whatever ends the walk, its processes ended, its `tmp` removed and its record saved."""
         parameters = {name: definition["defaultValue"] for name, definition in self.spec.root_parameters.items()
                       if "defaultValue" in definition} | self.options.parameters
-        names: dict[str, str] = {}
-
-        def on_line(path: str, line: str) -> None:
-            read_task_line(self.options.events, path, names.get(path, path), line)
-
-        self.processes.on_line = on_line
-        self.display_names = names
+        self.processes.on_line = self.task_output_line
         previous = _end_processes_on_signals(self.processes)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.walk(self.spec.root, DagScope(parameters=parameters), prefix="")
             self.record.finished = True
         except BaseException:  # SIGTERM/SIGINT arrive as SystemExit; anything else ends the run too
-            self.record.interrupted = True
-            for task in self.record.tasks:
-                if task.state == "running":
-                    task.state, task.reason = "interrupted", "the executor was stopped while the task ran"
-                    self.report(_line(task))
-                    self.options.events.task_ended(task)
-            self.report(f"{self.record.job_name}: interrupted; record: {self.run_dir / RUN_RECORD}")
+            self.record_interruption()
             raise
         finally:
             self.processes.close()
@@ -209,6 +212,20 @@ class _JobWalk:
             self.save()
         return self.record
 
+    def task_output_line(self, path: str, line: str) -> None:
+        """One line a task's process printed, routed (`task_events.read_task_line`) under its display name."""
+        read_task_line(self.options.events, path, self.display_names.get(path, path), line)
+
+    def record_interruption(self) -> None:
+        """The walk was stopped: the job and every task still running are recorded as interrupted."""
+        self.record.interrupted = True
+        for task in self.record.tasks:
+            if task.state == "running":
+                task.state, task.reason = "interrupted", "the executor was stopped while the task ran"
+                self.report(_line(task))
+                self.options.events.task_ended(task)
+        self.report(f"{self.record.job_name}: interrupted; record: {self.run_dir / RUN_RECORD}")
+
     def save(self) -> None:
         self.record.task_uuids = dict(self.context.task_uuids)
         self.record.write(self.run_dir / RUN_RECORD)
@@ -216,40 +233,46 @@ class _JobWalk:
     # -- the walk -------------------------------------------------------------------------------------------
 
     def walk(self, dag: Dag, scope: DagScope, prefix: str, label: str = "") -> list[TaskRecord]:
-        """Run the tasks of `dag`; returns their records (those of nested tasks are in the run record too).
-        `label`: what names the loop iteration the DAG runs in, added to its tasks' display names."""
+        """Run the tasks of `dag` in order; returns their records (those of nested tasks are in the run record too).
+        `label`: what names the loop iteration the DAG runs in, added to its tasks' display names. Each task:
+        a record for it, then run it or say what holds it back (`run_or_hold`), then its end told (`task_done`)."""
         records: dict[str, TaskRecord] = {}
-        check_only = self.options.check_only
         for task in dag.order():
             path = prefix + task.name
             record = TaskRecord(path, f"{task.display_name} · {label}" if label else task.display_name, "not_run")
             records[task.name] = record
             self.record.tasks.append(record)
-            blocking = [name for name in sorted(task.upstream) if records[name].state not in ENDED_WELL]
-            if task.runs_after_failures:
-                self.run_task(task, path, record, scope)
-            elif self.failed_at and not check_only:
-                record.reason = f"the pipeline failed at '{self.failed_at}'"
-            elif blocking and (not check_only or any(records[name].state in ("failed", "not_run")
-                                                     for name in blocking)):
-                record.reason = "; ".join(f"upstream '{name}' {records[name].state}" +
-                                          (f" ({_summary(records[name].reason)})" if records[name].reason
-                                           else "") for name in blocking)
-            elif task.condition is not None and not self.triggered(task, path, record, scope):
-                pass  # not triggered (the condition is false), or failed evaluating it: the record says which
-            else:
-                self.run_task(task, path, record, scope, label)
-                # checked against the outputs skipped tasks declare; what held those back is named
-                held_back = [name for name in sorted(task.upstream) if records[name].reason.startswith(WOULD_NOT_RUN)]
-                if (blocking or held_back) and record.state == "checked":
-                    record.reason = WOULD_NOT_RUN + ", ".join(
-                        [f"upstream '{name}' {records[name].state}" for name in blocking]
-                        + [records[name].reason[len(WOULD_NOT_RUN):] for name in held_back])
-            scope.final_status[task.name] = self.final_status(task.name, path, record)
-            self.report(_line(record))
-            self.options.events.task_ended(record)
-            self.save()
+            self.run_or_hold(task, path, record, scope, label, records)
+            self.task_done(task, path, record, scope)
         return list(records.values())
+
+    def run_or_hold(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, label: str,
+                    records: dict[str, TaskRecord]) -> None:
+        """Run the task, or leave it not run with the reason: the pipeline failed earlier, an upstream task did not
+        end well, or its condition is false. An exit handler runs whatever happened before it."""
+        check_only = self.options.check_only
+        blocking = [name for name in sorted(task.upstream) if records[name].state not in ENDED_WELL]
+        if task.runs_after_failures:
+            self.run_task(task, path, record, scope)
+        elif self.failed_at and not check_only:
+            record.reason = f"the pipeline failed at '{self.failed_at}'"
+        elif blocking and (not check_only or any(records[name].state in ("failed", "not_run") for name in blocking)):
+            record.reason = "; ".join(f"upstream '{name}' {records[name].state}" +
+                                      (f" ({_summary(records[name].reason)})" if records[name].reason else "")
+                                      for name in blocking)
+        elif task.condition is not None and not self.triggered(task, path, record, scope):
+            pass  # not triggered (the condition is false), or failed evaluating it: the record says which
+        else:
+            self.run_task(task, path, record, scope, label)
+            if record.state == "checked":
+                _name_what_holds_back(task, record, records, blocking)
+
+    def task_done(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+        """The task's final status for an exit handler, its line, its `task_ended` event, and the record saved."""
+        scope.final_status[task.name] = self.final_status(task.name, path, record)
+        self.report(_line(record))
+        self.options.events.task_ended(record)
+        self.save()
 
     def triggered(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> bool:
         """Whether the task's `dsl.If` condition holds on its input values (as the driver evaluates
@@ -359,6 +382,9 @@ class _JobWalk:
         return not self.options.check_only and (choice == "on" or (choice == "default" and task.enable_cache))
 
     def run_container(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope) -> None:
+        """One container task, in named steps: its executor input; the e-mail notification recorded, or a cache hit
+        taken; else the stand-ins and placeholders resolved (`prepare`), the task run (`execute`), and its outputs
+        read for its consumers and the cache (`keep_outputs`)."""
         assert task.container is not None
         task_dir = self.run_dir / "tasks" / path
         try:
@@ -369,63 +395,92 @@ class _JobWalk:
             # paths under the root in their portable form: a moved or copied root keeps its keys
             key = cache_key(self.spec.name, task, self.storage.portable(executor_input), self.task_code) \
                 if self.uses_cache(task) else None
-            cache = ExecutionCache(self.storage.root, self.spec.name)
-            hit = cache.lookup(key, self.cached_file_check()) if key else None
-            if hit is not None:
-                record.state, record.cached_from = "cached", {"job": hit.job_name, "task": hit.task}
-                scope.outputs[task.name] = hit.outputs
-                record.outputs = {**hit.outputs.artifacts, "parameters": hit.outputs.parameters}
+            if key is not None and self.take_cached(key, task, record, scope):
                 return
-            _apply_stand_ins(task, executor_input, record, self.storage, self.options)
-            resolver = PlaceholderResolver(
-                task.name, self.storage.for_task(executor_input), self.context.pipeline_placeholders(path),
-                task.component.get("inputDefinitions", {}).get("parameters", {}),
-                lambda uri: str(self.storage.local_path(uri)),
-            )
-            command = resolver.resolve_command(task.container.get("command", []))
-            args = resolver.resolve_command(task.container.get("args", []))
-            env = _task_environment(self.storage, self.tmp_dir, self.cloud) | self.options.environment
-            if not self.options.check_only:
-                task_dir.mkdir(parents=True, exist_ok=True)
-                write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
-                self.options.events.before_start(path, executor_input)
-            stand_in = vertex_only.vertex_only_stand_in(task.container)
-            if stand_in is not None:
-                record.state = "checked" if self.options.check_only else "succeeded"
-                record.stand_ins.append(stand_in)
-            elif custom_job.is_custom_job_launcher(task.container):
-                call = custom_job.parse_launcher_args(task.name, args)
-                job_spec = custom_job.job_spec_from_payload(task.name, call.payload)
-                custom_job.validate_custom_job(task.name, job_spec)
-                absent = machines.why_not_here(job_spec["job_spec"]["worker_pool_specs"])
-                if absent:
-                    record.state, record.reason = "skipped", absent
-                    if self.options.check_only:  # its consumers are checked against the outputs it declares
-                        scope.outputs[task.name] = read_task_outputs(executor_input)
-                    return
-                if self.options.check_only:
-                    record.state = "checked"
-                else:
-                    self.with_retries(task, path, record, executor_input,
-                                      self.custom_job_attempt(task, call, env, task_dir))
-            elif self.options.check_only:
-                record.state = "checked"
-            else:
-                self.with_retries(task, path, record, executor_input,
-                                  self.process_attempt(path, command + args, env, task_dir))
-            if record.state == "failed":
+            command, args, env = self.prepare(task, path, record, executor_input, task_dir)
+            if not self.execute(task, path, record, scope, executor_input, command, args, env, task_dir):
                 return
         except TASK_ERRORS as error:
             record.state, record.reason = "failed", str(error)
             return
+        self.keep_outputs(task, path, record, scope, executor_input, key)
+
+    def take_cached(self, key: str, task: SpecTask, record: TaskRecord, scope: DagScope) -> bool:
+        """Whether an earlier execution with this key left outputs to reuse; if so the task is `cached` with them."""
+        hit = self.cache.lookup(key, self.cached_file_check())
+        if hit is None:
+            return False
+        record.state, record.cached_from = "cached", {"job": hit.job_name, "task": hit.task}
+        scope.outputs[task.name] = hit.outputs
+        record.outputs = {**hit.outputs.artifacts, "parameters": hit.outputs.parameters}
+        return True
+
+    def prepare(self, task: SpecTask, path: str, record: TaskRecord, executor_input: dict,
+                task_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
+        """The stand-ins applied (Dataflow, Model Registry), the command and args with their placeholders resolved,
+        the task's environment; unless checking, the executor input kept in the task directory and `before_start`
+        told. Returns (command, args, environment)."""
+        assert task.container is not None
+        _apply_stand_ins(task, executor_input, record, self.storage, self.options)
+        resolver = PlaceholderResolver(
+            task.name, self.storage.for_task(executor_input), self.context.pipeline_placeholders(path),
+            task.component.get("inputDefinitions", {}).get("parameters", {}),
+            lambda uri: str(self.storage.local_path(uri)),
+        )
+        command = resolver.resolve_command(task.container.get("command", []))
+        args = resolver.resolve_command(task.container.get("args", []))
+        env = _task_environment(self.storage, self.tmp_dir, self.cloud) | self.options.environment
+        if not self.options.check_only:
+            task_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomically(task_dir / EXECUTOR_INPUT_FILE, self.storage.portable(executor_input), indent=1)
+            self.options.events.before_start(path, executor_input)
+        return command, args, env
+
+    def execute(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, executor_input: dict,
+                command: list[str], args: list[str], env: dict[str, str], task_dir: Path) -> bool:
+        """Run the task as what it is: a Vertex-only step (a stand-in), GCPC's custom-job launcher (a process per
+        replica, or skipped when this computer lacks its machines), or the container's command; with its retry
+        policy, or only `checked` with `check_only`. Whether it ended with outputs to read."""
+        assert task.container is not None
+        stand_in = vertex_only.vertex_only_stand_in(task.container)
+        if stand_in is not None:
+            record.state = "checked" if self.options.check_only else "succeeded"
+            record.stand_ins.append(stand_in)
+        elif custom_job.is_custom_job_launcher(task.container):
+            call = custom_job.parse_launcher_args(task.name, args)
+            job_spec = custom_job.job_spec_from_payload(task.name, call.payload)
+            custom_job.validate_custom_job(task.name, job_spec)
+            absent = machines.why_not_here(job_spec["job_spec"]["worker_pool_specs"])
+            if absent:
+                record.state, record.reason = "skipped", absent
+                if self.options.check_only:  # its consumers are checked against the outputs it declares
+                    scope.outputs[task.name] = read_task_outputs(executor_input)
+                return False
+            if self.options.check_only:
+                record.state = "checked"
+            else:
+                self.with_retries(task, path, record, executor_input,
+                                  self.custom_job_attempt(task, call, env, task_dir))
+        elif self.options.check_only:
+            record.state = "checked"
+        else:
+            self.with_retries(task, path, record, executor_input,
+                              self.process_attempt(path, command + args, env, task_dir))
+        return record.state != "failed"
+
+    def keep_outputs(self, task: SpecTask, path: str, record: TaskRecord, scope: DagScope, executor_input: dict,
+                     key: str | None) -> None:
+        """What the task left (executor_output.json, output parameter files) as its consumers' inputs and its
+        record's outputs; a succeeded task's outputs in the cache under `key`. A checked task wrote no output
+        parameters: its consumers get a stand-in value."""
         outputs = read_task_outputs(executor_input, lambda uri: self.storage.from_task(uri, self.cloud))
-        if self.options.check_only:  # a checked task wrote no output parameters: its consumers get a stand-in
+        if self.options.check_only:
             for name in task.component.get("outputDefinitions", {}).get("parameters", {}):
                 outputs.parameters.setdefault(name, f"checked-{task.name}-{name}".lower())
         scope.outputs[task.name] = outputs
         record.outputs = {**outputs.artifacts, "parameters": outputs.parameters}
         if key is not None and record.state == "succeeded":
-            cache.record(key, self.context.job_name, path, outputs, self.cached_file_check())
+            self.cache.record(key, self.context.job_name, path, outputs, self.cached_file_check())
 
     def cached_file_check(self) -> Callable[[str], Path] | None:
         """How the cache finds an artifact's files to check them (`verify_cached_files`), else None."""
@@ -499,6 +554,17 @@ class _JobWalk:
                                 f"{notice['state']} notification to {', '.join(notice['recipients'])} in {written}")
 
 
+def _name_what_holds_back(task: SpecTask, record: TaskRecord, records: dict[str, TaskRecord],
+                           blocking: list[str]) -> None:
+    """--check: a task checked against the outputs of upstream tasks that would not end well says which (its own
+    blocking upstream tasks, and what held back an upstream task that was checked so)."""
+    held_back = [name for name in sorted(task.upstream) if records[name].reason.startswith(WOULD_NOT_RUN)]
+    if blocking or held_back:
+        record.reason = WOULD_NOT_RUN + ", ".join(
+            [f"upstream '{name}' {records[name].state}" for name in blocking]
+            + [records[name].reason[len(WOULD_NOT_RUN):] for name in held_back])
+
+
 def _item_label(item) -> str:
     """What names a loop iteration in its tasks' display names: a dict item's `display_name` field (adrank's
     training runs: `cpu · run 1`); other items name none (the task path has the iteration's index)."""
@@ -540,15 +606,15 @@ def _task_environment(storage: CloudStorageRoot, tmp_dir: Path | None = None, gc
     """The project's environment for a task: this Python first on PATH (the commands call `python3`), the
     project and the start-up hook (task_startup: die with the executor) on PYTHONPATH, the run's own TMPDIR,
     with a `gs://` root `ADRANK_SPEC_GCS_ROOT` (where adrank's own code finds a `/gcs/` path:
-    components.registry.gcs_mount), and none of the custom-job variables of the calling shell."""
+    foundation.gcs_mount), and none of the custom-job variables of the calling shell."""
     env = {k: v for k, v in os.environ.items() if k not in VERTEX_ONLY_VARIABLES}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TASK_STARTUP), str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env["ADRANK_SPEC_TASK"] = "1"  # task_startup: die with the executor
     if gcs:  # adrank's /gcs/ paths → the root (a local pipeline root has plain paths)
-        env["ADRANK_SPEC_GCS_ROOT"] = storage.fuse_prefix()
+        env[GCS_ROOT_ENV] = storage.fuse_prefix()
     else:
-        env.pop("ADRANK_SPEC_GCS_ROOT", None)
+        env.pop(GCS_ROOT_ENV, None)
     env["PYTHONUNBUFFERED"] = "1"
     if tmp_dir is not None:
         env["TMPDIR"] = str(tmp_dir)

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.gcs_mount import GCS_MOUNT_ROOT
+
 GCS_SCHEME = "gs://"
-GCS_FUSE_PREFIX = "/gcs/"
+GCS_FUSE_PREFIX = GCS_MOUNT_ROOT + "/"
 ROOT_MARK = "$ROOT"  # in a stored record: the root this record is read under
 
 

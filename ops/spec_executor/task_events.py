@@ -1,9 +1,9 @@
 """What the engine tells whoever runs a job while it runs: a task starts, a task prints a line, a task ends.
 
 `run_spec` calls a `TaskEvents` at each of these moments; the base class does nothing, so `adrank run-spec` prints
-only its one line per finished task, and `adrank run` (`ops.local_dag`) shows a console from the same events.
+only its one line per finished task, and `adrank run` (`ops.local_run`) shows a console from the same events.
 Every line a task prints goes through `task_line` after the engine has read it: an adrank log record (a JSON line,
-`components.step_logging`) is handed to `logging` under its own logger name, with the task's display name as the
+`foundation.log_lines`) is handed to `logging` under its own logger name, with the task's display name as the
 record's `step` attribute, so the handlers the caller configured render it; any other line stays in the task's
 log only. `before_start` sees a task's executor input before its process starts (a resumed local run puts an
 interrupted training task's checkpoints in place there).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from components.step_logging import record_from_line
+from foundation.log_lines import record_from_line
 from ops.spec_executor.job_record import TaskRecord
 
 

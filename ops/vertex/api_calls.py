@@ -13,7 +13,7 @@ from google.api_core import exceptions
 from google.api_core.retry import Retry, if_exception_type
 from google.auth import exceptions as auth_exceptions
 
-from components.step_logging import fields
+from foundation.log_lines import fields
 from ops.errors import VertexApiError
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.logs.records import format_utc_seconds
 from configs import AdrankConfig
+from foundation.utc_time import format_utc_seconds
 from ops.vertex.api_calls import with_backoff
 from ops.vertex.jobs import PIPELINE_LABEL, build_pipeline_job, job_labels, pipeline_label_value
 from ops.vertex.session import VertexSession, require_service_account, vertex_section

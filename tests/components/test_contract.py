@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from components.contracts.base import Contract
 from components.contracts.manifest import BlockColumn, SplitBlocks
-from ops.run_record import RunRecord
+from ops.local_run.record import RunRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def test_a_frozen_record_keeps_the_base_rule_and_stays_hashable() -> None:
 
 
 def test_the_rule_is_written_once_per_base() -> None:
-    written = sorted(str(path.relative_to(ROOT)) for package in ("configs", "components", "pipelines", "ops")
+    written = sorted(str(path.relative_to(ROOT)) for package in ("foundation", "configs", "components", "pipelines", "ops")
                      for path in (ROOT / package).rglob("*.py")
                      if re.search(r"extra\s*=\s*[\"']forbid[\"']", path.read_text()))
     assert written == ["components/contracts/base.py", "configs/base.py"]

@@ -1,16 +1,10 @@
-"""A record written by a step comes back whole in the process that renders it (components.step_logging)."""
+"""A record written by a step comes back whole in the process that renders it (foundation.log_lines, components.step_logging)."""
 
 import io
 import logging
 
-from components.step_logging import (
-    FIELDS_KEY,
-    configure_step_logging,
-    fields,
-    level_from_environment,
-    record_fields,
-    record_from_line,
-)
+from components.step_logging import configure_step_logging
+from foundation.log_lines import FIELDS_KEY, fields, level_from_environment, record_fields, record_from_line
 
 
 def test_a_step_record_round_trips_with_its_level_logger_and_fields(monkeypatch):

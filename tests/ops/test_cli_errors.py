@@ -97,8 +97,9 @@ def test_a_finished_or_running_run_is_not_resumed(tmp_path):
     import yaml
 
     from configs import config_hash, load_config
-    from ops.local_dag import RunIdError, resumable_run
-    from ops.run_record import RunRecord
+    from ops.local_run.directories import RunIdError
+    from ops.local_run.record import RunRecord
+    from ops.local_run.resume import resumable_run
 
     config = load_config()
     run_dir = tmp_path / "r1"

@@ -1,5 +1,5 @@
 """`adrank -v` / `--quiet` set the console's level; the console renders records by level and fields, a step's
-JSON-line records included (components.step_logging → ops.console_log)."""
+JSON-line records included (foundation.log_lines → ops.console_log)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from components.progress import QUIET_ENV, progress
-from components.step_logging import LEVEL_ENV, JsonLineFormatter, fields
+from foundation.log_lines import LEVEL_ENV, JsonLineFormatter, fields
 from ops import cli
 from ops.console_log import console_level, console_logging
-from ops.local_dag import RunConsole
+from ops.local_run.console import RunConsole
 from ops.spec_executor.task_events import read_task_line
 from tests.support.console import NATIVE_LINE
 

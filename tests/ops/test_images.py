@@ -54,7 +54,7 @@ def test_each_target_installs_exactly_its_lock_then_the_package():
         assert lock.path == "requirements.lock" or f"COPY {lock.path} ./" in text
         package = text.index("uv pip install --system --no-deps .")
         assert text.index(f"-r {lock.path}") < text.index("COPY pyproject.toml") < package
-        for package_dir in ("configs", "components", "pipelines", "ops"):
+        for package_dir in ("foundation", "configs", "components", "pipelines", "ops"):
             assert f"COPY {package_dir} ./{package_dir}" in text
     assert "COPY requirements.lock ./" in stages["lock"]
     assert "${JAX_PYTHON_VERSION}" in stages["lock_jax"] and "KERAS_BACKEND=jax" in stages["lock_jax"]

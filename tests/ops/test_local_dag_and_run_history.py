@@ -7,11 +7,12 @@ import threading
 
 import pytest
 
-from components.step_logging import record_from_line
 from configs import load_config
-from ops.local_dag import RunConsole, RunIdError, create_run_dir
-from ops.run_history import format_run, format_runs_table, list_runs
-from ops.run_record import RunRecord
+from foundation.log_lines import record_from_line
+from ops.local_run.console import RunConsole
+from ops.local_run.directories import RunIdError, create_run_dir
+from ops.local_run.history import format_run, format_runs_table, list_runs
+from ops.local_run.record import RunRecord
 
 
 def _record(run_id="r1", **fields):
@@ -26,7 +27,7 @@ def test_a_killed_run_reads_as_interrupted(tmp_path):
     record = _record()
     record.claim_process()
     record.pid = child.pid
-    from ops.run_record import process_start
+    from ops.local_run.record import process_start
 
     record.process_start = process_start(child.pid)
     (tmp_path / "r1").mkdir()
@@ -210,7 +211,7 @@ def test_an_interrupted_run_names_the_step_that_was_running():
 
 
 def test_the_failed_step_is_the_container_task_and_its_reason_the_last_error_line(tmp_path):
-    from ops.local_dag import _failed_task, _last_error_line
+    from ops.local_run.run import _failed_task, _last_error_line
     from ops.spec_executor.job_record import SpecRun
 
     job = SpecRun("p", "p-1", "u", "t", str(tmp_path), tasks=[
@@ -253,7 +254,7 @@ def _report_fixtures():
 def test_show_and_compare_read_the_report_summary(tmp_path):
     """`runs show` and `runs compare` read summary.json as the report's BenchmarkSummary."""
     from components.report.aggregation import summarize
-    from ops.run_history import format_comparison
+    from ops.local_run.history import format_comparison
 
     fixtures = _report_fixtures()
     for run_id, logloss, speed in (("a", 0.40, 1000.0), ("b", 0.38, 2000.0)):

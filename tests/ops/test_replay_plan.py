@@ -10,7 +10,7 @@ import pytest
 
 from ops.cli import main
 from ops.commands.options import config_for_local_run
-from ops.replay import ReplayError, plan_replay
+from ops.local_run.replay import ReplayError, plan_replay
 
 REPO = Path(__file__).parents[2]
 

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
-import ops.local_dag
-import ops.replay
+import ops.local_run.replay
+import ops.local_run.run
 from ops.cli import main
-from ops.local_dag import LocalRunInterrupted
-from ops.replay import PLAN_FILE
-from ops.run_record import RunRecord
+from ops.local_run.record import RunRecord
+from ops.local_run.replay import PLAN_FILE
+from ops.local_run.run import LocalRunInterrupted
 
 REPLAY = ["--set", "logs.lookback_days=2", "--set", "promotion.enabled=true"]
 
@@ -45,9 +45,9 @@ def dag(monkeypatch):
         return SimpleNamespace(day=index, window_end=window_end, run_id=record.id,
                                decision=SimpleNamespace(promoted=True, reason="the test's decision"))
 
-    monkeypatch.setattr(ops.local_dag, "_run_dag", run_dag)
-    monkeypatch.setattr(ops.replay, "_day_result", day_result)
-    monkeypatch.setattr(ops.replay, "write_reports", lambda series, directory: {})
+    monkeypatch.setattr(ops.local_run.run, "_run_dag", run_dag)
+    monkeypatch.setattr(ops.local_run.replay, "_day_result", day_result)
+    monkeypatch.setattr(ops.local_run.replay, "write_reports", lambda series, directory: {})
     return state
 
 
@@ -120,10 +120,10 @@ def test_a_days_figures_are_read_from_the_steps_the_engine_recorded(tmp_path, mo
     earlier.write(run_dir / "spec-runs/job-1/spec_run.json")
     latest.write(run_dir / "spec-runs/job-2/spec_run.json")
     (run_dir / DECISION_FILE).write_text("{}")  # read by the stand-in below (the decision is not what this tests)
-    monkeypatch.setattr(ops.replay.PromotionDecision, "read",
-                        lambda path: ops.replay.PromotionDecision.model_construct(promoted=True,
+    monkeypatch.setattr(ops.local_run.replay.PromotionDecision, "read",
+                        lambda path: ops.local_run.replay.PromotionDecision.model_construct(promoted=True,
                                                                                    primary_task="engagement"))
     record = RunRecord(id="rp-day1", config_name="c", config_source="s", config_hash="h",
                        started=dt.datetime.now(dt.timezone.utc), status="succeeded")
-    day = ops.replay._day_result(1, "2026-01-03T00:00:00Z", run_dir, record)
+    day = ops.local_run.replay._day_result(1, "2026-01-03T00:00:00Z", run_dir, record)
     assert day.eval_examples == 300 and day.decision.promoted and day.warm_start is False

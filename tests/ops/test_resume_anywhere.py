@@ -19,9 +19,10 @@ import yaml
 
 from configs import config_hash, load_config
 from ops.cli import main
-from ops.local_dag import RunIdError, resumed_window_end
-from ops.run_lock import LOCK_FILE, RunBusy, RunLock
-from ops.run_record import RunRecord
+from ops.local_run.directories import RunIdError
+from ops.local_run.lock import LOCK_FILE, RunBusy, RunLock
+from ops.local_run.record import RunRecord
+from ops.local_run.resume import resumed_window_end
 from ops.spec_executor.execution_cache import ExecutionCache
 from ops.spec_executor.executor_input import TaskOutputs
 from ops.spec_executor.storage import CloudStorageRoot
@@ -79,7 +80,7 @@ def test_a_step_whose_output_files_changed_or_went_missing_is_not_reused(tmp_pat
 
 
 def test_an_interrupted_training_step_gets_the_checkpoints_of_its_earlier_attempt_with_the_same_inputs(tmp_path):
-    from ops.resumed_training import restore_checkpoints
+    from ops.local_run.resume import restore_checkpoints
     from ops.spec_executor.runner import EXECUTOR_INPUT_FILE
 
     root = CloudStorageRoot(tmp_path)
@@ -119,8 +120,8 @@ def a_failed_run(runs_dir: Path, run_id: str = "r1", window_end: str | None = ""
 
 @pytest.fixture
 def dag_runs(monkeypatch):
-    """`ops.local_dag._run_dag` replaced: the run directories and windows the entry point hands to the DAG."""
-    import ops.local_dag
+    """`ops.local_run.run._run_dag` replaced: the run directories and windows the entry point hands to the DAG."""
+    import ops.local_run.run
 
     seen: list[tuple[Path, str]] = []
 
@@ -128,9 +129,9 @@ def dag_runs(monkeypatch):
         seen.append((run_dir, window_end))
         record.status, record.failed_step, record.failure_reason = "failed", "preprocess", "stopped by the test"
         record.write(run_dir)
-        raise ops.local_dag.LocalRunFailed(record)
+        raise ops.local_run.run.LocalRunFailed(record)
 
-    monkeypatch.setattr(ops.local_dag, "_run_dag", run_dag)
+    monkeypatch.setattr(ops.local_run.run, "_run_dag", run_dag)
     return seen
 
 
@@ -147,7 +148,7 @@ def test_adrank_run_resume_hands_the_dag_one_absolute_run_dir(tmp_path, monkeypa
 
 
 def test_a_resumed_replay_day_keeps_its_window(tmp_path, dag_runs):
-    from ops.local_dag import LocalRunFailed, run_locally
+    from ops.local_run.run import LocalRunFailed, run_locally
 
     a_failed_run(tmp_path, "replay-day2", window_end="2026-01-05T00:00:00Z")
     with pytest.raises(LocalRunFailed):
@@ -175,7 +176,7 @@ def test_a_run_is_locked_once_and_released_with_its_holder(tmp_path):
         with pytest.raises(RunBusy, match=f"being run by another process \\(pid {os.getpid()} on "):
             RunLock(tmp_path)
     RunLock(tmp_path).release()  # released: free again
-    holder = subprocess.Popen([sys.executable, "-c", f"from ops.run_lock import RunLock; l = RunLock({str(tmp_path)!r});"
+    holder = subprocess.Popen([sys.executable, "-c", f"from ops.local_run.lock import RunLock; l = RunLock({str(tmp_path)!r});"
                                "print('held', flush=True); import time; time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": os.getcwd()})
     try:
@@ -190,8 +191,8 @@ def test_a_run_is_locked_once_and_released_with_its_holder(tmp_path):
 
 
 def test_two_resumes_started_at_once_one_runs_the_other_is_refused(tmp_path, monkeypatch):
-    import ops.local_dag
-    from ops.local_dag import LocalRunFailed, run_locally
+    import ops.local_run.run
+    from ops.local_run.run import LocalRunFailed, run_locally
 
     a_failed_run(tmp_path)
     inside, release = threading.Event(), threading.Event()
@@ -203,7 +204,7 @@ def test_two_resumes_started_at_once_one_runs_the_other_is_refused(tmp_path, mon
         record.write(run_dir)
         raise LocalRunFailed(record)
 
-    monkeypatch.setattr(ops.local_dag, "_run_dag", run_dag)
+    monkeypatch.setattr(ops.local_run.run, "_run_dag", run_dag)
     outcomes: list[str] = []
     start = threading.Barrier(2)
 

@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from ops.replay import ReplayError, create_replay_dir
-from ops.run_directories import RunDirectoryTaken, create_run_directory, stamped_run_id
+from ops.local_run.directories import RunDirectoryTaken, create_run_directory, stamped_run_id
+from ops.local_run.replay import ReplayError, create_replay_dir
 
 
 def test_a_default_id_is_the_utc_second_and_the_name():

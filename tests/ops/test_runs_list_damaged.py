@@ -9,8 +9,8 @@ import json
 import pytest
 
 from ops.cli import main
-from ops.run_history import format_run, list_runs
-from ops.run_record import RunRecord, RunRecordError
+from ops.local_run.history import format_run, list_runs
+from ops.local_run.record import RunRecord, RunRecordError
 
 
 def write_run(runs_dir, run_id: str, hour: int) -> None:

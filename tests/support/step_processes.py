@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ops.local_dag import TASK_STARTED
+from ops.local_run.console import TASK_STARTED
 
 
 def step_processes_of(run_dir: Path) -> dict[int, int]:
@@ -42,7 +42,7 @@ def alive_in_groups(groups: set[int]) -> list[int]:
 
 
 def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:
-    """Wait until `task` is executing (pipeline.log says so, `ops.local_dag.TASK_STARTED`, and its executor process
+    """Wait until `task` is executing (pipeline.log says so, `ops.local_run.console.TASK_STARTED`, and its executor process
     exists). `task`: how its path's last part starts (`train` for `for-loop-1/iteration-0/…/train-step`, a
     training run's task inside the training-runs loop and its target's branch)."""
     deadline = time.monotonic() + timeout

@@ -42,8 +42,8 @@ import numpy as np
 
 from components.contracts.manifest import BLOCK_HEADER_BYTES, Manifest
 from components.preprocess.block_format import HOLDOUT_BUCKETS, HOLDOUT_COLUMN, block_fingerprint
-from components.registry.gcs_mount import container_path
 from components.train.block_files import BlockFile, CorruptBlockFile, checked_block_files
+from foundation.gcs_mount import container_path
 
 INT32_MAX = 2**31 - 1
 

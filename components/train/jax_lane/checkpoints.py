@@ -15,7 +15,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from components.registry.gcs_mount import container_path
+from foundation.gcs_mount import container_path
 
 log = logging.getLogger(__name__)
 

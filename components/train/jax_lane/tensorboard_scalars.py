@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import time
 
-from components.registry.gcs_mount import container_path
 from components.train.run_paths import TENSORBOARD_ENV
+from foundation.gcs_mount import container_path
 
 
 class ScalarWriter:

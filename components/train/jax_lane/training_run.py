@@ -31,7 +31,6 @@ import numpy as np
 from components.contracts.manifest import Manifest
 from components.contracts.run_summary import CurvePoint, EmbeddingTableMemory, RunSummary, TablePlacementSeen
 from components.preprocess.vocabulary_file import transform_vocabularies
-from components.registry.gcs_mount import container_path
 from components.train.backend_choice import select_backend
 from components.train.block_files import cache_plan
 from components.train.embedding_tables import EmbeddingTables
@@ -81,6 +80,7 @@ from components.train.training_progress import TrainingProgress
 from components.train.warm_start import WarmStartUnavailable, apply_state
 from configs.slices import TrainStepConfig
 from configs.training import TrainingConfig, resolve_target
+from foundation.gcs_mount import container_path
 
 log = logging.getLogger(__name__)
 

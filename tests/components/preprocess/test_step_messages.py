@@ -10,7 +10,7 @@ import pytest
 
 from components.preprocess.run import preprocess
 from components.preprocess.step_messages import ParseTally, plural
-from components.step_logging import LEVEL_ENV, record_fields, record_from_line
+from foundation.log_lines import LEVEL_ENV, record_fields, record_from_line
 
 IMPRESSIONS = [
     {"impression_id": f"imp-{i}", "timestamp": f"2026-01-0{1 + i % 2}T1{i}:00:00.000Z", "ad_id": f"a{i % 3}"}

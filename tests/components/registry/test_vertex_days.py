@@ -17,11 +17,11 @@ from google.cloud.aiplatform import initializer
 from google_cloud_pipeline_components.types.artifact_types import VertexModel
 
 from components.lineage.model_version import RegistryStateError, record_model_version
-from components.registry import gcs_mount
 from components.registry.promote_challenger import promote_best_run
 from components.registry.vertex import RegistryModelNotFound
 from configs import load_config
 from configs.slices import PromoteStepConfig
+from foundation import gcs_mount
 from ops.vertex.session import VertexSession
 
 VERTEX_CONFIG = Path(__file__).parents[3] / "configs" / "vertex.yaml"

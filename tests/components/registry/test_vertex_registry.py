@@ -2,7 +2,7 @@
 read from the registry and scored on the same eval examples as the challenger; the new version is uploaded as
 the default only when the rule allows, and its evaluation carries the decision record's challenger log-loss.
 
-Model artifacts are gs:// URIs; `components.registry.gcs_mount` maps them under tmp_path as it maps them under
+Model artifacts are gs:// URIs; `foundation.gcs_mount` maps them under tmp_path as it maps them under
 /gcs/ in a Vertex container, so both models are real SavedModels scored by the real promotion code."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from google.cloud.aiplatform import initializer
 
-from components.registry import gcs_mount
 from components.registry.champion import champion_model_dir
 from components.registry.promote_challenger import promote_best_run
 from components.registry.scoring import per_example_logloss
 from configs import config_hash, load_config
 from configs.slices import PromoteStepConfig
+from foundation import gcs_mount
 from ops.vertex.session import VertexSession
 
 VERTEX_CONFIG = Path(__file__).parents[3] / "configs" / "vertex.yaml"

@@ -18,7 +18,7 @@ from components.serving import server as serving_server
 from components.serving.predictor import Predictor
 from components.serving.server import make_server
 from components.serving.settings import ServingLimits
-from components.step_logging import record_from_line
+from foundation.log_lines import record_from_line
 
 LIMITS = ServingLimits(max_body_bytes=4096, max_instances=3, read_timeout_seconds=0.5, max_connections=2)
 

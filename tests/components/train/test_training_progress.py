@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from components.step_logging import record_fields
 from components.train.training_progress import TrainingProgress
+from foundation.log_lines import record_fields
 
 
 def _lines(caplog) -> list[str]:

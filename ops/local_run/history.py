@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,15 +10,7 @@ from components.contracts.benchmark_summary import BenchmarkSummary
 from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
 from components.display_tables import Table, text_table
 from components.report.table import time_split_table
-from ops.run_record import RUN_FILE, RunRecord, RunRecordError
-
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def is_run_id(name: str) -> bool:
-    """One plain directory name a run may have: ASCII letters, digits, '.', '_' and '-', no '..'. The same rule
-    decides which ids `adrank run --run-id` creates and which ids `runs show` / `report` accept."""
-    return bool(_RUN_ID.fullmatch(name)) and ".." not in name
+from ops.local_run.record import RUN_FILE, RunRecord, RunRecordError
 
 
 class RunNotFound(LookupError):

@@ -26,17 +26,23 @@ from pathlib import Path
 
 import yaml
 
-from components.atomic_write import write_json_atomically
 from components.contracts.manifest import Manifest
 from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
 from components.contracts.run_summary import RunSummary
-from components.logs.records import format_utc_seconds
 from components.progress import progress_quiet
 from components.report.day_series import DaySeries, ReplayDay, write_reports
 from configs import AdrankConfig, config_hash, load_config
-from ops.local_dag import last_job, run_locally, step_outputs
-from ops.run_directories import MAX_RUNS_PER_SECOND, RunDirectoryTaken, TooManyRunsThisSecond, create_run_directory
-from ops.run_record import RUN_FILE, RunRecord, RunRecordError
+from foundation.atomic_write import write_json_atomically
+from foundation.utc_time import format_utc_seconds
+from ops.local_run.directories import (
+    MAX_RUNS_PER_SECOND,
+    RunDirectoryTaken,
+    TooManyRunsThisSecond,
+    create_run_directory,
+)
+from ops.local_run.record import RUN_FILE, RunRecord, RunRecordError
+from ops.local_run.report_files import last_job, step_outputs
+from ops.local_run.run import run_locally
 from ops.spec_executor.job_record import SpecRun
 
 PLAN_FILE = "replay-plan.json"
@@ -123,7 +129,7 @@ def saved_plan(runs_dir: Path, replay_id: str) -> tuple[ReplayPlan, Path, str]:
 
 
 def create_replay_dir(runs_dir: Path, replay_id: str | None, config_name: str) -> Path:
-    """`<runs dir>/<UTC second>-<config name>-replay` (or `replay_id`), new and empty (`ops.run_directories`)."""
+    """`<runs dir>/<UTC second>-<config name>-replay` (or `replay_id`), new and empty (`ops.local_run.directories`)."""
     try:
         return create_run_directory(runs_dir, replay_id or None, f"{config_name}-replay")
     except RunDirectoryTaken:

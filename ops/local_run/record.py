@@ -15,10 +15,10 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from components.atomic_write import write_text_atomically
 from components.contracts.base import Contract
 from components.contracts.benchmark_summary import BenchmarkSummary
-from ops.process_table import process_start_ticks, process_state
+from foundation.atomic_write import write_text_atomically
+from foundation.process_table import process_start_ticks, process_state
 
 RUN_FILE = "run.json"
 

@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from components.process_supervision import kill_process_group, signal_process_group
+from foundation.process_supervision import kill_process_group, signal_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_a_group_ends_with_its_leader_and_everything_it_started():
 def test_a_child_with_the_parent_death_signal_dies_when_its_parent_is_killed_outright():
     parent_source = (
         "import signal, subprocess, sys, time\n"
-        "from components.process_supervision import parent_death_signal_preexec\n"
+        "from foundation.process_supervision import parent_death_signal_preexec\n"
         "child = subprocess.Popen(['sleep', '60'], preexec_fn=parent_death_signal_preexec(signal.SIGKILL))\n"
         "print(child.pid, flush=True)\n"
         "time.sleep(60)\n"

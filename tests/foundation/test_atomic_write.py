@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from components.atomic_write import write_json_atomically, write_text_atomically
+from foundation.atomic_write import write_json_atomically, write_text_atomically
 
 
 def test_replaces_the_file_and_leaves_no_temporary(tmp_path):

@@ -1,0 +1,14 @@
+"""The floor under every other adrank package: what the steps (`components`, `pipelines`) and the commands and the
+local engine (`ops`, `ops.spec_executor`) both need, with no idea of either.
+
+    atomic_write         a small file replaced in one step (temporary file, fsync, `os.replace`)
+    process_supervision  process groups and the parent-death signal: nothing a process starts outlives it
+    log_lines            a log record as one JSON line (what a step writes, what the engine reads back) and the
+                         level a step logs at (`ADRANK_LOG_LEVEL`)
+    utc_time             RFC 3339 UTC to the second (`2026-01-04T00:00:00Z`)
+    gcs_mount            where a `gs://` URI lies inside a pipeline container (`/gcs/`, or the directory the local
+                         engine names in `ADRANK_SPEC_GCS_ROOT`)
+
+It imports the standard library only (tests/test_import_graph.py), so the engine can stand on it without importing
+any step's code.
+"""
