@@ -15,8 +15,8 @@ Every error is a JSON `{"error": "<one line>"}`. Limits (`ServingLimits`, from t
 ADRANK_MAX_BODY_BYTES (10 MiB) is answered 413 before it is read; more than ADRANK_MAX_INSTANCES instances, 413;
 a POST without Content-Length, 411; a Content-Length that is not one non-negative integer, or a chunked body,
 400 / 411; a client that has not sent its request line and headers within ADRANK_READ_TIMEOUT_SECONDS in total (a
-per-connection deadline, so a trickle of header bytes cannot hold a thread), or then its body within as long, 408;
-more than ADRANK_MAX_CONNECTIONS connections at once, 503 with Retry-After, so threads and memory stay bounded,
+per-request deadline, so a trickle of header bytes cannot hold a connection), or then its body within as long, 408;
+more than ADRANK_MAX_CONNECTIONS connections at once, 503 with Retry-After, so connections and memory stay bounded,
 except that health comes first: a few connections over the limit (`TRIAGE_CONNECTIONS`) are read for their
 request line for at most `TRIAGE_SECONDS`, and a GET of the health route is answered. A request line that is not
 `METHOD /path HTTP/x.y` is a 400. A body that is not JSON, nests deeper than `request.MAX_JSON_DEPTH`, or has a
@@ -193,7 +193,7 @@ class BoundedProtocol(H11Protocol):
     admitted: set
     triage: set
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._head_timer: asyncio.TimerHandle | None = None
         self._head = bytearray()  # what has arrived of the request head so far (for the 400's message)
