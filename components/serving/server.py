@@ -186,7 +186,8 @@ def _raw_answer(transport: asyncio.BaseTransport, status: HTTPStatus, payload: d
 class BoundedProtocol(H11Protocol):
     """uvicorn's h11 protocol with what uvicorn has no setting for: the request line and headers within one deadline
     (408), a JSON 400 naming what h11 could not parse, and at most `limits.max_connections` connections admitted to
-    the app (`make_server` binds a subclass to its app and limits)."""
+    the app at once, counted from a connection's opening (or its next request's first bytes) to its answer
+    (`make_server` binds a subclass to its app and limits)."""
 
     app_: PredictionApp
     limits: ServingLimits
@@ -218,6 +219,13 @@ class BoundedProtocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         waiting_for_head = self.cycle is None or self.cycle.response_complete
+        if waiting_for_head and not self._over_limit and self not in self.admitted:
+            # a kept-alive connection's next request takes a slot again (it gave its slot back when answered)
+            if len(self.admitted) >= self.limits.max_connections:
+                _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
+                _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+                return
+            self.admitted.add(self)
         if waiting_for_head:
             if self._head_timer is None:  # the next request on a kept-alive connection: its head has a deadline too
                 self._arm_head_deadline()
@@ -227,6 +235,12 @@ class BoundedProtocol(H11Protocol):
         if self.cycle is not cycle:  # a request line and headers were parsed
             self._cancel_head_deadline()
             self._head.clear()
+
+    def on_response_complete(self) -> None:
+        """An answered connection gives its slot back: kept alive and idle it holds no request (uvicorn closes it after
+        the keep-alive timeout), and a client that has closed it must not hold a slot until its close is read."""
+        self.admitted.discard(self)
+        super().on_response_complete()
 
     def _arm_head_deadline(self) -> None:
         seconds = self.limits.read_timeout_seconds
