@@ -60,6 +60,7 @@ from components.preprocess.options import beam_pipeline_args
 from components.preprocess.run import preprocess
 from configs import load_config
 from configs.slices import PreprocessStepConfig
+from foundation.process_table import resident_bytes
 
 WIDE_DAYS = ("2026-03-07", "2026-03-08", "2026-03-09")
 SYNTHETIC = ["logs.synthetic.days=4", "logs.synthetic.users=50000", "logs.synthetic.ads=5000",
@@ -143,32 +144,6 @@ def wide_features(args, workdir: Path) -> None:
     print(f"vocabulary / hash time: {seconds['vocabulary'] / seconds['hash']:.2f}  (goal <= 2.00)")
 
 
-def tree_rss(root: int) -> tuple[int, int]:
-    """(resident bytes summed over `root` and all its descendants, number of processes) from /proc: DirectRunner's
-    multi_processing mode starts its SDK workers as child processes, so the step's own RSS is not its cost."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:  # exited while we looked
-            continue
-        parent = int(stat[stat.rindex(")") + 2:].split()[1])
-        parents.setdefault(parent, []).append(int(entry))
-    total, count, todo = 0, 0, [root]
-    while todo:
-        pid = todo.pop()
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_BYTES
-            count += 1
-        except OSError:
-            pass
-        todo += parents.get(pid, [])
-    return total, count
-
-
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 # Preprocess stages, in flow order, and the labels of run.py's graph (under `PreprocessLogs/`, first two levels)
 # that belong to each, in this version and the instance-dict one before it (a transform matching none is "other"
@@ -299,7 +274,7 @@ def run_point(kind: str, size: int, width: int, timeout: float, max_rss_mib: flo
                     os.killpg(child.pid, signal.SIGKILL)
                     child.wait()
                     return f"> {timeout:.0f} s, stopped (peak RSS so far {peak / 2**20:,.0f} MiB)"
-                rss, count = tree_rss(child.pid)
+                rss, count = resident_bytes(child.pid, descendants=True)
                 peak, processes = max(peak, rss), max(processes, count)
                 if rss > max_rss_mib * 2**20:
                     os.killpg(child.pid, signal.SIGKILL)
@@ -433,7 +408,7 @@ def running_modes(args, workdir: Path) -> None:
                                      start_new_session=True, env=env, text=True)
             peak = 0
             while child.poll() is None:
-                peak = max(peak, tree_rss(child.pid)[0])
+                peak = max(peak, resident_bytes(child.pid, descendants=True)[0])
                 time.sleep(0.5)
             figures = json.loads([line for line in child.stdout.read().splitlines() if line.startswith("{")][-1])
         print(f"{mode:17s} ({workers} worker{'s' if workers > 1 else ''}): step {figures['seconds']:6.1f} s, "

@@ -8,7 +8,8 @@ local engine (`ops`, `ops.spec_executor`) both need, with no idea of either.
     utc_time             RFC 3339 UTC to the second (`2026-01-04T00:00:00Z`)
     gcs_mount            where a `gs://` URI lies inside a pipeline container (`/gcs/`, or the directory the local
                          engine names in `ADRANK_SPEC_GCS_ROOT`)
+    process_table        a process's start time, state and resident memory (psutil)
 
-It imports the standard library only (tests/test_import_graph.py), so the engine can stand on it without importing
-any step's code.
+It imports nothing of adrank's (tests/test_import_graph.py) and nothing outside the standard library but psutil, so
+the engine can stand on it without importing any step's code.
 """

@@ -15,8 +15,8 @@ Every error is a JSON `{"error": "<one line>"}`. Limits (`ServingLimits`, from t
 ADRANK_MAX_BODY_BYTES (10 MiB) is answered 413 before it is read; more than ADRANK_MAX_INSTANCES instances, 413;
 a POST without Content-Length, 411; a Content-Length that is not one non-negative integer, or a chunked body,
 400 / 411; a client that has not sent its request line and headers within ADRANK_READ_TIMEOUT_SECONDS in total (a
-per-connection deadline, so a trickle of header bytes cannot hold a thread), or then its body within as long, 408;
-more than ADRANK_MAX_CONNECTIONS connections at once, 503 with Retry-After, so threads and memory stay bounded,
+per-request deadline, so a trickle of header bytes cannot hold a connection), or then its body within as long, 408;
+more than ADRANK_MAX_CONNECTIONS connections at once, 503 with Retry-After, so connections and memory stay bounded,
 except that health comes first: a few connections over the limit (`TRIAGE_CONNECTIONS`) are read for their
 request line for at most `TRIAGE_SECONDS`, and a GET of the health route is answered. A request line that is not
 `METHOD /path HTTP/x.y` is a 400. A body that is not JSON, nests deeper than `request.MAX_JSON_DEPTH`, or has a
@@ -24,20 +24,32 @@ missing, unknown or wrongly typed field is a 400 naming the field; instances are
 the signature's parse spec before the model runs (`signature`): a wrong type is a 400 naming the feature and the
 type it needs. Another path is a 404; a method the route does not take, a 405 with `Allow`.
 
+The HTTP stack is uvicorn (its h11 protocol) with this module's ASGI app: uvicorn parses and frames HTTP, this
+module adds what uvicorn has no setting for (the header deadline, the JSON 400 for a request h11 cannot parse, the
+connection limit with health first) in a subclass of its protocol, and the routes and body limits in the app.
+docs/serving.md has the load benchmark's figures against the `http.server` server it replaced and why this stack.
+
 The server logs records (one per request, its start, why it cannot start) as JSON lines on stderr
 (`components.step_logging`), which Vertex's logging reads as structured entries with their severity.
 """
 
 from __future__ import annotations
 
+import asyncio
+import http.client
+import io
 import json
 import logging
 import socket
 import sys
 import threading
-import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from components.serving.predictor import Predictor
 from components.serving.request import BadRequest, check_body_size, content_length, serialized_examples
@@ -50,292 +62,282 @@ log = logging.getLogger(__name__)
 # Connections over ADRANK_MAX_CONNECTIONS read for a health check, and how long each may take to send its request.
 TRIAGE_CONNECTIONS = 8
 TRIAGE_SECONDS = 1.0
+BUSY = "the server is at its connection limit (ADRANK_MAX_CONNECTIONS); retry"
+# The most a request line and its headers may take (h11 answers 431 over it): http.server's was 100 headers.
+MAX_HEAD_BYTES = 64 * 1024
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class _SlowClient(Exception):
-    """The client did not send its request within the read timeout."""
+def _log_request(method: str, path: str, status: int) -> None:
+    method, path = method or "-", path[:200] or "-"
+    log.info(f"{method} {path} {status}", extra=fields(method=method, path=path, status=str(status)))
 
 
-class _HeaderDeadline:
-    """The handler's `rfile`: the request line and headers of one request must all arrive before one deadline
-    (`start` sets it), however the client spaces its bytes; the body (`read1`) is read as the buffered reader does,
-    under the body's own deadline (`_read_body`)."""
-
-    def __init__(self, rfile, connection: socket.socket, seconds: float):
-        self._rfile, self._connection, self._seconds = rfile, connection, seconds
-        self._deadline = time.monotonic() + seconds
-        self.expired = False
-
-    def start(self) -> None:
-        self._deadline, self.expired = time.monotonic() + self._seconds, False
-
-    def readline(self, limit: int = -1) -> bytes:
-        line = bytearray()
-        while limit < 0 or len(line) < limit:
-            left = self._deadline - time.monotonic()
-            if left <= 0:
-                self.expired = True
-                raise TimeoutError("the request line and headers did not arrive in time")
-            self._connection.settimeout(left)
-            try:
-                buffered = self._rfile.peek(1)  # at most one read from the socket
-            except TimeoutError:
-                self.expired = True
-                raise
-            if not buffered:
-                break
-            end = buffered.find(b"\n")
-            take = len(buffered) if end < 0 else end + 1
-            if limit >= 0:
-                take = min(take, limit - len(line))
-            line += self._rfile.read(take)  # from the buffer
-            if line.endswith(b"\n"):
-                break
-        return bytes(line)
-
-    def __getattr__(self, name):
-        return getattr(self._rfile, name)
+def _json_answer(status: int, payload: dict, headers: dict[str, str] | None = None) -> tuple[int, list, bytes]:
+    body = json.dumps(payload).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    head += [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    return status, head, body
 
 
-class BoundedHTTPServer(ThreadingHTTPServer):
-    """One thread per connection, at most `limits.max_connections` at once; above that a connection is answered
-    503 at once, from the accepting thread, and closed."""
+class PredictionApp:
+    """The ASGI app: GET of the health route, POST of the predict route; every answer JSON, an error closing the
+    connection (a body the app did not read cannot be followed by another request)."""
 
-    daemon_threads = True
-    request_queue_size = 128
+    def __init__(self, predictor: Predictor, predict_route: str, health_route: str, limits: ServingLimits):
+        self.predictor, self.predict_route, self.health_route, self.limits = (
+            predictor, predict_route, health_route, limits)
+        self.health = {"status": "ready"}  # where the model lies is the operator's to know (the start-up record)
+        # the model calls (and the JSON work around them) run here, off the event loop; the rest wait in its queue
+        self.executor = ThreadPoolExecutor(limits.max_concurrent_predictions, thread_name_prefix="adrank-predict")
 
-    def __init__(self, address, handler, limits: ServingLimits, health_route: str = "", health: dict | None = None):
-        self.limits = limits
-        self._slots = threading.BoundedSemaphore(limits.max_connections)
-        self._triage_slots = threading.BoundedSemaphore(TRIAGE_CONNECTIONS)
-        self._health_route, self._health = health_route.encode("latin-1", "replace"), health or {}
-        self.rejected_connections = 0
-        super().__init__(address, handler)
-
-    def process_request(self, request, client_address):
-        if not self._slots.acquire(blocking=False):
-            self.rejected_connections += 1
-            if self._health_route and self._triage_slots.acquire(blocking=False):
-                threading.Thread(target=self._triage, args=(request,), name="adrank-health-triage",
-                                 daemon=True).start()
-                return
-            _reject_busy(request)
-            self.shutdown_request(request)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
             return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
+        status, headers, body = await self._answer(scope, receive)
+        if status != HTTPStatus.OK:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        _log_request(scope["method"], scope["path"], status)
 
-    def process_request_thread(self, request, client_address):
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request, client_address) -> None:
-        """A client that went away mid-request (reset, broken pipe) is one log line, not a traceback per request."""
-        error = sys.exc_info()[1]
-        if isinstance(error, OSError):
-            log.warning(f"connection from {client_address[0]} ended: {type(error).__name__}")
-        else:
-            super().handle_error(request, client_address)
-
-    def _triage(self, request: socket.socket) -> None:
-        """A connection over the limit: answered as health when it is a GET of the health route that arrives within
-        `TRIAGE_SECONDS`, else 503 like any connection over the limit."""
-        try:
-            head = _request_head(request, min(TRIAGE_SECONDS, self.limits.read_timeout_seconds))
-            words = head.split(b"\r\n", 1)[0].split()
-            if len(words) == 3 and words[0] == b"GET" and words[1] == self._health_route:
-                body = json.dumps(self._health).encode()
-                request.sendall(("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                                 f"{len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
-            else:
-                _reject_busy(request)
-        except OSError:
-            pass
-        finally:
-            self.shutdown_request(request)
-            self._triage_slots.release()
-
-
-def _request_head(request: socket.socket, seconds: float, most: int = 8192) -> bytes:
-    """What the client sends of its request line and headers within `seconds` (at most `most` bytes)."""
-    deadline, head = time.monotonic() + seconds, b""
-    while b"\r\n\r\n" not in head and len(head) < most:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        request.settimeout(left)
-        try:
-            chunk = request.recv(most - len(head))
-        except TimeoutError:
-            break
-        if not chunk:
-            break
-        head += chunk
-    return head
-
-
-def _reject_busy(request: socket.socket) -> None:
-    body = json.dumps({"error": "the server is at its connection limit (ADRANK_MAX_CONNECTIONS); retry"}).encode()
-    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
-            "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
-    try:
-        request.settimeout(1.0)
-        request.sendall(head + body)
-    except OSError:
-        pass
-
-
-class PredictionHandler(BaseHTTPRequestHandler):
-    """One connection of the prediction server: the health route (GET) and the predict route (POST), every answer
-    JSON, every read under the limits' deadlines. `make_server` binds a subclass to its predictor, routes and
-    limits."""
-
-    predictor: Predictor
-    predict_route: str
-    health_route: str
-    health: dict[str, str]
-    limits: ServingLimits
-    default_request_version = "HTTP/1.0"  # an error before the version is known still gets a status line
-    _answered = False
-
-    def setup(self) -> None:
-        super().setup()
-        self._head = _HeaderDeadline(self.rfile, self.connection, self.limits.read_timeout_seconds)
-        self.rfile = self._head  # type: ignore[assignment]  # reads as the buffered reader does
-
-    def handle_one_request(self) -> None:
-        """One request; its line and headers within the read timeout in total, else 408 and the connection
-        closed."""
-        self._head.start()
-        self._answered = False
-        # what the status line and the request's log record read, before a request line is parsed (one that never
-        # completes is still answered 408 and logged)
-        self.command, self.path, self.requestline = "", "", ""
-        self.request_version = self.default_request_version
-        super().handle_one_request()  # a TimeoutError reading the head closes the connection
-        if self._head.expired and not self._answered:
-            self.close_connection = True
-            try:
-                self._answer(HTTPStatus.REQUEST_TIMEOUT, {
-                    "error": f"the request line and headers did not arrive within "
-                             f"{self.limits.read_timeout_seconds:g} s (ADRANK_READ_TIMEOUT_SECONDS)"}, close=True)
-            except OSError:
-                pass
-
-    def parse_request(self) -> bool:
-        """`METHOD /path HTTP/x.y`, or a 400 naming what came instead (http.server itself would read a blank
-        line as no request and two words as HTTP/0.9)."""
-        line = str(getattr(self, "raw_requestline", b""), "iso-8859-1").rstrip("\r\n")
-        if len(line.split()) != 3:
-            self.command, self.path, self.requestline = "", "", line
-            self.request_version = self.default_request_version
-            self.close_connection = True
-            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed request line {line[:80]!r}: expected "
-                                                    "'METHOD /path HTTP/1.1'")
-            return False
-        return super().parse_request()
-
-    def _answer(self, status: HTTPStatus, payload: dict, close: bool = False,
-                headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload).encode()
-        self._answered = True
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        if close:
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self.end_headers()
-        if self.command != "HEAD":  # a HEAD answer has headers only
-            self.wfile.write(body)
-
-    def send_error(self, code, message=None, explain=None):
-        """http.server's own errors (bad request line, oversized header, unknown method) as JSON, connection
-        closed."""
-        self._answer(HTTPStatus(code), {"error": message or HTTPStatus(code).phrase}, close=True)
-
-    def _route(self) -> None:
-        """The health route takes GET, the predict route POST; another path is a 404, another method a 405.
-        Errors close the connection: a body the handler did not read cannot be followed by another request."""
-        self.connection.settimeout(self.limits.read_timeout_seconds)  # the head's deadline is over: each read again
-        methods = sorted(method for method, route in (("GET", self.health_route), ("POST", self.predict_route))
-                         if route == self.path)
+    async def _answer(self, scope: Scope, receive: Receive) -> tuple[int, list, bytes]:
+        method, path = scope["method"], scope["path"]
+        methods = sorted(verb for verb, route in (("GET", self.health_route), ("POST", self.predict_route))
+                         if route == path)
         if not methods:
-            self._answer(HTTPStatus.NOT_FOUND, {"error": f"no route {self.path[:200]}; predict: POST "
-                                                         f"{self.predict_route}, health: GET {self.health_route}"},
-                         close=True)
-        elif self.command not in methods:
-            self._answer(HTTPStatus.METHOD_NOT_ALLOWED,
-                         {"error": f"{self.command} {self.path} is not served; use {' or '.join(methods)}"},
-                         close=True, headers={"Allow": ", ".join(methods)})
-        elif self.command == "GET":
-            self._answer(HTTPStatus.OK, self.health)
-        else:
-            self._predict()
-
-    # http.server calls do_<METHOD>; a method named nowhere here is its own 501
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _route  # noqa: N815
-
-    def _predict(self) -> None:
+            return _json_answer(HTTPStatus.NOT_FOUND, {"error": f"no route {path[:200]}; predict: POST "
+                                                                f"{self.predict_route}, health: GET {self.health_route}"})
+        if method not in methods:
+            return _json_answer(HTTPStatus.METHOD_NOT_ALLOWED,
+                                {"error": f"{method} {path} is not served; use {' or '.join(methods)}"},
+                                {"Allow": ", ".join(methods)})
+        if method == "GET":
+            return _json_answer(HTTPStatus.OK, self.health)
         try:
-            length = content_length(self.headers)
+            length = content_length(_headers(scope))
             check_body_size(length, self.limits.max_body_bytes)
-            body = self._read_body(length)
+            body = await asyncio.wait_for(_read_body(receive, length), self.limits.read_timeout_seconds)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, self._predict, body)
+        except BadRequest as error:
+            return _json_answer(error.status, {"error": str(error)})
+        except TimeoutError:
+            return _json_answer(HTTPStatus.REQUEST_TIMEOUT, {
+                "error": f"the request body did not arrive within {self.limits.read_timeout_seconds:g} s "
+                         "(ADRANK_READ_TIMEOUT_SECONDS)"})
+
+    def _predict(self, body: bytes) -> tuple[int, list, bytes]:
+        try:
             predictions = self.predictor.predict(serialized_examples(body, self.limits.max_instances))
         except BadRequest as error:
-            # the body was not (fully) read: the connection cannot carry another request
-            self._answer(error.status, {"error": str(error)}, close=True)
-            return
-        except _SlowClient:
-            self._answer(HTTPStatus.REQUEST_TIMEOUT, {
-                "error": f"the request body did not arrive within {self.limits.read_timeout_seconds:g} s "
-                         "(ADRANK_READ_TIMEOUT_SECONDS)"}, close=True)
-            return
-        self._answer(HTTPStatus.OK, {"predictions": predictions})
+            return _json_answer(error.status, {"error": str(error)})
+        return _json_answer(HTTPStatus.OK, {"predictions": predictions})
 
-    def _read_body(self, length: int) -> bytes:
-        """`length` bytes within the read timeout in total (not per read), so a trickle cannot hold a thread."""
-        deadline = time.monotonic() + self.limits.read_timeout_seconds
-        chunks, remaining = [], length
-        while remaining > 0:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _SlowClient()
-            self.connection.settimeout(left)
-            try:
-                chunk = self.rfile.read1(min(remaining, 1 << 16))
-            except (TimeoutError, socket.timeout):
-                raise _SlowClient() from None
-            if not chunk:
-                raise BadRequest(f"the body ended after {length - remaining} of {length} bytes (Content-Length)")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+    async def busy(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A connection over the limit: health is answered, anything else 503 with Retry-After."""
+        if scope["method"] == "GET" and scope["path"] == self.health_route:
+            status, headers, body = _json_answer(HTTPStatus.OK, self.health)
+        else:
+            status, headers, body = _json_answer(HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, {"Retry-After": "1"})
+        await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+        _log_request(scope["method"], scope["path"], status)
 
-    def log_message(self, format, *args):  # one INFO record per request
-        """Also for a request whose line could not be parsed (no command or path yet)."""
-        command, path = getattr(self, "command", None) or "-", getattr(self, "path", "")[:200] or "-"
-        status = args[1] if len(args) > 1 else ""
-        log.info(f"{command} {path} {status}", extra=fields(method=command, path=path, status=str(status)))
+
+def _headers(scope: Scope) -> http.client.HTTPMessage:
+    """The request's headers as `request.content_length` reads them (every value of a repeated header kept)."""
+    message = http.client.HTTPMessage()
+    for name, value in scope["headers"]:
+        message[name.decode("latin-1")] = value.decode("latin-1")
+    return message
+
+
+async def _read_body(receive: Receive, length: int) -> bytes:
+    chunks, received = [], 0
+    while received < length:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise BadRequest(f"the body ended after {received} of {length} bytes (Content-Length)")
+        chunks.append(message.get("body", b""))
+        received += len(chunks[-1])
+        if not message.get("more_body", False):
+            break
+    if received != length:
+        raise BadRequest(f"the body ended after {received} of {length} bytes (Content-Length)")
+    return b"".join(chunks)
+
+
+def _raw_answer(transport: asyncio.BaseTransport, status: HTTPStatus, payload: dict,
+                extra: str = "") -> None:
+    """An answer written straight to the connection, which is then closed: for a request that never became one
+    (its head late, unparseable, or over the connection limit), where h11 has no request to answer."""
+    if transport.is_closing():
+        return
+    body = json.dumps(payload).encode()
+    head = (f"HTTP/1.1 {status.value} {status.phrase}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n{extra}connection: close\r\n\r\n").encode()
+    transport.write(head + body)  # type: ignore[attr-defined]
+    transport.close()
+
+
+class BoundedProtocol(H11Protocol):
+    """uvicorn's h11 protocol with what uvicorn has no setting for: the request line and headers within one deadline
+    (408), a JSON 400 naming what h11 could not parse, and at most `limits.max_connections` connections admitted to
+    the app at once, counted from a connection's opening (or its next request's first bytes) to its answer
+    (`make_server` binds a subclass to its app and limits)."""
+
+    app_: PredictionApp
+    limits: ServingLimits
+    admitted: set
+    triage: set
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head = bytearray()  # what has arrived of the request head so far (for the 400's message)
+        self._over_limit = False
+        if len(self.admitted) < self.limits.max_connections:
+            self.admitted.add(self)
+            self._arm_head_deadline()
+        elif self.app_.health_route and len(self.triage) < TRIAGE_CONNECTIONS:
+            self._over_limit = True
+            self.triage.add(self)
+            self.app = self.app_.busy
+            self._arm_head_deadline()
+        else:
+            _raw_answer(transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
+            _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        self.admitted.discard(self)
+        self.triage.discard(self)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        waiting_for_head = self.cycle is None or self.cycle.response_complete
+        if waiting_for_head and not self._over_limit and self not in self.admitted:
+            # a kept-alive connection's next request takes a slot again (it gave its slot back when answered)
+            if len(self.admitted) >= self.limits.max_connections:
+                _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
+                _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+                return
+            self.admitted.add(self)
+        if waiting_for_head:
+            if self._head_timer is None:  # the next request on a kept-alive connection: its head has a deadline too
+                self._arm_head_deadline()
+            self._head += data[:MAX_HEAD_BYTES - len(self._head)]
+        cycle = self.cycle
+        super().data_received(data)
+        if self.cycle is not cycle:  # a request line and headers were parsed
+            self._cancel_head_deadline()
+            self._head.clear()
+
+    def on_response_complete(self) -> None:
+        """An answered connection gives its slot back: kept alive and idle it holds no request (uvicorn closes it after
+        the keep-alive timeout), and a client that has closed it must not hold a slot until its close is read."""
+        self.admitted.discard(self)
+        super().on_response_complete()
+
+    def _arm_head_deadline(self) -> None:
+        seconds = self.limits.read_timeout_seconds
+        if self._over_limit:
+            seconds = min(TRIAGE_SECONDS, seconds)
+        self._head_timer = self.loop.call_later(seconds, self._head_late)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self._over_limit:
+            _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
+            _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+            return
+        _raw_answer(self.transport, HTTPStatus.REQUEST_TIMEOUT, {
+            "error": f"the request line and headers did not arrive within {self.limits.read_timeout_seconds:g} s "
+                     "(ADRANK_READ_TIMEOUT_SECONDS)"})
+        _log_request("", "", HTTPStatus.REQUEST_TIMEOUT)
+
+    def send_400_response(self, msg: str) -> None:
+        """What h11 could not parse (uvicorn calls this from its `except h11.RemoteProtocolError`), as JSON."""
+        self._cancel_head_deadline()
+        error = sys.exc_info()[1]
+        status, message = _malformed(bytes(self._head), error, self.limits.max_body_bytes)
+        _raw_answer(self.transport, status, {"error": message})
+        _log_request("", "", status)
+
+
+def _malformed(head: bytes, error: BaseException | None, max_body_bytes: int) -> tuple[HTTPStatus, str]:
+    """Why a request head was refused: the Content-Length rules' own answer where that header is at fault (h11
+    refuses a malformed or huge one), else the request line and what h11 found."""
+    line, _, rest = head.partition(b"\n")
+    try:
+        headers = http.client.parse_headers(io.BytesIO(rest.split(b"\r\n\r\n")[0] + b"\r\n\r\n"))
+        if headers.get_all("Content-Length"):
+            check_body_size(content_length(headers), max_body_bytes)
+    except BadRequest as bad:
+        return bad.status, str(bad)
+    except (http.client.HTTPException, ValueError):
+        pass
+    text = line.decode("latin-1").rstrip("\r")
+    return (HTTPStatus(getattr(error, "error_status_hint", 400)),
+            f"malformed request {text[:80]!r} ({error or 'unparseable'}): expected 'METHOD /path HTTP/1.1' and headers")
+
+
+class PredictionServer:
+    """The listening socket (bound here, so a port in use fails at once) and the uvicorn server on it, with the
+    `serve_forever` / `shutdown` / `server_close` of a standard-library server."""
+
+    def __init__(self, app: PredictionApp, host: str, port: int, limits: ServingLimits):
+        self.app, self.limits = app, limits
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((host, port))
+            self.socket.listen(2048)
+        except OSError:
+            self.socket.close()
+            raise
+        self.server_address = self.socket.getsockname()[:2]
+        protocol = type("Protocol", (BoundedProtocol,), {"app_": app, "limits": limits, "admitted": set(),
+                                                         "triage": set()})
+        config = uvicorn.Config(app, http=protocol, ws="none", lifespan="off", loop="asyncio", log_config=None,
+                                access_log=False, server_header=False,
+                                h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+                                timeout_keep_alive=max(1, round(limits.read_timeout_seconds)),
+                                timeout_graceful_shutdown=max(1, round(limits.read_timeout_seconds)))
+        self._server = uvicorn.Server(config)
+        self._stopped = threading.Event()
+
+    def serve_forever(self) -> None:
+        """Serve until `shutdown` (or SIGTERM / SIGINT, when run from the main thread: Vertex stops a container so)."""
+        self._stopped.clear()
+        try:
+            self._server.run(sockets=[self.socket])
+        finally:
+            self.app.executor.shutdown(wait=False, cancel_futures=True)
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop serving (requests under way are finished) and wait until `serve_forever` has returned."""
+        self._server.should_exit = True
+        self._stopped.wait()
+
+    def server_close(self) -> None:
+        self.socket.close()
 
 
 def make_server(predictor: Predictor, port: int, predict_route: str, health_route: str,
-                host: str = "0.0.0.0", limits: ServingLimits = ServingLimits()) -> BoundedHTTPServer:
+                host: str = "0.0.0.0", limits: ServingLimits = ServingLimits()) -> PredictionServer:
     """The server on `host:port`, answering with `predictor`, bounded by `limits` (not yet serving)."""
-    health = {"status": "ready"}  # where the model lies is the operator's to know (the start-up record), no client's
-    handler = type("Handler", (PredictionHandler,), {
-        "predictor": predictor, "predict_route": predict_route, "health_route": health_route, "health": health,
-        "limits": limits,
-        "timeout": limits.read_timeout_seconds,  # each read; the request line and headers together: `_HeaderDeadline`
-    })
-    return BoundedHTTPServer((host, port), handler, limits, health_route=health_route, health=health)
+    return PredictionServer(PredictionApp(predictor, predict_route, health_route, limits), host, port, limits)
 
 
 def main() -> int:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from components.contracts.base import Contract
 from components.contracts.benchmark_summary import BenchmarkSummary
 from foundation.atomic_write import write_text_atomically
-from foundation.process_table import process_start_ticks, process_state
+from foundation.process_table import process_running, process_start_time
 
 RUN_FILE = "run.json"
 
@@ -109,8 +109,8 @@ class RunRecord(Contract):
             return False
         except PermissionError:
             pass  # exists, owned by another user
-        if process_state(self.pid) == "Z":
-            return False  # killed, not yet reaped by its parent
+        if not process_running(self.pid):
+            return False  # gone, or killed and not yet reaped by its parent
         return self.process_start is None or process_start(self.pid) in (None, self.process_start)
 
     def attach_summary(self, summary_path: Path) -> None:
@@ -137,6 +137,6 @@ def _record_error(path: Path, error: ValidationError) -> RunRecordError:
 
 
 def process_start(pid: int) -> str | None:
-    """The process's start time as a run record stores it (clock ticks since boot, as text); None off Linux."""
-    ticks = process_start_ticks(pid)
-    return None if ticks is None else str(ticks)
+    """The process's start time as a run record stores it (`process_table.process_start_time`, as text)."""
+    started = process_start_time(pid)
+    return None if started is None else repr(started)

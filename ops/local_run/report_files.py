@@ -9,8 +9,11 @@ import json
 import shutil
 from pathlib import Path
 
+from components.contracts.benchmark_summary import BenchmarkSummary
 from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
-from components.report.promotion_section import promotion_markdown, with_promotion_section
+from components.report.figure_files import saved_figures
+from components.report.html import render_html
+from components.report.promotion_section import promotion_markdown
 from ops.local_run.directories import JOBS_DIR, REPORT_FILES
 from ops.spec_executor.job_record import RUN_RECORD, SpecRun, TaskRecord
 
@@ -48,15 +51,18 @@ def last_job(run_dir: Path) -> SpecRun:
     fields = {k: v for k, v in data.items() if k in SpecRun.__dataclass_fields__ and k != "tasks"}
     return SpecRun(**fields, tasks=tasks)
 
+
 def attach_promotion(run_dir: Path, source: Path | None) -> None:
-    """The promotion step's decision beside the report (`promotion.json`), and its section in report.html/.md;
-    nothing when the run had no promotion step (`source` None)."""
+    """The promotion step's decision beside the report (`promotion.json`), and its section in report.html (the report
+    rendered again from summary.json and the figures beside it, with the section at its end) and report.md; nothing
+    when the run had no promotion step (`source` None)."""
     if source is None:
         return
     decision = PromotionDecision.read(source)
     decision.write(run_dir / DECISION_FILE)
     html_path, markdown_path = run_dir / REPORT_FILES["report_html"], run_dir / REPORT_FILES["report_markdown"]
-    html_path.write_text(with_promotion_section(html_path.read_text(), decision))
+    summary = BenchmarkSummary.read(run_dir / REPORT_FILES["summary_json"])
+    html_path.write_text(render_html(summary, saved_figures(run_dir), decision))
     markdown_path.write_text(markdown_path.read_text().rstrip("\n") + "\n\n" + promotion_markdown(decision))
 
 def _has_step(job: SpecRun, display_name: str) -> bool:

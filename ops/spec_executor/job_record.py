@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from foundation.atomic_write import write_json_atomically
-from foundation.process_table import process_start_ticks
+from foundation.process_table import process_start_time
 
 RUN_RECORD = "spec_run.json"
 TaskState = Literal["running", "succeeded", "cached", "failed", "skipped", "not_triggered", "not_run", "checked",
@@ -53,7 +53,7 @@ class SpecRun:
     task_uuids: dict[str, str] = field(default_factory=dict)  # what {{$.pipeline_task_uuid}} was per task
     notifications: list[dict] = field(default_factory=list)  # what exit handlers' e-mail tasks would send
     executor_pid: int = field(default_factory=os.getpid)
-    executor_start_ticks: int | None = field(default_factory=lambda: process_start_ticks(os.getpid()))
+    executor_start_time: float | None = field(default_factory=lambda: process_start_time(os.getpid()))
     finished: bool = False
     interrupted: bool = False
 
@@ -83,8 +83,8 @@ def recorded_status(record: dict) -> str:
     status = record.get("status", "")
     if status != "running":
         return status
-    ticks = process_start_ticks(int(record.get("executor_pid", 0) or 0))
-    if ticks is None or (record.get("executor_start_ticks") is not None and ticks != record["executor_start_ticks"]):
+    started = process_start_time(int(record.get("executor_pid", 0) or 0))
+    if started is None or (record.get("executor_start_time") is not None and started != record["executor_start_time"]):
         return "interrupted"
     return "running"
 

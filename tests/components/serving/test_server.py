@@ -269,8 +269,9 @@ def test_health_keeps_answering_while_clients_trickle_their_headers(server):
         thread.join(10)
     assert health and set(health) == {200}, health
     assert len(ends) == trickling
-    assert all(answer[:12] in (b"HTTP/1.0 408", b"HTTP/1.1 503") for _, answer in ends), [a[:12] for _, a in ends]
-    assert any(answer.startswith(b"HTTP/1.0 408") for _, answer in ends)  # the ones holding a slot: cut off
+    statuses = [answer.split(b" ", 2)[1] if answer else b"" for _, answer in ends]
+    assert set(statuses) <= {b"408", b"503"}, [a[:12] for _, a in ends]
+    assert b"408" in statuses  # the ones holding a slot: cut off
     assert all(seconds < 1.8 for seconds, _ in ends), ends  # before their 2 s trickle was over
 
 
@@ -341,19 +342,20 @@ def test_a_wrong_path_is_404_and_a_wrong_method_405(server, method, path, status
     head, _, body = raw.partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
     assert int(lines[0].split()[1]) == status
+    headers = [line.lower() for line in lines[1:]]  # header names are case-insensitive
     error = json.loads(body)["error"]
     if allow is None:
         assert error.startswith(f"no route {path}; predict: POST /predict, health: GET /health")
-        assert not any(line.startswith("Allow:") for line in lines)
+        assert not any(line.startswith("allow:") for line in headers)
     else:
         assert error == f"{method} {path} is not served; use {allow}"
-        assert f"Allow: {allow}" in lines
+        assert f"allow: {allow.lower()}" in headers
 
 
 def test_head_is_answered_with_headers_only(server):
     raw = raw_answer(server, b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n")
     head, _, body = raw.partition(b"\r\n\r\n")
-    assert head.split()[1] == b"405" and b"Allow: GET" in head and body == b""
+    assert head.split()[1] == b"405" and b"allow: get" in head.lower() and body == b""
 
 
 def test_the_health_route_answers_ready_without_telling_where_the_model_lies(server, model_dir):
