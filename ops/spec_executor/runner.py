@@ -646,8 +646,7 @@ def _line(record: TaskRecord) -> str:
 
 def _end_processes_on_signals(processes: ProcessTable) -> dict:
     def stop(signum, frame):
-        processes.close()
-        raise SystemExit(128 + signum)
+        processes.stop_on_signal(signum)
 
     previous = {}
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
