@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.preprocess.options import beam_pipeline_args, compiled_beam_args, dataflow_job_name, with_run_job_name
+from components.preprocess.beam_options import (
+    beam_pipeline_args,
+    compiled_beam_args,
+    dataflow_job_name,
+    with_run_job_name,
+)
 from configs import config_hash, load_config
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
 from ops.cli import main
