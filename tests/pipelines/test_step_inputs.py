@@ -16,6 +16,7 @@ from components.preprocess.beam_options import (
 )
 from configs import config_hash, load_config
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
+from foundation.canonical_json import canonical_json
 from ops.cli import main
 from pipelines.steps import report_step
 
@@ -38,7 +39,7 @@ def _compiled_tasks(tmp_path: Path, *overrides: str) -> dict[str, dict]:
 
 
 def _inputs(task: dict) -> str:
-    return json.dumps(task["inputs"], sort_keys=True)
+    return canonical_json(task["inputs"])
 
 
 def test_a_report_change_leaves_preprocess_and_training_inputs_byte_identical(tmp_path):

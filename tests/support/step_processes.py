@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from foundation.process_table import process_running
 from ops.local_run.console import TASK_STARTED
 
 
@@ -18,11 +19,9 @@ def running_pids(*command_parts: str, groups: set[int] | None = None) -> list[in
     """Pids of the running processes (not zombies) whose command line holds every one of `command_parts` and, with
     `groups`, whose process group is one of them."""
     found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        if process.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
+    for process in psutil.process_iter(["cmdline"]):
         command = " ".join(process.info["cmdline"] or ())
-        if not all(part in command for part in command_parts):
+        if not all(part in command for part in command_parts) or not process_running(process.pid):
             continue
         try:
             if groups is not None and os.getpgid(process.pid) not in groups:
