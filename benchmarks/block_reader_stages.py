@@ -28,6 +28,7 @@ from input_pipeline import examples_for, write_examples
 from components.contracts.manifest import BLOCK_HEADER_BYTES
 from components.train import input as reader
 from components.train.input import packed_labels
+from components.train.run_clock import examples_rate
 
 
 def examples_per_second(data: tf.data.Dataset, seconds: float, per_call: int = 8) -> float:
@@ -45,7 +46,7 @@ def examples_per_second(data: tf.data.Dataset, seconds: float, per_call: int = 8
     examples, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
         examples += int(take(per_call))
-    return examples / (time.perf_counter() - started)
+    return examples_rate(examples, 1, time.perf_counter() - started) or 0.0  # examples counted: steps of one
 
 
 def stages(directory: Path, features: int, batch: int) -> dict[str, tf.data.Dataset]:

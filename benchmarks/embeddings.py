@@ -101,6 +101,7 @@ def bench_manifest(shape: dict):
 def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str | None, repeats: int = 2) -> dict:
     """One (point, model) in this process: the best examples/s of `repeats` runs of `steps` steps after a warm-up."""
     from components.train.loop import compiled_model
+    from components.train.run_clock import examples_rate
     from components.train.strategy import runtime_for
     from configs import load_config
     from configs.training import resolve_target
@@ -143,7 +144,7 @@ def run_point(point: str, model_name: str, steps: int, embedding_optimizer: str 
     for _ in range(repeats):  # best of `repeats`: the machine is shared, a slow repeat is someone else's load
         start = time.perf_counter()
         model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-        rates.append(steps * BATCH / (time.perf_counter() - start))
+        rates.append(examples_rate(steps, BATCH, time.perf_counter() - start) or 0.0)
     return {
         "point": point,
         "model": model_name,

@@ -59,6 +59,7 @@ from components.preprocess.block_format import (
     holdout_buckets,
 )
 from components.train.input import InputOptions, block_dataset, example_dataset
+from components.train.run_clock import examples_rate
 
 TASK = "engagement"
 LABEL = f"label_{TASK}"
@@ -160,7 +161,7 @@ def rate(data: tf.data.Dataset, batch: int, seconds: float, per_call: int = 8) -
     while time.perf_counter() - started < seconds:
         take(per_call)
         calls += 1
-    return calls * per_call * batch / (time.perf_counter() - started)
+    return examples_rate(calls * per_call, batch, time.perf_counter() - started) or 0.0
 
 
 def per_feature_ceiling(batches: list) -> tf.data.Dataset:
@@ -201,7 +202,7 @@ def trained_examples_per_second(model, data: tf.data.Dataset, steps: int, batch:
     the step and fills the reader's buffers; a second `fit` call would start a new iterator and fill them again)."""
     clock = _SecondEpochClock()
     model.fit(data, steps_per_epoch=steps, epochs=2, verbose=0, callbacks=[clock])
-    return steps * batch / clock.seconds
+    return examples_rate(steps, batch, clock.seconds) or 0.0
 
 
 def training_rates(directory: Path, manifest: Manifest, args) -> dict[str, float]:

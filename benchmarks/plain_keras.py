@@ -75,6 +75,7 @@ def fit_rate(examples: str, epochs: int, batch: int, embedding_dim: int, cross_l
     from components.contracts.manifest import Manifest
     from components.train.jax_lane.block_reader import BlockSplit
     from components.train.packed_batch import PackedLayout, label_columns
+    from components.train.run_clock import examples_rate
 
     manifest = Manifest.read(examples)
     ints, floats = BlockSplit(examples, manifest, "train").all_rows()
@@ -96,4 +97,4 @@ def fit_rate(examples: str, epochs: int, batch: int, embedding_dim: int, cross_l
 
     model.fit(features, labels, batch_size=batch, epochs=max(2, epochs), verbose=0, shuffle=True,
               callbacks=[EpochTimes()])
-    return float((len(ints) // batch) * batch / np.median(seconds[1:]))
+    return examples_rate(len(ints) // batch, batch, float(np.median(seconds[1:]))) or 0.0

@@ -56,7 +56,7 @@ import numpy as np
 
 from benchmarks.stage_timing import STAGE_TIMING_RUNNER, StageTimingDirectRunner, transform_msecs
 from components.logs.synthetic import generate_logs
-from components.preprocess.options import beam_pipeline_args
+from components.preprocess.beam_options import beam_pipeline_args
 from components.preprocess.run import preprocess
 from configs import load_config
 from configs.slices import PreprocessStepConfig

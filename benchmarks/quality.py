@@ -67,6 +67,7 @@ from components.train.training_run import train  # noqa: E402
 from configs import AdrankConfig, load_config  # noqa: E402
 from configs.features import history_features, model_inputs  # noqa: E402
 from configs.slices import PreprocessStepConfig, TrainStepConfig  # noqa: E402
+from foundation.canonical_json import canonical_json  # noqa: E402
 
 # data set → (CSV name, config, generator spec): the click-log stand-in (defaults), the same log with history features
 # over the ip, the ip-app and the app-channel pairs, and an install log shaped like the real one those features were
@@ -126,7 +127,7 @@ def cached_plain(examples: str, manifest: Manifest, config: AdrankConfig, seed: 
     """`train_plain`, kept next to the examples per (plain settings, seed, epochs): experiments that change
     adrank only train the plain model once."""
     settings = config.model_dump(mode="json", include={"model", "training"}) | {"seed": seed, "epochs": epochs}
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    digest = hashlib.sha256(canonical_json(settings).encode()).hexdigest()[:10]
     path = Path(examples).parent / f"plain-{digest}.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -230,7 +231,7 @@ def examples_shape(config: AdrankConfig) -> str:
     if not sections["split"]["history_burn_in_days"]:  # examples preprocessed before the field existed stay valid
         del sections["split"]["history_burn_in_days"]
     sections["model_inputs"] = [feature.model_dump(mode="json") for feature in model_inputs(config.features)]
-    return json.dumps(sections, sort_keys=True)
+    return canonical_json(sections)
 
 
 def describe(values: list[float]) -> str:

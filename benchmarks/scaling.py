@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # (not benchmarks/: its modules would shadow libraries' imports of the same names)
+
+from foundation.local_ports import LOOPBACK, free_local_ports  # noqa: E402 - the checkout is on sys.path from here
 
 LANES = ("tensorflow", "jax")
 
@@ -78,14 +79,7 @@ def result_of(process: subprocess.Popen) -> dict:
 
 def cluster_environments(processes: int) -> list[dict[str, str]]:
     """What Vertex sets in each replica of a job of `processes` replicas (pool 0 the chief, pool 1 the others)."""
-    ports = []
-    probes = [socket.socket() for _ in range(processes)]
-    for probe in probes:
-        probe.bind(("127.0.0.1", 0))
-        ports.append(probe.getsockname()[1])
-    for probe in probes:
-        probe.close()
-    addresses = [f"127.0.0.1:{port}" for port in ports]
+    addresses = [f"{LOOPBACK}:{port}" for port in free_local_ports(processes)]
     cluster = {"workerpool0": addresses[:1], **({"workerpool1": addresses[1:]} if processes > 1 else {})}
     tf_cluster = {"chief": addresses[:1], **({"worker": addresses[1:]} if processes > 1 else {})}
     environments = []

@@ -1,4 +1,5 @@
-"""Load a YAML config (or the embedded default), apply `--set dotted.key=value` overrides, validate once."""
+"""Load a YAML config (or the embedded default), apply `--set dotted.key=value` overrides, validate once; more
+overrides on a config already loaded (`with_overrides`) without reading its file again."""
 
 from __future__ import annotations
 
@@ -54,6 +55,18 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
     for override in overrides:
         apply_override(raw, override)
     return config_from_dict(raw, source=str(source))
+
+
+def with_overrides(config: AdrankConfig, overrides: Iterable[str], source: str = "<config>") -> AdrankConfig:
+    """`config` with more `--set` overrides, validated again (its file is not read again; the same config when there
+    are none). A `ConfigError` names `source` and each offending field, as `load_config`'s."""
+    overrides = list(overrides)
+    if not overrides:
+        return config
+    raw = config.model_dump(mode="json")
+    for override in overrides:
+        apply_override(raw, override)
+    return config_from_dict(raw, source=source)
 
 
 def resolve_log_paths(raw: dict[str, Any], config_dir: Path) -> None:

@@ -17,7 +17,7 @@ EXAMPLES_REASON = "a count of examples above 10^12 is a typo, not a log"
 
 
 class DataflowConfig(StrictModel):
-    """DataflowRunner options (see `components.preprocess.options.beam_pipeline_options`)."""
+    """DataflowRunner options (see `components.preprocess.beam_options.beam_pipeline_options`)."""
 
     project: str = Field(min_length=1)
     region: str = "us-central1"

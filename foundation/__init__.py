@@ -9,6 +9,8 @@ local engine (`ops`, `ops.spec_executor`) both need, with no idea of either.
     gcs_mount            where a `gs://` URI lies inside a pipeline container (`/gcs/`, or the directory the local
                          engine names in `ADRANK_SPEC_GCS_ROOT`)
     process_table        a process's start time, state and resident memory (psutil)
+    local_ports          free TCP ports on 127.0.0.1 for a cluster of processes started here
+    canonical_json       the one JSON text where equal values must give equal text (hashes, cache keys)
 
 It imports nothing of adrank's (tests/test_import_graph.py) and nothing outside the standard library but psutil, so
 the engine can stand on it without importing any step's code.

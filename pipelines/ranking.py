@@ -14,7 +14,7 @@ from typing import Literal
 
 from kfp import dsl
 
-from components.preprocess.options import compiled_beam_args
+from components.preprocess.beam_options import compiled_beam_args
 from configs import AdrankConfig
 from configs.report import ReportConfig, SkippedTarget
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig

@@ -73,14 +73,14 @@ def run_preprocess(preprocess_config_json: str, logs_path, examples, window_end:
     window_end: where the window ends (RFC 3339): the day `adrank retrain` replays locally, the time `adrank submit`
     submitted on Vertex; "" on a scheduled run. scheduled_time: the run's scheduled time on Vertex
     (`{{$.pipeline_job_schedule_time_utc}}`), "" locally. `run_window_end` picks one.
-    beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.options.
+    beam_args_json: the Beam/Dataflow argv compiled into the DAG (components.preprocess.beam_options.
     beam_pipeline_args(config)); "" builds the same options from the config at run time. On Dataflow the job name
     gets a suffix made when the step starts (`launch_suffix`), so two runs never share one.
     gcp_resources_path: the step's `gcp_resources` output file (components.preprocess.dataflow_job).
     """
     import json
 
-    from components.preprocess.options import launch_suffix, run_window_end, with_run_job_name
+    from components.preprocess.beam_options import launch_suffix, run_window_end, with_run_job_name
     from components.preprocess.run import preprocess
     from configs.slices import PreprocessStepConfig
 

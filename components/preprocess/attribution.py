@@ -19,7 +19,6 @@ columns once, for the rows they keep (`_take`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
@@ -39,6 +38,7 @@ from components.preprocess.parse import DEAD_LETTER, IMPRESSION_ID, TIMESTAMP_MS
 from components.preprocess.partitions import partition_parts
 from components.preprocess.time_range import PlausibleRange
 from configs.logs import EVENT_TYPE
+from foundation.canonical_json import canonical_json
 
 COUNTERS = "counters"
 SIDED_BATCH = typehints.Tuple[int, typehints.Tuple[str, pa.RecordBatch]]  # (partition, (stream, batch))
@@ -58,6 +58,12 @@ def label_key(task_name: str) -> str:
     return f"label_{task_name}"
 
 
+def tie_order(record: dict) -> str:
+    """What orders impressions of one id at the same time: the record as canonical JSON (dates as text), the smallest
+    first, so the one kept does not depend on the order the logs were read in."""
+    return canonical_json(record, default=str)
+
+
 def attribute(impressions: list[dict], events: list[dict], tasks: tuple[EventTask, ...],
               window: LogWindow = LogWindow()) -> tuple[dict | None, dict[str, int]]:
     """The labelled example of one impression id (None when there is none to keep) and what to count."""
@@ -67,7 +73,7 @@ def attribute(impressions: list[dict], events: list[dict], tasks: tuple[EventTas
         return None, counts
     if len(impressions) > 1:
         counts["duplicate_impressions"] = len(impressions) - 1
-    impression = min(impressions, key=lambda r: (r[TIMESTAMP_MS], json.dumps(r, sort_keys=True, default=str)))
+    impression = min(impressions, key=lambda r: (r[TIMESTAMP_MS], tie_order(r)))
     if not window.contains(impression[TIMESTAMP_MS]):
         counts["impressions_outside_window"] = 1
         counts["engagements_of_impressions_outside_window"] = len(events)
@@ -128,13 +134,13 @@ def _earliest_per_id(impressions: Rows, features: Sequence[FeatureField]) -> tup
     duplicates = len(order) - len(kept)
     if duplicates:
         counts["duplicate_impressions"] = duplicates
-        # several rows at a code's earliest time: the smallest JSON record wins, as in `attribute`
+        # several rows at a code's earliest time: the first in `tie_order` wins, as in `attribute`
         earliest = times[kept][codes[order]] == times[order]
         tied = np.bincount(codes[order][earliest], minlength=len(kept))
         for code in np.flatnonzero(tied > 1).tolist():
             rows = order[(codes[order] == code) & earliest].tolist()
             dicts = record_dicts(_take(impressions, np.asarray(rows, np.int64)), range(len(rows)), features)
-            kept[code] = rows[min(range(len(rows)), key=lambda i: json.dumps(dicts[i], sort_keys=True, default=str))]
+            kept[code] = rows[min(range(len(rows)), key=lambda i: tie_order(dicts[i]))]
     return kept, codes, counts
 
 

@@ -63,6 +63,7 @@ from components.preprocess.attribution import (
     label_key,
 )
 from components.preprocess.batch_parse import ChunkParser
+from components.preprocess.beam_options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.block_format import block_layout
 from components.preprocess.counters import WriteCounters, read_counters
 from components.preprocess.dataflow_job import watch_job
@@ -73,7 +74,6 @@ from components.preprocess.input_columns import (
     logged_features,
 )
 from components.preprocess.manifest_markdown import manifest_markdown
-from components.preprocess.options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.parse import (
     EngagementParser,
     FeatureField,

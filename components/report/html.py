@@ -18,9 +18,7 @@ from components.report.figure_files import ReportFigure
 from components.report.findings import findings
 from components.report.html_page import render_page, trusted_html
 from components.report.promotion_section import promotion_context
-from components.report.scaling import scaling_table
-from components.report.sections import REPORT_SECTIONS
-from components.report.table import (
+from components.report.report_tables import (
     eval_curve_table,
     per_run_table,
     per_target_table,
@@ -28,6 +26,8 @@ from components.report.table import (
     statistics_table,
     time_split_table,
 )
+from components.report.scaling import scaling_table
+from components.report.sections import REPORT_SECTIONS
 
 
 def render_html(summary: BenchmarkSummary, figures: Sequence[ReportFigure] = (),

@@ -9,9 +9,7 @@ from components.display_tables import Table, markdown_table
 from components.report.calibration_finding import reliability_table
 from components.report.figure_files import ReportFigure
 from components.report.findings import findings
-from components.report.scaling import scaling_table
-from components.report.sections import REPORT_SECTIONS
-from components.report.table import (
+from components.report.report_tables import (
     eval_curve_table,
     per_run_table,
     per_target_table,
@@ -19,6 +17,8 @@ from components.report.table import (
     statistics_table,
     time_split_table,
 )
+from components.report.scaling import scaling_table
+from components.report.sections import REPORT_SECTIONS
 
 
 def render_markdown(summary: BenchmarkSummary, figures: Sequence[ReportFigure] = ()) -> str:

@@ -29,34 +29,21 @@ import sys
 import time
 from pathlib import Path
 
+from foundation.local_ports import LOOPBACK, free_local_ports
 from foundation.process_supervision import die_with_parent, signal_process_group
 
 log = logging.getLogger(__name__)
 
 SERVER_START_TIMEOUT_S = 600.0  # a TensorFlow import per server; slow on a busy 2-core machine
-HOST = "127.0.0.1"
+HOST = LOOPBACK
 
 
 class ClusterStartError(RuntimeError):
     """A server of the local parameter-server cluster exited or did not listen in time."""
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports the kernel says are free now (all held open together, so none repeats)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind((HOST, 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def cluster_spec(workers: int, parameter_servers: int) -> dict[str, list[str]]:
-    ports = free_ports(1 + workers + parameter_servers)
+    ports = free_local_ports(1 + workers + parameter_servers)
     return {
         "chief": [f"{HOST}:{ports[0]}"],
         "worker": [f"{HOST}:{port}" for port in ports[1 : 1 + workers]],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from configs import AdrankConfig, load_config
+from configs import AdrankConfig, load_config, with_overrides
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -53,9 +53,11 @@ def config_from_args(args: argparse.Namespace) -> AdrankConfig:
 
 
 def config_for_local_run(args: argparse.Namespace, default_runs_dir: str = "runs") -> AdrankConfig:
-    """The config of `adrank run`: with a `--runs-dir` other than the default, a registry left at its
-    default (`runs/registry`) moves to `<runs dir>/registry`, so runs and their registry stay together."""
+    """The config of `adrank run`, loaded once: with a `--runs-dir` other than the default, a registry left at its
+    default moves to `<runs dir>/registry` (`PromotionConfig.registry_overrides`), so runs and their registry stay
+    together."""
     config = config_from_args(args)
     runs_dir = Path(args.runs_dir)
-    moved = [] if runs_dir == Path(default_runs_dir) else config.promotion.registry_overrides(runs_dir / "registry")
-    return load_config(args.config, [*args.overrides, *moved]) if moved else config
+    if runs_dir == Path(default_runs_dir):
+        return config
+    return with_overrides(config, config.promotion.registry_overrides(runs_dir / "registry"), args.config or "--set")

@@ -66,10 +66,10 @@ def _retrain(args: argparse.Namespace) -> int:
             print(f"replay {series_dir.name}: resuming, {len(plan.window_ends)} days, registry "
                   f"{plan.config.promotion.local_registry}")
         else:
-            name = load_config(args.config, args.overrides).name
-            series_dir = create_replay_dir(runs_dir, args.replay_id, name)
+            config = load_config(args.config, args.overrides)
+            series_dir = create_replay_dir(runs_dir, args.replay_id, config.name)
             try:
-                plan = plan_replay(args.config, args.overrides, args.days, args.first_day, series_dir / "registry")
+                plan = plan_replay(config, args.days, args.first_day, series_dir / "registry")
             except BaseException:
                 series_dir.rmdir()
                 raise

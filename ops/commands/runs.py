@@ -47,7 +47,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.backend == "vertex":
         return _vertex(args, "list")
     from ops.errors import CommandError
-    from ops.local_run.history import RunNotFound, format_runs_table
+    from ops.local_run.past_runs import RunNotFound, format_runs_table
 
     try:
         print(format_runs_table(Path(args.runs_dir)))
@@ -59,7 +59,7 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     if args.backend == "vertex":
         return _vertex(args, "show")
-    from ops.local_run.history import format_run
+    from ops.local_run.past_runs import format_run
 
     print(format_run(_find(args.runs_dir, args.run)))
     return 0
@@ -67,7 +67,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from ops.errors import CommandError
-    from ops.local_run.history import RunNotFound, format_comparison
+    from ops.local_run.past_runs import RunNotFound, format_comparison
 
     try:
         print(format_comparison(_find(args.runs_dir, args.run_a), _find(args.runs_dir, args.run_b)))
@@ -90,7 +90,7 @@ def checked_run_id(run: str) -> str:
 def find_local_run(runs_dir: str | Path, run: str) -> Path:
     """The run directory for an id, unique prefix or 'latest', always inside `runs_dir`."""
     from ops.errors import CommandError
-    from ops.local_run.history import RunNotFound, find_run
+    from ops.local_run.past_runs import RunNotFound, find_run
 
     root = Path(runs_dir)
     if root.exists() and not root.is_dir():

@@ -8,7 +8,7 @@
     resume        `--resume`: whether a run may resume, its window, the checkpoints a training task continues from
     console       what the terminal and `pipeline.log` show while the engine runs
     report_files  the report's files and the promotion decision kept beside the record
-    history       `adrank runs list|show|compare`
+    past_runs     `adrank runs list|show|compare`: past runs listed, one shown, two side by side
     replay        `adrank retrain --days`: the retraining pipeline for consecutive days, each a local run
 
 Layout of a run directory:

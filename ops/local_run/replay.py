@@ -31,7 +31,7 @@ from components.contracts.promotion_decision import DECISION_FILE, PromotionDeci
 from components.contracts.run_summary import RunSummary
 from components.progress import progress_quiet
 from components.report.day_series import DaySeries, ReplayDay, write_reports
-from configs import AdrankConfig, config_hash, load_config
+from configs import AdrankConfig, config_hash, load_config, with_overrides
 from foundation.atomic_write import write_json_atomically
 from foundation.utc_time import format_utc_seconds
 from ops.local_run.directories import (
@@ -60,15 +60,13 @@ class ReplayPlan:
     note: str | None = None
 
 
-def plan_replay(config_file: str | None, overrides: list[str], days: int, first_window_end: dt.date | None,
-                registry: Path) -> ReplayPlan:
+def plan_replay(config: AdrankConfig, days: int, first_window_end: dt.date | None, registry: Path) -> ReplayPlan:
     """The config each day runs with, and each day's window end (midnight UTC).
 
     Synthetic logs: day 1's window ends `logs.lookback_days` after `logs.synthetic.start_date`, and the generator
     makes as many days as the replay reads (`logs.synthetic.days` grows if it is too short; the note says so).
     Own logs: `--first-day` is the first window end. `registry`: where the replay promotes, unless the config
-    names its own `promotion.local_registry`."""
-    config = load_config(config_file, overrides)
+    names its own `promotion.local_registry` (`PromotionConfig.registry_overrides`)."""
     config.retraining_target()  # ConfigError naming retraining.target when the config has no production target
     if days < 1:
         raise ReplayError(f"--days {days}: replay at least one day")
@@ -95,7 +93,7 @@ def plan_replay(config_file: str | None, overrides: list[str], days: int, first_
                           "YYYY-MM-DD)")
     else:
         first = first_window_end
-    config = load_config(config_file, [*overrides, *extra])
+    config = with_overrides(config, extra, "the replay's config")
     start = dt.datetime.combine(first, dt.time(), dt.timezone.utc)
     return ReplayPlan(config, [start + dt.timedelta(days=day) for day in range(days)], note)
 

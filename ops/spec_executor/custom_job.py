@@ -29,12 +29,12 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import socket
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foundation.local_ports import LOOPBACK, free_local_ports
 from ops.spec_executor import machines
 from ops.spec_executor.machines import local_gpu_count
 from ops.spec_executor.processes import ProcessTable, Started
@@ -130,16 +130,11 @@ class Replica:
         return f"workerpool{self.pool}-{self.index} ({self.tf_type} {self.index})"
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def cluster_replicas(pools: list[dict]) -> list[Replica]:
-    return [Replica(pool_index, replica, f"127.0.0.1:{free_port()}")
-            for pool_index, pool in enumerate(pools) if pool
-            for replica in range(int(pool.get("replica_count", 1)))]
+    slots = [(pool_index, replica) for pool_index, pool in enumerate(pools) if pool
+             for replica in range(int(pool.get("replica_count", 1)))]
+    ports = free_local_ports(len(slots))
+    return [Replica(pool_index, replica, f"{LOOPBACK}:{port}") for (pool_index, replica), port in zip(slots, ports)]
 
 
 def replica_environment(replica: Replica, replicas: list[Replica], job_spec: dict,

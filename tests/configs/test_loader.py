@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from configs import ConfigError, config_from_json, config_hash, config_to_json, load_config
+from configs import ConfigError, config_from_json, config_hash, config_to_json, load_config, with_overrides
 from configs.loader import embedded_config_path
 from configs.slices import TrainStepConfig
 from configs.training import effective_batch_size, resolve_target
@@ -102,3 +102,13 @@ def test_json_round_trip_is_canonical():
     assert config_from_json(text) == config
     assert config_hash(config) == config_hash(config_from_json(text))
     assert config_hash(load_config(overrides=["seed=8"])) != config_hash(config)
+
+
+@pytest.mark.parametrize("path", sorted((embedded_config_path().parent).glob("*.yaml"))
+                         + sorted((embedded_config_path().parent / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_overrides_on_a_loaded_config_equal_the_same_overrides_at_load(path):
+    overrides = ["promotion.local_registry=/srv/models", "seed=8"]
+    assert with_overrides(load_config(path), overrides) == load_config(path, overrides)
+    assert with_overrides(load_config(path), []) == load_config(path)
+    with pytest.raises(ConfigError, match=r"^the replay: invalid config: seed: "):
+        with_overrides(load_config(path), ["seed=-1"], "the replay")

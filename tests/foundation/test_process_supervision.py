@@ -6,23 +6,16 @@ import time
 from pathlib import Path
 
 from foundation.process_supervision import kill_process_group, signal_process_group
+from foundation.process_table import process_running
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _alive(pid: int) -> bool:
-    """Running, not a zombie nobody has reaped yet."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
+    while process_running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not process_running(pid)
 
 
 def test_a_group_ends_with_its_leader_and_everything_it_started():
@@ -49,7 +42,7 @@ def test_a_child_with_the_parent_death_signal_dies_when_its_parent_is_killed_out
                               env={**os.environ, "PYTHONPATH": str(REPO)})
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
-    assert _alive(child)
+    assert process_running(child)
     parent.send_signal(signal.SIGKILL)  # no finally runs in the parent: only the kernel can end the child
     parent.wait(timeout=10)
     parent.stdout.close()

@@ -8,7 +8,6 @@ relative and every weight to 1e-5 absolute."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from config_fixture import small_config, with_targets
 
 from components.train.trained_weights import TRAINED_WEIGHTS_DIR, TrainedWeights
 from configs.slices import TrainStepConfig
+from foundation.local_ports import free_local_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEPT = {"name": "cpu-jax", "kind": "cpu", "backend": "jax", "price_per_hour": 0.38, "scale": [1, 2],
@@ -58,9 +58,7 @@ def summary_of(process: subprocess.Popen) -> dict | None:
 
 
 def test_two_processes_train_the_model_one_process_trains_over_two_devices(blocks_dir, tmp_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    (port,) = free_local_ports(1)
     chief, other = (start(blocks_dir, tmp_path / "two-processes", cluster_spec(port, pool)) for pool in (0, 1))
     simulated = start(blocks_dir, tmp_path / "one-process", None)
     processes, alone, local = summary_of(chief), summary_of(other), summary_of(simulated)

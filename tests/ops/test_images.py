@@ -267,7 +267,7 @@ def test_the_tpu_lock_only_resolves_with_its_overrides():
 
 def test_the_example_runs_dataflow_on_the_cpu_image():
     """Only the cpu target has Beam's boot entrypoint, so it is the Dataflow worker image."""
-    from components.preprocess.options import beam_pipeline_args
+    from components.preprocess.beam_options import beam_pipeline_args
     from configs import load_config
 
     config = load_config(VERTEX_CONFIG)

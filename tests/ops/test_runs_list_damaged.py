@@ -9,7 +9,7 @@ import json
 import pytest
 
 from ops.cli import main
-from ops.local_run.history import format_run, list_runs
+from ops.local_run.past_runs import format_run, list_runs
 from ops.local_run.record import RunRecord, RunRecordError
 
 

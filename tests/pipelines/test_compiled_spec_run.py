@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from foundation.process_table import process_running
 from ops.cli import main
 from ops.spec_executor import custom_job, dataflow
 from ops.spec_executor.processes import ProcessTable
@@ -385,14 +386,6 @@ jobs.create_custom_job("projects/p/locations/l", {"display_name": "t", "job_spec
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in state
-
-
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
 def test_every_replica_dies_with_the_executor(tmp_path, signal_name):
     import os
@@ -409,13 +402,13 @@ def test_every_replica_dies_with_the_executor(tmp_path, signal_name):
         assert executor.poll() is None, "the executor ended before its replicas started"
         time.sleep(0.2)
     replicas = [int(p.name) for p in pids.iterdir()]
-    assert len(replicas) == 4 and all(_alive(pid) for pid in replicas)
+    assert len(replicas) == 4 and all(process_running(pid) for pid in replicas)
     executor.send_signal(getattr(signal, signal_name))
     executor.wait(timeout=60)
     deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in replicas) and time.monotonic() < deadline:
+    while any(process_running(pid) for pid in replicas) and time.monotonic() < deadline:
         time.sleep(0.2)
-    survivors = [pid for pid in replicas if _alive(pid)]
+    survivors = [pid for pid in replicas if process_running(pid)]
     for pid in survivors:  # leave nothing behind when the test fails
         os.kill(pid, signal.SIGKILL)
     assert not survivors, f"replicas outlived an executor ended by {signal_name}"

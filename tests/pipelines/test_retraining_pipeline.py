@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import yaml
 from google.protobuf import json_format
 
 from configs import load_config
+from foundation.canonical_json import canonical_json
 from ops.cli import main
 from pipelines.ranking import create_pipeline
 from tests.support.compiled_spec import spec_tasks
@@ -43,7 +43,7 @@ def _effective_inputs(spec: dict, task: dict) -> str:
     """The task's inputs and its component's input defaults (a CustomJob's worker pools, output directory, ...)."""
     component = spec["components"][task["componentRef"]["name"]]
     defaults = component.get("inputDefinitions", {}).get("parameters", {})
-    return json.dumps([task.get("inputs", {}), defaults], sort_keys=True)
+    return canonical_json([task.get("inputs", {}), defaults])
 
 
 def test_exactly_one_training_task_of_the_retraining_target(compiled):

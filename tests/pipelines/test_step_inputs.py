@@ -8,9 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.preprocess.options import beam_pipeline_args, compiled_beam_args, dataflow_job_name, with_run_job_name
+from components.preprocess.beam_options import (
+    beam_pipeline_args,
+    compiled_beam_args,
+    dataflow_job_name,
+    with_run_job_name,
+)
 from configs import config_hash, load_config
 from configs.slices import PreprocessStepConfig, PromoteStepConfig, ReportStepConfig, TrainStepConfig
+from foundation.canonical_json import canonical_json
 from ops.cli import main
 from pipelines.steps import report_step
 
@@ -33,7 +39,7 @@ def _compiled_tasks(tmp_path: Path, *overrides: str) -> dict[str, dict]:
 
 
 def _inputs(task: dict) -> str:
-    return json.dumps(task["inputs"], sort_keys=True)
+    return canonical_json(task["inputs"])
 
 
 def test_a_report_change_leaves_preprocess_and_training_inputs_byte_identical(tmp_path):

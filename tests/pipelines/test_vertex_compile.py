@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.preprocess.options import compiled_beam_args
+from components.preprocess.beam_options import compiled_beam_args
 from configs import load_config
 from ops.cli import main
 from ops.spec_executor import dataflow

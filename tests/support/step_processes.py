@@ -1,5 +1,5 @@
-"""The processes of a local run's steps, seen from outside (/proc): for tests that kill `adrank run` and check what
-is left, and that wait for a step to start."""
+"""The processes of a local run's steps, seen from outside (the process table, through psutil): for tests that kill
+`adrank run` and check what is left, and that wait for a step to start."""
 
 from __future__ import annotations
 
@@ -9,36 +9,43 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
+from foundation.process_table import process_running
 from ops.local_run.console import TASK_STARTED
+
+
+def running_pids(*command_parts: str, groups: set[int] | None = None) -> list[int]:
+    """Pids of the running processes (not zombies) whose command line holds every one of `command_parts` and, with
+    `groups`, whose process group is one of them."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = " ".join(process.info["cmdline"] or ())
+        if not all(part in command for part in command_parts) or not process_running(process.pid):
+            continue
+        try:
+            if groups is not None and os.getpgid(process.pid) not in groups:
+                continue
+        except OSError:  # exited while we looked
+            continue
+        found.append(process.pid)
+    return found
 
 
 def step_processes_of(run_dir: Path) -> dict[int, int]:
     """pid → process group of every kfp step executor whose command line names this run's directory."""
     found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in running_pids("kfp.dsl.executor_main", str(run_dir)):
         try:
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "kfp.dsl.executor_main" in command and str(run_dir) in command:
-                found[int(proc.name)] = os.getpgid(int(proc.name))
+            found[pid] = os.getpgid(pid)
         except OSError:
             continue
     return found
 
 
 def alive_in_groups(groups: set[int]) -> list[int]:
-    alive = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                stat = (proc / "stat").read_text()
-                fields = stat[stat.rindex(")") + 2:].split()
-                if int(fields[2]) in groups and fields[0] != "Z":
-                    alive.append(int(proc.name))
-            except (OSError, ValueError):
-                continue
-    return alive
+    """The running processes of these process groups."""
+    return running_pids(groups=groups)
 
 
 def wait_for_step(run: subprocess.Popen, run_dir: Path, task: str, timeout: float = 600) -> dict[int, int]:

@@ -305,7 +305,7 @@ def input_examples_per_second(rows: TrainingRows, execution_examples: int, secon
         if len(held) < limit:
             held.append(execution)
         count += 1
-    return count * execution_examples / elapsed if elapsed > 0 and count else None
+    return examples_rate(count, execution_examples, elapsed)
 
 
 def paired_step_times(trainer: TrainStep, state: TrainState, rows: TrainingRows, to_device, held: list,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.step_processes import running_pids
+
 HERE = Path(__file__).parent
 ROOT = HERE.parents[2]
 
@@ -79,16 +81,7 @@ print("TF_CONFIG after training:", os.environ.get("TF_CONFIG"), flush=True)
 
 def servers_of(step_pid: int) -> list[int]:
     """Local-cluster server processes (running, not zombies) started by the step with this pid."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            command = (proc / "cmdline").read_bytes().split(b"\0")
-            state = next(line for line in (proc / "status").read_text().splitlines() if line.startswith("State:"))
-        except (OSError, StopIteration):
-            continue
-        if b"components.train.local_cluster" in command and str(step_pid).encode() in command and "Z" not in state:
-            found.append(int(proc.name))
-    return found
+    return running_pids("components.train.local_cluster", str(step_pid))
 
 
 @pytest.mark.long

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from components.contracts.run_summary import EmbeddingTableMemory
 from components.report.aggregation import summarize
-from components.report.table import per_target_table
+from components.report.report_tables import per_target_table
 
 _spec = importlib.util.spec_from_file_location(
     "report_fixtures", Path(__file__).resolve().parents[1] / "report" / "test_report.py"

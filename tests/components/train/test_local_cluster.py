@@ -13,6 +13,7 @@ import pytest
 from components.train.local_cluster import cluster_spec
 from components.train.strategy import local_cluster_for
 from configs.training import LocalClusterShape, TargetConfig
+from foundation.process_table import process_running
 
 ROOT = Path(__file__).parents[3]
 
@@ -35,24 +36,14 @@ print("TF_CONFIG after", os.environ.get("TF_CONFIG"), flush=True)
 """
 
 
-def alive(pid: int) -> bool:
-    """Running, not a zombie waiting to be reaped."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    state = next(line for line in status.splitlines() if line.startswith("State:"))
-    return "Z" not in state.split()[1]
-
-
 def wait_until_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        left = [pid for pid in pids if alive(pid)]
+        left = [pid for pid in pids if process_running(pid)]
         if not left:
             return []
         time.sleep(0.2)
-    return [pid for pid in pids if alive(pid)]
+    return [pid for pid in pids if process_running(pid)]
 
 
 def start_step(tmp_path, mode: str, workers: int = 1) -> tuple[subprocess.Popen, list[int]]:
@@ -87,7 +78,7 @@ def test_servers_end_with_the_step_that_succeeds_or_fails(tmp_path):
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill -9", "ctrl-c"])
 def test_no_server_survives_a_killed_or_interrupted_step(tmp_path, how):
     step, pids = start_step(tmp_path, "wait", workers=2)
-    assert all(alive(pid) for pid in pids)
+    assert all(process_running(pid) for pid in pids)
     step.send_signal(how)
     step.wait(timeout=60)
     # kill -9 runs no cleanup in the step: the kernel's parent-death signal ends the servers

@@ -9,7 +9,6 @@ replicas' gradients; only the order of float sums inside the collectives can dif
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import tensorflow as tf
 from config_fixture import small_config, with_targets
 
 from configs.slices import TrainStepConfig
+from foundation.local_ports import free_local_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 SWEPT = {"name": "cpu", "kind": "cpu", "price_per_hour": 0.38, "scale": [1, 2], "scale_batch": "global"}
@@ -37,17 +37,6 @@ def swept_config() -> TrainStepConfig:
     # both points train the global batch of 256 (point 2 over two devices), 4 steps per execution, 2 epochs (the
     # chief evaluates after the first while the other worker waits at the next step's collectives)
     return TrainStepConfig.of(with_targets(small_config(epochs=2), SWEPT), "cpu-x2")
-
-
-def free_ports(count: int) -> list[int]:
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def vertex_environment(ports: list[int], pool: int) -> dict[str, str]:
@@ -90,7 +79,7 @@ def checkpointed(model_dir: Path) -> dict[str, np.ndarray]:
 
 
 def test_two_workers_train_the_model_one_process_trains_over_two_devices(examples_dir, tmp_path):
-    ports = free_ports(2)
+    ports = free_local_ports(2)
     chief, worker = (start(examples_dir, tmp_path / "two-workers", vertex_environment(ports, pool))
                      for pool in (0, 1))
     simulated = start(examples_dir, tmp_path / "one-process", {})

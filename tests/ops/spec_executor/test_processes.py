@@ -16,7 +16,7 @@ def test_a_sigterm_while_a_task_process_starts_ends_it_and_the_executor(tmp_path
     script = textwrap.dedent(f"""
         import os, signal, sys
         from pathlib import Path
-        import psutil
+        from foundation.process_table import process_running
         from ops.spec_executor import processes
         from ops.spec_executor.runner import _end_processes_on_signals
 
@@ -35,7 +35,7 @@ def test_a_sigterm_while_a_task_process_starts_ends_it_and_the_executor(tmp_path
                                   Path({str(tmp_path / "log")!r}))
         except SystemExit as stop:
             pid = int(pid_file.read_text())
-            gone = not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+            gone = not process_running(pid)
             print("exit", stop.code, "running", len(table.running), "child gone", gone)
             sys.exit(stop.code)
         print("not stopped")

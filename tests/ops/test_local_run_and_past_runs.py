@@ -1,4 +1,5 @@
-"""Local run records: a killed run reads as interrupted, simultaneous runs get distinct ids, failures name a step."""
+"""Local runs and their records (`ops.local_run.run`, `ops.local_run.past_runs`): a killed run reads as interrupted,
+simultaneous runs get distinct ids, failures name a step."""
 
 import json
 import subprocess
@@ -11,7 +12,7 @@ from configs import load_config
 from foundation.log_lines import record_from_line
 from ops.local_run.console import RunConsole
 from ops.local_run.directories import RunIdError, create_run_dir
-from ops.local_run.history import format_run, format_runs_table, list_runs
+from ops.local_run.past_runs import format_run, format_runs_table, list_runs
 from ops.local_run.record import RunRecord
 
 
@@ -254,7 +255,7 @@ def _report_fixtures():
 def test_show_and_compare_read_the_report_summary(tmp_path):
     """`runs show` and `runs compare` read summary.json as the report's BenchmarkSummary."""
     from components.report.aggregation import summarize
-    from ops.local_run.history import format_comparison
+    from ops.local_run.past_runs import format_comparison
 
     fixtures = _report_fixtures()
     for run_id, logloss, speed in (("a", 0.40, 1000.0), ("b", 0.38, 2000.0)):

@@ -14,7 +14,7 @@ from apache_beam.options.pipeline_options import (
 )
 
 from components.logs.readers import LogWindow, expand_pattern
-from components.preprocess.options import beam_pipeline_args, beam_pipeline_options
+from components.preprocess.beam_options import beam_pipeline_args, beam_pipeline_options
 from configs.errors import ConfigError
 
 DATAFLOW = {
@@ -82,7 +82,7 @@ def test_window_end_reads_lookback_days_of_date_partitions():
 def test_the_run_window_ends_at_the_given_end_else_the_scheduled_time_else_now():
     import datetime as dt
 
-    from components.preprocess.options import launch_suffix, run_window_end
+    from components.preprocess.beam_options import launch_suffix, run_window_end
 
     now = dt.datetime(2026, 3, 4, 11, 0, 5, tzinfo=dt.timezone.utc)
     scheduled = "2026-03-04T03:00:00Z"

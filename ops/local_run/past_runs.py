@@ -9,7 +9,7 @@ from pathlib import Path
 from components.contracts.benchmark_summary import BenchmarkSummary
 from components.contracts.promotion_decision import DECISION_FILE, PromotionDecision
 from components.display_tables import Table, text_table
-from components.report.table import time_split_table
+from components.report.report_tables import time_split_table
 from ops.local_run.record import RUN_FILE, RunRecord, RunRecordError
 
 
