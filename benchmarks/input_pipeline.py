@@ -22,7 +22,7 @@ batch): packed (the model splits the matrices in its step) and per feature (it d
 the split inside the model costs the CPU step. On an accelerator the split runs on the device; not measured here.
 
 "per core" divides by the cores this process may use (`os.sched_getaffinity`): tf.data uses all of them.
-Goal (issue 29): blocks ≥ 20x tf.Example per core at 1,000 features.
+Goal: blocks ≥ 20x tf.Example per core at 1,000 features.
 """
 
 from __future__ import annotations

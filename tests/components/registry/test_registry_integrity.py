@@ -1,4 +1,4 @@
-"""A damaged registry fails loudly (issue 28's probes): a champion that cannot be loaded is a warning on the console,
+"""A damaged registry fails loudly: a champion that cannot be loaded is a warning on the console,
 in the log and in the report, and the default is kept unless `promotion.on_unscorable_champion: promote`; a registry
 file that is not valid names the file and the repair; versions resolve only inside the registry; a staging
 directory left by a killed promotion is removed by the next one."""
