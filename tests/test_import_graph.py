@@ -55,8 +55,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("components.train.lanes", "components.train.training_run"): "Keras's backend is chosen first",
 }
 
-# Function-level imports in modules outside components/train, found when this test was written. None of them is needed to break a cycle (the cycle test counts their edges and finds none); move
-# each to the top of its module, or into LAZY_IMPORTS with its reason, and delete its line here.
+# Function-level imports in modules outside components/train, found when this test was written. None of them is
+# needed to break a cycle (the cycle test counts their edges and finds none); move each to the top of its module, or
+# into LAZY_IMPORTS with its reason, and delete its line here.
 NOT_YET_MOVED: set[tuple[str, str]] = set()
 
 
