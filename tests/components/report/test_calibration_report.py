@@ -81,6 +81,21 @@ def test_finding_when_off_by_more_than_5_percent_and_the_interval_excludes_1():
                               calibrated_run("cpu", 1, 1.1, eval_examples=30_000)]) == []
 
 
+def test_a_feature_whose_eval_values_train_never_saw_is_named_as_a_cause():
+    runs = [calibrated_run("cpu", i, 0.82, eval_examples=30_000) for i in range(2)]
+    unseen = manifest().model_copy(update={"mostly_unseen_features": {"click_weekday": 1.0}})
+    (finding,) = [line for line in findings(summarize(config(), unseen, runs)) if "predicts" in line]
+    assert "feature values the train split never had ('click_weekday' on 100% of eval examples)" in finding
+    assert "What to set: drop 'click_weekday' from `features` or train on logs that cover their values" in finding
+    assert "; training.calibration: intercept" in finding
+    # without such a feature the finding does not name one
+    (plain,) = calibration_lines(runs)
+    assert "never had" not in plain and "What to set: training.calibration: intercept" in plain
+    # a calibrated run raises no finding whatever the features
+    calibrated = [calibrated_run("cpu", i, 1.0, eval_examples=30_000) for i in range(2)]
+    assert not [line for line in findings(summarize(config(), unseen, calibrated)) if "predicts" in line]
+
+
 def test_with_a_calibration_step_the_finding_names_the_steps_settings():
     runs = [calibrated_run("cpu", i, 1.30, uncalibrated=1.45, eval_examples=30_000) for i in range(2)]
     (finding, step) = calibration_lines(runs)
