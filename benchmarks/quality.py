@@ -23,14 +23,14 @@ every epoch, and its results are kept next to the examples so experiments on adr
 
 `--set` changes both models (data size, shared hyperparameters); `--adrank-set` only adrank (an experiment).
 Prints per seed and on average log-loss, AUC and calibration (mean prediction / positive rate) side by side,
-the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether issue 18's bar is met: ratio
-<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; whether issue 31's goal is:
+the eval log-loss after each epoch, the adrank/plain log-loss ratio, and whether the plain-model bar is met: ratio
+<= 0.98, AUC not lower, calibration off by at most 10% more than the plain model's; whether the quality goal is:
 ratio <= 1.01 (<= 0.95 with history features), calibration within 10% of 1 or no further off than the plain
 model's; what each run's calibration step did (kept or skipped, log-loss without and with it on the held-out
 examples that decided it and on the eval split); for a data set measured with and without history features, adrank
 with / without them per seed with the paired p, or the finding that they cost log-loss on the held-out days
 (`components.report.history_finding`); and last a Markdown table, one row per data set (and per
-with/without history features): ratio, AUC and calibration of both models, and issue 31's goal.
+with/without history features): ratio, AUC and calibration of both models, and the quality goal.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ CLICK_LOGS = {
                     ClickLogSpec(effect_scale=2.5, repeat_share=0.25)),
 }
 IN_PROCESS = ["preprocess.direct_running_mode=in_memory", "preprocess.direct_num_workers=1"]
-TARGET_LOGLOSS_RATIO = 0.98  # issue 18's bar
-GOAL_RATIO, HISTORY_GOAL_RATIO = 1.01, 0.95  # issue 31's goals (issue31_goal)
+TARGET_LOGLOSS_RATIO = 0.98  # the plain-model bar
+GOAL_RATIO, HISTORY_GOAL_RATIO = 1.01, 0.95  # the quality goals (quality_goal)
 
 
 def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
@@ -323,7 +323,7 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
             print(f"calibration step, seed {config.seed + run_index}: {result['calibration_step']}")
     print(f"ratio adrank/plain log-loss: {ratio:.3f} (vs plain's best epoch: {best_ratio:.3f})")
     print(target_verdict(adrank, plain, ratio))
-    goal = issue31_goal(adrank, plain, ratio, history="with history features" in name)
+    goal = quality_goal(adrank, plain, ratio, history="with history features" in name)
     print(goal)
     return {
         "goal": goal.split(":")[0], "ratio": float(ratio), "ratios": [a["logloss"] / p["logloss"] for a, p in zip(adrank, plain)],
@@ -335,8 +335,8 @@ def compare(name: str, plain_config: AdrankConfig, config: AdrankConfig, example
     }
 
 
-def issue31_goal(adrank: list[dict], plain: list[dict], ratio: float, history: bool) -> str:
-    """Issue 31's goals for one data set: log-loss ratio <= 1.01 (<= 0.95 for adrank with history features on
+def quality_goal(adrank: list[dict], plain: list[dict], ratio: float, history: bool) -> str:
+    """The quality goals for one data set: log-loss ratio <= 1.01 (<= 0.95 for adrank with history features on
     history-shaped logs), and calibration within 10% of 1 or no further off than the plain model's."""
     bound = HISTORY_GOAL_RATIO if history else GOAL_RATIO
     off_a = abs(np.mean([r["calibration"] for r in adrank]) - 1)
@@ -345,13 +345,13 @@ def issue31_goal(adrank: list[dict], plain: list[dict], ratio: float, history: b
         f"log-loss ratio {ratio:.3f} <= {bound}": ratio <= bound,
         f"calibration off by {off_a:.1%} <= 10% or <= plain's {off_p:.1%}": off_a <= 0.10 or off_a <= off_p,
     }
-    return "issue 31 goal " + ("met" if all(checks.values()) else "missed") + ": " + "; ".join(
+    return "quality goal " + ("met" if all(checks.values()) else "missed") + ": " + "; ".join(
         f"{check} {'yes' if ok else 'NO'}" for check, ok in checks.items()
     )
 
 
 def target_verdict(adrank: list[dict], plain: list[dict], ratio: float) -> str:
-    """Issue 18's bar for one invocation: mean log-loss ratio <= 0.98, mean AUC not lower, and calibration
+    """The plain-model bar for one invocation: mean log-loss ratio <= 0.98, mean AUC not lower, and calibration
     within 10% of the plain model's (|mean prediction / rate - 1| at most 0.10 above the plain model's)."""
     auc_a, auc_p = np.mean([r["auc"] for r in adrank]), np.mean([r["auc"] for r in plain])
     off_a = np.mean([abs(r["calibration"] - 1) for r in adrank])
@@ -414,11 +414,11 @@ def main() -> None:
                   f"t-test p = {'n/a' if change.p_value is None else f'{change.p_value:.3f}'})"))
     print("\nratios adrank/plain:", json.dumps({k: round(v["ratio"], 3) for k, v in results.items()}))
     print("\n| data set | adrank / plain log-loss (per seed) | adrank log-loss | plain log-loss | AUC adrank / plain | "
-          "calibration adrank / plain | issue 31 goal |\n|---|---|---|---|---|---|---|")
+          "calibration adrank / plain | quality goal |\n|---|---|---|---|---|---|---|")
     for label, r in results.items():
         print(f"| {label} | **{r['ratio']:.3f}** ({' '.join(f'{x:.3f}' for x in r['ratios'])}) | {r['logloss']:.6f} | "
               f"{r['plain_logloss']:.6f} | {r['auc']:.4f} / {r['plain_auc']:.4f} | {r['calibration']:.3f} / "
-              f"{r['plain_calibration']:.3f} | {r['goal'].removeprefix('issue 31 goal ')} |")
+              f"{r['plain_calibration']:.3f} | {r['goal'].removeprefix('quality goal ')} |")
 
 
 if __name__ == "__main__":
