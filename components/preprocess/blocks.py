@@ -3,9 +3,16 @@ as a Beam transform, so it runs on Dataflow like the rest of preprocess.
 
     transformed record batch ──► int64 and float32 matrices (one column slice per feature, no per-row step)
         ──► holdout bucket and order key of each row, from a fingerprint of its content (`with_content_keys`)
+        ──► the int64 matrix in the narrowest integer type that holds its values (`narrowed`)
         ──► file = key mod F   (F from the split's size: about `examples_per_file` per file, ≥ `min_files`)
-        ──► per file: rows sorted by key ──► blocks of `block_examples` (the last one partial) ──► one file
-        ──► ("block_examples", split, file) counters for the manifest
+        ──► per file: rows sorted by key, back to int64 ──► blocks of `block_examples` (the last one partial)
+        ──► one file ──► ("block_examples", split, file) counters for the manifest
+
+The matrices are made where tf.Transform makes its batches, so what the runner holds until the split's count (and so
+F) is known, and what crosses to the per-file grouping, is the matrices, not the transformed record batches: a
+transformed value is an int64 in a list column (8 bytes and an 8-byte offset) there; a hashed or vocabulary id
+narrowed is 1–4 bytes (ids below 2^7 / 2^15 / 2^31; the holdout bucket, below 10,000, makes it at least 2). The
+values are the same: the file gets the same bytes.
 
 Each file is a uniform sample of the split in a seeded hash order, and its content depends only on its examples
 (never on the process that computed them, nor on how they were batched): a retried bundle, or a second run of the
@@ -53,22 +60,47 @@ def transformed_matrices(layout: BlockLayout, batch: pa.RecordBatch) -> tuple[np
     return matrices["int64"], matrices["float32"]
 
 
-class _FileParts(beam.DoFn):
-    """A transformed record batch → (file, (order keys, int64 rows, float32 rows)) for each file it has rows in."""
+NARROW_INTS = (np.int8, np.int16, np.int32)
+
+
+def narrowed(ints: np.ndarray) -> np.ndarray:
+    """`ints` (int64) in the narrowest of int8, int16, int32 that holds every value (itself when none does): the same
+    values in fewer bytes while the rows wait for their file (`np.int64` of it is `ints` again)."""
+    if not ints.size:
+        return ints
+    low, high = int(ints.min()), int(ints.max())
+    for dtype in NARROW_INTS:
+        limits = np.iinfo(dtype)
+        if limits.min <= low and high <= limits.max:
+            return ints.astype(dtype)
+    return ints
+
+
+FileRows = tuple[np.ndarray, np.ndarray, np.ndarray]  # (order keys, narrowed int64 rows, float32 rows)
+
+
+class _Matrices(beam.DoFn):
+    """A transformed record batch → its rows as (order keys, narrowed int64 matrix, float32 matrix), the holdout
+    column filled (`with_content_keys`)."""
 
     def __init__(self, layout: BlockLayout, seed: int):
         self.layout, self.seed = layout, seed
 
-    def process(self, batch: pa.RecordBatch, files: int) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray,
-                                                                                      np.ndarray]]]:
+    def process(self, batch: pa.RecordBatch) -> Iterator[FileRows]:
         if not batch.num_rows:
             return
         ints, floats = transformed_matrices(self.layout, batch)
         keys = with_content_keys(self.layout, ints, floats, self.seed)
-        where = (keys % np.uint64(files)).astype(np.int64)
-        for index in np.unique(where).tolist():
-            rows = np.flatnonzero(where == index)
-            yield index, (keys[rows], ints[rows], floats[rows])
+        yield keys, narrowed(ints), floats
+
+
+def _file_parts(rows: FileRows, files: int) -> Iterator[tuple[int, FileRows]]:
+    """(file, its part of `rows`) for each file the rows have rows in (file = order key mod `files`)."""
+    keys, ints, floats = rows
+    where = (keys % np.uint64(files)).astype(np.int64)
+    for index in np.unique(where).tolist():
+        taken = np.flatnonzero(where == index)
+        yield index, (keys[taken], ints[taken], floats[taken])
 
 
 class _WriteBlockFile(beam.DoFn):
@@ -77,13 +109,12 @@ class _WriteBlockFile(beam.DoFn):
     def __init__(self, root: str, split: str, layout: BlockLayout):
         self.root, self.split, self.layout = root.rstrip("/"), split, layout
 
-    def process(self, keyed: tuple[int, Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]],
-                files: int) -> Iterator[tuple[str, int]]:
+    def process(self, keyed: tuple[int, Iterable[FileRows]], files: int) -> Iterator[tuple[str, int]]:
         index, parts = keyed
         parts = list(parts)
         keys = np.concatenate([part[0] for part in parts])
         order = np.argsort(keys, kind="stable")  # equal keys: equal content (a 64-bit fingerprint's collision aside)
-        ints = np.concatenate([part[1] for part in parts])[order]
+        ints = np.concatenate([part[1].astype(np.int64, copy=False) for part in parts])[order]
         floats = np.concatenate([part[2] for part in parts])[order]
         name = block_file(self.split, index, files)
         with FileSystems.create(f"{self.root}/{name}") as handle:
@@ -119,7 +150,8 @@ class WriteExampleBlocks(beam.PTransform):
         )
         return (
             batches
-            | "FileParts" >> beam.ParDo(_FileParts(self.layout, self.seed), beam.pvalue.AsSingleton(files))
+            | "Matrices" >> beam.ParDo(_Matrices(self.layout, self.seed))
+            | "FileParts" >> beam.FlatMap(_file_parts, beam.pvalue.AsSingleton(files))
             | "GroupIntoFiles" >> beam.GroupByKey()
             | "WriteBlockFiles" >> beam.ParDo(_WriteBlockFile(self.root, self.split, self.layout),
                                               beam.pvalue.AsSingleton(files))

@@ -117,3 +117,11 @@ def concat(batches: Sequence[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBat
 def slices(batch: pa.RecordBatch, max_rows: int) -> list[pa.RecordBatch]:
     """`batch` cut into consecutive batches of at most `max_rows` rows (none for an empty batch)."""
     return [batch.slice(start, max_rows) for start in range(0, batch.num_rows, max_rows)]
+
+
+def byte_slices(batch: pa.RecordBatch, max_bytes: int) -> list[pa.RecordBatch]:
+    """`batch` cut into consecutive zero-copy slices of about `max_bytes` of Arrow data each (at least one row a
+    slice; a batch within `max_bytes` whole, none for an empty batch)."""
+    if batch.num_rows and batch.nbytes <= max_bytes:
+        return [batch]
+    return slices(batch, max(1, max_bytes * batch.num_rows // max(1, batch.nbytes)))

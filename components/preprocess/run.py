@@ -62,11 +62,13 @@ from components.preprocess.attribution import (
     PlausibleTimes,
     label_key,
 )
+from components.preprocess.batch_coder import BATCH
 from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.beam_options import beam_pipeline_options, runs_on_dataflow, temp_location
 from components.preprocess.block_format import block_layout
 from components.preprocess.counters import WriteCounters, read_counters
 from components.preprocess.dataflow_job import watch_job
+from components.preprocess.example_batches import byte_slices
 from components.preprocess.history import AddHistoryFeatures
 from components.preprocess.input_columns import (
     MissingInputColumns,
@@ -108,6 +110,7 @@ from configs.slices import PreprocessStepConfig
 from foundation.log_lines import fields
 
 MARKDOWN_FILE = "manifest.md"
+TRANSFORM_BATCH_BYTES = 16 * 2**20  # Arrow bytes of example rows tf.Transform takes in one batch (`byte_slices`)
 log = logging.getLogger(__name__)
 
 
@@ -374,6 +377,10 @@ class PreprocessLogs(beam.PTransform):
         # kind: history features, from each example's earlier examples only (components/preprocess/history.py)
         examples = examples | "HistoryFeatures" >> AddHistoryFeatures(config.features, config.tasks, schema,
                                                                       partitions)
+        # a join partition is ~PARTITION_BYTES of logs: tf.Transform and the writers after it take it in slices, so
+        # what one batch costs them at once (tensors, transformed columns) does not grow with the partition
+        examples = examples | "TransformSlices" >> beam.FlatMap(byte_slices, TRANSFORM_BATCH_BYTES).with_output_types(
+            BATCH)
         splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days,
                                         config.split.history_burn_in_days, time_range)
         transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
