@@ -36,7 +36,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -306,17 +305,16 @@ def block_dataset(
     if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
+    batches = _full_batches(runs, batch_size, options.drop_remainder)
     to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
-    batches = _full_batches(runs, batch_size, options.drop_remainder, to_batch)
+    batches = batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data_options = tf.data.Options()
     data_options.deterministic = True
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
 
 
-def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool,
-                  to_batch: Callable[[tf.Tensor, tf.Tensor], Any]) -> tf.data.Dataset:
-    """Runs of rows `(ints [n, W_int], floats [n, W_float], end)` → `to_batch(ints, floats)` of each batch of
-    `batch_size` rows, in order.
+def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+    """Runs of rows `(ints [n, W_int], floats [n, W_float], end)` → batches of `batch_size` rows, in order.
 
     Rows left over from a run open the next run's first batch (an epoch's last rows open the next epoch's);
     at `end` the rows left are a last, partial batch unless `drop_remainder`. Batches are slices of the runs
@@ -349,13 +347,11 @@ def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool,
         return (kept_ints, kept_floats), emitted
 
     def batches_of(opened_ints, opened_floats, ints, floats, last_ints, last_floats):
-        # `to_batch` maps a run's stacked batches [k, batch, W] at once (it indexes the last axis): one op per
-        # run, not a map stage per batch (a stage's hand-off costs more per batch than the batch's own work)
-        data = tf.data.Dataset.from_tensor_slices(to_batch(opened_ints, opened_floats)).concatenate(
-            tf.data.Dataset.from_tensor_slices(to_batch(ints, floats)))
+        data = tf.data.Dataset.from_tensor_slices((opened_ints, opened_floats)).concatenate(
+            tf.data.Dataset.from_tensor_slices((ints, floats)))
         if not drop_remainder:
-            data = data.concatenate(tf.data.Dataset.from_tensors(to_batch(last_ints, last_floats)).filter(
-                lambda features, _: tf.shape(tf.nest.flatten(features)[0])[0] > 0))
+            data = data.concatenate(tf.data.Dataset.from_tensors((last_ints, last_floats)).filter(
+                lambda last, _: tf.shape(last)[0] > 0))
         return data
 
     start = (tf.zeros([0, ints_width], tf.int64), tf.zeros([0, floats_width], tf.float32))
@@ -393,7 +389,7 @@ def packed_labels(layout: BlockLayout, tasks: list[str]):
 
     def to_packed(ints: tf.Tensor, floats: tf.Tensor):
         matrices = {"int64": ints, "float32": floats}
-        labels = {task: tf.cast(matrices[dtype][..., column:column + 1], tf.float32)
+        labels = {task: tf.cast(matrices[dtype][:, column:column + 1], tf.float32)
                   for task, (dtype, column) in columns.items()}
         return {PACKED_INT64: ints, PACKED_FLOAT32: floats}, labels
 
@@ -426,14 +422,14 @@ def _columns_to_features(layout: BlockLayout, manifest: Manifest):
         for dtype, matrix in (("int64", ints), ("float32", floats)):
             scalars, lists, width = plans[dtype]
             if scalars:
-                columns = tf.unstack(matrix, num=width, axis=-1)
+                columns = tf.unstack(matrix, num=width, axis=1)
                 for name, start in scalars:
                     if name in labels:
                         targets[labels[name]] = tf.expand_dims(columns[start], -1)
                     else:
                         features[name] = columns[start]
             for name, start, width in lists:
-                features[name] = matrix[..., start:start + width]
+                features[name] = matrix[:, start:start + width]
         return features, targets
 
     return to_features
