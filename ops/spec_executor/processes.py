@@ -90,9 +90,9 @@ class ProcessTable:
             self.running.append(started)
         finally:
             self.starting = False
-        if self.held_signal is not None:
-            signum, self.held_signal = self.held_signal, None
-            self.stop_on_signal(signum)
+            if self.held_signal is not None:  # also when the start failed: the stop still ends the executor
+                signum, self.held_signal = self.held_signal, None
+                self.stop_on_signal(signum)
         return started
 
     def stop_on_signal(self, signum: int) -> None:
