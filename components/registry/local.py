@@ -150,14 +150,18 @@ class LocalModelRegistry:
             return []
         removed = []
         for path in sorted(versions.iterdir()):
-            if not path.name.startswith(STAGING_PREFIX) or not path.exists():  # gone with its pair
+            if not path.name.startswith(STAGING_PREFIX):
                 continue
             staging = path.with_name(path.name.removesuffix(OWNER_SUFFIX))
             owner = staging.with_name(staging.name + OWNER_SUFFIX)
-            if path == owner and staging.exists():
-                continue  # handled with its directory
-            if path == owner and time.time() - owner.stat().st_mtime < ORPHAN_OWNER_SECONDS:
-                continue  # a promotion between creating its owner file and locking it
+            if path == owner:
+                if staging.exists():
+                    continue  # handled with its directory
+                # A promotion that has finished removes its owner file outside the lock this scan holds, so the
+                # file may vanish at any point from here on: gone means nothing is left to remove.
+                age = _age_seconds(owner)
+                if age is None or age < ORPHAN_OWNER_SECONDS:
+                    continue  # gone, or a promotion between creating its owner file and locking it
             if not _owner_gone(owner):
                 continue
             if staging.exists():
@@ -233,6 +237,14 @@ def _read_json(path: Path, repair: str) -> Any:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RegistryFileInvalid(f"{path}: not valid JSON ({error}); fix: {repair}") from None
+
+
+def _age_seconds(path: Path) -> float | None:
+    """Seconds since the file was last modified, or None when it no longer exists."""
+    try:
+        return time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return None
 
 
 def _owner_gone(owner: Path) -> bool:

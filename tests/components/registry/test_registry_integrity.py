@@ -180,3 +180,37 @@ def test_an_owner_file_without_its_directory_is_left_while_young_and_removed_whe
     assert LocalModelRegistry(tmp_path / "registry").remove_abandoned_staging("ranker") == []
     assert young.exists() and not old.exists()
     shutil.rmtree(versions)
+
+
+
+class _FinishesAfterTheFirstLook(type(Path())):  # type: ignore[misc]
+    """An owner file whose promotion finishes (removing it) right after the scan first looks at it."""
+
+    def stat(self, **kwargs):  # type: ignore[no-untyped-def]
+        result = super().stat(**kwargs)
+        self.unlink()
+        return result
+
+
+def test_a_promotion_finishing_while_another_scans_for_abandoned_staging_is_passed_over(tmp_path, monkeypatch):
+    """A finished promotion renames its staging directory under the lock but removes its owner file after it, so
+    the scan of the next promotion can list a staging directory or an owner file that is gone a moment later
+    (CI once failed here with FileNotFoundError on the owner file)."""
+    versions = tmp_path / "registry/ranker/versions"
+    versions.mkdir(parents=True)
+    kept = versions / ".staging-old.owner"
+    kept.touch()
+    an_hour_ago = time.time() - 3600
+    os.utime(kept, (an_hour_ago, an_hour_ago))
+    finishing = versions / ".staging-finishing.owner"
+    finishing.touch()
+    finished = [versions / ".staging-finished", versions / ".staging-finished.owner"]  # listed, then gone
+    real_iterdir = Path.iterdir
+
+    def listing(self):  # type: ignore[no-untyped-def]
+        entries = [_FinishesAfterTheFirstLook(p) if p == finishing else p for p in real_iterdir(self)]
+        return [*entries, *finished]
+
+    monkeypatch.setattr(Path, "iterdir", listing)
+    assert LocalModelRegistry(tmp_path / "registry").remove_abandoned_staging("ranker") == []
+    assert not kept.exists()  # the scan went on past the vanished ones
