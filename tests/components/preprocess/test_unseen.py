@@ -48,3 +48,25 @@ def test_eval_examples_whose_value_train_never_had_are_counted_per_feature():
             CountUnseenEvalValues(FEATURES))
         assert_that(counts, equal_to([(Count("split_unseen", "eval", "ad_id").key, 2),
                                       (Count("split_unseen", "eval", "weekday").key, 3)]))
+
+
+def test_a_bundle_gives_each_value_once_with_its_examples_summed_over_its_batches(monkeypatch):
+    """Counts stay Arrow tables through a bundle, summed again whenever they pass `COMPACT_ROWS` (1 here: each batch)."""
+    from components.preprocess.unseen import _BundleValues
+
+    monkeypatch.setattr(_BundleValues, "COMPACT_ROWS", 1)
+    batches = [pa.RecordBatch.from_pylist([example("a1", THURSDAY_10H), example("a2", FRIDAY_10H)]),
+               pa.RecordBatch.from_pylist([example(None, THURSDAY_10H)]),
+               pa.RecordBatch.from_pylist([example("a1", FRIDAY_10H), example(MISSING_TOKEN, 0)])]
+    expected: dict = {}
+    for batch in batches:
+        for pair, n in batch_values(batch, FEATURES):
+            expected[pair] = expected.get(pair, 0) + n
+    for distinct in (False, True):
+        values = _BundleValues(FEATURES, distinct=distinct)
+        values.start_bundle()
+        for batch in batches:
+            assert values.process(batch) == ()
+        given = [windowed.value for windowed in values.finish_bundle()]
+        assert sorted(given) == sorted(expected if distinct else expected.items())
+    assert expected[("ad_id", "a1")] == 2 and expected[("weekday", "3")] == 3  # 1970-01-01 too
