@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -305,22 +306,35 @@ def block_dataset(
     if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
-    batches = _full_batches(runs, batch_size, options.drop_remainder)
-    to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
-    batches = batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if options.packed and options.training:
+        # training batches: the labels are cut from a run's stacked batches at once, not in a map stage per batch
+        batches = _full_batches(runs, batch_size, options.drop_remainder, packed_labels(layout, list(manifest.tasks)))
+    else:  # evaluation, export, per-feature reads: a map per batch (a per-feature split per run grows with width)
+        to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else \
+            _columns_to_features(layout, manifest)
+        batches = _full_batches(runs, batch_size, options.drop_remainder).map(
+            to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data_options = tf.data.Options()
     data_options.deterministic = True
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
 
 
-def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
-    """Runs of rows `(ints [n, W_int], floats [n, W_float], end)` → batches of `batch_size` rows, in order.
+def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool,
+                  to_batch: Callable[[tf.Tensor, tf.Tensor], Any] | None = None) -> tf.data.Dataset:
+    """Runs of rows `(ints [n, W_int], floats [n, W_float], end)` → batches of `batch_size` rows, in order, as
+    `(ints, floats)` or, with `to_batch`, as `to_batch(ints, floats)`.
 
     Rows left over from a run open the next run's first batch (an epoch's last rows open the next epoch's);
     at `end` the rows left are a last, partial batch unless `drop_remainder`. Batches are slices of the runs
     (one copy a row): `Dataset.rebatch` does the same cut but costs about a millisecond per example at
-    1,000 columns (benchmarks/block_reader_stages.py)."""
+    1,000 columns (benchmarks/block_reader_stages.py).
+
+    `to_batch` is applied to a run's stacked batches `[k, batch, W]` in one op (it must index the last axis), so
+    a batch passes no stage of its own: a stage's hand-off costs more per batch than `packed_labels`' work. It is
+    traced three times (opening rows, whole batches, last batch): only for a split whose cost does not grow with
+    the number of columns (not `_columns_to_features`)."""
     ints_width, floats_width = runs.element_spec[0].shape[-1], runs.element_spec[1].shape[-1]
+    split = to_batch if to_batch is not None else lambda ints, floats: (ints, floats)
 
     def cut(left, run):
         left_ints, left_floats = left
@@ -347,11 +361,12 @@ def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool) 
         return (kept_ints, kept_floats), emitted
 
     def batches_of(opened_ints, opened_floats, ints, floats, last_ints, last_floats):
-        data = tf.data.Dataset.from_tensor_slices((opened_ints, opened_floats)).concatenate(
-            tf.data.Dataset.from_tensor_slices((ints, floats)))
+        data = tf.data.Dataset.from_tensor_slices(split(opened_ints, opened_floats)).concatenate(
+            tf.data.Dataset.from_tensor_slices(split(ints, floats)))
         if not drop_remainder:
-            data = data.concatenate(tf.data.Dataset.from_tensors((last_ints, last_floats)).filter(
-                lambda last, _: tf.shape(last)[0] > 0))
+            last = tf.data.Dataset.from_tensors((last_ints, last_floats)).filter(
+                lambda rows, _: tf.shape(rows)[0] > 0)
+            data = data.concatenate(last.map(split) if to_batch is not None else last)
         return data
 
     start = (tf.zeros([0, ints_width], tf.int64), tf.zeros([0, floats_width], tf.float32))
@@ -389,7 +404,7 @@ def packed_labels(layout: BlockLayout, tasks: list[str]):
 
     def to_packed(ints: tf.Tensor, floats: tf.Tensor):
         matrices = {"int64": ints, "float32": floats}
-        labels = {task: tf.cast(matrices[dtype][:, column:column + 1], tf.float32)
+        labels = {task: tf.cast(matrices[dtype][..., column:column + 1], tf.float32)
                   for task, (dtype, column) in columns.items()}
         return {PACKED_INT64: ints, PACKED_FLOAT32: floats}, labels
 

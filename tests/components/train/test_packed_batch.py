@@ -86,6 +86,23 @@ def test_the_split_packed_training_batches_follow_the_seed_and_the_holdout(block
     assert len(set(kept["exclude"] + kept["only"])) == TRAIN
 
 
+@pytest.mark.parametrize("cache", [False, True])
+def test_the_repeated_packed_training_batches_are_the_per_feature_ones_across_epochs(blocks_dir, cache):
+    # the packed training read cuts labels from a run's stacked batches, the per-feature one maps each batch:
+    # the same full batches, in the same order, across windows and epochs (300 rows: 12.5 batches of 24)
+    directory, manifest = blocks_dir
+    options = InputOptions(batch_size=24, training=True, seed=3, shuffle_buffer=64, repeat=True, cache=cache)
+    pairs = []
+    layout = PackedLayout.from_manifest(manifest)
+    plain = make_dataset(directory, manifest, "train", options).take(40)
+    packed = make_dataset(directory, manifest, "train", InputOptions(**{**options.__dict__, "packed": True})).take(40)
+    for one, (packed_features, packed_labels) in zip(plain, packed, strict=True):
+        pairs.append((_as_numpy(one), ({k: v.numpy() for k, v in layout.split(packed_features).items()},
+                                       {k: v.numpy() for k, v in packed_labels.items()})))
+    assert len(pairs) == 40  # 960 rows: into the fourth epoch
+    _assert_same(pairs)
+
+
 def test_the_packed_features_carry_only_the_two_static_matrices(blocks_dir):
     directory, manifest = blocks_dir
     data = make_dataset(directory, manifest, "train", InputOptions(batch_size=16, training=True, repeat=True,
