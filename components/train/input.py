@@ -306,12 +306,11 @@ def block_dataset(
     if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
+    to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
     if options.packed and options.training:
         # training batches: the labels are cut from a run's stacked batches at once, not in a map stage per batch
-        batches = _full_batches(runs, batch_size, options.drop_remainder, packed_labels(layout, list(manifest.tasks)))
+        batches = _full_batches(runs, batch_size, options.drop_remainder, to_batch)
     else:  # evaluation, export, per-feature reads: a map per batch (a per-feature split per run grows with width)
-        to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else \
-            _columns_to_features(layout, manifest)
         batches = _full_batches(runs, batch_size, options.drop_remainder).map(
             to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data_options = tf.data.Options()
