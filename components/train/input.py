@@ -268,8 +268,9 @@ def block_dataset(
                               [-1])
             if keep is not None:
                 kept &= keep(ints)
-            keys = tf.random.stateless_uniform(tf.shape(kept), seed=tf.stack([epoch_seed, number]))
-            order = tf.argsort(tf.where(kept, keys, 2.0))[:tf.reduce_sum(tf.cast(kept, tf.int32))]
+            # the kept rows' positions shuffled (linear in rows, one thread: half the cost of sorting random keys)
+            order = tf.random.experimental.stateless_shuffle(tf.where(kept)[:, 0],
+                                                             seed=tf.stack([epoch_seed, number]))
             return tf.gather(ints, order), tf.gather(floats, order)
         return permute
 
