@@ -105,8 +105,10 @@ def fit_parameter_server(
         curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
         input_stall_fraction=stall,
         input_examples_per_second=input_rate,
-        # per worker: each step's compute on the worker that ran it (one worker's rate when it never waits)
-        step_examples_per_second=examples_rate(timed_steps, training.global_batch_size, computed),
+        # all workers together, as the headline counts them: each step's compute on the worker that ran it, the
+        # workers side by side (the steps spread over them by the coordinator): the run's rate if none ever waited
+        step_examples_per_second=examples_rate(timed_steps, training.global_batch_size,
+                                               computed / max(1, len(runtime.device_names))),
         input_format=input_format(manifest), input_cache_bytes=cache.bytes,
     )
 
