@@ -105,12 +105,18 @@ def fit_parameter_server(
         curve=curve, examples_per_second=examples_per_second, warm_start=warm_start,
         input_stall_fraction=stall,
         input_examples_per_second=input_rate,
-        # all workers together, as the headline counts them: each step's compute on the worker that ran it, the
-        # workers side by side (the steps spread over them by the coordinator): the run's rate if none ever waited
-        step_examples_per_second=examples_rate(timed_steps, training.global_batch_size,
-                                               computed / max(1, len(runtime.device_names))),
+        step_examples_per_second=workers_step_rate(timed_steps, training.global_batch_size, computed,
+                                                   len(runtime.device_names)),
         input_format=input_format(manifest), input_cache_bytes=cache.bytes,
     )
+
+
+def workers_step_rate(steps: int, global_batch_size: int, computed_seconds: float, workers: int) -> float | None:
+    """The step's own rate of a parameter-server run: all workers together, as its headline counts them. Each
+    step's compute is stamped on the worker that ran it and `computed_seconds` sums them over the workers, which
+    compute side by side (the coordinator spreads the steps over them): the run's rate had no worker ever waited.
+    Its headline over this is the share of the steady window the workers spent computing."""
+    return examples_rate(steps, global_batch_size, computed_seconds / max(1, workers))
 
 
 def _per_worker_iterator(coordinator, strategy: tf.distribute.Strategy, examples_dir: str, manifest: Manifest,

@@ -72,8 +72,8 @@ def test_summary_has_every_run_between_the_floors(three_target_run):
         # and what its input pipeline delivers alone next to what its step consumes
         assert run["input_examples_per_second"] > 0 and run["step_examples_per_second"] > 0, run
         if run["target"] == "cpu-ps":  # the step's own rate is the workers' together, as the headline counts them:
-            # the headline over it is the share of the window the workers computed (at most 1; one worker's rate,
-            # as it was, put both workers' headline above it)
+            # the headline over it is the share of the steady window the workers computed, at most 1
+            # (the definition itself: test_server_role.py)
             assert run["examples_per_second"] <= 1.05 * run["step_examples_per_second"], run
     for target in summary["targets"].values():  # read from the training-ready blocks preprocess wrote
         assert target["input_format"] == "blocks" and target["input_examples_per_second_mean"] > 0
