@@ -296,11 +296,12 @@ def block_dataset(
 
     epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
     if options.repeat and options.training:
-        # the next epoch is read while this one is consumed (one epoch ahead, in order: an epoch yields at most
-        # `block_length` runs, so the interleave takes every run of one epoch before the next one's)
-        runs_per_epoch = 1 if cached is not None else -(-sum(f.blocks for f in files) // window)
-        runs = epochs.interleave(epoch, cycle_length=2, block_length=runs_per_epoch, num_parallel_calls=2,
-                                 deterministic=True)
+        # the next epoch is read while this one is consumed, one epoch ahead, in order
+        if cached is not None:  # an epoch is one run, permuted ahead by a prefetch of one (0.85x the read's CPU
+            runs = epochs.flat_map(epoch).prefetch(1)  # of an interleave's threads: benchmarks/train_input_cpu.py)
+        else:  # an epoch yields at most `block_length` runs: the interleave takes all of one epoch's before the next's
+            runs = epochs.interleave(epoch, cycle_length=2, block_length=-(-sum(f.blocks for f in files) // window),
+                                     num_parallel_calls=2, deterministic=True)
     else:
         runs = epochs.flat_map(epoch)
     runs = runs.map(lambda ints, floats: (ints, floats, False))
