@@ -501,7 +501,7 @@ class CompressInBackground(beam.DoFn):
     def _done(self) -> Iterator[WindowedValue]:
         future, timestamp, window = self._pending.popleft()
         for member in future.result():
-            yield WindowedValue(member, timestamp, [window])
+            yield WindowedValue(member, timestamp, (window,))
 
     def teardown(self):
         self._pool.shutdown(wait=True)
