@@ -6,7 +6,7 @@ work: the raw Arrow columns made tensors (tfx_bsl's `TensorAdapter.ToBatchTensor
         [--against DIR]
 
 The features are the grid's wide ones (`benchmarks.preprocess.wide_config`: `--width` hashed categorical columns
-of 64 buckets; `--rows` rows, about one `run.TRANSFORM_BATCH_BYTES` slice at 1,000 features). The transform
+of 64 buckets; `--rows` rows, about half a `run.TRANSFORM_BATCH_BYTES` slice of 32 MiB at 1,000 features). The transform
 function is analysed and saved once (timed: tracing and saving grow with the graph), then each piece is timed
 `--repeats` times on the same batch and its median printed. `--against DIR`: the same measurement, in a process of
 its own, on the source tree in DIR (e.g. an earlier commit or a variant) (`git archive <commit> | tar -x -C DIR`), run alternately with this tree's, so

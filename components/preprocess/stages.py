@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import apache_beam as beam
@@ -43,6 +45,7 @@ import tensorflow_transform.beam as tft_beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.error_handling import ErrorHandler
+from apache_beam.utils.windowed_value import WindowedValue
 from tensorflow_transform.tf_metadata import schema_utils
 from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 
@@ -446,8 +449,8 @@ class WriteRawEval(beam.PTransform):
             as one gzip member (zlib level `RAW_EVAL_GZIP_LEVEL`) ──► (shard, member) ──► grouped by shard
             ──► part file = its members one after another (a gzip file may hold many members, RFC 1952)
 
-    Each batch is encoded and compressed where it is made, so only compressed bytes cross to the writer, never one
-    element per example; readers (`tf.data.TFRecordDataset(compression_type="GZIP")`, Python's `gzip`) read the
+    Each batch is encoded and compressed where it is made (on a thread beside the stage's, `CompressInBackground`),
+    so only compressed bytes cross to the writer, never one element per example; readers (`tf.data.TFRecordDataset(compression_type="GZIP")`, Python's `gzip`) read the
     members of a file as one stream. A shard without rows is an empty gzip member (no records)."""
 
     def __init__(self, root: str, output_shards: int, level: int = RAW_EVAL_GZIP_LEVEL):
@@ -456,12 +459,56 @@ class WriteRawEval(beam.PTransform):
 
     def expand(self, raw_eval: beam.PCollection) -> beam.PCollection:
         shards = self.output_shards
-        members = raw_eval | "Compress" >> beam.FlatMap(_compressed_shards, shards, self.level)
+        members = raw_eval | "Compress" >> beam.ParDo(CompressInBackground(shards, self.level))
         every_shard = raw_eval.pipeline | "EveryShard" >> beam.Create([(shard, b"") for shard in range(shards)])
         return ((members, every_shard)
                 | "AllMembers" >> beam.Flatten()
                 | "GroupIntoShards" >> beam.GroupByKey()
                 | "Write" >> beam.Map(_write_raw_eval_shard, self.root, shards))
+
+
+RAW_EVAL_IN_FLIGHT = 2  # eval batches being encoded and compressed beside the stage's own thread, at most
+
+
+class CompressInBackground(beam.DoFn):
+    """Each raw eval batch's `_compressed_shards`, computed on a thread of the DoFn's own beside the thread that
+    runs the rest of the fused stage (the join, tf.Transform, the block matrices): tfx_bsl's encoder and zlib
+    release the GIL, so on a worker with a free core the raw eval's encoding overlaps the stage's other work
+    instead of adding to it. At most `in_flight` batches wait or run there (their memory is bounded); results
+    come out in the batches' order, each in its batch's window, the rest at the bundle's end; an error there is
+    raised here."""
+
+    def __init__(self, shards: int, level: int, in_flight: int = RAW_EVAL_IN_FLIGHT):
+        if in_flight < 1:
+            raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+        self.shards, self.level, self.in_flight = shards, level, in_flight
+
+    def setup(self):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="raw-eval")
+
+    def start_bundle(self):
+        self._pending: deque[tuple[Future, Any, Any]] = deque()
+
+    def process(self, batch: pa.RecordBatch, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
+        self._pending.append((self._pool.submit(_members, batch, self.shards, self.level), timestamp, window))
+        while self._pending and (len(self._pending) > self.in_flight or self._pending[0][0].done()):
+            yield from self._done()
+
+    def finish_bundle(self):
+        while self._pending:
+            yield from self._done()
+
+    def _done(self) -> Iterator[WindowedValue]:
+        future, timestamp, window = self._pending.popleft()
+        for member in future.result():
+            yield WindowedValue(member, timestamp, (window,))
+
+    def teardown(self):
+        self._pool.shutdown(wait=True)
+
+
+def _members(batch: pa.RecordBatch, shards: int, level: int) -> list[tuple[int, bytes]]:
+    return list(_compressed_shards(batch, shards, level))
 
 
 def _encoded_examples(batch: pa.RecordBatch) -> list[bytes]:

@@ -5,9 +5,11 @@ a file); each shard exists (an empty one reads as no records)."""
 from __future__ import annotations
 
 import gzip
+import struct
 
 import apache_beam as beam
 import pyarrow as pa
+import pytest
 import tensorflow as tf
 from apache_beam.testing.test_pipeline import TestPipeline
 from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
@@ -61,3 +63,44 @@ def test_an_empty_shard_is_a_gzip_file_of_no_records_and_members_concatenate(tmp
             writer.write(record)
     assert plain.read_bytes() == tfrecords([b"a", b"bc"]) == gzip.decompress(gzip_member(tfrecords([b"a", b"bc"]),
                                                                                          1))
+
+
+def test_compressing_in_background_gives_the_members_in_order_in_their_windows_and_raises_its_errors():
+    from apache_beam.transforms.window import GlobalWindow, IntervalWindow
+
+    from components.preprocess.stages import CompressInBackground, _compressed_shards
+
+    batches = [_batch(first, rows) for first, rows in [(0, 7), (7, 2), (9, 11), (20, 1), (21, 5)]]
+    windows = [GlobalWindow(), IntervalWindow(0, 10)] * 3
+    fn = CompressInBackground(shards=3, level=1, in_flight=2)
+    fn.setup()
+    try:
+        fn.start_bundle()
+        out = []
+        for batch, window in zip(batches, windows, strict=False):
+            out += [(v.value, v.windows[0]) for v in fn.process(batch, timestamp=5, window=window)]
+        out += [(v.value, v.windows[0]) for v in fn.finish_bundle()]
+        expected = [(member, window) for batch, window in zip(batches, windows, strict=False)
+                    for member in _compressed_shards(batch, 3, 1)]
+        assert [(shard, window) for (shard, _), window in out] == [(s, w) for (s, _), w in expected]
+        # tfx_bsl writes each tf.Example's map in no fixed order: compare the examples inside
+        assert [sorted(map(_canonical, _records(gzip.decompress(m)))) for (_, m), _ in out] == [
+            sorted(map(_canonical, _records(gzip.decompress(m)))) for (_, m), _ in expected]
+        fn.start_bundle()
+        with pytest.raises(RuntimeError, match="Expected ListArray"):
+            list(fn.process(pa.RecordBatch.from_pydict({"x": pa.array([1, 2])}), timestamp=0,
+                            window=GlobalWindow()))
+            list(fn.finish_bundle())
+    finally:
+        fn.teardown()
+    with pytest.raises(ValueError, match="in_flight"):
+        CompressInBackground(shards=1, level=1, in_flight=0)
+
+
+def _records(framed: bytes) -> list[bytes]:
+    records, at = [], 0
+    while at < len(framed):
+        (length,) = struct.unpack_from("<Q", framed, at)
+        records.append(framed[at + 12:at + 12 + length])
+        at += 12 + length + 4
+    return records
