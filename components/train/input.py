@@ -295,29 +295,73 @@ def block_dataset(
                                        deterministic=True)
 
     epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
+    to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
+    data_options = tf.data.Options()
+    data_options.deterministic = True
+    if options.repeat and options.training and cached is not None:
+        # an epoch's batches cut from the permuted rows in one gather, ahead by a prefetch of one: the same
+        # batches as the scan below, without its copies (benchmarks/train_input_cpu.py)
+        stacks = tf.data.Dataset.zip(epochs, cached.repeat()).map(
+            stream_batches(batch_size, lambda number: tf.constant(seed, tf.int64) * 1_000_003 + number, keep,
+                           layout.block_examples)).prefetch(1)
+        if options.packed:
+            batches = stacks.flat_map(lambda ints, floats: tf.data.Dataset.from_tensor_slices(to_batch(ints, floats)))
+        else:
+            batches = stacks.flat_map(lambda ints, floats: tf.data.Dataset.from_tensor_slices((ints, floats))).map(
+                to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
     if options.repeat and options.training:
-        # the next epoch is read while this one is consumed, one epoch ahead, in order
-        if cached is not None:  # an epoch is one run, permuted ahead by a prefetch of one (0.85x the read's CPU
-            runs = epochs.flat_map(epoch).prefetch(1)  # of an interleave's threads: benchmarks/train_input_cpu.py)
-        else:  # an epoch yields at most `block_length` runs: the interleave takes all of one epoch's before the next's
-            runs = epochs.interleave(epoch, cycle_length=2, block_length=-(-sum(f.blocks for f in files) // window),
-                                     num_parallel_calls=2, deterministic=True)
+        # the next epoch is read while this one is consumed, one epoch ahead, in order: an epoch yields at most
+        # `block_length` runs, and the interleave takes all of one epoch's before the next's
+        runs = epochs.interleave(epoch, cycle_length=2, block_length=-(-sum(f.blocks for f in files) // window),
+                                 num_parallel_calls=2, deterministic=True)
     else:
         runs = epochs.flat_map(epoch)
     runs = runs.map(lambda ints, floats: (ints, floats, False))
     if not options.repeat:  # the end of the split: what is left is the last, partial batch (or dropped)
         runs = runs.concatenate(tf.data.Dataset.from_tensors(
             (tf.zeros([0, layout.width("int64")], tf.int64), tf.zeros([0, layout.width("float32")]), True)))
-    to_batch = packed_labels(layout, list(manifest.tasks)) if options.packed else _columns_to_features(layout, manifest)
     if options.packed and options.training:
         # training batches: the labels are cut from a run's stacked batches at once, not in a map stage per batch
         batches = _full_batches(runs, batch_size, options.drop_remainder, to_batch)
     else:  # evaluation, export, per-feature reads: a map per batch (a per-feature split per run grows with width)
         batches = _full_batches(runs, batch_size, options.drop_remainder).map(
             to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    data_options = tf.data.Options()
-    data_options.deterministic = True
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
+
+
+def stream_batches(batch_size: int, epoch_seed: Callable[[tf.Tensor], tf.Tensor],
+                   keep: Callable[[tf.Tensor], tf.Tensor] | None, block_examples: int):
+    """(epoch number, the cached split [blocks, block_examples, W] per dtype and rows per block) → the batches that
+    complete in that epoch, stacked `(ints [k, batch, W_int], floats [k, batch, W_float])`.
+
+    The stream a repeated training read yields is every epoch's kept rows in that epoch's order (the positions
+    shuffled by `(epoch_seed(epoch), 0)`, as `permuted` draws them), one epoch after another, cut into batches:
+    batch j holds stream positions [j·batch, (j+1)·batch). The batches completing in epoch e are those with
+    e·n < (j+1)·batch ≤ (e+1)·n (n kept rows an epoch) — the ones `_full_batches`' scan emits for that epoch's
+    run — and their rows are gathered at once, the leading ones from the orders of the epochs before (one epoch
+    unless the split has fewer kept rows than a batch). Each epoch is a function of its number alone."""
+
+    def batches(number: tf.Tensor, window) -> tuple[tf.Tensor, tf.Tensor]:
+        ints, floats, rows = window
+        ints, floats = tf.reshape(ints, [-1, ints.shape[-1]]), tf.reshape(floats, [-1, floats.shape[-1]])
+        kept = tf.reshape(tf.range(block_examples, dtype=tf.int64)[tf.newaxis, :] < rows[:, tf.newaxis], [-1])
+        if keep is not None:
+            kept &= keep(ints)
+        positions = tf.where(kept)[:, 0]
+        n = tf.shape(positions, out_type=tf.int64)[0]
+        size = tf.constant(batch_size, tf.int64)
+        first, end = number * n // size, (number + 1) * n // size  # no batch an epoch when n is 0
+        stream = tf.range(first * size, end * size, dtype=tf.int64)
+        oldest = tf.where(n > 0, tf.minimum(first * size // tf.maximum(n, 1), number), number)
+        orders = tf.map_fn(
+            lambda epoch: tf.random.experimental.stateless_shuffle(
+                positions, seed=tf.stack([epoch_seed(epoch), tf.constant(0, tf.int64)])),
+            tf.range(oldest, number + 1, dtype=tf.int64), fn_output_signature=tf.int64)
+        picked = tf.gather_nd(orders, tf.stack([stream // tf.maximum(n, 1) - oldest, stream % tf.maximum(n, 1)], 1))
+        return (tf.reshape(tf.gather(ints, picked), [-1, batch_size, ints.shape[-1]]),
+                tf.reshape(tf.gather(floats, picked), [-1, batch_size, floats.shape[-1]]))
+    return batches
 
 
 def _full_batches(runs: tf.data.Dataset, batch_size: int, drop_remainder: bool,

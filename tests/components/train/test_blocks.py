@@ -92,6 +92,25 @@ def test_cache_follows_the_budget_and_a_cached_run_reads_the_same_examples(both_
     assert sorted(epochs[:TRAIN]) == sorted(epochs[TRAIN:]) and epochs[:TRAIN] != epochs[TRAIN:]
 
 
+
+@pytest.mark.parametrize(("batch", "holdout"), [(64, 0.0), (64, 0.3), (1536, 0.0)])
+def test_a_cached_training_read_is_each_epochs_seeded_order_cut_into_batches(both_formats, batch, holdout):
+    """The cached read cuts an epoch's batches in one gather (`stream_batches`); it must yield the stream the
+    module doc defines: epoch e's kept rows (file order) permuted by the stateless shuffle of (seed·1,000,003 + e,
+    0), epochs one after another, cut into batches across epoch ends — batches smaller than, and larger than, an
+    epoch's kept rows, with and without the calibration holdout."""
+    directory, manifest = both_formats
+    kept = InputOptions(batch_size=100, training=False, drop_remainder=False, holdout_fraction=holdout)
+    in_file_order = np.array(bids(make_dataset(directory, manifest, "train", kept)))
+    n = len(in_file_order)
+    assert (n == TRAIN) == (holdout == 0)
+    seed, epochs = 9, 4
+    stream = np.concatenate([in_file_order[tf.random.experimental.stateless_shuffle(
+        tf.range(n), seed=tf.constant([seed * 1_000_003 + epoch, 0], tf.int64)).numpy()] for epoch in range(epochs)])
+    cached = InputOptions(batch_size=batch, training=True, seed=seed, repeat=True, cache=True, holdout_fraction=holdout)
+    batches = epochs * n // batch
+    assert bids(make_dataset(directory, manifest, "train", cached).take(batches)) == stream[:batches * batch].tolist()
+
 def copy_with(both_formats, tmp_path, edit) -> tuple:
     directory, manifest = both_formats
     shutil.copytree(directory, tmp_path / "copy")
