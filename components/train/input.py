@@ -12,7 +12,8 @@ the blocks are shuffled, and the examples of each window of blocks are permuted 
 with a stateless seed (epoch seed, window number). A window is the whole split when it is cached, else
 `training.shuffle_buffer` examples' worth of blocks. Batches are sliced from the permuted rows, the rows left over
 from a window opening the next one's first batch, so every batch is full and none is lost between windows or
-epochs. A repeated training read works one epoch (and one window) ahead of what it hands out. A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
+epochs. A repeated training read works one epoch (and one window) ahead of what it hands out; cached, it gathers an
+epoch's batches at once (`stream_batches`). A block whose header or fingerprint does not match, or a file shorter or longer than the manifest says,
 is an error naming the file and the block.
 
 Per-example records: shards are read with a parallel interleave, records parsed in parallel after batching (one vectorized
