@@ -95,6 +95,32 @@ def time_overhead(target: TargetSummary) -> str | None:
             f"{split.wall:.0f} s; the rest: {'; '.join(parts)}. examples/s counts the training steps alone.")
 
 
+
+SHORT_WINDOW_SECONDS = 2.0  # a steady window below this is one burst of other work on the host away from its figure
+
+
+def short_steady_window(summary: BenchmarkSummary, target: TargetSummary) -> str | None:
+    """A sentence when a target's runs timed less than `SHORT_WINDOW_SECONDS` of steady training each: its
+    examples/s rests on so short a window that other work on the host moves it run by run (a make-run cpu run:
+    0.2 s, headline / step's own rate 0.63 one run and 0.94 the next). It gives each synchronous run's headline
+    against its step's own rate fed from memory (timed over seconds of paired rounds, the median of them) and what
+    would lengthen the window. (cpu-ps: the ratio is the workers' share of the window by definition, so not given.)"""
+    split = target.time_split
+    if split is None:
+        return None
+    window = split.training + split.input_wait
+    if window <= 0 or window >= SHORT_WINDOW_SECONDS:
+        return None
+    line = (f"{target.name}: examples/s rests on {window:.2f} s of steady training steps a run (below "
+            f"{SHORT_WINDOW_SECONDS:.0f} s), so a burst of other work on this host moves a run's figure")
+    ratios = [run.examples_per_second / run.step_examples_per_second for run in summary.runs
+              if run.target == target.name and run.step_examples_per_second]
+    if ratios and target.kind != "cpu-ps":
+        line += (f": its runs trained at {', '.join(f'{ratio:.2f}' for ratio in ratios)} of their step's own rate "
+                 "fed from memory")
+    return (line + ". For a throughput to compare hardware by, train more steps a run (training.epochs, a larger "
+            "train split) or compare the step's own rate.")
+
 def tables_off_the_hardware(target: TargetSummary) -> str | None:
     """A sentence when a TPU target's tables were not on the TPU's embedding hardware (read from the runtime)."""
     if target.kind != "tpu" or target.tables_on_embedding_hardware is not False:
@@ -190,6 +216,7 @@ def findings(summary: BenchmarkSummary) -> list[str]:
     lines += [sentence for target in targets if (sentence := input_bound(target))]
     lines += [sentence for target in targets if (sentence := tables_off_the_hardware(target))]
     lines += [sentence for target in targets if (sentence := time_overhead(target))]
+    lines += [sentence for target in targets if (sentence := short_steady_window(summary, target))]
     lines += skipped_target_lines(summary)
     for target in targets:
         std = f" ± {target.logloss_std:.5f}" if target.logloss_std is not None else ""

@@ -142,3 +142,20 @@ def test_a_skipped_calibration_step_is_a_finding_with_its_reason():
     (line,) = [line for line in findings(summarize(config(), manifest(), runs)) if "was skipped" in line]
     assert line.startswith("cpu/engagement: the calibration step was skipped in 1 of 2 run(s)")
     assert "training.calibration: none" in line
+
+
+def test_a_steady_window_too_short_to_compare_hardware_by_is_a_finding_with_each_runs_ratio():
+    from components.contracts.time_split import TimeSplit
+
+    def timed(index: int, headline: float, window: float):
+        return run("cpu", index, 0.33, headline).model_copy(update={
+            "step_examples_per_second": 1000.0,
+            "time_split": TimeSplit(startup=5.0, training=window * 0.97, input_wait=window * 0.03, evaluation=1.0,
+                                    steady_steps=232)})
+
+    short = findings(summarize(config(), manifest(), [timed(i, h, 0.2) for i, h in enumerate([630.0, 850.0, 940.0])]))
+    [line] = [line for line in short if "steady training steps a run" in line]
+    assert line.startswith("cpu: examples/s rests on 0.20 s of steady training steps a run (below 2 s)")
+    assert "trained at 0.63, 0.85, 0.94 of their step's own rate" in line and "training.epochs" in line
+    long = findings(summarize(config(), manifest(), [timed(i, h, 3.0) for i, h in enumerate([630.0, 850.0, 940.0])]))
+    assert not [line for line in long if "steady training steps a run" in line]
