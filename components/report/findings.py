@@ -95,7 +95,6 @@ def time_overhead(target: TargetSummary) -> str | None:
             f"{split.wall:.0f} s; the rest: {'; '.join(parts)}. examples/s counts the training steps alone.")
 
 
-
 SHORT_WINDOW_SECONDS = 2.0  # a steady window below this is one burst of other work on the host away from its figure
 
 
@@ -120,6 +119,7 @@ def short_steady_window(summary: BenchmarkSummary, target: TargetSummary) -> str
                  "fed from memory")
     return (line + ". For a throughput to compare hardware by, train more steps a run (training.epochs, a larger "
             "train split) or compare the step's own rate.")
+
 
 def tables_off_the_hardware(target: TargetSummary) -> str | None:
     """A sentence when a TPU target's tables were not on the TPU's embedding hardware (read from the runtime)."""

@@ -359,7 +359,8 @@ def stream_batches(batch_size: int, epoch_seed: Callable[[tf.Tensor], tf.Tensor]
             lambda epoch: tf.random.experimental.stateless_shuffle(
                 positions, seed=tf.stack([epoch_seed(epoch), tf.constant(0, tf.int64)])),
             tf.range(oldest, number + 1, dtype=tf.int64), fn_output_signature=tf.int64)
-        picked = tf.gather_nd(orders, tf.stack([stream // tf.maximum(n, 1) - oldest, stream % tf.maximum(n, 1)], 1))
+        # stream position q·n + r is row r of epoch q's order: orders[q - oldest, r], flat at (q - oldest)·n + r
+        picked = tf.gather(tf.reshape(orders, [-1]), stream - oldest * n)
         return (tf.reshape(tf.gather(ints, picked), [-1, batch_size, ints.shape[-1]]),
                 tf.reshape(tf.gather(floats, picked), [-1, batch_size, floats.shape[-1]]))
     return batches
