@@ -260,18 +260,15 @@ def block_dataset(
         cached = decoded_blocks(tf.data.Dataset.from_tensor_slices(described))
         cached = (cached.batch(window) if options.training else cached).cache()
 
+    def epoch_seed(number: tf.Tensor) -> tf.Tensor:
+        return tf.constant(seed, tf.int64) * 1_000_003 + number
+
     def permuted(epoch_seed: tf.Tensor):
         def permute(number, window):
             """A window's kept rows (not padding, not held out) in an order drawn from (epoch seed, window)."""
-            ints, floats, rows = window
-            ints, floats = tf.reshape(ints, [-1, ints.shape[-1]]), tf.reshape(floats, [-1, floats.shape[-1]])
-            kept = tf.reshape(tf.range(layout.block_examples, dtype=tf.int64)[tf.newaxis, :] < rows[:, tf.newaxis],
-                              [-1])
-            if keep is not None:
-                kept &= keep(ints)
+            ints, floats, positions = window_rows(window, layout.block_examples, keep)
             # the kept rows' positions shuffled (linear in rows, one thread: half the cost of sorting random keys)
-            order = tf.random.experimental.stateless_shuffle(tf.where(kept)[:, 0],
-                                                             seed=tf.stack([epoch_seed, number]))
+            order = tf.random.experimental.stateless_shuffle(positions, seed=tf.stack([epoch_seed, number]))
             return tf.gather(ints, order), tf.gather(floats, order)
         return permute
 
@@ -279,7 +276,7 @@ def block_dataset(
         """One pass over the split as (ints [n, W_int], floats [n, W_float]) runs of kept rows in reading order.
         Training: that order a function of (seed, epoch number) alone, never of how many iterators or epochs came
         before (a shuffle's reshuffle seeds are shared by a dataset's iterators)."""
-        epoch_seed = tf.constant(seed, tf.int64) * 1_000_003 + number
+        this_seed = epoch_seed(number)
         if not options.training:
             blocks = cached if cached is not None else decoded_blocks(tf.data.Dataset.from_tensor_slices(described))
             return blocks.map(lambda ints, floats, rows: _kept(ints[:rows], floats[:rows], keep),
@@ -287,12 +284,12 @@ def block_dataset(
         if cached is not None:
             windows = cached
         else:
-            files_ds = tf.data.Dataset.from_tensor_slices(described).shuffle(len(paths), seed=epoch_seed)
+            files_ds = tf.data.Dataset.from_tensor_slices(described).shuffle(len(paths), seed=this_seed)
             blocks = decoded_blocks(files_ds)
             if window > 1:
-                blocks = blocks.shuffle(window, seed=epoch_seed)
+                blocks = blocks.shuffle(window, seed=this_seed)
             windows = blocks.batch(window).prefetch(1)  # the next window is read while this one is permuted
-        return windows.enumerate().map(permuted(epoch_seed), num_parallel_calls=tf.data.AUTOTUNE,
+        return windows.enumerate().map(permuted(this_seed), num_parallel_calls=tf.data.AUTOTUNE,
                                        deterministic=True)
 
     epochs = tf.data.Dataset.counter() if options.repeat else tf.data.Dataset.range(1)
@@ -303,8 +300,7 @@ def block_dataset(
         # an epoch's batches cut from the permuted rows in one gather, ahead by a prefetch of one: the same
         # batches as the scan below, without its copies (benchmarks/train_input_cpu.py)
         stacks = tf.data.Dataset.zip(epochs, cached.repeat()).map(
-            stream_batches(batch_size, lambda number: tf.constant(seed, tf.int64) * 1_000_003 + number, keep,
-                           layout.block_examples)).prefetch(1)
+            stream_batches(batch_size, epoch_seed, keep, layout.block_examples)).prefetch(1)
         if options.packed:
             batches = stacks.flat_map(lambda ints, floats: tf.data.Dataset.from_tensor_slices(to_batch(ints, floats)))
         else:
@@ -331,6 +327,19 @@ def block_dataset(
     return batches.with_options(data_options).prefetch(tf.data.AUTOTUNE)
 
 
+def window_rows(window, block_examples: int, keep: Callable[[tf.Tensor], tf.Tensor] | None
+                ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """A window of blocks (ints [blocks, block_examples, W_int], floats [..., W_float], rows per block) → its
+    rows flattened (ints [blocks·block_examples, W_int], floats [...]) and the positions of the kept ones (not
+    padding, not held out by `keep`), in file order."""
+    ints, floats, rows = window
+    ints, floats = tf.reshape(ints, [-1, ints.shape[-1]]), tf.reshape(floats, [-1, floats.shape[-1]])
+    kept = tf.reshape(tf.range(block_examples, dtype=tf.int64)[tf.newaxis, :] < rows[:, tf.newaxis], [-1])
+    if keep is not None:
+        kept &= keep(ints)
+    return ints, floats, tf.where(kept)[:, 0]
+
+
 def stream_batches(batch_size: int, epoch_seed: Callable[[tf.Tensor], tf.Tensor],
                    keep: Callable[[tf.Tensor], tf.Tensor] | None, block_examples: int):
     """(epoch number, the cached split [blocks, block_examples, W] per dtype and rows per block) → the batches that
@@ -344,12 +353,7 @@ def stream_batches(batch_size: int, epoch_seed: Callable[[tf.Tensor], tf.Tensor]
     unless the split has fewer kept rows than a batch). Each epoch is a function of its number alone."""
 
     def batches(number: tf.Tensor, window) -> tuple[tf.Tensor, tf.Tensor]:
-        ints, floats, rows = window
-        ints, floats = tf.reshape(ints, [-1, ints.shape[-1]]), tf.reshape(floats, [-1, floats.shape[-1]])
-        kept = tf.reshape(tf.range(block_examples, dtype=tf.int64)[tf.newaxis, :] < rows[:, tf.newaxis], [-1])
-        if keep is not None:
-            kept &= keep(ints)
-        positions = tf.where(kept)[:, 0]
+        ints, floats, positions = window_rows(window, block_examples, keep)
         n = tf.shape(positions, out_type=tf.int64)[0]
         size = tf.constant(batch_size, tf.int64)
         first, end = number * n // size, (number + 1) * n // size  # no batch an epoch when n is 0

@@ -92,7 +92,6 @@ def test_cache_follows_the_budget_and_a_cached_run_reads_the_same_examples(both_
     assert sorted(epochs[:TRAIN]) == sorted(epochs[TRAIN:]) and epochs[:TRAIN] != epochs[TRAIN:]
 
 
-
 @pytest.mark.parametrize(("batch", "holdout"), [(64, 0.0), (64, 0.3), (1536, 0.0)])
 def test_a_cached_training_read_is_each_epochs_seeded_order_cut_into_batches(both_formats, batch, holdout):
     """The cached read cuts an epoch's batches in one gather (`stream_batches`); it must yield the stream the
@@ -110,6 +109,7 @@ def test_a_cached_training_read_is_each_epochs_seeded_order_cut_into_batches(bot
     cached = InputOptions(batch_size=batch, training=True, seed=seed, repeat=True, cache=True, holdout_fraction=holdout)
     batches = epochs * n // batch
     assert bids(make_dataset(directory, manifest, "train", cached).take(batches)) == stream[:batches * batch].tolist()
+
 
 def copy_with(both_formats, tmp_path, edit) -> tuple:
     directory, manifest = both_formats
