@@ -153,8 +153,8 @@ class RunSummary(Contract):
     )
     step_examples_per_second: float | None = Field(
         None, description="what the training step consumes when it never waits: examples per second of the same "
-        "model's steps fed from batches held in memory, after training (median of the paired rounds; None: not "
-        "measured)",
+        "model's steps fed from batches held in memory, after training (the memory rounds' steps over their seconds, "
+        "all paired rounds together, as the headline is taken; None: not measured)",
     )
     input_format: str | None = Field(None, description="'blocks' or 'tf.Example': the records the trainer read")
     input_cache_bytes: int = Field(0, description="memory the cached decoded train blocks take (0: not cached)")

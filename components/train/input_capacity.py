@@ -4,7 +4,7 @@ and how much of its step time its input costs (the input stall).
     input examples/s = batches read from a fresh iterator of the run's own train dataset, alone (before training
                        starts, nothing else on the host's cores), for `training.input_capacity_seconds`, the
                        first batches (buffer fill, tracing) excluded
-    step examples/s  = global batch / t_memory
+    step examples/s  = global batch × steps / seconds over all the memory feed's rounds together
     input stall      = 1 − median over rounds of (t_memory / t_pipeline), clipped into [0, 1]
 
     after training, in alternating rounds (`paired_step_times`), the same model's train function is called
@@ -21,6 +21,11 @@ an empty prefetch buffer, or (CPU training) the pipeline's threads taking cores 
 feeds round by round, and taking the median of the rounds' ratios, is what makes the figure hold on a shared
 machine: a period in which other jobs take a core slows both feeds of a round alike, where two timings taken a
 second apart (the run's own steps, then the memory feed) saw different machines (docs/input.md, "The input stall").
+The step's own rate is a throughput taken the way the headline is (`RunClock.steady_examples_per_second`: steps over
+the seconds they took, whatever happened in them), so the two compare like with like: a burst of other work on the
+host counts in both. The median of the rounds' times, used before, is a typical round rather than a throughput; on
+this shared host it sat 4–5% above the memory rounds' throughput and made every headline look that much short of
+its step (docs/backends.md, "Like with like").
 A clock inside the step cannot see the core sharing, and on a CPU step of a millisecond it mostly measured
 itself: benchmarks/stall_meter.py checks this figure against a second clock.
 
@@ -44,14 +49,21 @@ MIN_ROUNDS = 3  # the paired timing runs at least this many rounds, whatever its
 
 @dataclass
 class PairedRounds:
-    """Host seconds per step of each round's calls, fed from the run's pipeline and from memory
-    (`paired_rounds`)."""
+    """Host seconds per step of each round's calls, fed from the run's pipeline and from memory, and the steps of
+    each memory round (`paired_rounds`)."""
 
     pipeline: list[float] = field(default_factory=list)
     memory: list[float] = field(default_factory=list)
+    memory_steps: list[int] = field(default_factory=list)
 
     def memory_seconds_per_step(self) -> float | None:
-        return statistics.median(self.memory) if self.memory else None
+        """The memory rounds' seconds over their steps, all rounds together (None: none timed)."""
+        if not self.memory:
+            return None
+        steps = self.memory_steps or [1] * len(self.memory)
+        if len(steps) != len(self.memory):
+            raise ValueError(f"{len(self.memory)} memory rounds but steps for {len(steps)}")
+        return sum(seconds * count for seconds, count in zip(self.memory, steps, strict=True)) / sum(steps)
 
 
 def paired_rounds(timed_calls: Callable[[str, int], float], seconds: float, steps_per_call: int,
@@ -66,6 +78,7 @@ def paired_rounds(timed_calls: Callable[[str, int], float], seconds: float, step
         order = ("pipeline", "memory") if len(rounds.memory) % 2 == 0 else ("memory", "pipeline")
         for name in order:
             getattr(rounds, name).append(timed_calls(name, calls))
+        rounds.memory_steps.append(calls * steps_per_call)
         call_seconds = rounds.memory[-1] * steps_per_call
         timed += call_seconds * calls
         affordable = int(seconds / MIN_ROUNDS / call_seconds) if call_seconds > 0 else calls

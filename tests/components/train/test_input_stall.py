@@ -58,6 +58,9 @@ def test_rounds_run_until_the_memory_feed_had_its_seconds():
     _, rounds = stall_of(batches().take(16).cache().repeat().prefetch(8), seconds=0.3)
     steps_per_round = 2 * epoch_calls(12, 2)  # after the first round of one call: an epoch of calls, 2 steps each
     assert sum(rounds.memory[1:]) * steps_per_round + rounds.memory[0] * 2 >= 0.3
+    # each memory round's steps are kept for the step's own rate: one call first, then up to an epoch of calls
+    assert len(rounds.memory_steps) == len(rounds.memory) and rounds.memory_steps[0] == 2
+    assert all(steps % 2 == 0 and 2 <= steps <= steps_per_round for steps in rounds.memory_steps[1:])
 
 
 def test_the_stall_is_the_median_share_a_feed_without_waits_would_save():
@@ -67,7 +70,12 @@ def test_the_stall_is_the_median_share_a_feed_without_waits_would_save():
     assert input_stall_fraction(PairedRounds(pipeline=[1.0, 1.0, 1.0], memory=[0.9, 5.0, 0.9])) == pytest.approx(0.1)
     assert input_stall_fraction(PairedRounds(pipeline=[1.0], memory=[1.2])) == 0.0  # noise: clipped
     assert input_stall_fraction(PairedRounds()) is None  # nothing timed
-    assert PairedRounds(memory=[3.0, 1.0, 2.0]).memory_seconds_per_step() == 2.0
+    # the step's own rate is the memory rounds' throughput, as the headline is taken: their seconds over their steps
+    assert PairedRounds(memory=[3.0, 1.0, 2.0], memory_steps=[1, 2, 1]).memory_seconds_per_step() == 7.0 / 4
+    assert PairedRounds(memory=[3.0, 1.0, 2.0], memory_steps=[1, 1, 1]).memory_seconds_per_step() == 2.0
+    assert PairedRounds().memory_seconds_per_step() is None
+    with pytest.raises(ValueError, match="3 memory rounds but steps for 2"):
+        PairedRounds(memory=[3.0, 1.0, 2.0], memory_steps=[1, 2]).memory_seconds_per_step()
     assert epoch_calls(87, 8) == 11 and epoch_calls(10**6, 8) == 32 and epoch_calls(0, 8) == 1
 
 
