@@ -100,8 +100,8 @@ def main() -> None:
                 by_median = run["headline"] / run["step_median"] if run["step_median"] else float("nan")
                 stall = "—" if run["stall"] is None else f"{run['stall']:.0%}"
                 print(f"{lane:<9} {name:<14} {repeat:<4} {run['steps_per_execution']:<4} {run['headline']:>13,.0f}  "
-                      f"{run['step'] or 0:>9,.0f}  {ratio:>13.2f}  {stall:>5}  {run['window']:>8.2f}  {by_median:>21.2f}",
-                      flush=True)
+                      f"{run['step'] or 0:>9,.0f}  {ratio:>13.2f}  {stall:>5}  {run['window']:>8.2f}  "
+                      f"{by_median:>21.2f}", flush=True)
     print("\nmedians per lane and variant (headline vs the first variant's, same lane)")
     for lane in args.lanes:
         first = None

@@ -60,10 +60,9 @@ class PairedRounds:
         """The memory rounds' seconds over their steps, all rounds together (None: none timed)."""
         if not self.memory:
             return None
-        steps = self.memory_steps or [1] * len(self.memory)
-        if len(steps) != len(self.memory):
-            raise ValueError(f"{len(self.memory)} memory rounds but steps for {len(steps)}")
-        return sum(seconds * count for seconds, count in zip(self.memory, steps, strict=True)) / sum(steps)
+        if len(self.memory_steps) != len(self.memory):
+            raise ValueError(f"{len(self.memory)} memory rounds but steps for {len(self.memory_steps)}")
+        return sum(seconds * steps for seconds, steps in zip(self.memory, self.memory_steps)) / sum(self.memory_steps)
 
 
 def paired_rounds(timed_calls: Callable[[str, int], float], seconds: float, steps_per_call: int,

@@ -76,6 +76,8 @@ def test_the_stall_is_the_median_share_a_feed_without_waits_would_save():
     assert PairedRounds().memory_seconds_per_step() is None
     with pytest.raises(ValueError, match="3 memory rounds but steps for 2"):
         PairedRounds(memory=[3.0, 1.0, 2.0], memory_steps=[1, 2]).memory_seconds_per_step()
+    with pytest.raises(ValueError, match="1 memory rounds but steps for 0"):  # rounds must say their steps
+        PairedRounds(memory=[3.0]).memory_seconds_per_step()
     assert epoch_calls(87, 8) == 11 and epoch_calls(10**6, 8) == 32 and epoch_calls(0, 8) == 1
 
 
