@@ -101,8 +101,9 @@ class PredictionApp:
         if status != HTTPStatus.OK:
             headers.append((b"connection", b"close"))
         await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        # logged before the body goes out: a client holding its answer finds its line already written
         _log_request(scope["method"], scope["path"], status)
+        await send({"type": "http.response.body", "body": body})
 
     async def _answer(self, scope: Scope, receive: Receive) -> tuple[int, list, bytes]:
         method, path = scope["method"], scope["path"]
@@ -144,8 +145,8 @@ class PredictionApp:
         else:
             status, headers, body = _json_answer(HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, {"Retry-After": "1"})
         await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
         _log_request(scope["method"], scope["path"], status)
+        await send({"type": "http.response.body", "body": body})
 
 
 def _headers(scope: Scope) -> http.client.HTTPMessage:
@@ -209,8 +210,8 @@ class BoundedProtocol(H11Protocol):
             self.app = self.app_.busy
             self._arm_head_deadline()
         else:
-            _raw_answer(transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
             _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+            _raw_answer(transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_deadline()
@@ -223,8 +224,8 @@ class BoundedProtocol(H11Protocol):
         if waiting_for_head and not self._over_limit and self not in self.admitted:
             # a kept-alive connection's next request takes a slot again (it gave its slot back when answered)
             if len(self.admitted) >= self.limits.max_connections:
-                _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
                 _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+                _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
                 return
             self.admitted.add(self)
         if waiting_for_head:
@@ -257,21 +258,21 @@ class BoundedProtocol(H11Protocol):
     def _head_late(self) -> None:
         self._head_timer = None
         if self._over_limit:
-            _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
             _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
+            _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
             return
+        _log_request("", "", HTTPStatus.REQUEST_TIMEOUT)
         _raw_answer(self.transport, HTTPStatus.REQUEST_TIMEOUT, {
             "error": f"the request line and headers did not arrive within {self.limits.read_timeout_seconds:g} s "
                      "(ADRANK_READ_TIMEOUT_SECONDS)"})
-        _log_request("", "", HTTPStatus.REQUEST_TIMEOUT)
 
     def send_400_response(self, msg: str) -> None:
         """What h11 could not parse (uvicorn calls this from its `except h11.RemoteProtocolError`), as JSON."""
         self._cancel_head_deadline()
         error = sys.exc_info()[1]
         status, message = _malformed(bytes(self._head), error, self.limits.max_body_bytes)
-        _raw_answer(self.transport, status, {"error": message})
         _log_request("", "", status)
+        _raw_answer(self.transport, status, {"error": message})
 
 
 def _malformed(head: bytes, error: BaseException | None, max_body_bytes: int) -> tuple[HTTPStatus, str]:

@@ -456,6 +456,30 @@ def test_an_http_client_sees_a_bad_request_as_one_json_line(vertex_server):
     assert call(vertex_server + "/v1/predict")[0] == 405
 
 
+def test_a_request_is_logged_before_its_body_goes_out(model_dir, caplog):
+    """A client that holds its answer finds the access line written (the next test's log cannot receive it late)."""
+    import asyncio
+
+    from components.serving.server import PredictionApp
+
+    app = PredictionApp(Predictor(str(model_dir)), "/predict", "/health", LIMITS)
+    lines_when_sent: list[list[str]] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.body":
+            lines_when_sent.append([r.getMessage() for r in caplog.records if r.name == serving_server.log.name])
+
+    with caplog.at_level(logging.INFO, logger=serving_server.log.name):
+        for method, path in [("GET", "/predict"), ("GET", "/health")]:
+            scope = {"type": "http", "method": method, "path": path, "headers": [], "query_string": b""}
+            asyncio.run(app(scope, receive, send))
+    app.executor.shutdown()
+    assert lines_when_sent == [["GET /predict 405"], ["GET /predict 405", "GET /health 200"]]
+
+
 def test_the_server_names_a_missing_model_in_one_line(monkeypatch, tmp_path, server_log):
     monkeypatch.delenv("AIP_STORAGE_URI", raising=False)
     assert serving_server.main() == 2
