@@ -36,7 +36,7 @@ from components.preprocess.counters import Count
 from components.preprocess.example_batches import ENGAGEMENT_SCHEMA, concat, record_dicts
 from components.preprocess.parse import DEAD_LETTER, IMPRESSION_ID, TIMESTAMP_MS, FeatureField
 from components.preprocess.partitions import partition_parts
-from components.preprocess.time_range import PlausibleRange
+from components.preprocess.time_range import PlausibleRange, median_input
 from configs.logs import EVENT_TYPE
 from foundation.canonical_json import canonical_json
 
@@ -318,7 +318,7 @@ class JoinEngagements(beam.PTransform):
         ) | "BothStreams" >> beam.Flatten()
         plausible, side_inputs = self.plausible, []
         if plausible is not None:
-            side_inputs = [beam.pvalue.AsSingleton(plausible.median)]
+            side_inputs = [median_input(plausible.median)]
         attribute = _AttributePartition(self.tasks, self.window, self.features, self.schema,
                                         None if plausible is None else (plausible.impressions, plausible.engagements))
         outputs = (parts
@@ -439,7 +439,7 @@ class ExampleTimeRange(beam.PTransform):
     def expand(self, impressions: beam.PCollection) -> beam.PCollection:
         plausible, side_inputs = self.plausible, []
         if plausible is not None:
-            side_inputs = [beam.pvalue.AsSingleton(plausible.median)]
+            side_inputs = [median_input(plausible.median)]
         return (impressions
                 | "IdsAndTimes" >> beam.FlatMap(_ids_and_times, self.partitions).with_output_types(KEYED_BATCH)
                 | "GroupById" >> beam.GroupByKey()

@@ -145,14 +145,15 @@ class WriteExampleBlocks(beam.PTransform):
         files = (
             (batches if self.counted is None else self.counted)
             | "Rows" >> beam.Map(lambda batch: batch.num_rows)
-            | "CountForFiles" >> beam.CombineGlobally(sum)
+            | "CountForFiles" >> beam.CombineGlobally(sum).without_defaults()
             | "Files" >> beam.Map(lambda n: max(min_files, math.ceil(n / per_file)))
         )
+        # no rows: `min_files` (the side input's default, where a global combine's default would cost a stage)
         return (
             batches
             | "Matrices" >> beam.ParDo(_Matrices(self.layout, self.seed))
-            | "FileParts" >> beam.FlatMap(_file_parts, beam.pvalue.AsSingleton(files))
+            | "FileParts" >> beam.FlatMap(_file_parts, beam.pvalue.AsSingleton(files, default_value=min_files))
             | "GroupIntoFiles" >> beam.GroupByKey()
             | "WriteBlockFiles" >> beam.ParDo(_WriteBlockFile(self.root, self.split, self.layout),
-                                              beam.pvalue.AsSingleton(files))
+                                              beam.pvalue.AsSingleton(files, default_value=min_files))
         )

@@ -235,8 +235,9 @@ class AddHistory(beam.PTransform):
         log_start = beam.pvalue.AsSingleton(
             examples
             | "EarliestInBatch" >> beam.Map(lambda batch: pc.min(batch.column(TIMESTAMP_MS)).as_py())
-            | "LogStart" >> beam.CombineGlobally(lambda times: min((t for t in times if t is not None), default=None))
-        )
+            | "LogStart" >> beam.CombineGlobally(lambda times: min((t for t in times if t is not None), default=None)
+                                                 ).without_defaults(),
+            default_value=None)  # no examples: no start (the side input's default, without a stage of its own)
         return (
             examples
             | "KeyById" >> beam.ParDo(_KeyByHistoryId(feature, self.partitions)).with_output_types(KEYED_BATCH)

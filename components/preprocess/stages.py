@@ -281,7 +281,7 @@ def _codes(batch: pa.RecordBatch) -> np.ndarray:
 
 def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable,
                   time_range: beam.PCollection | None = None) -> beam.PCollection:
-    """One element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows, 0 for none;
+    """One element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows, none for no rows;
     taken from `time_range`'s (earliest, latest) pairs instead when given (`attribution.ExampleTimeRange`)."""
     if time_range is None:
         stamps = batches | f"{label}InBatch" >> beam.Map(
@@ -289,8 +289,9 @@ def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable,
     else:
         end = 1 if extreme is max else 0
         stamps = time_range | f"{label}InRange" >> beam.Map(lambda pair, end=end: pair[end])
+    # no default element: the side inputs made of it carry the default (`SplitByTime`), which costs no stage
     return stamps | label >> beam.CombineGlobally(lambda stamps: extreme((s for s in stamps if s is not None),
-                                                                         default=0))
+                                                                         default=0)).without_defaults()
 
 
 class Splits(NamedTuple):
@@ -316,14 +317,16 @@ class SplitByTime(beam.PTransform):
         self.time_range = time_range
 
     def expand(self, batches: beam.PCollection) -> Splits:
+        # without rows, the boundaries of time 0 (what a global combine's default would give, without its stage)
         latest = _extreme_time(batches, "Latest", max, self.time_range)
-        eval_start = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days))
+        eval_start = beam.pvalue.AsSingleton(latest | "EvalStart" >> beam.Map(eval_start_for_latest, self.eval_days),
+                                             default_value=eval_start_for_latest(0, self.eval_days))
+        train_start: Any = None  # no burn-in: every row before eval is train
         if self.burn_in_days:
-            train_start = beam.pvalue.AsSingleton(_extreme_time(batches, "Earliest", min, self.time_range)
-                                                  | "TrainStart" >> beam.Map(train_start_after_burn_in,
-                                                                              self.burn_in_days))
-        else:
-            train_start = beam.pvalue.AsSingleton(batches.pipeline | "NoBurnIn" >> beam.Create([None]))
+            train_start = beam.pvalue.AsSingleton(
+                _extreme_time(batches, "Earliest", min, self.time_range)
+                | "TrainStart" >> beam.Map(train_start_after_burn_in, self.burn_in_days),
+                default_value=train_start_after_burn_in(0, self.burn_in_days))
         coded = batches | "SplitCodes" >> beam.ParDo(_SplitCodes(self.calibration_days), eval_start,
                                                      train_start).with_output_types(BATCH)
         names = list(SPLITS) + ([CALIBRATION_SPLIT] if self.calibration_days else [])

@@ -123,9 +123,11 @@ def announce_dead_letters(dead_letters):
 
 def announce_done(collection, label: str, message: str):
     """Say `message` once `collection` (e.g. a transform function, the names of written files) is complete;
-    `{files}` in it becomes the number of its elements as files (`2 files`), also the record's `files` field."""
+    `{files}` in it becomes the number of its elements as files (`2 files`), also the record's `files` field. An
+    empty collection says nothing: the count has no default (a default costs the job a stage and a side input of
+    its own; every collection announced holds at least one element when the step succeeds)."""
     return (collection
-            | f"Done{label}" >> beam.combiners.Count.Globally()
+            | f"Done{label}" >> beam.CombineGlobally(beam.combiners.CountCombineFn()).without_defaults()
             | f"Announce{label}" >> beam.Map(lambda n: say(message.format(files=plural(n, "file")), files=n)))
 
 

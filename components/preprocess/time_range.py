@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+from apache_beam.transforms.stats import ApproximateQuantilesCombineFn
 
 from components.preprocess.batch_coder import BATCH
 from components.preprocess.example_batches import as_records
@@ -35,13 +36,20 @@ DAY_MS = 86_400_000
 
 @beam.ptransform_fn
 def MedianTime(batches):  # noqa: N802 - a PTransform
-    """A one-element PCollection: the median `timestamp_ms` of the rows of `batches`, or None when there are none."""
+    """At most one element: the median `timestamp_ms` of the rows of `batches` (none without rows: read it with
+    `median_input`, whose default is None; a global combine's own default would cost the job a stage)."""
+    quantiles = ApproximateQuantilesCombineFn.create(num_quantiles=3, input_batched=True)  # [min, median, max]
     return (
         batches
         | "Times" >> beam.Map(lambda batch: batch.column(TIMESTAMP_MS).to_pylist())
-        | "Quantiles" >> beam.ApproximateQuantiles.Globally(3, input_batched=True)  # [min, median, max]
+        | "Quantiles" >> beam.CombineGlobally(quantiles).without_defaults()
         | "Median" >> beam.Map(lambda quantiles: quantiles[1] if len(quantiles) == 3 else None)
     )
+
+
+def median_input(median: beam.PCollection) -> beam.pvalue.AsSingleton:
+    """`MedianTime`'s output as a side input: the median, or None when no row had a time."""
+    return beam.pvalue.AsSingleton(median, default_value=None)
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,6 @@ def keep_plausible_times(batches, stream: str, median, skew_days: float, late_ms
     """(kept, dead letters) of one stream's record batches, against the impressions' `median` time; `features`: the
     batches' logged features (a dead letter's record holds their values, defaults filled)."""
     outputs = batches | f"PlausibleTimes{stream.title()}" >> beam.ParDo(
-        _KeepInRange(PlausibleRange.of(stream, skew_days, late_ms, features)), beam.pvalue.AsSingleton(median)
+        _KeepInRange(PlausibleRange.of(stream, skew_days, late_ms, features)), median_input(median)
     ).with_output_types(BATCH).with_outputs(DEAD_LETTER, main=VALID)
     return outputs[VALID], outputs[DEAD_LETTER]
