@@ -281,8 +281,8 @@ def _codes(batch: pa.RecordBatch) -> np.ndarray:
 
 def _extreme_time(batches: beam.PCollection, label: str, extreme: Callable,
                   time_range: beam.PCollection | None = None) -> beam.PCollection:
-    """One element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows, none for no rows;
-    taken from `time_range`'s (earliest, latest) pairs instead when given (`attribution.ExampleTimeRange`)."""
+    """At most one element: the latest (`max`) or earliest (`min`) impression time of all the batches' rows (0 when
+    none of them has a time, no element without rows); taken from `time_range`'s (earliest, latest) pairs instead when given (`attribution.ExampleTimeRange`)."""
     if time_range is None:
         stamps = batches | f"{label}InBatch" >> beam.Map(
             lambda batch: extreme(batch.column(TIMESTAMP_MS).to_pylist(), default=None))
