@@ -5,7 +5,7 @@ the same logs with pyarrow alone.
         [--widths 10 100 1000] [--wide-sizes ...] [--wide-formats csv jsonl] [--point-timeout 900]
         [--max-rss-mib 10240]
         [--before DIR [--before-sizes 10000 100000] [--before-widths 10 100] [--before-wide-sizes 10000]
-        [--before-timeout 300]]
+        [--before-timeout 300]] [--repeats 1]
 
 For each number of impressions in `--sizes`: synthetic logs with the default features, then wide logs with each
 number of hashed categorical features in `--widths` (`write_wide_logs`) at each of `--wide-sizes` (default:
@@ -23,7 +23,11 @@ timeout is not run, and is printed from that slope, marked EXTRAPOLATED. `--befo
 `--before-wide-sizes` (default: `--before-sizes`) at `--before-widths` are run a second time, each with
 `--before-timeout` (default: `--point-timeout`), on the source tree in DIR (a checkout of an earlier commit, e.g.
 `git archive <commit> | tar -x -C DIR`), with that tree's code and default config and this file's driver, in the
-same invocation, so the before/after ratios come from one machine at one time.
+same invocation, so the before/after ratios come from one machine at one time. `--repeats N`: each point N times,
+the trees alternated (after, before, after, ...), every run printed; then per point the median records/s of each
+tree, their ratio, each pair's ratio and how many pairs the after tree won (on a shared machine one run of a point
+moves by ±20% from the next, so a gain of a few percent needs the pairs, not one run). The slopes use each tree's
+median run of a point.
 
     .venv/bin/python benchmarks/preprocess.py --features 1000 [--rows 3000]
 
@@ -51,6 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 
@@ -349,6 +354,24 @@ def print_slope(what: str, measured: dict[int, dict], sizes: list[int]) -> None:
               f"step {seconds / 60:,.1f} min, peak RSS {mib:,.0f} MiB", flush=True)
 
 
+def print_comparison(what: str, after: list[dict | None], before: list[dict | None]) -> None:
+    """after/before records/s of one point: one run each, or (repeated) the medians and every pair's ratio."""
+    pairs = [(a, b) for a, b in zip(after, before) if a is not None and b is not None]
+    if not pairs:
+        return
+    rss = median([a["peak_tree_mib"] for a, _ in pairs]) / median([b["peak_tree_mib"] for _, b in pairs])
+    if len(pairs) == 1:
+        (a, b), = pairs
+        print(f"{what}: after/before {rate(a) / rate(b):.1f}x records/s, peak RSS {rss:.2f}x", flush=True)
+        return
+    ratios = [rate(a) / rate(b) for a, b in pairs]
+    after_median, before_median = median([rate(a) for a, _ in pairs]), median([rate(b) for _, b in pairs])
+    print(f"{what}: after/before {after_median / before_median:.2f}x records/s (medians of {len(pairs)} alternated "
+          f"pairs: {after_median:,.0f} / {before_median:,.0f}); pair ratios "
+          f"{', '.join(f'{r:.2f}' for r in ratios)} (median {median(ratios):.2f}); after faster in "
+          f"{sum(r > 1 for r in ratios)} of {len(pairs)}; peak RSS {rss:.2f}x", flush=True)
+
+
 def grid(args) -> None:
     """Each point in a child process (`--point`) with a timeout, its figures printed as they come; with `--before`,
     each point on the earlier tree right after it."""
@@ -367,27 +390,34 @@ def grid(args) -> None:
         sizes = args.sizes if kind == "synthetic" else wide_sizes
         for size in sorted(sizes):
             what = f"{size:>9,} impressions, {label}"
-            results = {}
-            for tree, path in trees:
-                if tree == "before" and (kind != "synthetic" and (size not in before_wide_sizes
-                                                             or width not in args.before_widths)
-                                         or kind == "synthetic" and size not in args.before_sizes):
-                    continue
-                timeout = args.before_timeout if tree == "before" else args.point_timeout
-                predicted = predicted_seconds(measured[tree], size)
-                if predicted is not None and predicted > timeout:
-                    print(f"{what} [{tree}]: not run: the measured slope predicts {predicted / 60:,.0f} min, above "
-                          f"its timeout {timeout:.0f} s (extrapolated below)", flush=True)
-                    continue
-                figures = run_point(kind, size, width, timeout, args.max_rss_mib, path)
-                if isinstance(figures, str):
-                    print(f"{what} [{tree}]: {figures}", flush=True)
-                    continue
-                print_point(f"{what} [{tree}]", figures)
-                measured[tree][size] = results[tree] = figures
-            if len(results) == 2:
-                print(f"{what}: after/before {rate(results['after']) / rate(results['before']):.1f}x records/s, peak "
-                      f"RSS {results['after']['peak_tree_mib'] / results['before']['peak_tree_mib']:.2f}x", flush=True)
+            runs: dict[str, list[dict | None]] = {tree: [] for tree, _ in trees}
+            for repeat in range(args.repeats):
+                for tree, path in trees:
+                    if tree == "before" and (kind != "synthetic" and (size not in before_wide_sizes
+                                                                 or width not in args.before_widths)
+                                             or kind == "synthetic" and size not in args.before_sizes):
+                        continue
+                    timeout = args.before_timeout if tree == "before" else args.point_timeout
+                    predicted = predicted_seconds(measured[tree], size)
+                    if predicted is not None and predicted > timeout:
+                        if repeat == 0:
+                            print(f"{what} [{tree}]: not run: the measured slope predicts {predicted / 60:,.0f} min, "
+                                  f"above its timeout {timeout:.0f} s (extrapolated below)", flush=True)
+                        continue
+                    figures = run_point(kind, size, width, timeout, args.max_rss_mib, path)
+                    run = f" run {repeat + 1}" if args.repeats > 1 else ""
+                    if isinstance(figures, str):
+                        print(f"{what} [{tree}{run}]: {figures}", flush=True)
+                        runs[tree].append(None)
+                        continue
+                    print_point(f"{what} [{tree}{run}]", figures)
+                    runs[tree].append(figures)
+            for tree, _ in trees:
+                done = sorted((f for f in runs[tree] if f is not None), key=rate)
+                if done:
+                    measured[tree][size] = done[(len(done) - 1) // 2]  # the median run (the lower one of an even count)
+            if len(trees) == 2:
+                print_comparison(what, runs["after"], runs["before"])
         for tree, _ in trees:
             print_slope(f"{label} [{tree}]", measured[tree], sizes)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
@@ -440,8 +470,12 @@ def main() -> None:
     parser.add_argument("--impressions", type=int, default=1_000_000)
     parser.add_argument("--features", type=int, default=None, help="time vocabulary vs hashed features instead")
     parser.add_argument("--rows", type=int, default=3000, help="impressions of the wide log of --features")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run each grid point this many times, the trees alternated (medians and pair ratios)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     args.wide_kinds = [kind for kind, file_format in WIDE_KINDS.items() if file_format in args.wide_formats]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adrank-bench-"))
     if args.prepare:
