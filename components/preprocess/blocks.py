@@ -149,11 +149,11 @@ class WriteExampleBlocks(beam.PTransform):
             | "Files" >> beam.Map(lambda n: max(min_files, math.ceil(n / per_file)))
         )
         # no rows: `min_files` (the side input's default, where a global combine's default would cost a stage)
+        file_count = beam.pvalue.AsSingleton(files, default_value=min_files)
         return (
             batches
             | "Matrices" >> beam.ParDo(_Matrices(self.layout, self.seed))
-            | "FileParts" >> beam.FlatMap(_file_parts, beam.pvalue.AsSingleton(files, default_value=min_files))
+            | "FileParts" >> beam.FlatMap(_file_parts, file_count)
             | "GroupIntoFiles" >> beam.GroupByKey()
-            | "WriteBlockFiles" >> beam.ParDo(_WriteBlockFile(self.root, self.split, self.layout),
-                                              beam.pvalue.AsSingleton(files, default_value=min_files))
+            | "WriteBlockFiles" >> beam.ParDo(_WriteBlockFile(self.root, self.split, self.layout), file_count)
         )

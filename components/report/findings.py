@@ -103,7 +103,8 @@ def short_steady_window(summary: BenchmarkSummary, target: TargetSummary) -> str
     examples/s rests on so short a window that other work on the host moves it run by run (a make-run cpu run:
     0.2 s, headline / step's own rate 0.63 one run and 0.94 the next). It gives each synchronous run's headline
     against its step's own rate fed from memory (seconds of paired rounds, steps over seconds as the headline is
-    taken) and what would lengthen the window. (cpu-ps: the ratio is the workers' share of the window by definition, so not given.)"""
+    taken) and what would lengthen the window. (cpu-ps: the ratio is the workers' share of the window by definition,
+    so not given.)"""
     split = target.time_split
     if split is None:
         return None

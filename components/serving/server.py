@@ -175,7 +175,9 @@ async def _read_body(receive: Receive, length: int) -> bytes:
 def _raw_answer(transport: asyncio.BaseTransport, status: HTTPStatus, payload: dict,
                 extra: str = "") -> None:
     """An answer written straight to the connection, which is then closed: for a request that never became one
-    (its head late, unparseable, or over the connection limit), where h11 has no request to answer."""
+    (its head late, unparseable, or over the connection limit), where h11 has no request to answer. Logged first,
+    so a client holding the answer finds its line written."""
+    _log_request("", "", status)
     if transport.is_closing():
         return
     body = json.dumps(payload).encode()
@@ -210,7 +212,6 @@ class BoundedProtocol(H11Protocol):
             self.app = self.app_.busy
             self._arm_head_deadline()
         else:
-            _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
             _raw_answer(transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -224,7 +225,6 @@ class BoundedProtocol(H11Protocol):
         if waiting_for_head and not self._over_limit and self not in self.admitted:
             # a kept-alive connection's next request takes a slot again (it gave its slot back when answered)
             if len(self.admitted) >= self.limits.max_connections:
-                _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
                 _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
                 return
             self.admitted.add(self)
@@ -258,10 +258,8 @@ class BoundedProtocol(H11Protocol):
     def _head_late(self) -> None:
         self._head_timer = None
         if self._over_limit:
-            _log_request("", "", HTTPStatus.SERVICE_UNAVAILABLE)
             _raw_answer(self.transport, HTTPStatus.SERVICE_UNAVAILABLE, {"error": BUSY}, "retry-after: 1\r\n")
             return
-        _log_request("", "", HTTPStatus.REQUEST_TIMEOUT)
         _raw_answer(self.transport, HTTPStatus.REQUEST_TIMEOUT, {
             "error": f"the request line and headers did not arrive within {self.limits.read_timeout_seconds:g} s "
                      "(ADRANK_READ_TIMEOUT_SECONDS)"})
@@ -271,7 +269,6 @@ class BoundedProtocol(H11Protocol):
         self._cancel_head_deadline()
         error = sys.exc_info()[1]
         status, message = _malformed(bytes(self._head), error, self.limits.max_body_bytes)
-        _log_request("", "", status)
         _raw_answer(self.transport, status, {"error": message})
 
 
