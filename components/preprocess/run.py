@@ -102,7 +102,7 @@ from components.preprocess.stages import (
 )
 from components.preprocess.step_messages import say, wait_for_job
 from components.preprocess.time_range import MedianTime, PlausibleRange
-from components.preprocess.transform import feature_infos
+from components.preprocess.transform import feature_infos, write_raw_metadata
 from components.preprocess.unseen import CountUnseenEvalValues, checked_features
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
@@ -158,6 +158,7 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
                                                           temp_location(options, local_temp))
         say(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
         watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
+        write_raw_metadata(root, config.features, config.tasks)
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)
     manifest = _manifest(config, logs_dir, root, window)
@@ -384,8 +385,9 @@ class PreprocessLogs(beam.PTransform):
             BATCH)
         splits = examples | SplitByTime(config.split.eval_days, config.split.calibration_days,
                                         config.split.history_burn_in_days, time_range)
-        transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp)
         settings = config.preprocess
+        transformed = splits | AnalyzeAndTransform(config.features, config.tasks, self.tft_temp,
+                                                    settings.force_tf_compat_v1)
         block_files = transformed.transformed | WriteExamples(
             self.root, transformed.transformed_schema, config.seed, settings.output_shards, settings.block_examples,
             splits.by_split)

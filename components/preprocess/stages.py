@@ -373,11 +373,13 @@ class AnalyzeAndTransform(beam.PTransform):
     (`transform.build_preprocessing_fn`) analysed on the train split only (vocabularies, statistics), then applied
     once to every example in a split (its split code passed through tf.Transform, so the transform graph is loaded
     once, and a calibration row, also a train row, is transformed once), reading and writing record batches (TFXIO:
-    `transform.tensor_adapter_config`, `output_record_batches`). `temp_dir`: tf.Transform's scratch space."""
+    `transform.tensor_adapter_config`, `output_record_batches`). `temp_dir`: tf.Transform's scratch space;
+    `force_tf_compat_v1`: the transform graph built in TF1 graph mode (`PreprocessConfig.force_tf_compat_v1`)."""
 
-    def __init__(self, features: Any, tasks: Any, temp_dir: str):
+    def __init__(self, features: Any, tasks: Any, temp_dir: str, force_tf_compat_v1: bool = True):
         super().__init__()
         self.features, self.tasks, self.temp_dir = features, tasks, temp_dir
+        self.force_tf_compat_v1 = force_tf_compat_v1
 
     def expand(self, splits: Splits) -> TransformedSplits:
         features, tasks = self.features, self.tasks
@@ -385,7 +387,7 @@ class AnalyzeAndTransform(beam.PTransform):
         raw = splits.coded | "Instances" >> beam.Map(tft_input, features, tasks, passthrough=SPLIT_CODE
                                                      ).with_output_types(BATCH)
         train = raw | "TrainInstances" >> beam.FlatMap(_with_codes, CODES_OF["train"]).with_output_types(BATCH)
-        with tft_beam.Context(temp_dir=self.temp_dir, force_tf_compat_v1=False):
+        with tft_beam.Context(temp_dir=self.temp_dir, force_tf_compat_v1=self.force_tf_compat_v1):
             transform_fn = (train, adapter) | "Analyze" >> tft_beam.AnalyzeDataset(
                 build_preprocessing_fn(features, tasks)
             )

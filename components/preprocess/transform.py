@@ -52,6 +52,16 @@ def raw_feature_spec(features, tasks) -> dict:
     return spec
 
 
+def write_raw_metadata(root: str, features, tasks) -> None:
+    """The raw parse spec beside `transform_fn/` (`metadata/`, where `TFTransformOutput.raw_feature_spec` reads it):
+    what the serving export parses requests with, read from the spec and not from the transform graph's signature,
+    which a TF1 graph (tf.Transform's compatibility mode, `AnalyzeAndTransform`) does not carry as a function."""
+    from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io
+
+    metadata_io.write_metadata(dataset_metadata.DatasetMetadata.from_feature_spec(raw_feature_spec(features, tasks)),
+                               f"{root}/{tft.TFTransformOutput.RAW_METADATA_DIR}")
+
+
 def _arrow_type(spec) -> pa.DataType:
     value = {tf.string: pa.large_binary(), tf.int64: pa.int64(), tf.float32: pa.float32()}[spec.dtype]
     return pa.large_list(value)

@@ -7,7 +7,9 @@ import math
 
 import numpy as np
 import pytest
+import tensorflow_transform as tft
 from block_rows import read_blocks
+from tensorflow.core.protobuf import saved_model_pb2
 
 from components.contracts.manifest import DayCount, Manifest, TransformedFeatureSpec
 from components.preprocess.run import TooManyInvalidRecords, preprocess
@@ -151,7 +153,8 @@ def test_too_many_invalid_records_fail_naming_share_and_reasons(tmp_path, config
 
 def test_the_calibration_split_is_the_latest_train_days(tmp_path, config_for, log_writer):
     """split.calibration_days: 1 writes the last train day again as the calibration split (transformed like
-    train); train keeps every train day and the example count is not doubled."""
+    train); train keeps every train day and the example count is not doubled. Run with tf.Transform's TF2 graph
+    (`preprocess.force_tf_compat_v1: false`): the same job, a TF2 SavedModel, the raw spec still beside it."""
     days = ["2026-01-01", "2026-01-02", "2026-01-03"]
     rows = [impression(10 * d + i, f"{day}T{10 + i}:00:00.000Z", "a1", 20 + i, ["x"])
             for d, day in enumerate(days) for i in range(3)]
@@ -165,8 +168,14 @@ def test_the_calibration_split_is_the_latest_train_days(tmp_path, config_for, lo
         features=[{"name": "ad_id", "kind": "categorical", "encoding": "vocabulary"},
                   {"name": "user_age", "kind": "numeric", "normalization": "zscore"},
                   {"name": "hour", "kind": "time", "part": "hour_of_day"}],
+        preprocess={"direct_running_mode": "in_memory", "direct_num_workers": 1, "output_shards": 1,
+                    "min_positives_per_task": 0, "min_negatives_per_task": 0, "force_tf_compat_v1": False},
     )
     manifest = preprocess(config, None, str(tmp_path / "out"))
+    saved = saved_model_pb2.SavedModel.FromString((tmp_path / "out" / "transform_fn" / "saved_model.pb").read_bytes())
+    assert "transform_signature" not in saved.meta_graphs[0].signature_def  # a TF2 graph
+    assert set(tft.TFTransformOutput(str(tmp_path / "out")).raw_feature_spec()) == {
+        "timestamp_ms", "ad_id", "user_age", "label_engagement"}
     assert {s: manifest.splits[s].examples for s in manifest.splits} == {"train": 6, "eval": 3, "calibration": 3}
     assert manifest.counts["examples"] == 9
     assert manifest.splits["calibration"].label_rates == pytest.approx({"engagement": 1 / 3})
@@ -210,3 +219,24 @@ def test_every_split_is_written_as_blocks_the_trainer_reads(tiny_run):
                               for r in read_blocks(out, manifest, split))
         assert not list((out / split).glob("part-*"))  # blocks only: no per-example TFRecords
     assert list((out / "raw_eval").glob("part-*.tfrecord.gz"))
+
+
+def test_the_transform_graph_is_tf1_with_the_raw_spec_beside_it(tiny_run):
+    """The default `preprocess.force_tf_compat_v1`: tf.Transform's TF1 graph (its `transform_signature`, no TF2
+    function), and the raw parse spec written beside it (`metadata/`), which the serving export reads."""
+    import tensorflow as tf
+
+    from components.train.export import raw_feature_spec
+
+    _, out = tiny_run
+    saved = saved_model_pb2.SavedModel.FromString((out / "transform_fn" / "saved_model.pb").read_bytes())
+    assert [list(graph.signature_def) for graph in saved.meta_graphs] == [["transform_signature"]]
+    spec = raw_feature_spec(tft.TFTransformOutput(str(out)))
+    assert spec == tft.TFTransformOutput(str(out)).raw_feature_spec()  # read from metadata/, not the graph
+    assert spec == {
+        "timestamp_ms": tf.io.FixedLenFeature([], tf.int64), "user_id": tf.io.FixedLenFeature([], tf.string),
+        "ad_id": tf.io.FixedLenFeature([], tf.string), "user_interests": tf.io.VarLenFeature(tf.string),
+        "user_age": tf.io.FixedLenFeature([], tf.float32),
+        "label_engagement": tf.io.FixedLenFeature([], tf.float32),
+        "label_conversion": tf.io.FixedLenFeature([], tf.float32),
+    }

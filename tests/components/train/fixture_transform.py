@@ -67,19 +67,22 @@ def raw_example(row: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def write_transformed_with_tft(directory: str | Path, train: int = 1024, eval: int = 256, seed: int = 0) -> list[dict]:
-    """Writes the contract into `directory`; returns the raw eval rows in the order of the eval shard."""
+def write_transformed_with_tft(directory: str | Path, train: int = 1024, eval: int = 256, seed: int = 0,
+                               force_tf_compat_v1: bool = False) -> list[dict]:
+    """Writes the contract into `directory`; returns the raw eval rows in the order of the eval shard.
+    `force_tf_compat_v1`: a TF1 transform graph with the raw metadata beside it, as the preprocess step writes today;
+    else a TF2 graph without it, as the step wrote before (`export.raw_feature_spec` reads its graph's inputs)."""
     import apache_beam as beam
     import tensorflow_transform as tft
     import tensorflow_transform.beam as tft_beam
-    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+    from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io, schema_utils
 
     directory = Path(directory)
     rng = np.random.default_rng(seed)
     rows = {"train": raw_rows(train, rng), "eval": raw_rows(eval, rng)}
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
     with beam.Pipeline(runner="DirectRunner") as pipeline, tft_beam.Context(
-        temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=False
+        temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=force_tf_compat_v1
     ):
         train_rows = pipeline | "Train" >> beam.Create(rows["train"], reshuffle=False)
         eval_rows = pipeline | "Eval" >> beam.Create(rows["eval"], reshuffle=False)
@@ -97,6 +100,8 @@ def write_transformed_with_tft(directory: str | Path, train: int = 1024, eval: i
                 )
             )
         _ = transform_fn | tft_beam.WriteTransformFn(str(directory))
+    if force_tf_compat_v1:
+        metadata_io.write_metadata(metadata, str(directory / tft.TFTransformOutput.RAW_METADATA_DIR))
     output = tft.TFTransformOutput(str(directory))
     features = [
         FeatureInfo(name="user_id", kind="categorical", dtype="int64", table_rows=30),

@@ -10,9 +10,13 @@ from components.train.training_run import train
 
 
 @pytest.mark.slow
-def test_serving_signature_on_raw_examples_matches_the_evaluation_path(tmp_path):
+@pytest.mark.parametrize("force_tf_compat_v1", [True, False], ids=["tf1-graph", "tf2-graph"])
+def test_serving_signature_on_raw_examples_matches_the_evaluation_path(tmp_path, force_tf_compat_v1):
+    """Either transform graph tf.Transform writes (TF1, the preprocess step's default, with the raw metadata beside
+    it; TF2, as the step wrote before, without it) serves what the evaluation path computes."""
     examples_dir = tmp_path / "examples"
-    raw_eval_rows = write_transformed_with_tft(examples_dir)
+    raw_eval_rows = write_transformed_with_tft(examples_dir, force_tf_compat_v1=force_tf_compat_v1)
+    assert (examples_dir / "metadata").is_dir() == force_tf_compat_v1
     manifest = Manifest.read(examples_dir)
     config = small_config(user_id_rows=30, epochs=1, global_batch_size=128)
     train(config, "cpu", 0, str(examples_dir), str(tmp_path / "model"))
