@@ -81,8 +81,10 @@ def write_transformed_with_tft(directory: str | Path, train: int = 1024, eval: i
     rng = np.random.default_rng(seed)
     rows = {"train": raw_rows(train, rng), "eval": raw_rows(eval, rng)}
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
-    with beam.Pipeline(runner="DirectRunner") as pipeline, tft_beam.Context(
-        temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=force_tf_compat_v1
+    # tf.Transform's scratch space is gone when the job ends, as in the step: a TF1 graph names its vocabularies
+    # there, and loading it must find them under transform_fn/assets instead
+    with tempfile.TemporaryDirectory() as temp, beam.Pipeline(runner="DirectRunner") as pipeline, tft_beam.Context(
+        temp_dir=temp, force_tf_compat_v1=force_tf_compat_v1
     ):
         train_rows = pipeline | "Train" >> beam.Create(rows["train"], reshuffle=False)
         eval_rows = pipeline | "Eval" >> beam.Create(rows["eval"], reshuffle=False)
