@@ -391,19 +391,21 @@ def grid(args) -> None:
         for size in sorted(sizes):
             what = f"{size:>9,} impressions, {label}"
             runs: dict[str, list[dict | None]] = {tree: [] for tree, _ in trees}
+            point_trees = []  # (tree, path, timeout) of the trees this point runs on, the same in every repeat
+            for tree, path in trees:
+                if tree == "before" and (kind != "synthetic" and (size not in before_wide_sizes
+                                                             or width not in args.before_widths)
+                                         or kind == "synthetic" and size not in args.before_sizes):
+                    continue
+                timeout = args.before_timeout if tree == "before" else args.point_timeout
+                predicted = predicted_seconds(measured[tree], size)
+                if predicted is not None and predicted > timeout:
+                    print(f"{what} [{tree}]: not run: the measured slope predicts {predicted / 60:,.0f} min, above "
+                          f"its timeout {timeout:.0f} s (extrapolated below)", flush=True)
+                    continue
+                point_trees.append((tree, path, timeout))
             for repeat in range(args.repeats):
-                for tree, path in trees:
-                    if tree == "before" and (kind != "synthetic" and (size not in before_wide_sizes
-                                                                 or width not in args.before_widths)
-                                             or kind == "synthetic" and size not in args.before_sizes):
-                        continue
-                    timeout = args.before_timeout if tree == "before" else args.point_timeout
-                    predicted = predicted_seconds(measured[tree], size)
-                    if predicted is not None and predicted > timeout:
-                        if repeat == 0:
-                            print(f"{what} [{tree}]: not run: the measured slope predicts {predicted / 60:,.0f} min, "
-                                  f"above its timeout {timeout:.0f} s (extrapolated below)", flush=True)
-                        continue
+                for tree, path, timeout in point_trees:
                     figures = run_point(kind, size, width, timeout, args.max_rss_mib, path)
                     run = f" run {repeat + 1}" if args.repeats > 1 else ""
                     if isinstance(figures, str):

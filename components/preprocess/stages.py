@@ -376,7 +376,7 @@ class AnalyzeAndTransform(beam.PTransform):
     `transform.tensor_adapter_config`, `output_record_batches`). `temp_dir`: tf.Transform's scratch space;
     `force_tf_compat_v1`: the transform graph built in TF1 graph mode (`PreprocessConfig.force_tf_compat_v1`)."""
 
-    def __init__(self, features: Any, tasks: Any, temp_dir: str, force_tf_compat_v1: bool = True):
+    def __init__(self, features: Any, tasks: Any, temp_dir: str, force_tf_compat_v1: bool):
         super().__init__()
         self.features, self.tasks, self.temp_dir = features, tasks, temp_dir
         self.force_tf_compat_v1 = force_tf_compat_v1
