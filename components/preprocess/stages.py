@@ -52,6 +52,7 @@ from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 from components.contracts.manifest import CALIBRATION_SPLIT, TransformedFeatureSpec
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogChunks
 from components.logs.split import eval_start_for_latest, train_start_after_burn_in
+from components.preprocess import tft_dependencies
 from components.preprocess.batch_coder import BATCH
 from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
@@ -75,6 +76,10 @@ from components.preprocess.step_messages import (
 )
 from components.preprocess.time_range import keep_plausible_times
 from components.preprocess.transform import build_preprocessing_fn, tensor_adapter_config, tft_input
+
+# in every process that unpickles this module's DoFns (this one; each Dataflow worker) before tf.Transform's
+# `Transform` DoFn loads the transform graph: which inputs the graph needs, found in one pass, not per output
+tft_dependencies.install()
 
 SPLITS = ("train", "eval")
 DEAD_LETTER_DIR = "dead_letter"

@@ -240,3 +240,21 @@ def test_the_transform_graph_is_tf1_with_the_raw_spec_beside_it(tiny_run):
         "label_engagement": tf.io.FixedLenFeature([], tf.float32),
         "label_conversion": tf.io.FixedLenFeature([], tf.float32),
     }
+
+
+def test_the_graphs_inputs_are_found_as_tf_transform_finds_them(tiny_run):
+    """On the transform graph the step wrote, loaded as tf.Transform's `Transform` loads it: the inputs its outputs
+    need (`tft_dependencies.dependent_inputs`, in use) are tf.Transform's own answer, and per output only its own."""
+    import tensorflow as tf
+    from tensorflow_transform.saved import saved_transform_io
+
+    from components.preprocess.tft_dependencies import _TFT_OWN, dependent_inputs
+
+    _, out = tiny_run
+    with tf.compat.v1.Graph().as_default() as graph:
+        inputs, outputs = saved_transform_io.partially_apply_saved_transform_internal(str(out / "transform_fn"), {})
+        fetches = [outputs[key] for key in sorted(outputs)]
+        assert list(dependent_inputs(graph, inputs, fetches)) == list(_TFT_OWN(graph, inputs, fetches))
+        assert dependent_inputs(graph, inputs, [outputs["label_conversion"]]) == {
+            "label_conversion": inputs["label_conversion"]}
+        assert list(dependent_inputs(graph, inputs, [outputs["user_interests"]])) == ["user_interests"]
