@@ -40,7 +40,7 @@ def dependent_inputs(graph: Any, input_tensors: Mapping[str, Any],
                      output_tensors: Sequence[Any] | Mapping[str, Any]) -> dict[str, Any]:
     """The entries of `input_tensors` that (transitively) produce `output_tensors`: what
     `graph_tools.get_dependent_inputs` returns, with each input tested once against all outputs' sources."""
-    outputs = output_tensors if isinstance(output_tensors, list) else list(output_tensors.values())
+    outputs = list(output_tensors.values()) if isinstance(output_tensors, Mapping) else list(output_tensors)
     # as tf.Transform does: replacement tensors count as not ready, which does not change what depends on what
     sinks = graph.get_collection(analyzer_nodes.TENSOR_REPLACEMENTS)
     analyzer = graph_tools._QuietInitializableGraphAnalyzer(graph, input_tensors,
