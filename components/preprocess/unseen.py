@@ -10,17 +10,22 @@ count of eval examples whose value never occurs in train; `preprocess` divides i
 A missing value (`__missing__`) is not counted here: `preprocess.max_missing_share` covers it. List features
 are left out (an example with several new ids would be counted once per id).
 
-    train ─► (feature, value) pairs ─► distinct ──┐
-                                                  ├─► CoGroupByKey ─► eval counts of pairs train lacks ─► counters
-    eval ──► (feature, value) pairs ─► count ─────┘
+    train ─► per (feature, shard): the bundle's distinct values ───────┐
+                                                                       ├─► CoGroupByKey ─► eval examples whose
+    eval ──► per (feature, shard): the bundle's values with examples ──┘    value train lacks ─► counters
 
-On record batches, each batch gives its distinct pairs (train) or its pairs with their counts (eval) at once
-(`batch_values`), so the elements Beam moves are distinct values, not examples.
+Each batch's values are counted column by column in Arrow (`batch_values` gives the same counts as Python pairs),
+summed over a bundle, and given out once per bundle as one element per (feature, shard) holding that shard's values
+as Arrow arrays (`value_shards`: a value's shard follows from its bytes alone, so a value is in the same shard on
+both splits and in every bundle). The elements Beam moves are features × `SHARDS` a bundle at most, not one per
+distinct value (50,000 a bundle at 1,000 features of 50 values), while no group holds more than about
+1/`SHARDS` of one feature's distinct values (a user id of 10^8 values stays spread over workers on Dataflow).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -104,20 +109,61 @@ def batch_values(batch: pa.RecordBatch, features: list[Feature]) -> list[tuple[t
     return _pairs(_batch_counts(batch, features), features)
 
 
-def unseen_count(joined: tuple[tuple[str, str], dict[str, Any]]) -> list[tuple[str, int]]:
-    """A (counter key, eval examples) pair for a (feature, value) that eval has and train does not."""
+SHARDS = 8  # groups per feature: few elements a bundle, and no one group holds a whole high-cardinality feature
+_SHARD_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd (Fibonacci hashing): spreads the polynomial's bits
+
+
+def value_shards(values: pa.Array | pa.ChunkedArray, shards: int = SHARDS) -> np.ndarray:
+    """Each string's shard in [0, shards): a polynomial hash of its UTF-8 bytes (mod 2^64), multiplied and cut to
+    its top bits, computed over the array's bytes with numpy, so it depends on the value alone (not on the batch,
+    the bundle or the process, as Python's `hash` of a str would)."""
+    values = values.cast(pa.string())
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(values)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset:values.offset + n + 1].astype(np.int64)
+    data = values.buffers()[2]
+    raw = (np.frombuffer(data, np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8))
+    lengths = np.diff(offsets)
+    position = np.arange(len(raw), dtype=np.int64) - np.repeat(offsets[:-1] - offsets[0], lengths)
+    weights = _powers(int(lengths.max()))
+    hashed = np.zeros(n, np.uint64)
+    nonempty = lengths > 0
+    if raw.size:
+        terms = raw.astype(np.uint64) * weights[position]
+        hashed[nonempty] = np.add.reduceat(terms, (offsets[:-1] - offsets[0])[nonempty])
+    hashed = (hashed + lengths.astype(np.uint64)) * _SHARD_MULTIPLIER  # the length: "" and "\0" differ
+    return ((hashed >> np.uint64(32)) % np.uint64(shards)).astype(np.int64)
+
+
+def _powers(length: int) -> np.ndarray:
+    """31^0 .. 31^(length-1) mod 2^64: a byte's weight by its place in its string."""
+    return np.cumprod(np.r_[np.uint64(1), np.full(max(length - 1, 0), 31, np.uint64)], dtype=np.uint64)
+
+
+def unseen_count(joined: tuple[tuple[int, int], dict[str, Any]], names: list[str]) -> list[tuple[str, int]]:
+    """A (counter key, eval examples) pair for the eval values of one (feature, shard) that train does not have:
+    `joined` is its train value arrays and eval (value, examples) tables; `names` the checked features' names."""
     (feature, _), grouped = joined
-    eval_examples = sum(grouped["eval"])
-    if eval_examples and not list(grouped["train"]):
-        return [(Count("split_unseen", "eval", feature).key, eval_examples)]
-    return []
+    evaluation = [table for table in grouped["eval"] if table.num_rows]
+    if not evaluation:
+        return []
+    table = pa.concat_tables(evaluation).combine_chunks()
+    values, counts = table["value"].chunk(0), table["examples"].chunk(0)
+    seen = [array for array in grouped["train"] if len(array)]
+    unseen = (pc.invert(pc.is_in(values, value_set=pa.concat_arrays(seen).unique())) if seen
+              else pa.array(np.ones(len(values), bool)))
+    examples = pc.sum(counts.filter(unseen)).as_py() or 0
+    return [(Count("split_unseen", "eval", names[feature]).key, examples)] if examples else []
 
 
 class _BundleValues(beam.DoFn):
-    """Example batches → the ((feature, value), examples) pairs of every batch of a bundle, summed per pair and given
-    out once at the bundle's end (`distinct`: each pair once, its count left out): a value seen in every batch is one
-    element a bundle, not one a batch (at 1,000 features, 50,000 elements per batch of ~2,300 rows). The counts stay
-    Arrow tables until the bundle ends, summed again whenever they pass `COMPACT_ROWS` rows."""
+    """Example batches → per (feature index, shard), the values of every batch of a bundle, summed and given out
+    once at the bundle's end: `((feature, shard), values)`, values an Arrow string array of distinct values
+    (`distinct`) or a table of (value, examples). The counts stay Arrow tables until the bundle ends, summed again
+    whenever they pass `COMPACT_ROWS` rows."""
 
     COMPACT_ROWS = 1 << 20
 
@@ -142,14 +188,33 @@ class _BundleValues(beam.DoFn):
     def finish_bundle(self):
         if self.tables:
             timestamp, windows = MIN_TIMESTAMP, (GlobalWindow(),)  # GlobalWindows.windowed_value, made once
-            for pair, n in _pairs(_summed(self.tables), self.features):
-                yield WindowedValue(pair if self.distinct else (pair, n), timestamp, windows)
+            for key, values in _by_shard(_summed(self.tables), self.distinct):
+                yield WindowedValue((key, values), timestamp, windows)
         self.tables, self.rows = [], 0
+
+
+def _by_shard(counts: pa.Table, distinct: bool) -> Iterator[tuple[tuple[int, int], Any]]:
+    """A bundle's summed counts cut into one piece per (feature, shard), in that order."""
+    if not counts.num_rows:
+        return
+    keys = counts["feature"].to_numpy().astype(np.int64) * SHARDS + value_shards(counts["value"])
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts.take(pa.array(order))
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    for start, end in zip(starts, np.r_[starts[1:], len(keys)]):
+        piece = counts.slice(start, end - start)
+        key = (int(keys[start]) // SHARDS, int(keys[start]) % SHARDS)
+        if distinct:
+            yield key, piece["value"].combine_chunks()
+        else:
+            yield key, pa.table([piece["value"].combine_chunks(), piece["examples"].combine_chunks()],
+                                names=["value", "examples"])
 
 
 class CountUnseenEvalValues(beam.PTransform):
     """(train, eval) example batches → `(Count("split_unseen", "eval", feature).key, n)` pairs for
-    `WriteCounters`: n eval examples of `feature` carry a value no train example has."""
+    `WriteCounters` (several per feature, one per shard with unseen values: the counters sum them): n eval
+    examples of `feature` carry a value no train example has."""
 
     def __init__(self, features: list[Feature]):
         super().__init__()
@@ -158,19 +223,10 @@ class CountUnseenEvalValues(beam.PTransform):
     def expand(self, splits: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
         train, eval_examples = splits
         features = self.features
-        seen = (
-            train
-            | "TrainValues" >> beam.ParDo(_BundleValues(features, distinct=True))
-            | "DistinctTrainValues" >> beam.Distinct()
-            | "MarkSeen" >> beam.Map(lambda pair: (pair, True))
-        )
-        eval_counts = (
-            eval_examples
-            | "EvalValues" >> beam.ParDo(_BundleValues(features, distinct=False))
-            | "CountEvalValues" >> beam.CombinePerKey(sum)
-        )
+        seen = train | "TrainValues" >> beam.ParDo(_BundleValues(features, distinct=True))
+        eval_counts = eval_examples | "EvalValues" >> beam.ParDo(_BundleValues(features, distinct=False))
         return (
             {"train": seen, "eval": eval_counts}
-            | "JoinOnValue" >> beam.CoGroupByKey()
-            | "UnseenInTrain" >> beam.FlatMap(unseen_count)
+            | "JoinOnShard" >> beam.CoGroupByKey()
+            | "UnseenInTrain" >> beam.FlatMap(unseen_count, [feature.name for feature in features])
         )

@@ -45,14 +45,15 @@ def test_eval_examples_whose_value_train_never_had_are_counted_per_feature():
         counts = (pipeline | "Train" >> beam.Create([pa.RecordBatch.from_pylist(train[:2]),
                                                      pa.RecordBatch.from_pylist(train[2:])]),
                   pipeline | "Eval" >> beam.Create([pa.RecordBatch.from_pylist(evaluation)])) | (
-            CountUnseenEvalValues(FEATURES))
+            CountUnseenEvalValues(FEATURES)) | beam.CombinePerKey(sum)  # as WriteCounters sums a feature's shards
         assert_that(counts, equal_to([(Count("split_unseen", "eval", "ad_id").key, 2),
                                       (Count("split_unseen", "eval", "weekday").key, 3)]))
 
 
-def test_a_bundle_gives_each_value_once_with_its_examples_summed_over_its_batches(monkeypatch):
-    """Counts stay Arrow tables through a bundle, summed again whenever they pass `COMPACT_ROWS` (1 here: each batch)."""
-    from components.preprocess.unseen import _BundleValues
+def test_a_bundle_gives_each_value_once_per_feature_shard_with_its_examples_summed_over_its_batches(monkeypatch):
+    """Counts stay Arrow tables through a bundle, summed again whenever they pass `COMPACT_ROWS` (1 here: each
+    batch), and come out as one element per (feature, shard) holding that shard's values."""
+    from components.preprocess.unseen import SHARDS, _BundleValues, checked_features, value_shards
 
     monkeypatch.setattr(_BundleValues, "COMPACT_ROWS", 1)
     batches = [pa.RecordBatch.from_pylist([example("a1", THURSDAY_10H), example("a2", FRIDAY_10H)]),
@@ -62,11 +63,51 @@ def test_a_bundle_gives_each_value_once_with_its_examples_summed_over_its_batche
     for batch in batches:
         for pair, n in batch_values(batch, FEATURES):
             expected[pair] = expected.get(pair, 0) + n
+    names = [feature.name for feature in checked_features(FEATURES)]
     for distinct in (False, True):
         values = _BundleValues(FEATURES, distinct=distinct)
         values.start_bundle()
         for batch in batches:
             assert values.process(batch) == ()
         given = [windowed.value for windowed in values.finish_bundle()]
-        assert sorted(given) == sorted(expected if distinct else expected.items())
+        keys = [key for key, _ in given]
+        assert len(keys) == len(set(keys))  # each (feature, shard) once
+        pairs = []
+        for (feature, shard), piece in given:
+            shown = piece if distinct else piece["value"]
+            assert 0 <= shard < SHARDS and set(value_shards(shown).tolist()) == {shard}
+            pairs += ([(names[feature], v) for v in shown.to_pylist()] if distinct else
+                      [((names[feature], v), n) for v, n in zip(shown.to_pylist(), piece["examples"].to_pylist())])
+        assert sorted(pairs) == sorted(expected if distinct else expected.items())
     assert expected[("ad_id", "a1")] == 2 and expected[("weekday", "3")] == 3  # 1970-01-01 too
+
+
+def test_a_values_shard_follows_from_its_bytes_alone():
+    """The same value falls in the same shard wherever it is (another batch, a slice, another process: no salted
+    `hash`), and values spread over all shards."""
+    from components.preprocess.unseen import SHARDS, value_shards
+
+    values = ["", "\0", "a", "v1", "héllo", "user_00012345"] + [f"v{i}" for i in range(200)]
+    together = value_shards(pa.array(values))
+    assert together.tolist() == [value_shards(pa.array([v]))[0] for v in values]
+    assert value_shards(pa.array(values).slice(3, 50)).tolist() == together[3:53].tolist()
+    assert value_shards(pa.array(values, pa.large_string())).tolist() == together.tolist()
+    assert set(together.tolist()) == set(range(SHARDS))
+    assert max(__import__("numpy").bincount(value_shards(pa.array([str(i) for i in range(80_000)])))) < 10_500
+
+
+def test_unseen_values_in_several_shards_sum_to_the_features_count():
+    """Eval values in different shards each give their part; the counters' sum is the feature's unseen examples."""
+    from components.preprocess.unseen import value_shards
+
+    new = [f"n{i}" for i in range(40)]
+    assert len(set(value_shards(pa.array(new)).tolist())) > 1
+    train = [example("a1", THURSDAY_10H)]
+    evaluation = [example(ad, THURSDAY_10H) for ad in new + ["a1", "n0"]]
+    with TestPipeline() as pipeline:
+        counts = (pipeline | "Train" >> beam.Create([pa.RecordBatch.from_pylist(train)]),
+                  pipeline | "Eval" >> beam.Create([pa.RecordBatch.from_pylist(evaluation)])) | (
+            CountUnseenEvalValues(FEATURES))
+        parts = counts | beam.combiners.Count.Globally()
+        assert_that(counts | beam.CombinePerKey(sum), equal_to([(Count("split_unseen", "eval", "ad_id").key, 41)]))
+        assert_that(parts, equal_to([len(set(value_shards(pa.array(new)).tolist()))]), label="OnePerShard")
