@@ -16,7 +16,7 @@ are left out (an example with several new ids would be counted once per id).
 
 Each batch's values are counted column by column in Arrow (`batch_values` gives the same counts as Python pairs),
 summed over a bundle, and given out once per bundle as one element per (feature, shard) holding that shard's values
-as Arrow arrays (`value_shards`: a value's shard follows from its bytes alone, so a value is in the same shard on
+(`value_shards`: a value's shard follows from its bytes alone, so a value is in the same shard on
 both splits and in every bundle). The elements Beam moves are features × `SHARDS` a bundle at most, not one per
 distinct value (50,000 a bundle at 1,000 features of 50 values), while no group holds more than about
 1/`SHARDS` of one feature's distinct values (a user id of 10^8 values stays spread over workers on Dataflow).
@@ -145,24 +145,18 @@ def _powers(length: int) -> np.ndarray:
 
 def unseen_count(joined: tuple[tuple[int, int], dict[str, Any]], names: list[str]) -> list[tuple[str, int]]:
     """A (counter key, eval examples) pair for the eval values of one (feature, shard) that train does not have:
-    `joined` is its train value arrays and eval (value, examples) tables; `names` the checked features' names."""
+    `joined` is its train values (a tuple per bundle) and eval (values, examples) tuples; `names` the checked
+    features' names."""
     (feature, _), grouped = joined
-    evaluation = [table for table in grouped["eval"] if table.num_rows]
-    if not evaluation:
-        return []
-    table = pa.concat_tables(evaluation).combine_chunks()
-    values, counts = table["value"].chunk(0), table["examples"].chunk(0)
-    seen = [array for array in grouped["train"] if len(array)]
-    unseen = (pc.invert(pc.is_in(values, value_set=pa.concat_arrays(seen).unique())) if seen
-              else pa.array(np.ones(len(values), bool)))
-    examples = pc.sum(counts.filter(unseen)).as_py() or 0
+    seen = set().union(*grouped["train"])
+    examples = sum(n for values, counts in grouped["eval"] for value, n in zip(values, counts) if value not in seen)
     return [(Count("split_unseen", "eval", names[feature]).key, examples)] if examples else []
 
 
 class _BundleValues(beam.DoFn):
     """Example batches → per (feature index, shard), the values of every batch of a bundle, summed and given out
-    once at the bundle's end: `((feature, shard), values)`, values an Arrow string array of distinct values
-    (`distinct`) or a table of (value, examples). The counts stay Arrow tables until the bundle ends, summed again
+    once at the bundle's end: `((feature, shard), values)`, values a tuple of distinct values (`distinct`) or a
+    (values, examples) pair of tuples (`_by_shard`). The counts stay Arrow tables until the bundle ends, summed again
     whenever they pass `COMPACT_ROWS` rows."""
 
     COMPACT_ROWS = 1 << 20
@@ -194,21 +188,24 @@ class _BundleValues(beam.DoFn):
 
 
 def _by_shard(counts: pa.Table, distinct: bool) -> Iterator[tuple[tuple[int, int], Any]]:
-    """A bundle's summed counts cut into one piece per (feature, shard), in that order."""
+    """A bundle's summed counts cut into one piece per (feature, shard), in that order: a tuple of its values
+    (`distinct`) or a (values, examples) pair of tuples. Plain tuples: an element per (feature, shard) is small at
+    width (a few values each: pickling an Arrow array per element cost more than the values), and they are made
+    from the whole bundle's columns at once."""
     if not counts.num_rows:
         return
     keys = counts["feature"].to_numpy().astype(np.int64) * SHARDS + value_shards(counts["value"])
     order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts.take(pa.array(order))
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    for start, end in zip(starts, np.r_[starts[1:], len(keys)]):
-        piece = counts.slice(start, end - start)
+    keys = keys[order]
+    values = counts["value"].take(pa.array(order)).to_pylist()
+    examples = None if distinct else counts["examples"].take(pa.array(order)).to_pylist()
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]).tolist()
+    for start, end in zip(starts, starts[1:] + [len(keys)]):
         key = (int(keys[start]) // SHARDS, int(keys[start]) % SHARDS)
-        if distinct:
-            yield key, piece["value"].combine_chunks()
+        if examples is None:
+            yield key, tuple(values[start:end])
         else:
-            yield key, pa.table([piece["value"].combine_chunks(), piece["examples"].combine_chunks()],
-                                names=["value", "examples"])
+            yield key, (tuple(values[start:end]), tuple(examples[start:end]))
 
 
 class CountUnseenEvalValues(beam.PTransform):

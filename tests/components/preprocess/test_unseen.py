@@ -74,10 +74,10 @@ def test_a_bundle_gives_each_value_once_per_feature_shard_with_its_examples_summ
         assert len(keys) == len(set(keys))  # each (feature, shard) once
         pairs = []
         for (feature, shard), piece in given:
-            shown = piece if distinct else piece["value"]
-            assert 0 <= shard < SHARDS and set(value_shards(shown).tolist()) == {shard}
-            pairs += ([(names[feature], v) for v in shown.to_pylist()] if distinct else
-                      [((names[feature], v), n) for v, n in zip(shown.to_pylist(), piece["examples"].to_pylist())])
+            shown = piece if distinct else piece[0]
+            assert 0 <= shard < SHARDS and set(value_shards(pa.array(shown)).tolist()) == {shard}
+            pairs += ([(names[feature], v) for v in shown] if distinct else
+                      [((names[feature], v), n) for v, n in zip(*piece)])
         assert sorted(pairs) == sorted(expected if distinct else expected.items())
     assert expected[("ad_id", "a1")] == 2 and expected[("weekday", "3")] == 3  # 1970-01-01 too
 
