@@ -115,9 +115,9 @@ _SHARD_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd (Fibonacci hashing): sp
 
 
 def value_shards(values: pa.Array | pa.ChunkedArray, shards: int = SHARDS) -> np.ndarray:
-    """Each string's shard in [0, shards): a polynomial hash of its UTF-8 bytes (mod 2^64), multiplied and cut to
-    its top bits, computed over the array's bytes with numpy, so it depends on the value alone (not on the batch,
-    the bundle or the process, as Python's `hash` of a str would)."""
+    """Each string's shard in [0, shards): a polynomial hash of its UTF-8 bytes and length (mod 2^64), multiplied by
+    an odd constant, its upper 32 bits modulo `shards`; computed over the array's bytes with numpy, so it depends on
+    the value alone (not on the batch, the bundle or the process, as Python's salted `hash` of a str would)."""
     values = values.cast(pa.string())
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
