@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -93,7 +94,7 @@ def test_a_values_shard_follows_from_its_bytes_alone():
     assert value_shards(pa.array(values).slice(3, 50)).tolist() == together[3:53].tolist()
     assert value_shards(pa.array(values, pa.large_string())).tolist() == together.tolist()
     assert set(together.tolist()) == set(range(SHARDS))
-    assert max(__import__("numpy").bincount(value_shards(pa.array([str(i) for i in range(80_000)])))) < 10_500
+    assert max(np.bincount(value_shards(pa.array([str(i) for i in range(80_000)])))) < 10_500
 
 
 def test_unseen_values_in_several_shards_sum_to_the_features_count():
