@@ -37,7 +37,6 @@ import pyarrow as pa
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.error_handling import ErrorHandler
 
 from components.contracts.manifest import (
@@ -64,7 +63,12 @@ from components.preprocess.attribution import (
 )
 from components.preprocess.batch_coder import BATCH
 from components.preprocess.batch_parse import ChunkParser
-from components.preprocess.beam_options import beam_pipeline_options, runs_on_dataflow, temp_location
+from components.preprocess.beam_options import (
+    beam_pipeline_options,
+    runs_on_dataflow,
+    step_pipeline_options,
+    temp_location,
+)
 from components.preprocess.block_format import block_layout
 from components.preprocess.counters import WriteCounters, read_counters
 from components.preprocess.dataflow_job import watch_job
@@ -146,7 +150,7 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     """
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     # The runner is the one in the options actually used (a compiled argv may differ from the config's runner).
-    options = PipelineOptions(beam_args) if beam_args else beam_pipeline_options(config)
+    options = step_pipeline_options(beam_args) if beam_args else beam_pipeline_options(config)
     on_dataflow = runs_on_dataflow(options)
     root = (output_uri if on_dataflow and output_uri else output_dir).rstrip("/")
     window = LogWindow.ending_at(window_end, config.logs.lookback_days)

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 import re
 
 import pytest
 from apache_beam.options.pipeline_options import (
     DirectOptions,
     GoogleCloudOptions,
+    PipelineOptions,
+    SetupOptions,
     StandardOptions,
     WorkerOptions,
 )
 
 from components.logs.readers import LogWindow, expand_pattern
-from components.preprocess.beam_options import beam_pipeline_args, beam_pipeline_options
+from components.preprocess.beam_options import (
+    StepPipelineOptions,
+    beam_pipeline_args,
+    beam_pipeline_options,
+    step_pipeline_options,
+)
 from configs.errors import ConfigError
 
 DATAFLOW = {
@@ -56,6 +64,59 @@ def test_direct_runner_options(config_for):
     )
     direct = beam_pipeline_options(config).view_as(DirectOptions)
     assert (direct.direct_running_mode, direct.direct_num_workers) == ("multi_processing", 2)
+
+
+def _option_classes() -> list[type[PipelineOptions]]:
+    return [c for c in PipelineOptions.__subclasses__() if c is not StepPipelineOptions]
+
+
+def test_step_options_keep_one_view_per_class_with_the_values_beam_parses(config_for):
+    config = config_for(
+        logs={"source": "files", "impressions": "gs://logs/i/*.jsonl", "engagements": "gs://logs/e/*.jsonl"},
+        tasks=[{"name": "engagement", "event_type": "swipe"}], features=[{"name": "ad_id", "kind": "categorical"}],
+        preprocess=DATAFLOW,
+    )
+    args = beam_pipeline_args(config) + ["--experiments=a", "--experiments=b"]
+    kept, plain = step_pipeline_options(args), PipelineOptions(args)
+    assert isinstance(beam_pipeline_options(config), StepPipelineOptions)
+    classes = _option_classes()
+    assert len(classes) > 10
+    for cls in classes:
+        view = kept.view_as(cls)
+        assert kept.view_as(cls) is view and type(view) is cls
+        fresh = plain.view_as(cls)
+        assert {name: getattr(view, name) for name in view._visible_option_list()} == \
+            {name: getattr(fresh, name) for name in fresh._visible_option_list()}, cls
+    assert kept.get_all_options() == plain.get_all_options()
+
+
+def test_a_value_set_through_a_kept_view_is_read_through_every_view():
+    options = step_pipeline_options(["--runner=FnApiRunner"])
+    setup = options.view_as(SetupOptions)
+    assert not setup.save_main_session
+    setup.save_main_session = True
+    options.view_as(StandardOptions).runner = "DataflowRunner"
+    assert options.view_as(SetupOptions).save_main_session is True
+    assert PipelineOptions.view_as(options, SetupOptions).save_main_session is True  # a new view, as Beam makes
+    assert PipelineOptions.view_as(options, StandardOptions).runner == "DataflowRunner"
+    assert options.get_all_options()["save_main_session"] is True
+
+
+def test_step_options_pickle_without_their_views_and_keep_beams_blanking():
+    options = step_pipeline_options(["--runner=DataflowRunner", "--project=p", "--temp_location=gs://t/x",
+                                     "--impersonate_service_account=sa@p.iam.gserviceaccount.com"])
+    for cls in _option_classes():
+        options.view_as(cls)
+    assert options.view_as(GoogleCloudOptions).impersonate_service_account == "sa@p.iam.gserviceaccount.com"
+    state = options.__getstate__()
+    assert "_views" not in state and "_views" in options.__dict__
+    restored = pickle.loads(pickle.dumps(options))
+    assert type(restored) is StepPipelineOptions and "_views" not in restored.__dict__
+    cloud = restored.view_as(GoogleCloudOptions)
+    assert cloud.impersonate_service_account is None  # Beam's __getstate__ blanks it for the job's runtime
+    assert (cloud.project, cloud.temp_location) == ("p", "gs://t/x")
+    assert restored.view_as(GoogleCloudOptions) is cloud
+    assert options.view_as(GoogleCloudOptions).impersonate_service_account == "sa@p.iam.gserviceaccount.com"
 
 
 def test_dataflow_runner_without_options_fails_at_load(config_for):
