@@ -52,7 +52,7 @@ from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 from components.contracts.manifest import CALIBRATION_SPLIT, TransformedFeatureSpec
 from components.logs.readers import FILES, RECORDS, LogWindow, ReadLogChunks
 from components.logs.split import eval_start_for_latest, train_start_after_burn_in
-from components.preprocess import tft_dependencies
+from components.preprocess import beam_dofn_specs, tft_dependencies
 from components.preprocess.batch_coder import BATCH
 from components.preprocess.batch_parse import ChunkParser
 from components.preprocess.block_format import block_layout
@@ -80,6 +80,9 @@ from components.preprocess.transform import build_preprocessing_fn, tensor_adapt
 # in every process that unpickles this module's DoFns (this one; each Dataflow worker) before tf.Transform's
 # `Transform` DoFn loads the transform graph: which inputs the graph needs, found in one pass, not per output
 tft_dependencies.install()
+# and before the pipeline is built (run.py imports this module): each DoFn's state and timer specs found once, not
+# at each of Beam's ~4 lookups (each inspects every method of the DoFn)
+beam_dofn_specs.install()
 
 SPLITS = ("train", "eval")
 DEAD_LETTER_DIR = "dead_letter"
