@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from components.contracts.calibrator import Calibrator
 from components.contracts.manifest import Manifest
+from components.preprocess import tft_dependencies
 from components.preprocess.vocabulary_file import transform_vocabularies
 from components.train.embedding import FeatureEmbedding, TPUFeatureEmbedding
 from components.train.input import feature_spec
@@ -28,6 +29,9 @@ from components.train.models import DCN, PLE, LogisticRegression
 from components.train.run_paths import tft_output_dir
 from components.train.trained_weights import dense_variables
 from components.train.warm_start import write_state
+
+# loading the transform graph as a Keras layer: each output's graph inputs found in one pass (tft_dependencies)
+tft_dependencies.install()
 
 
 def raw_serving_spec(raw_spec: dict, tasks: list[str]) -> dict:

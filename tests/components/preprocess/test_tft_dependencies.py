@@ -10,9 +10,16 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 from tensorflow_transform import graph_tools
+from tensorflow_transform.saved import saved_transform_io_v2
 
 from components.preprocess import stages  # noqa: F401 (installs dependent_inputs, as the step does)
-from components.preprocess.tft_dependencies import _TFT_OWN, CHECKED_VERSION, dependent_inputs
+from components.preprocess.tft_dependencies import (
+    _TFT_OWN,
+    _TFT_OWN_OUTPUT_SOURCES,
+    CHECKED_VERSION,
+    dependent_inputs,
+    output_sources,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -70,4 +77,22 @@ def test_in_use_with_the_locked_tf_transform():
     again and `CHECKED_VERSION` moved."""
     locked = re.search(r"^tensorflow-transform==(\S+)$", (REPO / "requirements.lock").read_text(), re.MULTILINE)
     assert locked and locked.group(1) == CHECKED_VERSION == tft.__version__
+    assert saved_transform_io_v2._get_output_to_inputs_map is output_sources
     assert graph_tools.get_dependent_inputs is dependent_inputs
+
+
+def test_each_outputs_sources_are_tf_transforms_found_in_one_pass():
+    graph, inputs, outputs = _graph()
+    with graph.as_default():
+        shared = tf.strings.join([inputs["dense"], inputs["dense"]])  # an op several outputs share
+        outputs = dict(outputs, shared_a=tf.strings.to_hash_bucket_fast(shared, 10),
+                       shared_b=tf.strings.length(shared),
+                       both=tf.strings.to_hash_bucket_fast(tf.strings.join([shared, inputs["ragged"].flat_values]), 5))
+        ours, theirs = output_sources(outputs), _TFT_OWN_OUTPUT_SOURCES(outputs)
+    assert list(ours) == list(theirs) == list(outputs)
+    for name in outputs:
+        assert {id(t) for t in ours[name]} == {id(t) for t in theirs[name]}, name
+        assert type(ours[name]) is type(theirs[name])
+    assert {t.op.name for t in ours["both"]} == {"dense", "values"}
+    assert not ours["constant"]
+    assert {t.op.name for t in ours["sparse_ids"]} >= {"sparse/indices", "sparse/values"}
