@@ -14,6 +14,10 @@ dict in the same order, the same errors for a placeholder or table the graph sho
 in tf.Transform's place for the version it was checked against (the lock's); for any other version tf.Transform's
 own function stays (slower, never wrong), and `tests/components/preprocess/test_tft_dependencies.py` fails on the
 upgrade so that the function is checked again.
+
+The same holds where a transform graph is loaded in TF2 (the export's `transform_features_layer`): tf.Transform's
+loader finds each output's placeholders by walking back from that output alone, so ops that outputs share are walked
+once per output; `output_sources` finds each op's sources once for all outputs, and `install` puts it in place too.
 """
 
 from __future__ import annotations
