@@ -78,6 +78,8 @@ CROSS_STEP_IMPORTS: dict[tuple[str, str], str] = {
     # the block files preprocess writes and train reads: one encoding, written beside its writer
     ("train", "components.preprocess.block_format"): "the block file encoding (fingerprint, salt, holdout column)",
     ("train", "components.preprocess.vocabulary_file"): "the transform's vocabulary files, read back",
+    ("train", "components.preprocess.tft_dependencies"): "tf.Transform's graph lookups in one pass, where the "
+                                                          "export loads the transform graph",
     ("registry", "components.preprocess.attribution"): "the name of a task's label column in the examples",
     # the metrics and statistics library every step that judges a model uses
     ("train", "components.evaluate.metrics"): "log-loss, AUC, calibration of the trained model",
