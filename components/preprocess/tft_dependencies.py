@@ -69,6 +69,7 @@ def output_sources(output_signature: Mapping[str, Any]) -> dict[str, Any]:
     layer (`TFTransformOutput.transform_features_layer`, what the export wraps) spent 28–41 s of a 35–47 s load
     there; this takes 2.4 s on the same graph, with the same sources for every output (docs/input.md)."""
     found: dict[Any, frozenset] = {}  # op → refs of the placeholder tensors it depends on
+    entered: set = set()
 
     def sources(sink: Any) -> frozenset:
         stack = [(sink, False)]
@@ -78,6 +79,9 @@ def output_sources(output_signature: Mapping[str, Any]) -> dict[str, Any]:
                 continue
             inputs = [tensor.op for tensor in op.inputs]
             if not inputs_done:
+                if op in entered:  # a cycle (TF1 control flow): tf.Transform's own walk handles it
+                    raise _Cycle
+                entered.add(op)
                 stack.append((op, True))
                 stack.extend((source, False) for source in inputs if source not in found)
                 continue
@@ -90,12 +94,19 @@ def output_sources(output_signature: Mapping[str, Any]) -> dict[str, Any]:
         return found[sink]
 
     result: dict[str, Any] = {}
-    for name, output in output_signature.items():
-        refs: set = set()
-        for component in saved_transform_io_v2._get_component_tensors(output):
-            refs |= sources(saved_transform_io_v2._as_operation(component))
-        result[name] = object_identity.ObjectIdentitySet(ref.deref() for ref in refs)
+    try:
+        for name, output in output_signature.items():
+            refs: set = set()
+            for component in saved_transform_io_v2._get_component_tensors(output):
+                refs |= sources(saved_transform_io_v2._as_operation(component))
+            result[name] = object_identity.ObjectIdentitySet(ref.deref() for ref in refs)
+    except _Cycle:
+        return _TFT_OWN_OUTPUT_SOURCES(output_signature)
     return result
+
+
+class _Cycle(Exception):
+    """The graph has a cycle (TF1 control flow's NextIteration → Merge): not a DAG to memoize over."""
 
 
 def install() -> bool:

@@ -96,3 +96,19 @@ def test_each_outputs_sources_are_tf_transforms_found_in_one_pass():
     assert {t.op.name for t in ours["both"]} == {"dense", "values"}
     assert not ours["constant"]
     assert {t.op.name for t in ours["sparse_ids"]} >= {"sparse/indices", "sparse/values"}
+
+
+def test_a_graph_with_a_cycle_gets_tf_transforms_own_sources(monkeypatch):
+    from tensorflow.python.ops import control_flow_util
+
+    monkeypatch.setattr(control_flow_util, "ENABLE_CONTROL_FLOW_V2", False)  # TF1 loops: NextIteration → Merge
+    graph = tf.Graph()
+    with graph.as_default():
+        start = tf.compat.v1.placeholder(tf.int32, [], name="start")
+        loop = tf.compat.v1.while_loop(lambda i: i < 10, lambda i: i + 1, [start])
+        outputs = {"looped": loop, "plain": tf.strings.length(tf.compat.v1.placeholder(tf.string, [None], name="s"))}
+        assert any(op.type == "NextIteration" for op in graph.get_operations())
+        ours, theirs = output_sources(outputs), _TFT_OWN_OUTPUT_SOURCES(outputs)
+    assert {name: {id(t) for t in found} for name, found in ours.items()} == \
+        {name: {id(t) for t in found} for name, found in theirs.items()}
+    assert {t.op.name for t in ours["looped"]} == {"start"}
