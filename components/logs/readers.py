@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -30,7 +33,7 @@ from components.logs.text_files import (
     TextLogFile,
     check_readable_compression,
     csv_file_records,
-    jsonl_records,
+    jsonl_record_lists,
 )
 
 DATE_PLACEHOLDER = "{date}"
@@ -147,22 +150,59 @@ class _TextFileChunks(beam.DoFn):
         check_readable_compression(path)
         with readable_file.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
             log_file = TextLogFile(path, raw, readable_file.metadata.size_in_bytes)
-            items = (csv_file_records(log_file, self.delimiter, self.max_record_bytes, self.max_record_lines,
-                                      self.csv_has_header)
-                     if self.file_format == "csv" else jsonl_records(log_file))
-            chunk: list[bytes] = []
-            size = 0
+            if self.file_format == "csv":
+                items: Iterator[Any] = csv_file_records(log_file, self.delimiter, self.max_record_bytes,
+                                                        self.max_record_lines, self.csv_has_header)
+            else:
+                items = jsonl_record_lists(log_file)
+            chunks = RecordChunks()
             for item in items:
                 if isinstance(item, FileTally):
-                    if chunk:
-                        yield chunk
+                    yield from chunks.rest()
                     yield beam.pvalue.TaggedOutput(FILES, item)
                     return
-                chunk.append(item)
-                size += len(item)
-                if len(chunk) >= CHUNK_RECORDS or size >= CHUNK_BYTES:
-                    yield chunk
-                    chunk, size = [], 0
+                if isinstance(item, list):
+                    yield from chunks.add_many(item)
+                else:
+                    yield from chunks.add(item)
+
+
+class RecordChunks:
+    """Text records → chunks of them in order, each cut at its `CHUNK_RECORDS`-th record or at the record that
+    brings it to `CHUNK_BYTES` bytes, whichever comes first; the rest at the end (`rest`)."""
+
+    def __init__(self):
+        self.chunk: list[bytes] = []
+        self.size = 0
+
+    def add(self, record: bytes) -> Iterator[list[bytes]]:
+        self.chunk.append(record)
+        self.size += len(record)
+        if len(self.chunk) >= CHUNK_RECORDS or self.size >= CHUNK_BYTES:
+            yield self.chunk
+            self.chunk, self.size = [], 0
+
+    def add_many(self, records: list[bytes]) -> Iterator[list[bytes]]:
+        """`add` each of `records`, the cuts found on the list's running byte sums rather than record by record."""
+        ends = np.cumsum(np.fromiter(map(len, records), dtype=np.int64, count=len(records)))
+        start = 0
+        while start < len(records):
+            before = int(ends[start - 1]) if start else 0
+            by_bytes = int(np.searchsorted(ends, CHUNK_BYTES - self.size + before, side="left"))
+            cut = min(by_bytes, start + CHUNK_RECORDS - len(self.chunk) - 1)
+            if cut >= len(records):
+                self.chunk.extend(records[start:])
+                self.size += int(ends[-1]) - before
+                return
+            self.chunk.extend(records[start:cut + 1])
+            yield self.chunk
+            self.chunk, self.size = [], 0
+            start = cut + 1
+
+    def rest(self) -> Iterator[list[bytes]]:
+        if self.chunk:
+            yield self.chunk
+        self.chunk, self.size = [], 0
 
 
 def parquet_tally(metadata) -> FileTally:

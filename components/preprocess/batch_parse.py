@@ -54,6 +54,7 @@ from components.preprocess.parse import (
     feature_number,
     identifier,
     outcome_flag,
+    record_size,
 )
 from configs.logs import EVENT_TYPE, IMPRESSION_ID
 
@@ -117,14 +118,15 @@ class ChunkParser:
         """JSON lines or CSV records (bytes, as `components.logs.text_files` frames them)."""
         decoder = self.parser.decoder
         limit = decoder.max_record_bytes
-        oversized = {i: "record_too_large" for i, raw in enumerate(records) if limit is not None and len(raw) > limit}
-        rest = [i for i in range(len(records)) if i not in oversized]
+        oversized = ({} if limit is None else
+                     {int(i): "record_too_large" for i in np.flatnonzero(_lengths(records) > limit)})
+        rest = [i for i in range(len(records)) if i not in oversized] if oversized else list(range(len(records)))
+        kept = [records[i] for i in rest] if oversized else records
         if decoder.file_format == "csv":
-            table, table_rows, one_by_one = _csv_table([records[i] for i in rest], decoder.csv_columns,
-                                                       decoder.csv_delimiter)
+            table, table_rows, one_by_one = _csv_table(kept, decoder.csv_columns, decoder.csv_delimiter)
             table_rows, one_by_one = [rest[i] for i in table_rows], [rest[i] for i in one_by_one]
         else:
-            table = _json_table([records[i] for i in rest])
+            table = _json_table(kept)
             table_rows, one_by_one = (rest, []) if table is not None else ([], rest)
         return self._assemble(records, len(records), oversized, table, table_rows, one_by_one, "text")
 
@@ -177,13 +179,13 @@ class ChunkParser:
             columns = self.impressions
             parts.append((valid_rows, columns.from_records(valid) if columns is not None
                           else engagements_from_records(valid)))
-        outcomes = ParseOutcomes()
-        letters = []
-        for row in range(count):
-            raw = records[row] if records is not None else None  # a row (dict) counts no bytes
-            if row in failures:
-                letters.append(dead_letter(self.stream, failures[row], raw_of(row)))
-            outcomes.add(raw, parsed=row not in failures)
+        failed = sorted(failures)
+        letters = [dead_letter(self.stream, failures[row], raw_of(row)) for row in failed]
+        # a row (dict) counts no bytes; text records (bytes) their length as read, summed at once
+        total_bytes = sum(map(len, records)) if records is not None else 0
+        failed_bytes = sum(record_size(records[row]) for row in failed) if records is not None else 0
+        outcomes = ParseOutcomes(parsed=count - len(failed), parsed_bytes=total_bytes - failed_bytes,
+                                 dead_letters=len(failed), dead_letter_bytes=failed_bytes)
         return ParsedChunk(_in_row_order(parts, self.schema), letters, outcomes)
 
     def _columns(self, table: pa.Table, source: str) -> tuple[pa.RecordBatch, Failures]:
@@ -248,6 +250,11 @@ def _in_row_order(parts: list[tuple[list[int], pa.RecordBatch]], schema: pa.Sche
 
 
 # --- decoding a chunk ----------------------------------------------------------------------------------------------
+
+
+def _lengths(records: Sequence[bytes]) -> np.ndarray:
+    """Each record's length in bytes, as one array."""
+    return np.fromiter(map(len, records), dtype=np.int64, count=len(records))
 
 
 def _json_table(records: Sequence[bytes]) -> pa.Table | None:

@@ -111,6 +111,7 @@ from components.preprocess.unseen import CountUnseenEvalValues, checked_features
 from configs.features import CategoricalListFeature, NumericFeature
 from configs.logs import EVENT_TYPE, IMPRESSION_ID, TIMESTAMP, SplitConfig
 from configs.slices import PreprocessStepConfig
+from foundation.frozen_heap import frozen_heap
 from foundation.log_lines import fields
 
 MARKDOWN_FILE = "manifest.md"
@@ -157,11 +158,12 @@ def preprocess(config: PreprocessStepConfig, logs_dir: str | None, output_dir: s
     check_configured_columns(config, logs_dir)
     local_temp = tempfile.mkdtemp(prefix="tft-", dir=output_dir)
     try:
-        pipeline = beam.Pipeline(options=options)
-        _ = pipeline | "PreprocessLogs" >> PreprocessLogs(config, logs_dir, root, window,
-                                                          temp_location(options, local_temp))
-        say(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
-        watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
+        with frozen_heap():  # the imports' objects out of the collector's full passes while the job runs
+            pipeline = beam.Pipeline(options=options)
+            _ = pipeline | "PreprocessLogs" >> PreprocessLogs(config, logs_dir, root, window,
+                                                              temp_location(options, local_temp))
+            say(f"running the Beam job ({'Dataflow' if on_dataflow else 'DirectRunner'})")
+            watch_job(pipeline.run(), options, gcp_resources_path, wait_for_job)
         write_raw_metadata(root, config.features, config.tasks)
     finally:
         shutil.rmtree(local_temp, ignore_errors=True)

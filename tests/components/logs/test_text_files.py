@@ -14,7 +14,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from components.logs.readers import FILES, RECORDS, ReadLogRecords, matched_files
+from components.logs.readers import FILES, RECORDS, ReadLogRecords, RecordChunks, matched_files
 from components.logs.text_files import (
     BOM,
     FileTally,
@@ -60,6 +60,62 @@ def test_a_bom_is_stripped_and_blank_lines_are_counted_not_read(tmp_path):
     assert tally.framing_bytes == len(BOM) + 2 + 1
     assert tally.bytes == path.stat().st_size and tally.unaccounted_bytes == 0
     assert (tally.records, tally.record_bytes) == (3, sum(map(len, lines)))
+
+
+def line_by_line(text: bytes) -> tuple[list[bytes], tuple]:
+    """What a JSONL file of `text` holds, read a line at a time: the reference the block reader must match."""
+    records, framing, blanks, blank_bytes = [], 0, 0, 0
+    for index, line in enumerate(io.BytesIO(text).readlines()):
+        content = line[:-1] if line.endswith(b"\n") else line
+        content = content[:-1] if content.endswith(b"\r") else content
+        if index == 0 and content.startswith(BOM):
+            content = content[len(BOM):]
+        if not content.strip():
+            blanks, blank_bytes = blanks + 1, blank_bytes + len(line)
+            continue
+        framing += len(line) - len(content)
+        records.append(content)
+    return records, (len(text), framing, blanks, blank_bytes, len(records), sum(map(len, records)))
+
+
+@pytest.mark.parametrize("text", [
+    b"",
+    b"\n\n",
+    BOM,
+    BOM + b"\r\n",
+    BOM + b'{"a": 1}\r\n \t\n{"b": 2}\r\r\n\r\n{"c": 3}\r',
+    b'{"a": 1}\n' * 7 + b'{"long": "' + b"x" * 40 + b'"}',
+    b'\n  \n{"a": 1}\n\n\n{"b": 22}\n',
+])
+@pytest.mark.parametrize("block_bytes", [1, 2, 3, 7, 1 << 20])
+def test_jsonl_read_in_blocks_gives_the_records_and_tally_of_reading_line_by_line(tmp_path, monkeypatch, text,
+                                                                                 block_bytes):
+    import components.logs.text_files as text_files
+
+    monkeypatch.setattr(text_files, "JSONL_BLOCK_BYTES", block_bytes)
+    path = tmp_path / "impressions.jsonl"
+    path.write_bytes(text)
+    records, tally = read(path)
+    want_records, want_tally = line_by_line(text)
+    assert records == want_records
+    assert (tally.bytes, tally.framing_bytes, tally.blank_lines, tally.blank_bytes, tally.records,
+            tally.record_bytes) == want_tally
+    assert tally.unaccounted_bytes == 0
+
+
+@pytest.mark.parametrize("chunk_records, chunk_bytes", [(4, 10**6), (10**6, 25), (3, 12), (1, 1)])
+def test_records_added_a_list_at_a_time_are_cut_into_the_chunks_of_adding_them_one_by_one(monkeypatch, chunk_records,
+                                                                                         chunk_bytes):
+    import components.logs.readers as readers
+
+    monkeypatch.setattr(readers, "CHUNK_RECORDS", chunk_records)
+    monkeypatch.setattr(readers, "CHUNK_BYTES", chunk_bytes)
+    lists = [[b"x" * ((n * 7 + i * 3) % 11 + 1) for i in range(n)] for n in (1, 5, 0, 13, 2, 9, 30)]
+    one_by_one, many = RecordChunks(), RecordChunks()
+    want = [list(c) for records in lists for record in records for c in one_by_one.add(record)]
+    want += [list(c) for c in one_by_one.rest()]
+    got = [list(c) for records in lists for c in many.add_many(records)] + [list(c) for c in many.rest()]
+    assert got == want and sum(map(len, got)) == sum(map(len, lists))
 
 
 def test_a_gzip_file_is_accounted_in_its_decompressed_bytes(tmp_path):
