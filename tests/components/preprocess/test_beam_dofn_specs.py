@@ -1,10 +1,11 @@
-"""`beam_dofn_specs.dofn_specs` gives what Beam's own `userstate.get_dofn_specs` gives, asks Beam once per DoFn object,
-and is the one in use with the locked Beam. (Every whole-step test runs the preprocess pipeline with it.)"""
+"""`beam_dofn_specs.dofn_specs` gives what Beam's own `userstate.get_dofn_specs` gives, asks Beam once per DoFn class
+(once per object where the object holds bound methods of its own), and is the one in use with the locked Beam. (Every whole-step test runs the preprocess pipeline with it.)"""
 
 from __future__ import annotations
 
 import gc
 import re
+import weakref
 from pathlib import Path
 
 import apache_beam as beam
@@ -44,10 +45,11 @@ class Duplicate(beam.DoFn):
 
 
 class Same(beam.DoFn):
-    """Two of these compare equal: the specs must still be found per object."""
+    """Two of these compare equal: where specs are found per object, they must be found per object, not by equality."""
 
     def __init__(self, stateful: bool):
-        self.stateful = stateful
+        if stateful:
+            self.process = Stateful().process  # a bound method of its own: Stateful's specs, not its class's
 
     def __eq__(self, other):
         return isinstance(other, Same)
@@ -64,7 +66,7 @@ def _mapped(element, seen=beam.DoFn.StateParam(BAG)):  # a Map's function with s
 
 
 @pytest.mark.parametrize("make", [Plain, Stateful, lambda: CallableWrapperDoFn(_mapped),
-                                  lambda: CallableWrapperDoFn(lambda x: x)])
+                                  lambda: CallableWrapperDoFn(lambda x: x), lambda: Same(True), lambda: Same(False)])
 def test_the_same_specs_as_beam_every_time(make):
     dofn = make()
     theirs = _BEAM_OWN(dofn)
@@ -73,18 +75,44 @@ def test_the_same_specs_as_beam_every_time(make):
         assert ours == theirs
         ours[0].add("not kept")  # the caller's own sets, as from Beam
     assert dofn_specs(dofn) == theirs
+    assert dofn_specs(make()) == theirs  # another object of the class
 
 
-def test_beam_is_asked_once_per_object_and_per_object_only(monkeypatch):
+def test_beam_is_asked_once_per_class_where_the_class_decides(monkeypatch):
     asked: list = []
     monkeypatch.setattr(beam_dofn_specs, "_BEAM_OWN", lambda dofn: asked.append(dofn) or _BEAM_OWN(dofn))
-    first, second = Same(True), Same(False)
-    assert first == second
+    monkeypatch.setattr(beam_dofn_specs, "_by_class", weakref.WeakKeyDictionary())  # nothing found before this test
+    monkeypatch.setattr(beam_dofn_specs, "_found", {})
+
+    class Local(beam.DoFn):  # a class made per call, as Beam's window DoFns are
+        def process(self, element, seen=beam.DoFn.StateParam(BAG)):
+            yield element
+
+    maps = [CallableWrapperDoFn(lambda x: x), CallableWrapperDoFn(_mapped), CallableWrapperDoFn(len)]
+    for dofn in [Local(), Local(), *maps, *maps]:
+        assert dofn_specs(dofn) == _BEAM_OWN(dofn)
+    assert [type(dofn) for dofn in asked] == [Local, CallableWrapperDoFn]
+    held = weakref.ref(Local)
+    asked.clear()
+    del Local
+    gc.collect()
+    assert held() is None  # not kept alive by the memo, and forgotten with it
+    assert all(cls is not None for cls in beam_dofn_specs._by_class.keys())
+
+
+def test_an_object_with_bound_methods_of_its_own_is_asked_per_object_and_per_object_only(monkeypatch):
+    asked: list = []
+    monkeypatch.setattr(beam_dofn_specs, "_BEAM_OWN", lambda dofn: asked.append(dofn) or _BEAM_OWN(dofn))
+    monkeypatch.setattr(beam_dofn_specs, "_by_class", weakref.WeakKeyDictionary())  # nothing found before this test
+    monkeypatch.setattr(beam_dofn_specs, "_found", {})
+    first, second, plain = Same(True), Same(True), Same(False)
+    assert first == second == plain
     for _ in range(4):
-        dofn_specs(first)
+        assert dofn_specs(first) == _BEAM_OWN(Stateful())
     assert asked == [first]
-    dofn_specs(second)
+    assert dofn_specs(second) == _BEAM_OWN(Stateful())
     assert len(asked) == 2 and asked[1] is second
+    assert dofn_specs(plain) == (set(), set())  # its class's answer, not the equal objects'
     key = id(second)
     asked.clear()
     del second
