@@ -102,6 +102,8 @@ class ChunkParser:
 
     stream: str
     parser: ImpressionParser | EngagementParser
+    # top-level columns Arrow read as a time in an earlier chunk, read as text from the start in later ones
+    json_text_columns: dict[str, pa.DataType] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def impressions(self) -> ImpressionColumns | None:
@@ -126,7 +128,7 @@ class ChunkParser:
             table, table_rows, one_by_one = _csv_table(kept, decoder.csv_columns, decoder.csv_delimiter)
             table_rows, one_by_one = [rest[i] for i in table_rows], [rest[i] for i in one_by_one]
         else:
-            table = _json_table(kept)
+            table = _json_table(kept, self.json_text_columns)
             table_rows, one_by_one = (rest, []) if table is not None else ([], rest)
         return self._assemble(records, len(records), oversized, table, table_rows, one_by_one, "text")
 
@@ -257,26 +259,49 @@ def _lengths(records: Sequence[bytes]) -> np.ndarray:
     return np.fromiter(map(len, records), dtype=np.int64, count=len(records))
 
 
-def _json_table(records: Sequence[bytes]) -> pa.Table | None:
-    """The chunk's JSON lines as one table, or None where Arrow's reading could differ from `json.loads`'."""
+def _json_table(records: Sequence[bytes], text_columns: dict[str, pa.DataType] | None = None) -> pa.Table | None:
+    """The chunk's JSON lines as one table, or None where Arrow's reading could differ from `json.loads`'.
+
+    Arrow reads text that looks like a time as a timestamp: those columns are read again as the text they are.
+    `text_columns` (the parser's own, updated here) holds the top-level ones found in earlier chunks, read as text
+    from the start, so a stream's chunks are read once each, not twice: a chunk where such a column holds
+    anything but text (a number, say) fails that read and is read as before; one where it is absent or null
+    throughout reads it as no column (Arrow's explicit schema would add a text column of nulls; a fresh read, one of
+    Arrow's null type, which `ChunkParser._columns` reads as it reads an absent one)."""
     if not records:
         return None
     text = b"\n".join(records)
     if text.translate(None, _NOT_CONTROL_BYTES) or BOM in text or not _is_utf8(text):
         return None
-    # one block, read on the calling thread: Arrow's thread pool only adds hand-offs to a one-block read (8,192
-    # synthetic impressions: 14.5 ms without it, 23 ms with it; docs/input.md)
+    known = text_columns if text_columns is not None else {}
+    table = _read_json(text, known) if known else None
+    if table is None:
+        table = _read_json(text, {})
+    if table is None:
+        return None
+    as_text = {f.name: _text_type(f.type) for f in table.schema if _text_type(f.type) != f.type}
+    if as_text:
+        table = _read_json(text, {**known, **as_text})
+        if table is None:
+            return None
+        known.update((name, kind) for name, kind in as_text.items() if kind == STRING)
+    absent = [name for name in known if name in table.column_names and table.column(name).null_count == len(table)]
+    if absent:
+        table = table.drop_columns(absent)
+    return table if table.num_rows == len(records) else None  # `{}{}` on one line is two rows to Arrow
+
+
+def _read_json(text: bytes, as_text: dict[str, pa.DataType]) -> pa.Table | None:
+    """`text` as a table, the `as_text` columns with those types and the rest inferred; None where Arrow fails.
+    One block, read on the calling thread: Arrow's thread pool only adds hand-offs to a one-block read (8,192
+    synthetic impressions: 14.5 ms without it, 23 ms with it; docs/input.md)."""
     options = pajson.ReadOptions(block_size=len(text) + 1, use_threads=False)
+    parse = (pajson.ParseOptions(explicit_schema=pa.schema(list(as_text.items())), unexpected_field_behavior="infer")
+             if as_text else None)
     try:
-        table = pajson.read_json(io.BytesIO(text), read_options=options)
-        # Arrow reads text that looks like a time as a timestamp; read those columns again as the text they are
-        as_text = {f.name: _text_type(f.type) for f in table.schema if _text_type(f.type) != f.type}
-        if as_text:
-            table = pajson.read_json(io.BytesIO(text), read_options=options, parse_options=pajson.ParseOptions(
-                explicit_schema=pa.schema(list(as_text.items())), unexpected_field_behavior="infer"))
+        return pajson.read_json(io.BytesIO(text), read_options=options, parse_options=parse)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return table if table.num_rows == len(records) else None  # `{}{}` on one line is two rows to Arrow
 
 
 def _is_utf8(text: bytes) -> bool:

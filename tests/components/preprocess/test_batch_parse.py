@@ -10,7 +10,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from components.preprocess.batch_parse import ChunkParser
+from components.preprocess.batch_parse import ChunkParser, _json_table
 from components.preprocess.example_batches import ImpressionColumns, engagements_from_records
 from components.preprocess.parse import (
     EngagementParser,
@@ -238,3 +238,21 @@ def test_the_edge_space_check_reads_a_column_s_bytes_and_looks_closer_only_where
     assert not _may_have_edge_space(sliced)
     assert _may_have_edge_space(pa.array(["b", " a"], pa.large_string()).slice(1))
     assert _empty_as_null(pa.array(["", "a", None, ""]).slice(1)).to_pylist() == ["a", None, None]
+
+
+def test_a_stream_s_time_columns_are_read_as_text_from_the_start_and_give_the_table_of_a_fresh_read():
+    learned: dict = {}
+    chunks = [
+        [b'{"ts": "2026-01-01T00:00:00Z", "ad_id": "a"}', b'{"ts": "2026-01-02T00:00:00Z", "ad_id": "b"}'],
+        [b'{"ts": "2026-01-03T00:00:00Z", "ad_id": "c"}'],  # read once, ts as text from the start
+        [b'{"ad_id": "d"}', b'{"ad_id": "e", "ts": null}'],  # ts absent or null throughout: no column, as fresh
+        [b'{"ts": 1767225600, "ad_id": "f"}'],  # ts a number here: the learned read fails, read as fresh
+        [b'{"ts": "garbage", "ad_id": "g"}', b'{"ts": "2026-01-01T00:00:00Z", "ad_id": "h"}'],
+    ]
+    for records in chunks:
+        ours, fresh = _json_table(records, learned), _json_table(records)
+        assert ours is not None and fresh is not None
+        # a column of Arrow's null type (null throughout) is to the parser what an absent one is (`column()`)
+        fresh = fresh.drop_columns([f.name for f in fresh.schema if pa.types.is_null(f.type)])
+        assert ours.schema == fresh.schema and ours.to_pylist() == fresh.to_pylist()
+    assert learned == {"ts": pa.string()}
