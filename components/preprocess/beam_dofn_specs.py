@@ -14,7 +14,8 @@ instance holds no bound method of its own (a `Map`'s function is held as a plain
 are its class's functions, so every object of the class has one answer: `dofn_specs` asks Beam once per class
 (held weakly: a class made per call, as Beam's window DoFns are, is forgotten with it). A DoFn that holds a bound
 method as an attribute, or whose class answers attribute lookups itself (`__getattr__`, `__getattribute__`,
-`__dir__`), is asked about once per object instead (by identity, while the object lives; never by equality). New
+`__dir__`, slots, a property of its own: any of them could hand out a bound method of the object's own making), is
+asked about once per object instead (by identity, while the object lives; never by equality). New
 sets are returned each time, as Beam does. An object whose specs Beam refuses (a duplicate parameter) raises Beam's
 error at every call: nothing is kept for it. As Beam's own lookup, this assumes a class's methods are not replaced
 after its DoFns are built.
@@ -48,11 +49,34 @@ def _forget(key: int) -> Any:
     return forget
 
 
+_PLAIN_CLASS_ATTRIBUTES = (types.FunctionType, staticmethod, classmethod)
+_class_plain: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _attributes_plain(cls: type) -> bool:
+    """Whether an attribute of `cls`'s objects is the instance dict's value or the class's own: no attribute
+    lookup of the class's own, no slots, and no descriptor but functions, static and class methods, Beam's `DoFn`
+    properties (flags, never methods) and the instance dict's and weak reference's slots. (A property elsewhere
+    could return a bound method of the object's own making.)"""
+    plain = _class_plain.get(cls)
+    if plain is None:
+        plain = (cls.__getattribute__ is object.__getattribute__ and cls.__dir__ is object.__dir__
+                 and not hasattr(cls, "__getattr__")
+                 and all(not getattr(base, "__slots__", ()) and all(
+                     not hasattr(value, "__get__") or isinstance(value, _PLAIN_CLASS_ATTRIBUTES)
+                     or (base is beam.DoFn and isinstance(value, property))
+                     or name in ("__dict__", "__weakref__")
+                     for name, value in vars(base).items()) for base in cls.__mro__ if base is not object))
+        try:
+            _class_plain[cls] = plain
+        except TypeError:
+            pass
+    return plain
+
+
 def _decided_by_class(dofn: Any) -> bool:
     """Whether every object of `dofn`'s class has `dofn`'s specs: its bound methods are its class's functions."""
-    cls = type(dofn)
-    if (cls.__getattribute__ is not object.__getattribute__ or cls.__dir__ is not object.__dir__
-            or hasattr(cls, "__getattr__") or any(getattr(base, "__slots__", ()) for base in cls.__mro__)):
+    if not _attributes_plain(type(dofn)):
         return False  # attributes found other than in the instance dict and the class: asked per object
     try:
         held = vars(dofn).values()

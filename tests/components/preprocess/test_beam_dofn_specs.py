@@ -61,12 +61,24 @@ class Same(beam.DoFn):
         yield element
 
 
+class Delegating(beam.DoFn):
+    """Its `process` is a property: a bound method of whatever the object holds, so the object decides."""
+
+    def __init__(self, inner: beam.DoFn):
+        self.inner = inner
+
+    @property
+    def process(self):
+        return self.inner.process
+
+
 def _mapped(element, seen=beam.DoFn.StateParam(BAG)):  # a Map's function with state (CallableWrapperDoFn)
     return element
 
 
 @pytest.mark.parametrize("make", [Plain, Stateful, lambda: CallableWrapperDoFn(_mapped),
-                                  lambda: CallableWrapperDoFn(lambda x: x), lambda: Same(True), lambda: Same(False)])
+                                  lambda: CallableWrapperDoFn(lambda x: x), lambda: Same(True), lambda: Same(False),
+                                  lambda: Delegating(Stateful()), lambda: Delegating(Plain())])
 def test_the_same_specs_as_beam_every_time(make):
     dofn = make()
     theirs = _BEAM_OWN(dofn)
@@ -113,6 +125,9 @@ def test_an_object_with_bound_methods_of_its_own_is_asked_per_object_and_per_obj
     assert dofn_specs(second) == _BEAM_OWN(Stateful())
     assert len(asked) == 2 and asked[1] is second
     assert dofn_specs(plain) == (set(), set())  # its class's answer, not the equal objects'
+    delegating = [Delegating(Stateful()), Delegating(Plain())]
+    assert [dofn_specs(dofn) for dofn in delegating] == [_BEAM_OWN(Stateful()), (set(), set())]
+    assert asked[-2:] == delegating  # a class with a property of its own: asked per object
     key = id(second)
     asked.clear()
     del second
