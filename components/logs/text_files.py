@@ -167,17 +167,9 @@ class TextLogFile:
         )
 
 
-def jsonl_records(log_file: TextLogFile) -> Iterator[bytes | FileTally]:
-    """Each non-blank line without its line break (a leading BOM stripped), then the file's `FileTally`."""
-    for item in jsonl_record_lists(log_file):
-        if isinstance(item, FileTally):
-            yield item
-        else:
-            yield from item
-
-
 def jsonl_record_lists(log_file: TextLogFile) -> Iterator[list[bytes] | FileTally]:
-    """`jsonl_records`' records a list at a time (the non-blank lines of a block of text), then the `FileTally`.
+    """Each non-blank line without its line break (a leading BOM stripped), a list at a time (the non-blank lines
+    of a block of text), then the file's `FileTally`.
 
     Read in blocks (`TextLogFile.blocks`) and split into lines a block at a time, not a line at a time: the same
     records and tally as reading line by line (`lines()`), at a fraction of the per-line Python."""
@@ -203,7 +195,7 @@ def jsonl_record_lists(log_file: TextLogFile) -> Iterator[list[bytes] | FileTall
 
 
 class _LineTally:
-    """`jsonl_records`' running tally, kept a list of lines at a time."""
+    """`jsonl_record_lists`' running tally, kept a list of lines at a time."""
 
     def __init__(self):
         self.framing = self.blank_lines = self.blank_bytes = self.records = self.record_bytes = 0

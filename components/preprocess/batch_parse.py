@@ -54,7 +54,6 @@ from components.preprocess.parse import (
     feature_number,
     identifier,
     outcome_flag,
-    record_size,
 )
 from configs.logs import EVENT_TYPE, IMPRESSION_ID
 
@@ -185,7 +184,7 @@ class ChunkParser:
         letters = [dead_letter(self.stream, failures[row], raw_of(row)) for row in failed]
         # a row (dict) counts no bytes; text records (bytes) their length as read, summed at once
         total_bytes = sum(map(len, records)) if records is not None else 0
-        failed_bytes = sum(record_size(records[row]) for row in failed) if records is not None else 0
+        failed_bytes = sum(len(records[row]) for row in failed) if records is not None else 0
         outcomes = ParseOutcomes(parsed=count - len(failed), parsed_bytes=total_bytes - failed_bytes,
                                  dead_letters=len(failed), dead_letter_bytes=failed_bytes)
         return ParsedChunk(_in_row_order(parts, self.schema), letters, outcomes)

@@ -21,7 +21,7 @@ from components.logs.text_files import (
     LogFileUnreadable,
     TextLogFile,
     csv_file_records,
-    jsonl_records,
+    jsonl_record_lists,
 )
 from components.preprocess.parse import (
     FeatureField,
@@ -39,7 +39,11 @@ DIRECT = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 def read(path: Path, file_format: str = "jsonl", **options) -> tuple[list[bytes], FileTally]:
     with open(path, "rb") as raw:
         log_file = TextLogFile(str(path), raw, path.stat().st_size)
-        items = list(csv_file_records(log_file, **options) if file_format == "csv" else jsonl_records(log_file))
+        if file_format == "csv":
+            items = list(csv_file_records(log_file, **options))
+        else:
+            items = [record for part in jsonl_record_lists(log_file)
+                     for record in ([part] if isinstance(part, FileTally) else part)]
     *records, tally = items
     assert isinstance(tally, FileTally)
     return records, tally
